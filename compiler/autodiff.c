@@ -1,0 +1,178 @@
+/* autodiff.c — reverse-mode automatic differentiation on the IR.
+ * Walks the forward nodes from the loss backwards; each node's gradient contributions to its
+ * inputs are new backward nodes, summed with `add` where a value feeds several ops. Gradients
+ * of broadcast operands are reduced back to the operand's shape with `sum_to`. Only values
+ * that depend on a parameter get gradients. The backward nodes carry the forward node's source
+ * location so reports can point at the line they came from. */
+#include "autodiff.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ad {
+    mg_graph *g;
+    int *grad;      /* per node: id of the accumulated gradient so far, or -1 */
+    char *needs;    /* per forward node: depends on a parameter */
+    mg_diag *d;
+    int failed;
+} ad;
+
+static int node_attr(ad *a, mg_op op, int n, const int *in, int i0, int i1, mg_loc loc)
+{
+    if (a->failed) return -1;
+    int attr[2] = {i0, i1};
+    int id = mg_graph_add_op(a->g, op, n, in, attr, 1.0, loc, a->d);
+    if (id < 0) a->failed = 1;
+    else a->g->nodes[id].phase = MG_PHASE_BACKWARD;
+    return id;
+}
+
+static int node(ad *a, mg_op op, int n, const int *in, mg_loc loc) { return node_attr(a, op, n, in, 0, 0, loc); }
+
+static int op1(ad *a, mg_op op, int x, mg_loc loc) { return node(a, op, 1, &x, loc); }
+static int op2(ad *a, mg_op op, int x, int y, mg_loc loc)
+{
+    int in[2] = {x, y};
+    return node(a, op, 2, in, loc);
+}
+
+/* A node whose result shape is given rather than inferred (broadcast, sum_to). */
+static int shaped(ad *a, mg_op op, int x, const mg_shape *shape, double scale, mg_loc loc)
+{
+    if (a->failed) return -1;
+    int id = mg_graph_add(a->g, op, 1, &x, loc);
+    mg_node *n = &a->g->nodes[id];
+    n->type.shape = *shape;
+    n->fattr = scale;
+    n->phase = MG_PHASE_BACKWARD;
+    if (mg_infer_type(a->g, id, a->d) != MG_OK) {
+        a->failed = 1;
+        return -1;
+    }
+    return id;
+}
+
+/* Reduces gradient dy to the shape of forward value x (undoing broadcasting). */
+static int unbroadcast(ad *a, int dy, int x, mg_loc loc)
+{
+    if (dy < 0) return -1;
+    const mg_shape *sx = &a->g->nodes[x].type.shape;
+    if (mg_shape_eq(&a->g->nodes[dy].type.shape, sx)) return dy;
+    return shaped(a, MG_OP_SUM_TO, dy, sx, 1.0, loc);
+}
+
+static void accumulate(ad *a, int x, int contrib, mg_loc loc)
+{
+    if (contrib < 0 || !a->needs[x]) return;
+    if (a->grad[x] < 0) a->grad[x] = contrib;
+    else a->grad[x] = op2(a, MG_OP_ADD, a->grad[x], contrib, loc);
+}
+
+mg_status mg_autodiff(mg_graph *g, mg_diag *d)
+{
+    int nf = g->nforward = g->n;
+    if (g->loss < 0) return mg_diag_set(d, (mg_loc){0}, "nothing to differentiate: no 'minimize'");
+    ad a = {g, NULL, NULL, d, 0};
+    a.grad = malloc((size_t)nf * sizeof *a.grad);
+    a.needs = calloc((size_t)nf, 1);
+    if (!a.grad || !a.needs) abort();
+    for (int i = 0; i < nf; i++) {
+        const mg_node *n = &g->nodes[i];
+        a.grad[i] = -1;
+        a.needs[i] = n->op == MG_OP_PARAM;
+        for (int k = 0; k < n->ninputs; k++) a.needs[i] |= a.needs[n->in[k]];
+    }
+    /* seed: d loss / d loss = 1 */
+    const mg_node *L = &g->nodes[g->loss];
+    int one = mg_graph_add(g, MG_OP_CONST, 0, NULL, L->loc);
+    g->nodes[one].fattr = 1.0;
+    g->nodes[one].type.dtype = L->type.dtype;
+    g->nodes[one].phase = MG_PHASE_BACKWARD;
+    if (a.needs[g->loss]) a.grad[g->loss] = one;
+
+    for (int i = g->loss; i >= 0 && !a.failed; i--) {
+        int dy = a.grad[i];
+        if (dy < 0) continue;
+        mg_node n = g->nodes[i]; /* copy: adding nodes may move the array */
+        mg_loc loc = n.loc;
+        if (n.name && !g->nodes[dy].name && g->nodes[dy].phase == MG_PHASE_BACKWARD) {
+            char nm[300];
+            snprintf(nm, sizeof nm, "d_%s", n.name);
+            g->nodes[dy].name = mg_graph_intern(g, nm);
+        }
+        int x = n.ninputs > 0 ? n.in[0] : -1, y = n.ninputs > 1 ? n.in[1] : -1;
+        switch (n.op) {
+        case MG_OP_INPUT:
+        case MG_OP_PARAM:
+        case MG_OP_CONST:
+            break;
+        case MG_OP_ADD:
+            if (a.needs[x]) accumulate(&a, x, unbroadcast(&a, dy, x, loc), loc);
+            if (a.needs[y]) accumulate(&a, y, unbroadcast(&a, dy, y, loc), loc);
+            break;
+        case MG_OP_SUB:
+            if (a.needs[x]) accumulate(&a, x, unbroadcast(&a, dy, x, loc), loc);
+            if (a.needs[y]) accumulate(&a, y, op1(&a, MG_OP_NEG, unbroadcast(&a, dy, y, loc), loc), loc);
+            break;
+        case MG_OP_MUL:
+            if (a.needs[x]) accumulate(&a, x, unbroadcast(&a, op2(&a, MG_OP_MUL, dy, y, loc), x, loc), loc);
+            if (a.needs[y]) accumulate(&a, y, unbroadcast(&a, op2(&a, MG_OP_MUL, dy, x, loc), y, loc), loc);
+            break;
+        case MG_OP_DIV:
+            /* z = x / y: dx = dy / y; dy_ = -(dy * z) / y */
+            if (a.needs[x]) accumulate(&a, x, unbroadcast(&a, op2(&a, MG_OP_DIV, dy, y, loc), x, loc), loc);
+            if (a.needs[y]) {
+                int t = op2(&a, MG_OP_DIV, op2(&a, MG_OP_MUL, dy, i, loc), y, loc);
+                accumulate(&a, y, op1(&a, MG_OP_NEG, unbroadcast(&a, t, y, loc), loc), loc);
+            }
+            break;
+        case MG_OP_NEG:
+            accumulate(&a, x, op1(&a, MG_OP_NEG, dy, loc), loc);
+            break;
+        case MG_OP_MATMUL: {
+            /* C = A @ B (no transposes in forward graphs): dA = dC @ B^T, dB = A^T @ dC */
+            int dyb[2] = {dy, y}, xdy[2] = {x, dy};
+            if (a.needs[x]) accumulate(&a, x, node_attr(&a, MG_OP_MATMUL, 2, dyb, 0, 1, loc), loc);
+            if (a.needs[y]) accumulate(&a, y, node_attr(&a, MG_OP_MATMUL, 2, xdy, 1, 0, loc), loc);
+            break;
+        }
+        case MG_OP_RELU: accumulate(&a, x, op2(&a, MG_OP_RELU_GRAD, i, dy, loc), loc); break;
+        case MG_OP_TANH: accumulate(&a, x, op2(&a, MG_OP_TANH_GRAD, i, dy, loc), loc); break;
+        case MG_OP_SIGMOID: accumulate(&a, x, op2(&a, MG_OP_SIGMOID_GRAD, i, dy, loc), loc); break;
+        case MG_OP_EXP: accumulate(&a, x, op2(&a, MG_OP_MUL, dy, i, loc), loc); break;
+        case MG_OP_LOG: accumulate(&a, x, op2(&a, MG_OP_DIV, dy, x, loc), loc); break;
+        case MG_OP_SOFTMAX: accumulate(&a, x, op2(&a, MG_OP_SOFTMAX_GRAD, i, dy, loc), loc); break;
+        case MG_OP_SUM:
+        case MG_OP_MEAN: {
+            const mg_shape *sx = &g->nodes[x].type.shape;
+            double scale = n.op == MG_OP_MEAN ? 1.0 / (double)mg_shape_numel(sx) : 1.0;
+            accumulate(&a, x, shaped(&a, MG_OP_BROADCAST, dy, sx, scale, loc), loc);
+            break;
+        }
+        case MG_OP_CROSS_ENTROPY: {
+            int in[3] = {x, y, dy};
+            accumulate(&a, x, node(&a, MG_OP_XENT_GRAD, 3, in, loc), loc);
+            break;
+        }
+        case MG_OP_MSE: {
+            int in[3] = {x, y, dy};
+            if (a.needs[x]) accumulate(&a, x, node(&a, MG_OP_MSE_GRAD, 3, in, loc), loc);
+            if (a.needs[y]) accumulate(&a, y, node_attr(&a, MG_OP_MSE_GRAD, 3, in, -1, 0, loc), loc);
+            break;
+        }
+        default:
+            mg_diag_set(d, loc, "internal error: no gradient rule for '%s'", mg_ops[n.op].name);
+            a.failed = 1;
+        }
+    }
+    if (!a.failed) {
+        g->param_grads = malloc((size_t)(g->nparams ? g->nparams : 1) * sizeof *g->param_grads);
+        if (!g->param_grads) abort();
+        for (int i = 0; i < g->nparams; i++) g->param_grads[i] = a.grad[g->params[i]];
+    }
+    free(a.grad);
+    free(a.needs);
+    if (a.failed) return MG_ERR;
+    return mg_graph_verify(g, d);
+}

@@ -1,0 +1,65 @@
+/* budget.c — memory budgets as users write them: bytes with binary (KiB, MiB, GiB) or decimal
+ * (KB, MB, GB) units, or a percentage of the store-all workspace. */
+#include "budget.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
+{
+    static const struct { const char *unit; double mult; } units[] = {
+        {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+        {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"%", -1}};
+    char *end;
+    memset(b, 0, sizeof *b);
+    double v = strtod(s, &end);
+    if (end == s || !isfinite(v) || v <= 0) {
+        snprintf(err, (size_t)errlen, "budget '%s' is not a positive size (try 48MiB, 2GB or 40%%)", s);
+        return 0;
+    }
+    while (*end == ' ') end++;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].unit)) continue;
+        if (units[i].mult < 0) {
+            if (v > 100) {
+                snprintf(err, (size_t)errlen, "budget '%s' is more than 100%% of the store-all workspace", s);
+                return 0;
+            }
+            b->is_percent = 1;
+            b->percent = v;
+            return 1;
+        }
+        double bytes = v * units[i].mult;
+        if (bytes > 9.0e18 || bytes < 1) {
+            snprintf(err, (size_t)errlen, "budget '%s' is out of range", s);
+            return 0;
+        }
+        b->bytes = (int64_t)floor(bytes);
+        return 1;
+    }
+    snprintf(err, (size_t)errlen, "budget '%s' has an unknown unit '%s' (use B, KiB, MiB, GiB, KB, MB, GB or %%)", s, end);
+    return 0;
+}
+
+int64_t mg_budget_bytes(const mg_budget *b, int64_t store_all)
+{
+    if (!b->is_percent) return b->bytes;
+    return (int64_t)floor((double)store_all * b->percent / 100.0);
+}
+
+const char *mg_human_bytes(int64_t bytes, char *buf, int len)
+{
+    static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    if (i == 0) snprintf(buf, (size_t)len, "%lld B", (long long)bytes);
+    else snprintf(buf, (size_t)len, "%.1f %s", v, u[i]);
+    return buf;
+}

@@ -1,0 +1,18 @@
+/* budget.h — parsing memory budgets given on the command line. */
+#ifndef MG_BUDGET_H
+#define MG_BUDGET_H
+#include <stdint.h>
+
+typedef struct mg_budget {
+    int is_percent;
+    double percent;  /* of the store-all workspace */
+    int64_t bytes;
+} mg_budget;
+
+/* "48MiB", "1.5GB", "1000000", "1000000B", "40%". Returns 0 and fills err on bad input. */
+int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen);
+/* Resolves a budget against the store-all workspace. */
+int64_t mg_budget_bytes(const mg_budget *b, int64_t store_all);
+/* "48.0 MiB"-style text for a byte count. */
+const char *mg_human_bytes(int64_t bytes, char *buf, int len);
+#endif

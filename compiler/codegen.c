@@ -1,0 +1,591 @@
+/* codegen.c — the LLVM backend. Starts from the kernel library (runtime/kernels, compiled to
+ * bitcode at build time and embedded in memgrad), adds the model's functions — a straight
+ * line of kernel calls on pointers into the caller's buffers at the plan's fixed offsets, with
+ * every shape a constant — makes the kernels internal so the optimiser inlines and specialises
+ * them and several models can be linked into one program, retargets everything to the chosen
+ * CPU, optimises at -O3 and writes an object file. The object needs only libc and libm. */
+#include "backend.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+extern const unsigned char mg_kernels_bc[];
+extern const size_t mg_kernels_bc_len;
+
+typedef struct cg {
+    const mg_program *p;
+    const mg_graph *g;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef i8, i32, i64, f32, f64, ptr, voidt;
+    LLVMValueRef params, grads, inputs, outputs, ws; /* current function's arguments */
+    LLVMValueRef *in_ptr, *out_ptr;                 /* loaded input/output pointers */
+    LLVMValueRef *consts;                           /* per node: global for a CONST */
+    mg_diag *d;
+    int failed;
+} cg;
+
+static LLVMValueRef ci64(cg *c, int64_t v) { return LLVMConstInt(c->i64, (unsigned long long)v, 1); }
+static LLVMValueRef cf64(cg *c, double v) { return LLVMConstReal(c->f64, v); }
+
+static LLVMValueRef byte_ptr(cg *c, LLVMValueRef base, int64_t off)
+{
+    if (off == 0) return base;
+    LLVMValueRef idx = ci64(c, off);
+    return LLVMBuildInBoundsGEP2(c->b, c->i8, base, &idx, 1, "");
+}
+
+static LLVMValueRef const_global(cg *c, int node)
+{
+    if (c->consts[node]) return c->consts[node];
+    const mg_node *n = &c->g->nodes[node];
+    LLVMTypeRef t = n->type.dtype == MG_F64 ? c->f64 : c->f32;
+    LLVMValueRef gv = LLVMAddGlobal(c->mod, t, "mg.const");
+    LLVMSetInitializer(gv, LLVMConstReal(t, n->fattr));
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    c->consts[node] = gv;
+    return gv;
+}
+
+static LLVMValueRef place_ptr(cg *c, const mg_plan *pl, const mg_place *p, int node)
+{
+    switch (p->mem) {
+    case MG_MEM_WS: return byte_ptr(c, c->ws, pl->bufs[p->index].offset);
+    case MG_MEM_PARAMS: return byte_ptr(c, c->params, p->offset);
+    case MG_MEM_GRADS: return byte_ptr(c, c->grads, p->offset);
+    case MG_MEM_INPUT: return c->in_ptr[p->index];
+    case MG_MEM_OUTPUT: return c->out_ptr[p->index];
+    case MG_MEM_CONST: return const_global(c, node);
+    case MG_MEM_NONE: break;
+    }
+    c->failed = 1;
+    mg_diag_set(c->d, c->g->nodes[node].loc, "internal error: value %%%d has no place", node);
+    return LLVMConstNull(c->ptr);
+}
+
+static LLVMValueRef value_ptr(cg *c, const mg_plan *pl, int node)
+{
+    return place_ptr(c, pl, &pl->place[node], node);
+}
+
+static void call(cg *c, const char *base, mg_dtype dt, LLVMValueRef *args, unsigned nargs)
+{
+    char name[64];
+    if (dt == MG_I32) snprintf(name, sizeof name, "%s", base);
+    else snprintf(name, sizeof name, "%s_%s", base, dt == MG_F64 ? "f64" : "f32");
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (!fn) {
+        c->failed = 1;
+        mg_diag_set(c->d, (mg_loc){0}, "internal error: kernel %s missing from the kernel library", name);
+        return;
+    }
+    LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, nargs, "");
+}
+
+/* A broadcast iteration space collapsed to at most 4 axes. Operand strides are in elements,
+ * 0 where the operand is broadcast. */
+typedef struct iter4 {
+    int64_t d[4];
+    int64_t s[3][4];
+} iter4;
+
+static int collapse(const mg_shape *space, const mg_shape *const *ops, int nops, iter4 *it)
+{
+    int64_t d[MG_MAX_RANK], s[3][MG_MAX_RANK];
+    int nd = 0;
+    for (int i = 0; i < space->rank; i++) {
+        if (space->dim[i] == 1) continue;
+        d[nd] = space->dim[i];
+        for (int k = 0; k < nops; k++) {
+            const mg_shape *o = ops[k];
+            int oi = o->rank - space->rank + i;
+            int64_t stride = 1;
+            for (int j = oi + 1; j < o->rank; j++) stride *= o->dim[j];
+            s[k][nd] = (oi < 0 || o->dim[oi] == 1) ? 0 : stride;
+        }
+        nd++;
+    }
+    /* merge axis i into i+1 where every operand is contiguous across the pair */
+    for (int i = nd - 2; i >= 0; i--) {
+        int ok = 1;
+        for (int k = 0; k < nops; k++) ok &= s[k][i] == s[k][i + 1] * d[i + 1];
+        if (!ok) continue;
+        d[i + 1] *= d[i];
+        for (int j = i; j + 1 < nd; j++) {
+            d[j] = d[j + 1];
+            for (int k = 0; k < nops; k++) s[k][j] = s[k][j + 1];
+        }
+        nd--;
+        /* merged axis now at position i; keep scanning leftwards */
+    }
+    if (nd > 4) return 0;
+    int pad = 4 - nd;
+    for (int i = 0; i < 4; i++) {
+        it->d[i] = i < pad ? 1 : d[i - pad];
+        for (int k = 0; k < 3; k++) it->s[k][i] = (i < pad || k >= nops) ? 0 : s[k][i - pad];
+    }
+    return 1;
+}
+
+static int too_complex(cg *c, const mg_node *n)
+{
+    c->failed = 1;
+    mg_diag_set(c->d, n->loc, "broadcast of '%s' needs more than 4 alternating axes; not supported yet",
+                mg_ops[n->op].name);
+    return 0;
+}
+
+static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
+{
+    const mg_graph *g = c->g;
+    const mg_node *n = &g->nodes[st->node];
+    mg_dtype dt = n->type.dtype;
+    int64_t numel = mg_shape_numel(&n->type.shape);
+    LLVMValueRef out = place_ptr(c, pl, &st->out, st->node);
+    LLVMValueRef x = n->ninputs > 0 ? value_ptr(c, pl, n->in[0]) : NULL;
+    LLVMValueRef y = n->ninputs > 1 ? value_ptr(c, pl, n->in[1]) : NULL;
+    LLVMValueRef z = n->ninputs > 2 ? value_ptr(c, pl, n->in[2]) : NULL;
+    const mg_shape *s0 = n->ninputs > 0 ? &g->nodes[n->in[0]].type.shape : NULL;
+    const mg_shape *s1 = n->ninputs > 1 ? &g->nodes[n->in[1]].type.shape : NULL;
+    const char *k = NULL;
+    switch (n->op) {
+    case MG_OP_ADD: k = "mgk_add"; goto binary;
+    case MG_OP_SUB: k = "mgk_sub"; goto binary;
+    case MG_OP_MUL: k = "mgk_mul"; goto binary;
+    case MG_OP_DIV: k = "mgk_div";
+    binary: {
+        const mg_shape *ops[3] = {s0, s1, &n->type.shape};
+        iter4 it;
+        if (!collapse(&n->type.shape, ops, 3, &it)) {
+            too_complex(c, n);
+            return;
+        }
+        LLVMValueRef a[15] = {ci64(c, it.d[0]), ci64(c, it.d[1]), ci64(c, it.d[2]), ci64(c, it.d[3]), x,
+                              ci64(c, it.s[0][0]), ci64(c, it.s[0][1]), ci64(c, it.s[0][2]), ci64(c, it.s[0][3]), y,
+                              ci64(c, it.s[1][0]), ci64(c, it.s[1][1]), ci64(c, it.s[1][2]), ci64(c, it.s[1][3]), out};
+        call(c, k, dt, a, 15);
+        return;
+    }
+    case MG_OP_NEG: k = "mgk_neg"; goto unary;
+    case MG_OP_RELU: k = "mgk_relu"; goto unary;
+    case MG_OP_TANH: k = "mgk_tanh"; goto unary;
+    case MG_OP_SIGMOID: k = "mgk_sigmoid"; goto unary;
+    case MG_OP_EXP: k = "mgk_exp"; goto unary;
+    case MG_OP_LOG: k = "mgk_log";
+    unary: {
+        LLVMValueRef a[3] = {ci64(c, numel), x, out};
+        call(c, k, dt, a, 3);
+        return;
+    }
+    case MG_OP_RELU_GRAD: k = "mgk_relu_grad"; goto grad;
+    case MG_OP_TANH_GRAD: k = "mgk_tanh_grad"; goto grad;
+    case MG_OP_SIGMOID_GRAD: k = "mgk_sigmoid_grad";
+    grad: {
+        LLVMValueRef a[4] = {ci64(c, numel), x, y, out};
+        call(c, k, dt, a, 4);
+        return;
+    }
+    case MG_OP_MATMUL: {
+        int64_t M = n->type.shape.dim[0], N = n->type.shape.dim[1];
+        int64_t K = n->iattr[0] ? s0->dim[0] : s0->dim[1];
+        LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
+        LLVMValueRef a[13] = {ci64(c, M), ci64(c, N), ci64(c, K), x, ci64(c, s0->dim[1]),
+                              LLVMConstInt(c->i32, (unsigned)n->iattr[0], 0), y, ci64(c, s1->dim[1]),
+                              LLVMConstInt(c->i32, (unsigned)n->iattr[1], 0), out, ci64(c, N),
+                              LLVMConstInt(c->i32, 0, 0), scratch};
+        call(c, "mgk_gemm", dt, a, 13);
+        return;
+    }
+    case MG_OP_SUM:
+    case MG_OP_MEAN: {
+        int64_t nx = mg_shape_numel(s0);
+        LLVMValueRef a[4] = {ci64(c, nx), x, cf64(c, n->op == MG_OP_MEAN ? 1.0 / (double)nx : 1.0), out};
+        call(c, "mgk_sum", dt, a, 4);
+        return;
+    }
+    case MG_OP_SOFTMAX:
+    case MG_OP_SOFTMAX_GRAD: {
+        int64_t cols = n->type.shape.dim[n->type.shape.rank - 1];
+        LLVMValueRef a[5] = {ci64(c, numel / cols), ci64(c, cols), x, y ? y : out, out};
+        call(c, n->op == MG_OP_SOFTMAX ? "mgk_softmax" : "mgk_softmax_grad", dt, a, n->op == MG_OP_SOFTMAX ? 4 : 5);
+        return;
+    }
+    case MG_OP_CROSS_ENTROPY: {
+        LLVMValueRef a[5] = {ci64(c, s0->dim[0]), ci64(c, s0->dim[1]), x, y, out};
+        call(c, "mgk_xent", dt, a, 5);
+        return;
+    }
+    case MG_OP_XENT_GRAD: {
+        LLVMValueRef a[6] = {ci64(c, s0->dim[0]), ci64(c, s0->dim[1]), x, y, z, out};
+        call(c, "mgk_xent_grad", dt, a, 6);
+        return;
+    }
+    case MG_OP_MSE: {
+        LLVMValueRef a[4] = {ci64(c, mg_shape_numel(s0)), x, y, out};
+        call(c, "mgk_mse", dt, a, 4);
+        return;
+    }
+    case MG_OP_MSE_GRAD: {
+        LLVMValueRef a[6] = {ci64(c, numel), x, y, z, cf64(c, n->iattr[0] < 0 ? -1.0 : 1.0), out};
+        call(c, "mgk_mse_grad", dt, a, 6);
+        return;
+    }
+    case MG_OP_BROADCAST: {
+        const mg_shape *ops[2] = {&n->type.shape, s0};
+        iter4 it;
+        if (!collapse(&n->type.shape, ops, 2, &it)) {
+            too_complex(c, n);
+            return;
+        }
+        LLVMValueRef a[11] = {ci64(c, it.d[0]), ci64(c, it.d[1]), ci64(c, it.d[2]), ci64(c, it.d[3]), x,
+                              ci64(c, it.s[1][0]), ci64(c, it.s[1][1]), ci64(c, it.s[1][2]), ci64(c, it.s[1][3]),
+                              cf64(c, n->fattr), out};
+        call(c, "mgk_bcast", dt, a, 11);
+        return;
+    }
+    case MG_OP_SUM_TO: {
+        const mg_shape *ops[2] = {s0, &n->type.shape};
+        iter4 it;
+        if (!collapse(s0, ops, 2, &it)) {
+            too_complex(c, n);
+            return;
+        }
+        LLVMValueRef a[11] = {ci64(c, it.d[0]), ci64(c, it.d[1]), ci64(c, it.d[2]), ci64(c, it.d[3]), x,
+                              ci64(c, it.s[1][0]), ci64(c, it.s[1][1]), ci64(c, it.s[1][2]), ci64(c, it.s[1][3]),
+                              out, ci64(c, numel)};
+        call(c, "mgk_sum_to", dt, a, 11);
+        return;
+    }
+    default:
+        c->failed = 1;
+        mg_diag_set(c->d, n->loc, "internal error: no code generation for '%s'", mg_ops[n->op].name);
+    }
+}
+
+static void emit_steps(cg *c, const mg_plan *pl)
+{
+    for (int s = 0; s < pl->nsteps && !c->failed; s++) {
+        const mg_step *st = &pl->steps[s];
+        if (st->kind == MG_STEP_COMPUTE) {
+            emit_compute(c, pl, st);
+        } else {
+            int64_t bytes = (int64_t)mg_node_bytes(c->g, st->node);
+            LLVMValueRef dst = place_ptr(c, pl, &st->out, st->node);
+            if (st->kind == MG_STEP_ZERO) {
+                LLVMValueRef a[2] = {ci64(c, bytes), dst};
+                call(c, "mgk_zero", MG_I32, a, 2);
+            } else {
+                LLVMValueRef a[3] = {ci64(c, bytes), value_ptr(c, pl, st->node), dst};
+                call(c, "mgk_copy", MG_I32, a, 3);
+            }
+        }
+    }
+}
+
+static LLVMValueRef begin_function(cg *c, const char *name, LLVMTypeRef ret, LLVMTypeRef *args, unsigned n)
+{
+    char full[300];
+    snprintf(full, sizeof full, "%s_%s", c->g->model_name, name);
+    LLVMValueRef fn = LLVMAddFunction(c->mod, full, LLVMFunctionType(ret, args, n, 0));
+    LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+    LLVMPositionBuilderAtEnd(c->b, LLVMGetEntryBasicBlock(fn));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(c->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
+    return fn;
+}
+
+static void load_ptr_array(cg *c, LLVMValueRef arr, int n, LLVMValueRef *out)
+{
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef idx = ci64(c, i);
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->ptr, arr, &idx, 1, "");
+        out[i] = LLVMBuildLoad2(c->b, c->ptr, slot, "");
+    }
+}
+
+static void emit_train_step(cg *c)
+{
+    const mg_plan *pl = c->p->train;
+    LLVMTypeRef args[4] = {c->ptr, c->ptr, c->ptr, c->ptr};
+    LLVMValueRef fn = begin_function(c, "train_step", c->f32, args, 4);
+    c->params = LLVMGetParam(fn, 0);
+    c->grads = LLVMGetParam(fn, 1);
+    c->inputs = LLVMGetParam(fn, 2);
+    c->ws = LLVMGetParam(fn, 3);
+    load_ptr_array(c, c->inputs, c->g->ninputs, c->in_ptr);
+    emit_steps(c, pl);
+    if (c->failed) return;
+    const mg_node *L = &c->g->nodes[pl->result];
+    LLVMTypeRef lt = L->type.dtype == MG_F64 ? c->f64 : c->f32;
+    LLVMValueRef v = LLVMBuildLoad2(c->b, lt, value_ptr(c, pl, pl->result), "loss");
+    if (L->type.dtype == MG_F64) v = LLVMBuildFPTrunc(c->b, v, c->f32, "");
+    LLVMBuildRet(c->b, v);
+}
+
+static void emit_forward(cg *c)
+{
+    LLVMTypeRef args[4] = {c->ptr, c->ptr, c->ptr, c->ptr};
+    LLVMValueRef fn = begin_function(c, "forward", c->voidt, args, 4);
+    c->params = LLVMGetParam(fn, 0);
+    c->inputs = LLVMGetParam(fn, 1);
+    c->outputs = LLVMGetParam(fn, 2);
+    c->ws = LLVMGetParam(fn, 3);
+    c->grads = LLVMConstNull(c->ptr);
+    load_ptr_array(c, c->inputs, c->g->ninputs, c->in_ptr);
+    load_ptr_array(c, c->outputs, c->g->noutputs, c->out_ptr);
+    emit_steps(c, c->p->forward);
+    LLVMBuildRetVoid(c->b);
+}
+
+static void fans(const mg_shape *s, double *fan_in, double *fan_out)
+{
+    if (s->rank == 0) *fan_in = *fan_out = 1;
+    else if (s->rank == 1) *fan_in = *fan_out = (double)s->dim[0];
+    else if (s->rank == 2) {
+        *fan_in = (double)s->dim[0]; /* weights are [in, out]: x @ w */
+        *fan_out = (double)s->dim[1];
+    } else {
+        double rf = 1;
+        for (int i = 2; i < s->rank; i++) rf *= (double)s->dim[i];
+        *fan_in = (double)s->dim[1] * rf; /* [out, in, k...] */
+        *fan_out = (double)s->dim[0] * rf;
+    }
+}
+
+static void emit_init_params(cg *c)
+{
+    LLVMTypeRef args[2] = {c->ptr, c->i64};
+    LLVMValueRef fn = begin_function(c, "init_params", c->voidt, args, 2);
+    LLVMValueRef params = LLVMGetParam(fn, 0), seed = LLVMGetParam(fn, 1);
+    int64_t *off = malloc(((size_t)c->g->nparams + 1) * sizeof *off);
+    if (!off) abort();
+    mg_param_layout(c->g, off);
+    for (int i = 0; i < c->g->nparams; i++) {
+        const mg_node *n = &c->g->nodes[c->g->params[i]];
+        double fi, fo;
+        fans(&n->type.shape, &fi, &fo);
+        /* each parameter's stream is keyed by its name, so adding a parameter elsewhere does
+         * not change how the others start */
+        uint64_t stream = XXH64(n->name, strlen(n->name), 0);
+        LLVMValueRef a[8] = {ci64(c, mg_shape_numel(&n->type.shape)), LLVMConstInt(c->i32, (unsigned)n->init, 0),
+                             cf64(c, n->init_arg), cf64(c, fi), cf64(c, fo), seed,
+                             LLVMConstInt(c->i64, stream, 0), byte_ptr(c, params, off[i])};
+        call(c, "mgk_init", n->type.dtype, a, 8);
+    }
+    free(off);
+    LLVMBuildRetVoid(c->b);
+}
+
+/* const mg_tensor_desc NAME_KIND_desc[] = { {name, dtype, rank, shape[8], offset, bytes}, ... } */
+static void emit_descs(cg *c, const char *kind, int n, const int *nodes, const char *const *names,
+                       const int64_t *offsets)
+{
+    LLVMTypeRef fields[6] = {c->ptr, c->i32, c->i32, LLVMArrayType2(c->i64, MG_MAX_RANK), c->i64, c->i64};
+    LLVMTypeRef st = LLVMStructTypeInContext(c->ctx, fields, 6, 0);
+    LLVMValueRef *elems = malloc(((size_t)n + 1) * sizeof *elems);
+    if (!elems) abort();
+    for (int i = 0; i < n; i++) {
+        const mg_node *nd = &c->g->nodes[nodes[i]];
+        const char *nm = names ? names[i] : nd->name;
+        LLVMValueRef str = LLVMConstStringInContext2(c->ctx, nm, strlen(nm), 0);
+        LLVMValueRef sg = LLVMAddGlobal(c->mod, LLVMTypeOf(str), "mg.name");
+        LLVMSetInitializer(sg, str);
+        LLVMSetGlobalConstant(sg, 1);
+        LLVMSetLinkage(sg, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(sg, LLVMGlobalUnnamedAddr);
+        LLVMValueRef dims[MG_MAX_RANK];
+        for (int k = 0; k < MG_MAX_RANK; k++) dims[k] = ci64(c, k < nd->type.shape.rank ? nd->type.shape.dim[k] : 0);
+        LLVMValueRef f[6] = {sg, LLVMConstInt(c->i32, (unsigned)nd->type.dtype, 0),
+                             LLVMConstInt(c->i32, (unsigned)nd->type.shape.rank, 0),
+                             LLVMConstArray2(c->i64, dims, MG_MAX_RANK), ci64(c, offsets ? offsets[i] : 0),
+                             ci64(c, (int64_t)mg_node_bytes(c->g, nodes[i]))};
+        elems[i] = LLVMConstStructInContext(c->ctx, f, 6, 0);
+    }
+    char name[300];
+    snprintf(name, sizeof name, "%s_%s_desc", c->g->model_name, kind);
+    LLVMValueRef arr = LLVMConstArray2(st, elems, (uint64_t)n);
+    LLVMValueRef gv = LLVMAddGlobal(c->mod, LLVMTypeOf(arr), name);
+    LLVMSetInitializer(gv, arr);
+    LLVMSetGlobalConstant(gv, 1);
+    free(elems);
+}
+
+static int is_export(const mg_graph *g, const char *name)
+{
+    size_t k = strlen(g->model_name);
+    return !strncmp(name, g->model_name, k) && name[k] == '_' &&
+           (!strcmp(name + k + 1, "train_step") || !strcmp(name + k + 1, "forward") ||
+            !strcmp(name + k + 1, "init_params") || !strcmp(name + k + 1, "params_desc") ||
+            !strcmp(name + k + 1, "inputs_desc") || !strcmp(name + k + 1, "outputs_desc"));
+}
+
+/* Internal linkage for everything but the model's API; every function retargeted. */
+static void finalize_symbols(cg *c, const char *cpu, const char *features)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f)) continue;
+        size_t len;
+        const char *nm = LLVMGetValueName2(f, &len);
+        if (!is_export(c->g, nm)) LLVMSetLinkage(f, LLVMInternalLinkage);
+        LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-cpu", 10);
+        LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-features", 15);
+        LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "tune-cpu", 8);
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
+        if (features && *features)
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                    LLVMCreateStringAttribute(c->ctx, "target-features", 15, features,
+                                                              (unsigned)strlen(features)));
+    }
+    for (LLVMValueRef v = LLVMGetFirstGlobal(c->mod); v; v = LLVMGetNextGlobal(v)) {
+        if (LLVMIsDeclaration(v)) continue;
+        size_t len;
+        const char *nm = LLVMGetValueName2(v, &len);
+        if (!is_export(c->g, nm) && LLVMGetLinkage(v) != LLVMPrivateLinkage) LLVMSetLinkage(v, LLVMInternalLinkage);
+    }
+}
+
+mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *obj_path,
+                         const char *ll_path, mg_diag *d)
+{
+    mg_loc none = {0};
+    const mg_graph *g = p->g;
+    cg c = {0};
+    c.p = p;
+    c.g = g;
+    c.d = d;
+    char *err = NULL, *host_cpu = NULL, *host_feat = NULL, *triple = NULL;
+    mg_status st = MG_OK;
+    LLVMTargetMachineRef tm = NULL;
+
+    LLVMInitializeAllTargetInfos();
+    LLVMInitializeAllTargets();
+    LLVMInitializeAllTargetMCs();
+    LLVMInitializeAllAsmPrinters();
+    triple = t->triple ? LLVMNormalizeTargetTriple(t->triple) : LLVMGetDefaultTargetTriple();
+    if (!t->triple) {
+        host_cpu = LLVMGetHostCPUName();
+        host_feat = LLVMGetHostCPUFeatures();
+    }
+    const char *cpu = t->cpu ? t->cpu : host_cpu ? host_cpu : "generic";
+    const char *features = t->features ? t->features : (!t->cpu && host_feat) ? host_feat : "";
+    LLVMTargetRef target;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        st = mg_diag_set(d, none, "unknown target '%s': %s", t->triple ? t->triple : triple, err);
+        goto out;
+    }
+    LLVMCodeGenOptLevel lvl = t->opt_level <= 0 ? LLVMCodeGenLevelNone : t->opt_level == 1 ? LLVMCodeGenLevelLess
+                            : t->opt_level == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
+    tm = LLVMCreateTargetMachine(target, triple, cpu, features, lvl, LLVMRelocPIC, LLVMCodeModelDefault);
+    if (!tm) {
+        st = mg_diag_set(d, none, "cannot create a code generator for %s (cpu %s)", triple, cpu);
+        goto out;
+    }
+
+    c.ctx = LLVMContextCreate();
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange((const char *)mg_kernels_bc, mg_kernels_bc_len,
+                                                                    "kernels.bc", 0);
+    int bad = LLVMParseBitcodeInContext2(c.ctx, buf, &c.mod);
+    LLVMDisposeMemoryBuffer(buf);
+    if (bad) {
+        st = mg_diag_set(d, none, "internal error: the embedded kernel library does not load");
+        LLVMContextDispose(c.ctx);
+        goto out;
+    }
+    LLVMSetModuleIdentifier(c.mod, g->model_name, strlen(g->model_name));
+    LLVMSetTarget(c.mod, triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(c.mod, td);
+    LLVMDisposeTargetData(td);
+    c.b = LLVMCreateBuilderInContext(c.ctx);
+    c.i8 = LLVMInt8TypeInContext(c.ctx);
+    c.i32 = LLVMInt32TypeInContext(c.ctx);
+    c.i64 = LLVMInt64TypeInContext(c.ctx);
+    c.f32 = LLVMFloatTypeInContext(c.ctx);
+    c.f64 = LLVMDoubleTypeInContext(c.ctx);
+    c.ptr = LLVMPointerTypeInContext(c.ctx, 0);
+    c.voidt = LLVMVoidTypeInContext(c.ctx);
+    c.in_ptr = calloc((size_t)g->ninputs + 1, sizeof *c.in_ptr);
+    c.out_ptr = calloc((size_t)g->noutputs + 1, sizeof *c.out_ptr);
+    c.consts = calloc((size_t)g->n + 1, sizeof *c.consts);
+    if (!c.in_ptr || !c.out_ptr || !c.consts) abort();
+
+    emit_train_step(&c);
+    if (!c.failed) emit_forward(&c);
+    if (!c.failed) emit_init_params(&c);
+    if (!c.failed) {
+        int64_t *poff = malloc(((size_t)g->nparams + 1) * sizeof *poff);
+        int *onodes = malloc(((size_t)g->noutputs + 1) * sizeof *onodes);
+        const char **onames = malloc(((size_t)g->noutputs + 1) * sizeof *onames);
+        if (!poff || !onodes || !onames) abort();
+        mg_param_layout(g, poff);
+        for (int i = 0; i < g->noutputs; i++) {
+            onodes[i] = g->outputs[i].node;
+            onames[i] = g->outputs[i].name;
+        }
+        emit_descs(&c, "params", g->nparams, g->params, NULL, poff);
+        emit_descs(&c, "inputs", g->ninputs, g->inputs, NULL, NULL);
+        emit_descs(&c, "outputs", g->noutputs, onodes, onames, NULL);
+        free(poff);
+        free(onodes);
+        free(onames);
+    }
+    if (c.failed) {
+        st = MG_ERR;
+        goto dispose;
+    }
+    finalize_symbols(&c, cpu, features);
+    if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &err)) {
+        st = mg_diag_set(d, none, "internal error: generated LLVM IR is invalid: %.800s", err);
+        goto dispose;
+    }
+    LLVMDisposeMessage(err);
+    err = NULL;
+    {
+        char passes[32];
+        snprintf(passes, sizeof passes, "default<O%d>", t->opt_level < 0 ? 0 : t->opt_level > 3 ? 3 : t->opt_level);
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMErrorRef e = LLVMRunPasses(c.mod, passes, tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) {
+            char *m = LLVMGetErrorMessage(e);
+            st = mg_diag_set(d, none, "internal error: LLVM optimisation failed: %s", m);
+            LLVMDisposeErrorMessage(m);
+            goto dispose;
+        }
+    }
+    if (ll_path && LLVMPrintModuleToFile(c.mod, ll_path, &err)) {
+        st = mg_diag_set(d, none, "cannot write %s: %s", ll_path, err);
+        goto dispose;
+    }
+    if (LLVMTargetMachineEmitToFile(tm, c.mod, (char *)obj_path, LLVMObjectFile, &err)) {
+        st = mg_diag_set(d, none, "cannot write %s: %s", obj_path, err);
+        goto dispose;
+    }
+dispose:
+    free(c.in_ptr);
+    free(c.out_ptr);
+    free(c.consts);
+    LLVMDisposeBuilder(c.b);
+    LLVMDisposeModule(c.mod);
+    LLVMContextDispose(c.ctx);
+out:
+    if (c.failed) st = MG_ERR;
+    if (err) LLVMDisposeMessage(err);
+    if (tm) LLVMDisposeTargetMachine(tm);
+    LLVMDisposeMessage(triple);
+    if (host_cpu) LLVMDisposeMessage(host_cpu);
+    if (host_feat) LLVMDisposeMessage(host_feat);
+    return st;
+}

@@ -1,0 +1,120 @@
+/* lexer.c — turns .mg source text into tokens.
+ * Tokens: identifiers ([A-Za-z_][A-Za-z0-9_]*), numbers (decimal, optional fraction and
+ * exponent), one-character punctuation, and NEWLINE, which ends a statement. `#` starts a
+ * comment to the end of the line. Inside parentheses and brackets newlines are skipped so
+ * long expressions may span lines. */
+#include "frontend.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mg_status push(mg_tokens *t, int *cap, mg_token tok)
+{
+    if (t->n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        mg_token *p = realloc(t->tok, (size_t)*cap * sizeof *p);
+        if (!p) abort();
+        t->tok = p;
+    }
+    t->tok[t->n++] = tok;
+    return MG_OK;
+}
+
+mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks, mg_diag *d)
+{
+    int cap = 0, line = 1, depth = 0;
+    const char *p = src, *end = src + len, *bol = src;
+    toks->tok = NULL;
+    toks->n = 0;
+    while (p < end) {
+        mg_loc loc = {file, line, (int)(p - bol) + 1};
+        mg_token tok = {0};
+        tok.start = p;
+        tok.line = loc.line;
+        tok.col = loc.col;
+        if (*p == '#') {
+            while (p < end && *p != '\n') p++;
+            continue;
+        }
+        if (*p == '\n') {
+            if (depth == 0 && toks->n && toks->tok[toks->n - 1].kind != MG_TOK_NEWLINE) {
+                tok.kind = MG_TOK_NEWLINE;
+                tok.len = 1;
+                push(toks, &cap, tok);
+            }
+            p++;
+            line++;
+            bol = p;
+            continue;
+        }
+        if (*p == ' ' || *p == '\t' || *p == '\r') {
+            p++;
+            continue;
+        }
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            while (p < end && (isalnum((unsigned char)*p) || *p == '_')) p++;
+            tok.kind = MG_TOK_IDENT;
+            tok.len = (int)(p - tok.start);
+            push(toks, &cap, tok);
+            continue;
+        }
+        if (isdigit((unsigned char)*p) || (*p == '.' && p + 1 < end && isdigit((unsigned char)p[1]))) {
+            char buf[64];
+            const char *q = p;
+            int is_int = 1;
+            while (q < end && isdigit((unsigned char)*q)) q++;
+            if (q < end && *q == '.') {
+                is_int = 0;
+                q++;
+                while (q < end && isdigit((unsigned char)*q)) q++;
+            }
+            if (q < end && (*q == 'e' || *q == 'E')) {
+                const char *e = q + 1;
+                if (e < end && (*e == '+' || *e == '-')) e++;
+                if (e < end && isdigit((unsigned char)*e)) {
+                    is_int = 0;
+                    q = e;
+                    while (q < end && isdigit((unsigned char)*q)) q++;
+                }
+            }
+            if (q < end && (isalpha((unsigned char)*q) || *q == '_'))
+                return mg_diag_set(d, loc, "malformed number '%.*s'", (int)(q - p + 1), p);
+            if ((size_t)(q - p) >= sizeof buf)
+                return mg_diag_set(d, loc, "number too long");
+            memcpy(buf, p, (size_t)(q - p));
+            buf[q - p] = 0;
+            tok.kind = MG_TOK_NUMBER;
+            tok.num = strtod(buf, NULL);
+            tok.is_int = is_int;
+            tok.len = (int)(q - p);
+            p = q;
+            push(toks, &cap, tok);
+            continue;
+        }
+        if (strchr(":[](){},=@+-*/", *p)) {
+            if (*p == '(' || *p == '[') depth++;
+            if ((*p == ')' || *p == ']') && depth > 0) depth--;
+            tok.kind = MG_TOK_PUNCT;
+            tok.len = 1;
+            p++;
+            push(toks, &cap, tok);
+            continue;
+        }
+        if ((unsigned char)*p < 32 || (unsigned char)*p >= 127)
+            return mg_diag_set(d, loc, "unexpected byte 0x%02x", (unsigned char)*p);
+        return mg_diag_set(d, loc, "unexpected character '%c'", *p);
+    }
+    mg_token eof = {0};
+    eof.kind = MG_TOK_EOF;
+    eof.start = end;
+    eof.line = line;
+    eof.col = (int)(end - bol) + 1;
+    if (toks->n && toks->tok[toks->n - 1].kind != MG_TOK_NEWLINE) {
+        mg_token nl = eof;
+        nl.kind = MG_TOK_NEWLINE;
+        push(toks, &cap, nl);
+    }
+    push(toks, &cap, eof);
+    return MG_OK;
+}

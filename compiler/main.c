@@ -1,0 +1,348 @@
+/* main.c — the `memgrad` command-line driver. The only code that talks to the terminal: it
+ * reads files, runs the pipeline as a flat list of calls, prints diagnostics with the source
+ * line and a caret, and chooses exit codes (0 ok, 1 error in the model or build, 2 usage). */
+#include "autodiff.h"
+#include "backend.h"
+#include "budget.h"
+#include "frontend.h"
+#include "plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MG_VERSION
+#define MG_VERSION "0.1.0"
+#endif
+
+static const char *usage_text =
+    "usage: memgrad <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  compile MODEL.mg -o OUT.o [--header OUT.h] [options]\n"
+    "                       compile the model's training step, forward pass and parameter\n"
+    "                       initialiser to a native object file (and a C header)\n"
+    "  check MODEL.mg [--print-ir | --print-joint]\n"
+    "                       parse, type-check and differentiate; optionally print the IR\n"
+    "  plan MODEL.mg [--budget B]\n"
+    "                       print the memory plan's figures\n"
+    "\n"
+    "compile options:\n"
+    "  -o FILE              object file to write (required)\n"
+    "  --header FILE        C header to write alongside\n"
+    "  --budget B           workspace cap: bytes with a unit (B, KiB, MiB, GiB, KB, MB, GB) or a\n"
+    "                       percentage of the store-all workspace (40%%)\n"
+    "  --target TRIPLE      target triple (default: this machine)\n"
+    "  --cpu NAME           target CPU (default: this machine's, or generic with --target)\n"
+    "  -O0 .. -O3           optimisation level (default -O3)\n"
+    "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
+    "\n"
+    "  -h, --help           this text;  --version  the version\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "memgrad: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'memgrad --help'.\n");
+    return 2;
+}
+
+typedef struct source {
+    const char *path;
+    char *text;
+    size_t len;
+} source;
+
+static int read_source(const char *path, source *s)
+{
+    s->path = path;
+    s->text = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "memgrad: cannot open %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) abort();
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (len < cap) break;
+        cap *= 2;
+        buf = realloc(buf, cap);
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "memgrad: cannot read %s\n", path);
+        free(buf);
+        return 1;
+    }
+    s->text = buf;
+    s->len = len;
+    return 0;
+}
+
+/* file:line:col: error: message, then the source line and a caret under the column. */
+static void print_diag(const source *src, const mg_diag *d)
+{
+    if (d->loc.line <= 0) {
+        fprintf(stderr, "%s: error: %s\n", src ? src->path : "memgrad", d->msg);
+        return;
+    }
+    fprintf(stderr, "%s:%d:%d: error: %s\n", src->path, d->loc.line, d->loc.col, d->msg);
+    const char *p = src->text, *end = src->text + src->len;
+    for (int l = 1; l < d->loc.line && p < end; p++)
+        if (*p == '\n') l++;
+    const char *e = p;
+    while (e < end && *e != '\n') e++;
+    if (e - p > 200 || p >= end) return;
+    fprintf(stderr, "  %.*s\n  ", (int)(e - p), p);
+    for (int i = 1; i < d->loc.col && p + i - 1 < e; i++) fputc(p[i - 1] == '\t' ? '\t' : ' ', stderr);
+    fprintf(stderr, "^\n");
+}
+
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Writes text to path through a temporary file, so a failure leaves any old file intact. */
+static int write_file_atomic(const char *path, const char *text)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    size_t n = strlen(text);
+    int bad = fwrite(text, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct options {
+    const char *model, *out, *header, *budget, *triple, *cpu, *emit_llvm;
+    int opt_level, print_ir, print_joint;
+} options;
+
+static int parse_options(int argc, char **argv, options *o, const char *cmd)
+{
+    memset(o, 0, sizeof *o);
+    o->opt_level = 3;
+    int is_compile = !strcmp(cmd, "compile"), is_plan = !strcmp(cmd, "plan"), is_check = !strcmp(cmd, "check");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        if (is_compile && !strcmp(a, "-o")) slot = &o->out;
+        else if (is_compile && !strcmp(a, "--header")) slot = &o->header;
+        else if ((is_compile || is_plan) && !strcmp(a, "--budget")) slot = &o->budget;
+        else if (is_compile && !strcmp(a, "--target")) slot = &o->triple;
+        else if (is_compile && !strcmp(a, "--cpu")) slot = &o->cpu;
+        else if (is_compile && !strcmp(a, "--emit-llvm")) slot = &o->emit_llvm;
+        else if (is_compile && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+            o->opt_level = a[2] - '0';
+            continue;
+        } else if (is_check && !strcmp(a, "--print-ir")) {
+            o->print_ir = 1;
+            continue;
+        } else if (is_check && !strcmp(a, "--print-joint")) {
+            o->print_joint = 1;
+            continue;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option '%s'", a);
+        } else if (!o->model) {
+            o->model = a;
+            continue;
+        } else {
+            return usage_error("unexpected argument '%s' (one model file at a time)", a);
+        }
+        if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+        *slot = argv[++i];
+    }
+    if (!o->model) return usage_error("%s: no model file given", cmd);
+    if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
+    return 0;
+}
+
+/* The pipeline: parse, differentiate, plan both functions. */
+typedef struct compiled {
+    source src;
+    mg_graph *g;
+    mg_plan *train, *forward;
+    mg_program prog;
+} compiled;
+
+static void compiled_free(compiled *c)
+{
+    mg_plan_free(c->train);
+    mg_plan_free(c->forward);
+    mg_graph_free(c->g);
+    free(c->src.text);
+}
+
+static int run_frontend(const char *path, compiled *c, int plan)
+{
+    mg_diag d = {0};
+    memset(c, 0, sizeof *c);
+    if (read_source(path, &c->src)) return 1;
+    if (mg_parse(path, c->src.text, c->src.len, &c->g, &d) ||
+        mg_autodiff(c->g, &d)) {
+        print_diag(&c->src, &d);
+        return 1;
+    }
+    if (!plan) return 0;
+    if (mg_schedule_store_all(c->g, MG_PLAN_TRAIN, &c->train, &d) || mg_arena_assign(c->train, &d) ||
+        mg_plan_verify(c->train, &d) ||
+        mg_schedule_store_all(c->g, MG_PLAN_FORWARD, &c->forward, &d) || mg_arena_assign(c->forward, &d) ||
+        mg_plan_verify(c->forward, &d)) {
+        print_diag(&c->src, &d);
+        return 1;
+    }
+    c->prog.g = c->g;
+    c->prog.train = c->train;
+    c->prog.forward = c->forward;
+    c->prog.workspace_bytes = c->train->workspace_bytes > c->forward->workspace_bytes ? c->train->workspace_bytes
+                                                                                      : c->forward->workspace_bytes;
+    c->prog.param_bytes = mg_param_layout(c->g, NULL);
+    return 0;
+}
+
+/* Until the recomputing planner lands, the store-all plan is the only one: a smaller budget
+ * is refused rather than silently exceeded. */
+static int check_budget(const compiled *c, const char *text)
+{
+    if (!text) return 0;
+    mg_budget b;
+    char err[256], h1[32], h2[32];
+    if (!mg_budget_parse(text, &b, err, sizeof err)) return usage_error("%s", err);
+    int64_t want = mg_budget_bytes(&b, c->prog.workspace_bytes);
+    if (want < c->prog.workspace_bytes) {
+        fprintf(stderr,
+                "%s: error: budget %s (%lld bytes) is below the store-all workspace of %s (%lld bytes); "
+                "plans that recompute activations to fit a smaller budget are not implemented yet\n",
+                c->src.path, mg_human_bytes(want, h1, sizeof h1), (long long)want,
+                mg_human_bytes(c->prog.workspace_bytes, h2, sizeof h2), (long long)c->prog.workspace_bytes);
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_check(options *o)
+{
+    compiled c;
+    int rc = run_frontend(o->model, &c, 0);
+    if (!rc && (o->print_ir || o->print_joint)) {
+        int saved = c.g->n;
+        if (o->print_ir) c.g->n = c.g->nforward; /* the forward graph is a prefix of the joint one */
+        int *pg = c.g->param_grads;
+        if (o->print_ir) c.g->param_grads = NULL;
+        char *s = mg_graph_print(c.g);
+        c.g->n = saved;
+        c.g->param_grads = pg;
+        fputs(s, stdout);
+        free(s);
+    } else if (!rc) {
+        printf("%s: ok: model %s, %d forward and %d backward operations, hash 0x%016llx\n", o->model,
+               c.g->model_name, c.g->nforward, c.g->n - c.g->nforward, (unsigned long long)mg_graph_hash(c.g));
+    }
+    compiled_free(&c);
+    return rc;
+}
+
+static int cmd_plan(options *o)
+{
+    compiled c;
+    int rc = run_frontend(o->model, &c, 1);
+    if (!rc) rc = check_budget(&c, o->budget);
+    if (!rc) {
+        char h[32];
+        const mg_plan *t = c.train;
+        printf("model %s  hash 0x%016llx  solver store-all\n", c.g->model_name, (unsigned long long)mg_graph_hash(c.g));
+        printf("  params              %s (grads the same)\n", mg_human_bytes(c.prog.param_bytes, h, sizeof h));
+        printf("  train workspace     %s (%lld bytes)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
+               (long long)t->workspace_bytes);
+        printf("  train peak live     %s (%lld bytes), allocator waste %.2f%%\n",
+               mg_human_bytes(t->peak_live_bytes, h, sizeof h), (long long)t->peak_live_bytes,
+               t->peak_live_bytes ? 100.0 * ((double)t->workspace_bytes / (double)t->peak_live_bytes - 1) : 0.0);
+        printf("  forward workspace   %s (%lld bytes)\n", mg_human_bytes(c.forward->workspace_bytes, h, sizeof h),
+               (long long)c.forward->workspace_bytes);
+        printf("  steps               %d train, %d forward\n", t->nsteps, c.forward->nsteps);
+    }
+    compiled_free(&c);
+    return rc;
+}
+
+static int cmd_compile(options *o)
+{
+    if (same_file(o->model, o->out) || (o->header && same_file(o->model, o->header)))
+        return usage_error("refusing to overwrite the model file %s with output", o->model);
+    if (o->header && !strcmp(o->out, o->header)) return usage_error("%s", "-o and --header name the same file");
+    compiled c;
+    int rc = run_frontend(o->model, &c, 1);
+    if (!rc) rc = check_budget(&c, o->budget);
+    if (!rc) {
+        mg_diag d = {0};
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->out, (long)getpid());
+        mg_target t = {o->triple, o->cpu, NULL, o->opt_level};
+        if (mg_emit_object(&c.prog, &t, tmp, o->emit_llvm, &d)) {
+            remove(tmp);
+            print_diag(&c.src, &d);
+            rc = 1;
+        } else if (rename(tmp, o->out) != 0) {
+            fprintf(stderr, "memgrad: cannot write %s: %s\n", o->out, strerror(errno));
+            remove(tmp);
+            rc = 1;
+        }
+    }
+    if (!rc && o->header) {
+        char *h = mg_header_text(&c.prog);
+        rc = write_file_atomic(o->header, h);
+        free(h);
+    }
+    compiled_free(&c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("memgrad %s\n", MG_VERSION);
+        return 0;
+    }
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+    options o;
+    if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan"))
+        return usage_error("unknown command '%s'", cmd);
+    int rc = parse_options(argc - 2, argv + 2, &o, cmd);
+    if (rc) return rc;
+    if (!strcmp(cmd, "compile")) return cmd_compile(&o);
+    if (!strcmp(cmd, "check")) return cmd_check(&o);
+    return cmd_plan(&o);
+}

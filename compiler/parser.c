@@ -1,0 +1,606 @@
+/* parser.c — recursive-descent parser for the .mg model format, building the forward graph
+ * directly (names resolve to the SSA node they are bound to at that point; rebinding a name
+ * makes later uses see the new node). Shape and dtype errors come from IR type inference and
+ * are reported at the operator or function that caused them.
+ *
+ *   program   = { stmt NEWLINE }
+ *   stmt      = "model" IDENT
+ *             | "input" IDENT ":" type
+ *             | "param" IDENT ":" type [ "=" init ]
+ *             | "output" IDENT { "," IDENT }
+ *             | "minimize" IDENT
+ *             | "repeat" INT "{" { stmt NEWLINE } "}"
+ *             | IDENT "=" expr
+ *   type      = ("f32" | "f64" | "i32") "[" [ INT { "," INT } ] "]"
+ *   init      = "zeros" | "ones" | "he" | "xavier" | "normal" "(" NUM ")" | "uniform" "(" NUM ")"
+ *   expr      = term { ("+" | "-") term }
+ *   term      = unary { ("*" | "/" | "@") unary }
+ *   unary     = "-" unary | primary
+ *   primary   = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")"
+ */
+#include "frontend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_NODES = 1 << 21, MAX_REPEAT_DEPTH = 16 };
+
+typedef struct binding {
+    const char *name; /* interned in the graph */
+    int node;
+    mg_loc loc;       /* where it was bound */
+} binding;
+
+typedef struct parser {
+    const char *file;
+    mg_tokens toks;
+    int pos;
+    mg_graph *g;
+    mg_diag *d;
+    binding *syms;
+    int nsyms, capsyms;
+    char suffix[256];  /* ".i.j" appended to params declared inside repeat blocks */
+    int repeat_depth;
+    mg_loc model_loc, minimize_loc;
+} parser;
+
+/* An expression's value: a node, or a numeric literal not yet given a dtype. */
+typedef struct ev {
+    int node;
+    int lit;
+    double val;
+    mg_loc loc;
+} ev;
+
+static mg_token *peek(parser *p) { return &p->toks.tok[p->pos]; }
+static mg_loc tok_loc(parser *p, const mg_token *t) { return (mg_loc){p->file, t->line, t->col}; }
+static mg_loc here(parser *p) { return tok_loc(p, peek(p)); }
+
+static int is_punct(const mg_token *t, char c) { return t->kind == MG_TOK_PUNCT && t->start[0] == c; }
+static int is_word(const mg_token *t, const char *w)
+{
+    return t->kind == MG_TOK_IDENT && (size_t)t->len == strlen(w) && !memcmp(t->start, w, (size_t)t->len);
+}
+
+static const char *describe(const mg_token *t, char *buf, size_t n)
+{
+    switch (t->kind) {
+    case MG_TOK_NEWLINE: return "end of line";
+    case MG_TOK_EOF: return "end of file";
+    default: snprintf(buf, n, "'%.*s'", t->len > 40 ? 40 : t->len, t->start); return buf;
+    }
+}
+
+static mg_status expect_punct(parser *p, char c, const char *context)
+{
+    char buf[64];
+    if (!is_punct(peek(p), c))
+        return mg_diag_set(p->d, here(p), "expected '%c' %s, got %s", c, context,
+                           describe(peek(p), buf, sizeof buf));
+    p->pos++;
+    return MG_OK;
+}
+
+static mg_status expect_ident(parser *p, const char *what, char *out, size_t n)
+{
+    char buf[64];
+    mg_token *t = peek(p);
+    if (t->kind != MG_TOK_IDENT)
+        return mg_diag_set(p->d, here(p), "expected %s, got %s", what, describe(t, buf, sizeof buf));
+    if ((size_t)t->len >= n) return mg_diag_set(p->d, here(p), "name too long");
+    memcpy(out, t->start, (size_t)t->len);
+    out[t->len] = 0;
+    p->pos++;
+    return MG_OK;
+}
+
+static mg_status expect_end(parser *p)
+{
+    char buf[64];
+    mg_token *t = peek(p);
+    if (t->kind == MG_TOK_NEWLINE) {
+        p->pos++;
+        return MG_OK;
+    }
+    if (t->kind == MG_TOK_EOF || (p->repeat_depth && is_punct(t, '}'))) return MG_OK;
+    return mg_diag_set(p->d, here(p), "expected end of line, got %s", describe(t, buf, sizeof buf));
+}
+
+static binding *lookup(parser *p, const char *name)
+{
+    for (int i = p->nsyms - 1; i >= 0; i--)
+        if (!strcmp(p->syms[i].name, name)) return &p->syms[i];
+    return NULL;
+}
+
+static void bind(parser *p, const char *name, int node, mg_loc loc)
+{
+    binding *b = lookup(p, name);
+    if (!b) {
+        if (p->nsyms == p->capsyms) {
+            p->capsyms = p->capsyms ? 2 * p->capsyms : 64;
+            binding *s = realloc(p->syms, (size_t)p->capsyms * sizeof *s);
+            if (!s) abort();
+            p->syms = s;
+        }
+        b = &p->syms[p->nsyms++];
+        b->name = mg_graph_intern(p->g, name);
+    }
+    b->node = node;
+    b->loc = loc;
+}
+
+/* Edit distance, for "did you mean" hints on misspelt names. */
+static int distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int row[64];
+    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int prev = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int cur = row[j];
+            int best = prev + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+static int check_size(parser *p, mg_loc loc)
+{
+    if (p->g->n >= MAX_NODES)
+        return mg_diag_set(p->d, loc, "model too large (more than %d operations)", MAX_NODES);
+    return MG_OK;
+}
+
+static int materialize(parser *p, ev v, mg_dtype dt)
+{
+    if (!v.lit) return v.node;
+    int id = mg_graph_add(p->g, MG_OP_CONST, 0, NULL, v.loc);
+    p->g->nodes[id].fattr = v.val;
+    p->g->nodes[id].type.dtype = dt;
+    p->g->nodes[id].type.shape.rank = 0;
+    return id;
+}
+
+static mg_status parse_expr(parser *p, ev *out);
+
+static const char *callable_list(char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < MG_OP_COUNT && k < n; i++)
+        if (mg_ops[i].callable) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", mg_ops[i].name);
+    return buf;
+}
+
+/* primary = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")" */
+static mg_status parse_primary(parser *p, ev *out)
+{
+    char buf[64], name[128];
+    mg_token *t = peek(p);
+    mg_loc loc = here(p);
+    memset(out, 0, sizeof *out);
+    out->loc = loc;
+    if (t->kind == MG_TOK_NUMBER) {
+        out->lit = 1;
+        out->val = t->num;
+        p->pos++;
+        return MG_OK;
+    }
+    if (is_punct(t, '(')) {
+        p->pos++;
+        if (parse_expr(p, out)) return MG_ERR;
+        return expect_punct(p, ')', "to close '('");
+    }
+    if (t->kind != MG_TOK_IDENT)
+        return mg_diag_set(p->d, loc, "expected an expression, got %s", describe(t, buf, sizeof buf));
+    if (expect_ident(p, "a name", name, sizeof name)) return MG_ERR;
+    if (is_punct(peek(p), '(')) {
+        int op = -1;
+        for (int i = 0; i < MG_OP_COUNT; i++)
+            if (mg_ops[i].callable && !strcmp(mg_ops[i].name, name)) op = i;
+        if (op < 0) {
+            char list[512];
+            const char *best = NULL;
+            int bestd = 3;
+            for (int i = 0; i < MG_OP_COUNT; i++)
+                if (mg_ops[i].callable && distance(name, mg_ops[i].name) < bestd) {
+                    bestd = distance(name, mg_ops[i].name);
+                    best = mg_ops[i].name;
+                }
+            if (best)
+                return mg_diag_set(p->d, loc, "unknown function '%s' (did you mean '%s'?)", name, best);
+            return mg_diag_set(p->d, loc, "unknown function '%s'; known functions: %s", name,
+                               callable_list(list, sizeof list));
+        }
+        p->pos++;
+        ev args[MG_MAX_INPUTS];
+        int nargs = 0;
+        if (!is_punct(peek(p), ')')) {
+            for (;;) {
+                if (nargs == MG_MAX_INPUTS)
+                    return mg_diag_set(p->d, here(p), "too many arguments to '%s'", name);
+                if (parse_expr(p, &args[nargs++])) return MG_ERR;
+                if (!is_punct(peek(p), ',')) break;
+                p->pos++;
+            }
+        }
+        if (expect_punct(p, ')', "to close the argument list")) return MG_ERR;
+        if (nargs != mg_ops[op].ninputs)
+            return mg_diag_set(p->d, loc, "'%s' takes %d argument%s, got %d", name, mg_ops[op].ninputs,
+                               mg_ops[op].ninputs == 1 ? "" : "s", nargs);
+        mg_dtype dt = MG_F32;
+        for (int i = 0; i < nargs; i++)
+            if (!args[i].lit) dt = p->g->nodes[args[i].node].type.dtype == MG_I32 ? dt : p->g->nodes[args[i].node].type.dtype;
+        int in[MG_MAX_INPUTS];
+        for (int i = 0; i < nargs; i++) in[i] = materialize(p, args[i], dt);
+        if (check_size(p, loc)) return MG_ERR;
+        out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, NULL, 1.0, loc, p->d);
+        return out->node < 0 ? MG_ERR : MG_OK;
+    }
+    binding *b = lookup(p, name);
+    if (!b) {
+        const char *best = NULL;
+        int bestd = 3;
+        for (int i = 0; i < p->nsyms; i++) {
+            int dd = distance(name, p->syms[i].name);
+            if (dd < bestd) {
+                bestd = dd;
+                best = p->syms[i].name;
+            }
+        }
+        if (best) return mg_diag_set(p->d, loc, "unknown name '%s' (did you mean '%s'?)", name, best);
+        return mg_diag_set(p->d, loc, "unknown name '%s'", name);
+    }
+    out->node = b->node;
+    return MG_OK;
+}
+
+/* unary = "-" unary | primary */
+static mg_status parse_unary(parser *p, ev *out)
+{
+    if (is_punct(peek(p), '-')) {
+        mg_loc loc = here(p);
+        p->pos++;
+        if (parse_unary(p, out)) return MG_ERR;
+        if (out->lit) {
+            out->val = -out->val;
+            return MG_OK;
+        }
+        if (check_size(p, loc)) return MG_ERR;
+        out->node = mg_graph_add_op(p->g, MG_OP_NEG, 1, &out->node, NULL, 1.0, loc, p->d);
+        out->loc = loc;
+        return out->node < 0 ? MG_ERR : MG_OK;
+    }
+    return parse_primary(p, out);
+}
+
+static mg_status binary(parser *p, char opc, mg_loc loc, ev *l, ev r)
+{
+    if (l->lit && r.lit) {
+        switch (opc) {
+        case '+': l->val += r.val; return MG_OK;
+        case '-': l->val -= r.val; return MG_OK;
+        case '*': l->val *= r.val; return MG_OK;
+        case '/': l->val /= r.val; return MG_OK;
+        default: return mg_diag_set(p->d, loc, "'@' needs two matrices, got two numbers");
+        }
+    }
+    mg_op op = opc == '+' ? MG_OP_ADD : opc == '-' ? MG_OP_SUB : opc == '*' ? MG_OP_MUL
+             : opc == '/' ? MG_OP_DIV : MG_OP_MATMUL;
+    mg_dtype dt = l->lit ? p->g->nodes[r.node].type.dtype : p->g->nodes[l->node].type.dtype;
+    if (dt == MG_I32) dt = MG_F32;
+    if (check_size(p, loc)) return MG_ERR;
+    int in[2] = {materialize(p, *l, dt), materialize(p, r, dt)};
+    l->node = mg_graph_add_op(p->g, op, 2, in, NULL, 1.0, loc, p->d);
+    l->lit = 0;
+    return l->node < 0 ? MG_ERR : MG_OK;
+}
+
+/* term = unary { ("*" | "/" | "@") unary } */
+static mg_status parse_term(parser *p, ev *out)
+{
+    if (parse_unary(p, out)) return MG_ERR;
+    while (is_punct(peek(p), '*') || is_punct(peek(p), '/') || is_punct(peek(p), '@')) {
+        char opc = peek(p)->start[0];
+        mg_loc loc = here(p);
+        ev r;
+        p->pos++;
+        if (parse_unary(p, &r) || binary(p, opc, loc, out, r)) return MG_ERR;
+    }
+    return MG_OK;
+}
+
+/* expr = term { ("+" | "-") term } */
+static mg_status parse_expr(parser *p, ev *out)
+{
+    if (parse_term(p, out)) return MG_ERR;
+    while (is_punct(peek(p), '+') || is_punct(peek(p), '-')) {
+        char opc = peek(p)->start[0];
+        mg_loc loc = here(p);
+        ev r;
+        p->pos++;
+        if (parse_term(p, &r) || binary(p, opc, loc, out, r)) return MG_ERR;
+    }
+    return MG_OK;
+}
+
+/* type = ("f32" | "f64" | "i32") "[" [ INT { "," INT } ] "]" */
+static mg_status parse_type(parser *p, mg_type *t)
+{
+    char buf[64];
+    mg_token *tk = peek(p);
+    if (is_word(tk, "f32")) t->dtype = MG_F32;
+    else if (is_word(tk, "f64")) t->dtype = MG_F64;
+    else if (is_word(tk, "i32")) t->dtype = MG_I32;
+    else
+        return mg_diag_set(p->d, here(p), "expected a dtype (f32, f64 or i32), got %s",
+                           describe(tk, buf, sizeof buf));
+    p->pos++;
+    if (expect_punct(p, '[', "to start the shape")) return MG_ERR;
+    t->shape.rank = 0;
+    double numel = 1;
+    while (!is_punct(peek(p), ']')) {
+        tk = peek(p);
+        if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1 || tk->num > 1e12)
+            return mg_diag_set(p->d, here(p), "expected a positive integer dimension, got %s",
+                               describe(tk, buf, sizeof buf));
+        if (t->shape.rank == MG_MAX_RANK)
+            return mg_diag_set(p->d, here(p), "more than %d dimensions", MG_MAX_RANK);
+        t->shape.dim[t->shape.rank++] = (int64_t)tk->num;
+        numel *= tk->num;
+        if (numel > (double)(1LL << 40))
+            return mg_diag_set(p->d, here(p), "tensor too large (more than 2^40 elements)");
+        p->pos++;
+        if (is_punct(peek(p), ',')) {
+            p->pos++;
+            continue;
+        }
+        if (!is_punct(peek(p), ']'))
+            return mg_diag_set(p->d, here(p), "expected ',' or ']' in the shape, got %s",
+                               describe(peek(p), buf, sizeof buf));
+    }
+    p->pos++;
+    return MG_OK;
+}
+
+static mg_status declare(parser *p, mg_op op)
+{
+    char name[128], full[400];
+    mg_loc kw = here(p);
+    p->pos++;
+    mg_loc loc = here(p);
+    if (expect_ident(p, op == MG_OP_INPUT ? "an input name" : "a parameter name", name, sizeof name))
+        return MG_ERR;
+    snprintf(full, sizeof full, "%s%s", name, op == MG_OP_PARAM ? p->suffix : "");
+    mg_graph *g = p->g;
+    for (int i = 0; i < g->ninputs + g->nparams; i++) {
+        const mg_node *o = &g->nodes[i < g->ninputs ? g->inputs[i] : g->params[i - g->ninputs]];
+        if (!strcmp(o->name, full))
+            return mg_diag_set(p->d, loc, "duplicate declaration of '%s' (first declared at line %d)",
+                               full, o->loc.line);
+    }
+    if (expect_punct(p, ':', "after the name")) return MG_ERR;
+    mg_type t;
+    if (parse_type(p, &t)) return MG_ERR;
+    mg_init init = t.shape.rank >= 2 ? MG_INIT_HE : MG_INIT_ZEROS;
+    double arg = 0;
+    if (op == MG_OP_PARAM && t.dtype == MG_I32)
+        return mg_diag_set(p->d, loc, "parameter '%s' must be f32 or f64 (it is trained), got i32", name);
+    if (op == MG_OP_PARAM && is_punct(peek(p), '=')) {
+        char iname[64], buf[64];
+        p->pos++;
+        mg_loc iloc = here(p);
+        if (expect_ident(p, "an initializer", iname, sizeof iname)) return MG_ERR;
+        static const char *names[] = {"zeros", "ones", "he", "xavier", "normal", "uniform"};
+        int k = -1;
+        for (int i = 0; i < 6; i++)
+            if (!strcmp(iname, names[i])) k = i;
+        if (k < 0)
+            return mg_diag_set(p->d, iloc, "unknown initializer '%s'; expected zeros, ones, he, xavier, "
+                               "normal(STD) or uniform(A)", iname);
+        init = (mg_init)k;
+        if (init == MG_INIT_NORMAL || init == MG_INIT_UNIFORM) {
+            if (expect_punct(p, '(', init == MG_INIT_NORMAL ? "after 'normal' (normal(STD))"
+                                                           : "after 'uniform' (uniform(A))"))
+                return MG_ERR;
+            mg_token *tk = peek(p);
+            if (tk->kind != MG_TOK_NUMBER || !(tk->num > 0))
+                return mg_diag_set(p->d, here(p), "expected a positive number, got %s",
+                                   describe(tk, buf, sizeof buf));
+            arg = tk->num;
+            p->pos++;
+            if (expect_punct(p, ')', "to close the initializer")) return MG_ERR;
+        }
+    }
+    int id = mg_graph_add(g, op, 0, NULL, loc);
+    mg_node *n = &g->nodes[id];
+    n->type = t;
+    n->name = mg_graph_intern(g, full);
+    n->init = init;
+    n->init_arg = arg;
+    int **list = op == MG_OP_INPUT ? &g->inputs : &g->params;
+    int *count = op == MG_OP_INPUT ? &g->ninputs : &g->nparams;
+    int *l = realloc(*list, (size_t)(*count + 1) * sizeof *l);
+    if (!l) abort();
+    *list = l;
+    n->index = *count;
+    l[(*count)++] = id;
+    (void)kw;
+    bind(p, name, id, loc);
+    return expect_end(p);
+}
+
+static mg_status parse_stmt(parser *p);
+
+/* "repeat" INT "{" { stmt NEWLINE } "}" */
+static mg_status parse_repeat(parser *p)
+{
+    char buf[64];
+    mg_loc kw = here(p);
+    p->pos++;
+    mg_token *tk = peek(p);
+    if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1 || tk->num > 1e6)
+        return mg_diag_set(p->d, here(p), "expected a repeat count (a positive integer), got %s",
+                           describe(tk, buf, sizeof buf));
+    int count = (int)tk->num;
+    p->pos++;
+    if (expect_punct(p, '{', "to open the repeated block")) return MG_ERR;
+    if (p->repeat_depth == MAX_REPEAT_DEPTH)
+        return mg_diag_set(p->d, kw, "repeat blocks nested deeper than %d", MAX_REPEAT_DEPTH);
+    int start = p->pos, depth = 1, close = -1;
+    for (int i = start; i < p->toks.n && close < 0; i++) {
+        if (is_punct(&p->toks.tok[i], '{')) depth++;
+        if (is_punct(&p->toks.tok[i], '}') && --depth == 0) close = i;
+    }
+    if (close < 0) return mg_diag_set(p->d, kw, "'repeat' block is never closed with '}'");
+    size_t keep = strlen(p->suffix);
+    p->repeat_depth++;
+    for (int it = 0; it < count; it++) {
+        snprintf(p->suffix + keep, sizeof p->suffix - keep, ".%d", it);
+        p->pos = start;
+        while (p->pos < close) {
+            if (peek(p)->kind == MG_TOK_NEWLINE) {
+                p->pos++;
+                continue;
+            }
+            if (parse_stmt(p)) return MG_ERR;
+        }
+        if (p->pos != close) return mg_diag_set(p->d, here(p), "expected '}' to close the repeat block");
+    }
+    p->repeat_depth--;
+    p->suffix[keep] = 0;
+    p->pos = close + 1;
+    return expect_end(p);
+}
+
+static mg_status parse_stmt(parser *p)
+{
+    char buf[64], name[128];
+    mg_token *t = peek(p);
+    mg_graph *g = p->g;
+    mg_loc loc = here(p);
+    int in_repeat = p->repeat_depth > 0;
+    if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
+                                    is_word(t, "minimize")) &&
+        in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
+        return mg_diag_set(p->d, loc, "'%.*s' is not allowed inside a repeat block", t->len, t->start);
+    if (!g->model_name && !is_word(t, "model"))
+        return mg_diag_set(p->d, loc, "expected 'model NAME' as the first statement, got %s",
+                           describe(t, buf, sizeof buf));
+    if (t->kind == MG_TOK_IDENT && is_punct(&p->toks.tok[p->pos + 1], '=')) {
+        /* IDENT "=" expr */
+        if (expect_ident(p, "a name", name, sizeof name)) return MG_ERR;
+        p->pos++;
+        ev v;
+        if (parse_expr(p, &v)) return MG_ERR;
+        int id = materialize(p, v, MG_F32);
+        if (!g->nodes[id].name) g->nodes[id].name = mg_graph_intern(g, name);
+        bind(p, name, id, loc);
+        return expect_end(p);
+    }
+    if (is_word(t, "model")) {
+        if (g->model_name)
+            return mg_diag_set(p->d, loc, "second 'model' statement (the model was named at line %d)",
+                               p->model_loc.line);
+        p->pos++;
+        if (expect_ident(p, "the model's name", name, sizeof name)) return MG_ERR;
+        g->model_name = mg_graph_intern(g, name);
+        p->model_loc = loc;
+        return expect_end(p);
+    }
+    if (is_word(t, "input")) return declare(p, MG_OP_INPUT);
+    if (is_word(t, "param")) return declare(p, MG_OP_PARAM);
+    if (is_word(t, "repeat")) return parse_repeat(p);
+    if (is_word(t, "output")) {
+        p->pos++;
+        for (;;) {
+            mg_loc nloc = here(p);
+            if (expect_ident(p, "an output name", name, sizeof name)) return MG_ERR;
+            binding *b = lookup(p, name);
+            if (!b) return mg_diag_set(p->d, nloc, "unknown name '%s' in output", name);
+            for (int i = 0; i < g->noutputs; i++)
+                if (!strcmp(g->outputs[i].name, name))
+                    return mg_diag_set(p->d, nloc, "'%s' is already an output", name);
+            mg_output *o = realloc(g->outputs, (size_t)(g->noutputs + 1) * sizeof *o);
+            if (!o) abort();
+            g->outputs = o;
+            o[g->noutputs].name = mg_graph_intern(g, name);
+            o[g->noutputs++].node = b->node;
+            if (!is_punct(peek(p), ',')) break;
+            p->pos++;
+        }
+        return expect_end(p);
+    }
+    if (is_word(t, "minimize")) {
+        if (g->loss >= 0)
+            return mg_diag_set(p->d, loc, "second 'minimize' statement (the first is at line %d)",
+                               p->minimize_loc.line);
+        p->pos++;
+        mg_loc nloc = here(p);
+        if (expect_ident(p, "the name of the value to minimize", name, sizeof name)) return MG_ERR;
+        binding *b = lookup(p, name);
+        if (!b) return mg_diag_set(p->d, nloc, "unknown name '%s' in minimize", name);
+        const mg_type *ty = &g->nodes[b->node].type;
+        if (ty->shape.rank != 0) {
+            char sh[128];
+            return mg_diag_set(p->d, nloc, "minimize needs a scalar, but '%s' has shape %s "
+                               "(reduce it with sum() or mean())", name,
+                               mg_shape_str(&ty->shape, sh, sizeof sh));
+        }
+        if (ty->dtype == MG_I32)
+            return mg_diag_set(p->d, nloc, "minimize needs a floating-point scalar, '%s' is i32", name);
+        g->loss = b->node;
+        p->minimize_loc = loc;
+        return expect_end(p);
+    }
+    return mg_diag_set(p->d, loc, "expected a statement (model, input, param, output, minimize, "
+                       "repeat, or NAME = expression), got %s", describe(t, buf, sizeof buf));
+}
+
+mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out, mg_diag *d)
+{
+    parser p = {0};
+    *out = NULL;
+    p.g = mg_graph_new();
+    p.file = mg_graph_intern(p.g, file);
+    p.d = d;
+    mg_status st = mg_lex(p.file, src, len, &p.toks, d);
+    while (st == MG_OK && peek(&p)->kind != MG_TOK_EOF) {
+        if (peek(&p)->kind == MG_TOK_NEWLINE) {
+            p.pos++;
+            continue;
+        }
+        if (is_punct(peek(&p), '}')) {
+            st = mg_diag_set(d, here(&p), "'}' without a matching 'repeat N {'");
+            break;
+        }
+        st = parse_stmt(&p);
+    }
+    if (st == MG_OK && !p.g->model_name)
+        st = mg_diag_set(d, (mg_loc){p.file, 1, 1}, "missing 'model NAME' statement (the file is empty)");
+    if (st == MG_OK && p.g->loss < 0)
+        st = mg_diag_set(d, here(&p), "missing 'minimize NAME': name the scalar loss the training step minimizes");
+    if (st == MG_OK) {
+        p.g->nforward = p.g->n;
+        st = mg_graph_verify(p.g, d);
+    }
+    free(p.toks.tok);
+    free(p.syms);
+    if (st != MG_OK) {
+        /* locations in d point into the graph's copy of the file name: keep it valid */
+        if (d) d->loc.file = file;
+        mg_graph_free(p.g);
+        return MG_ERR;
+    }
+    *out = p.g;
+    return MG_OK;
+}

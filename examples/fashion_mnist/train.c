@@ -1,0 +1,185 @@
+/* train.c — the Fashion-MNIST demo: trains a model that memgrad compiled ahead of time.
+ *
+ * Built once per model: MODEL names the generated prefix (mlp → mlp_train_step, MLP_...) and
+ * MODEL_HEADER the generated header. The model's first input is the image batch (any shape
+ * with 784 values per image), its second the i32 labels, and its first output the logits.
+ * Reads the gzip'd IDX files that Debian's dataset-fashion-mnist installs, trains with SGD with
+ * momentum from memgrad's runtime library, and prints loss, test accuracy and time per epoch.
+ *
+ *   usage: train [--epochs N] [--lr X] [--data DIR] [--save FILE] [--seed S]
+ */
+#include MODEL_HEADER
+#include "memgrad_rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(name) CAT(MODEL, CAT(_, name))
+#define UP(name) CAT(MODEL_UPPER, CAT(_, name))
+
+typedef struct dataset {
+    int n;
+    float *images; /* n x 784, scaled to [0, 1] */
+    int32_t *labels;
+} dataset;
+
+static unsigned char *read_gz(const char *path, size_t *len)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 20, n = 0;
+    unsigned char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) break;
+        int r = gzread(f, buf + n, (unsigned)(cap - n));
+        if (r <= 0) break;
+        n += (size_t)r;
+        if (n == cap) buf = realloc(buf, cap *= 2);
+    }
+    gzclose(f);
+    *len = n;
+    return buf;
+}
+
+static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
+
+static int load(const char *dir, const char *prefix, dataset *ds)
+{
+    char pi[1024], pl[1024];
+    snprintf(pi, sizeof pi, "%s/%s-images-idx3-ubyte.gz", dir, prefix);
+    snprintf(pl, sizeof pl, "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
+    size_t ni = 0, nl = 0;
+    unsigned char *im = read_gz(pi, &ni), *lb = read_gz(pl, &nl);
+    int ok = im && lb && ni >= 16 && nl >= 8 && be32(im) == 2051 && be32(lb) == 2049 &&
+             be32(im + 4) == be32(lb + 4) && be32(im + 8) == 28 && be32(im + 12) == 28 &&
+             ni >= 16 + (size_t)be32(im + 4) * 784 && nl >= 8 + (size_t)be32(lb + 4);
+    if (!ok) {
+        fprintf(stderr, "train: cannot read Fashion-MNIST from %s and %s (install dataset-fashion-mnist)\n", pi, pl);
+        free(im);
+        free(lb);
+        return 0;
+    }
+    ds->n = (int)be32(im + 4);
+    ds->images = malloc((size_t)ds->n * 784 * sizeof(float));
+    ds->labels = malloc((size_t)ds->n * sizeof(int32_t));
+    for (size_t i = 0; i < (size_t)ds->n * 784; i++) ds->images[i] = im[16 + i] / 255.0f;
+    for (int i = 0; i < ds->n; i++) ds->labels[i] = lb[8 + i];
+    free(im);
+    free(lb);
+    return 1;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+int main(int argc, char **argv)
+{
+    int epochs = 3;
+    double lr = 0.05;
+    uint64_t seed = 1;
+    const char *dir = "/usr/share/datasets/fashion-mnist", *save = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && !strcmp(argv[i], "--epochs")) epochs = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--lr")) lr = atof(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--data")) dir = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--save")) save = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--seed")) seed = strtoull(argv[++i], NULL, 10);
+        else {
+            fprintf(stderr, "usage: %s [--epochs N] [--lr X] [--data DIR] [--save FILE] [--seed S]\n", argv[0]);
+            return 2;
+        }
+    }
+    const mg_tensor_desc *xin = &FN(inputs_desc)[0], *yin = &FN(inputs_desc)[1];
+    const int B = (int)yin->shape[0];
+    if (UP(NUM_INPUTS) != 2 || yin->dtype != MG_I32 || xin->dtype != MG_F32 || xin->bytes != (size_t)B * 784 * 4) {
+        fprintf(stderr, "train: the model must take (f32 images [%d x 784 values], i32 labels [%d])\n", B, B);
+        return 1;
+    }
+    dataset tr, te;
+    if (!load(dir, "train", &tr) || !load(dir, "t10k", &te)) return 1;
+
+    void *params = calloc(1, UP(PARAM_BYTES)), *grads = calloc(1, UP(PARAM_BYTES));
+    void *vel = calloc(1, UP(PARAM_BYTES)), *ws = malloc(UP(WORKSPACE_BYTES) ? UP(WORKSPACE_BYTES) : 1);
+    float *xb = malloc((size_t)B * 784 * sizeof(float));
+    int32_t *yb = malloc((size_t)B * sizeof(int32_t));
+    float *logits = malloc(FN(outputs_desc)[0].bytes);
+    int *perm = malloc((size_t)tr.n * sizeof(int));
+    FN(init_params)(params, seed);
+    mg_sgd_config sgd = {lr, 0.9, 0.0, 0};
+    const void *inputs[2] = {xb, yb};
+    void *outputs[1] = {logits};
+    const int classes = (int)FN(outputs_desc)[0].shape[1];
+    uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
+    for (int i = 0; i < tr.n; i++) perm[i] = i;
+    printf("model %s: %d params (%.1f KiB), workspace %.1f KiB, batch %d\n", MODEL_NAME,
+           UP(NUM_PARAMS), UP(PARAM_BYTES) / 1024.0, UP(WORKSPACE_BYTES) / 1024.0, B);
+    for (int ep = 1; ep <= epochs; ep++) {
+        for (int i = tr.n - 1; i > 0; i--) {
+            int j = (int)(rng_next(&rs) % (uint64_t)(i + 1)), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        double t0 = now(), total = 0;
+        int steps = tr.n / B;
+        for (int s = 0; s < steps; s++) {
+            for (int b = 0; b < B; b++) {
+                int k = perm[s * B + b];
+                memcpy(xb + (size_t)b * 784, tr.images + (size_t)k * 784, 784 * sizeof(float));
+                yb[b] = tr.labels[k];
+            }
+            total += FN(train_step)(params, grads, inputs, ws);
+            mg_sgd_step(FN(params_desc), UP(NUM_PARAMS), params, grads, vel, &sgd);
+        }
+        double train_s = now() - t0;
+        int correct = 0;
+        for (int s = 0; s < te.n; s += B) {
+            int valid = te.n - s < B ? te.n - s : B;
+            for (int b = 0; b < B; b++) {
+                int k = s + (b < valid ? b : 0);
+                memcpy(xb + (size_t)b * 784, te.images + (size_t)k * 784, 784 * sizeof(float));
+                yb[b] = te.labels[k];
+            }
+            FN(forward)(params, inputs, outputs, ws);
+            for (int b = 0; b < valid; b++) {
+                int best = 0;
+                for (int c = 1; c < classes; c++)
+                    if (logits[b * classes + c] > logits[b * classes + best]) best = c;
+                correct += best == yb[b];
+            }
+        }
+        printf("epoch %d  loss %.4f  test accuracy %.2f%%  %.2f s/epoch\n", ep, total / steps,
+               100.0 * correct / te.n, train_s);
+        fflush(stdout);
+    }
+    int rc = 0;
+    if (save) {
+        char err[512];
+        if (mg_params_save(save, UP(MODEL_HASH), params, UP(PARAM_BYTES), err, sizeof err) != MG_RT_OK) {
+            fprintf(stderr, "train: %s\n", err);
+            rc = 1;
+        } else {
+            printf("saved parameters to %s\n", save);
+        }
+    }
+    free(params); free(grads); free(vel); free(ws); free(xb); free(yb); free(logits); free(perm);
+    free(tr.images); free(tr.labels); free(te.images); free(te.labels);
+    return rc;
+}

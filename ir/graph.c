@@ -1,0 +1,103 @@
+/* graph.c — building graphs: node storage, the string pool, the op table, diagnostics.
+ * Every allocation belongs to the mg_graph and goes when mg_graph_free is called. */
+#include "ir.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const mg_op_info mg_ops[MG_OP_COUNT] = {
+#define OP(e, name, nin, callable) {name, nin, callable},
+#include "ops.def"
+#undef OP
+};
+
+mg_status mg_diag_set(mg_diag *d, mg_loc loc, const char *fmt, ...)
+{
+    if (d) {
+        va_list ap;
+        d->loc = loc;
+        va_start(ap, fmt);
+        vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+        va_end(ap);
+    }
+    return MG_ERR;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        /* Out of memory while building a graph: nothing sensible can continue. */
+        abort();
+    }
+    return q;
+}
+
+mg_graph *mg_graph_new(void)
+{
+    mg_graph *g = calloc(1, sizeof *g);
+    if (!g) abort();
+    g->loss = -1;
+    return g;
+}
+
+void mg_graph_free(mg_graph *g)
+{
+    if (!g) return;
+    for (int i = 0; i < g->nstrings; i++) free(g->strings[i]);
+    free(g->strings);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->params);
+    free(g->outputs);
+    free(g->param_grads);
+    free(g);
+}
+
+const char *mg_graph_intern(mg_graph *g, const char *s)
+{
+    if (!s) return NULL;
+    if (g->nstrings == g->capstrings) {
+        g->capstrings = g->capstrings ? 2 * g->capstrings : 64;
+        g->strings = xrealloc(g->strings, (size_t)g->capstrings * sizeof *g->strings);
+    }
+    size_t n = strlen(s) + 1;
+    char *c = xrealloc(NULL, n);
+    memcpy(c, s, n);
+    g->strings[g->nstrings++] = c;
+    return c;
+}
+
+int mg_graph_add(mg_graph *g, mg_op op, int ninputs, const int *in, mg_loc loc)
+{
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 64;
+        g->nodes = xrealloc(g->nodes, (size_t)g->cap * sizeof *g->nodes);
+    }
+    mg_node *nd = &g->nodes[g->n];
+    memset(nd, 0, sizeof *nd);
+    nd->op = op;
+    nd->ninputs = ninputs;
+    for (int i = 0; i < ninputs; i++) nd->in[i] = in[i];
+    nd->loc = loc;
+    nd->index = -1;
+    return g->n++;
+}
+
+int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int iattr[2],
+                    double fattr, mg_loc loc, mg_diag *d)
+{
+    int id = mg_graph_add(g, op, ninputs, in, loc);
+    if (iattr) {
+        g->nodes[id].iattr[0] = iattr[0];
+        g->nodes[id].iattr[1] = iattr[1];
+    }
+    g->nodes[id].fattr = fattr;
+    if (mg_infer_type(g, id, d) != MG_OK) {
+        g->n--; /* drop the ill-typed node */
+        return -1;
+    }
+    return id;
+}

@@ -1,0 +1,78 @@
+/* print.c — the textual form of a graph (`memgrad check --print-ir`): one line per node,
+ * SSA ids, types, the user's names and source lines, so a human can follow every pass. */
+#include "ir.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct strbuf {
+    char *s;
+    size_t len, cap;
+} strbuf;
+
+static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + (size_t)n + 1) cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) abort();
+        b->s = s;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+static const char *init_name(mg_init i)
+{
+    static const char *names[] = {"zeros", "ones", "he", "xavier", "normal", "uniform"};
+    return names[i];
+}
+
+char *mg_graph_print(const mg_graph *g)
+{
+    strbuf b = {0};
+    char sh[160];
+    sb_printf(&b, "model %s  # hash 0x%016llx\n", g->model_name ? g->model_name : "?",
+              (unsigned long long)mg_graph_hash(g));
+    for (int i = 0; i < g->n; i++) {
+        const mg_node *n = &g->nodes[i];
+        if (i == g->nforward && g->nforward < g->n) sb_printf(&b, "# backward\n");
+        sb_printf(&b, "%%%d = %s", i, mg_ops[n->op].name);
+        if (n->op == MG_OP_INPUT || n->op == MG_OP_PARAM) sb_printf(&b, " %s", n->name);
+        if (n->op == MG_OP_CONST) sb_printf(&b, " %.17g", n->fattr);
+        for (int k = 0; k < n->ninputs; k++) sb_printf(&b, "%s%%%d", k ? ", " : " ", n->in[k]);
+        if (n->op == MG_OP_MATMUL && (n->iattr[0] || n->iattr[1]))
+            sb_printf(&b, " transpose=%d,%d", n->iattr[0], n->iattr[1]);
+        if (n->op == MG_OP_MSE_GRAD && n->iattr[0] < 0) sb_printf(&b, " sign=-1");
+        if (n->op == MG_OP_BROADCAST && n->fattr != 1.0) sb_printf(&b, " scale=%.17g", n->fattr);
+        sb_printf(&b, " : %s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, sh, sizeof sh));
+        if (n->op == MG_OP_PARAM) {
+            sb_printf(&b, " = %s", init_name(n->init));
+            if (n->init == MG_INIT_NORMAL || n->init == MG_INIT_UNIFORM)
+                sb_printf(&b, "(%g)", n->init_arg);
+        }
+        if (n->name && n->op != MG_OP_INPUT && n->op != MG_OP_PARAM) sb_printf(&b, "  # %s", n->name);
+        if (n->loc.line) sb_printf(&b, "%s line %d", n->name && n->op != MG_OP_INPUT && n->op != MG_OP_PARAM ? "," : "  #", n->loc.line);
+        sb_printf(&b, "\n");
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        sb_printf(&b, "output %s = %%%d\n", g->outputs[i].name, g->outputs[i].node);
+    if (g->loss >= 0) sb_printf(&b, "minimize %%%d\n", g->loss);
+    if (g->param_grads)
+        for (int i = 0; i < g->nparams; i++)
+            sb_printf(&b, "grad %s = %%%d\n", g->nodes[g->params[i]].name, g->param_grads[i]);
+    if (!b.s) sb_printf(&b, "%s", "");
+    return b.s;
+}

@@ -1,0 +1,220 @@
+/* shape.c — dtypes, shapes, numpy broadcasting and per-op type inference.
+ * Inference is the single place where the rules of each op's operands live; the frontend's
+ * shape errors and the verifier's re-checks both come from here. */
+#include "ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t mg_dtype_size(mg_dtype t) { return t == MG_F64 ? 8 : 4; }
+
+const char *mg_dtype_name(mg_dtype t)
+{
+    switch (t) {
+    case MG_F32: return "f32";
+    case MG_F64: return "f64";
+    case MG_I32: return "i32";
+    }
+    return "?";
+}
+
+int64_t mg_shape_numel(const mg_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) n *= s->dim[i];
+    return n;
+}
+
+int mg_shape_eq(const mg_shape *a, const mg_shape *b)
+{
+    if (a->rank != b->rank) return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i]) return 0;
+    return 1;
+}
+
+const char *mg_shape_str(const mg_shape *s, char *buf, size_t len)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, len - k, "[");
+    for (int i = 0; i < s->rank && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? "," : "", (long long)s->dim[i]);
+    if (k < len) snprintf(buf + k, len - k, "]");
+    return buf;
+}
+
+int mg_shape_broadcast(const mg_shape *a, const mg_shape *b, mg_shape *out)
+{
+    mg_shape r;
+    r.rank = a->rank > b->rank ? a->rank : b->rank;
+    for (int i = 0; i < r.rank; i++) {
+        int ia = a->rank - r.rank + i, ib = b->rank - r.rank + i;
+        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+        if (da != db && da != 1 && db != 1) return 0;
+        r.dim[i] = da == 1 ? db : da;
+    }
+    *out = r;
+    return 1;
+}
+
+size_t mg_node_bytes(const mg_graph *g, int id)
+{
+    const mg_type *t = &g->nodes[id].type;
+    return (size_t)mg_shape_numel(&t->shape) * mg_dtype_size(t->dtype);
+}
+
+static const char *opname(const mg_node *n) { return mg_ops[n->op].name; }
+
+static mg_status need_float(const mg_node *n, const mg_type *t, const char *what, mg_diag *d)
+{
+    if (t->dtype == MG_I32)
+        return mg_diag_set(d, n->loc, "'%s' needs a floating-point %s (f32 or f64), got i32",
+                           opname(n), what);
+    return MG_OK;
+}
+
+static mg_status same_dtype(const mg_node *n, const mg_type *a, const mg_type *b, mg_diag *d)
+{
+    if (a->dtype != b->dtype)
+        return mg_diag_set(d, n->loc, "operands of '%s' have different dtypes %s and %s",
+                           opname(n), mg_dtype_name(a->dtype), mg_dtype_name(b->dtype));
+    return MG_OK;
+}
+
+static mg_status same_shape(const mg_node *n, const mg_type *a, const mg_type *b, mg_diag *d)
+{
+    char sa[128], sb[128];
+    if (!mg_shape_eq(&a->shape, &b->shape))
+        return mg_diag_set(d, n->loc, "'%s' needs operands of one shape, got %s and %s",
+                           opname(n), mg_shape_str(&a->shape, sa, sizeof sa),
+                           mg_shape_str(&b->shape, sb, sizeof sb));
+    return MG_OK;
+}
+
+mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
+{
+    mg_node *n = &g->nodes[id];
+    const mg_type *t[MG_MAX_INPUTS];
+    char sa[128], sb[128];
+    for (int i = 0; i < n->ninputs; i++) t[i] = &g->nodes[n->in[i]].type;
+    mg_type r = {0};
+
+    switch (n->op) {
+    case MG_OP_INPUT:
+    case MG_OP_PARAM:
+    case MG_OP_CONST:
+        return MG_OK; /* leaves are typed by whoever creates them */
+    case MG_OP_MATMUL: {
+        if (need_float(n, t[0], "left operand", d) || need_float(n, t[1], "right operand", d) ||
+            same_dtype(n, t[0], t[1], d))
+            return MG_ERR;
+        if (t[0]->shape.rank != 2 || t[1]->shape.rank != 2)
+            return mg_diag_set(d, n->loc, "matmul needs two matrices (rank 2), got %s @ %s",
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
+                               mg_shape_str(&t[1]->shape, sb, sizeof sb));
+        const int64_t *a = t[0]->shape.dim, *b = t[1]->shape.dim;
+        int64_t m = n->iattr[0] ? a[1] : a[0], ka = n->iattr[0] ? a[0] : a[1];
+        int64_t kb = n->iattr[1] ? b[1] : b[0], nn = n->iattr[1] ? b[0] : b[1];
+        if (ka != kb)
+            return mg_diag_set(d, n->loc, "matmul shapes %s @ %s do not agree (%lld vs %lld)",
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
+                               mg_shape_str(&t[1]->shape, sb, sizeof sb), (long long)ka,
+                               (long long)kb);
+        r.dtype = t[0]->dtype;
+        r.shape.rank = 2;
+        r.shape.dim[0] = m;
+        r.shape.dim[1] = nn;
+        break;
+    }
+    case MG_OP_ADD:
+    case MG_OP_SUB:
+    case MG_OP_MUL:
+    case MG_OP_DIV:
+        if (need_float(n, t[0], "operand", d) || need_float(n, t[1], "operand", d) ||
+            same_dtype(n, t[0], t[1], d))
+            return MG_ERR;
+        r.dtype = t[0]->dtype;
+        if (!mg_shape_broadcast(&t[0]->shape, &t[1]->shape, &r.shape))
+            return mg_diag_set(d, n->loc, "shapes %s and %s do not broadcast for '%s'",
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
+                               mg_shape_str(&t[1]->shape, sb, sizeof sb), opname(n));
+        break;
+    case MG_OP_NEG:
+    case MG_OP_RELU:
+    case MG_OP_TANH:
+    case MG_OP_SIGMOID:
+    case MG_OP_EXP:
+    case MG_OP_LOG:
+        if (need_float(n, t[0], "tensor", d)) return MG_ERR;
+        r = *t[0];
+        break;
+    case MG_OP_SOFTMAX:
+        if (need_float(n, t[0], "tensor", d)) return MG_ERR;
+        if (t[0]->shape.rank < 1)
+            return mg_diag_set(d, n->loc, "softmax needs at least one axis, got a scalar");
+        r = *t[0];
+        break;
+    case MG_OP_SUM:
+    case MG_OP_MEAN:
+        if (need_float(n, t[0], "tensor", d)) return MG_ERR;
+        r.dtype = t[0]->dtype;
+        r.shape.rank = 0;
+        break;
+    case MG_OP_CROSS_ENTROPY:
+        if (need_float(n, t[0], "logits tensor", d)) return MG_ERR;
+        if (t[0]->shape.rank != 2)
+            return mg_diag_set(d, n->loc,
+                               "cross_entropy needs logits of shape [batch, classes], got %s",
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa));
+        if (t[1]->dtype != MG_I32)
+            return mg_diag_set(d, n->loc, "cross_entropy needs i32 class labels, got %s",
+                               mg_dtype_name(t[1]->dtype));
+        if (t[1]->shape.rank != 1 || t[1]->shape.dim[0] != t[0]->shape.dim[0])
+            return mg_diag_set(d, n->loc,
+                               "cross_entropy labels must be [%lld] to match logits %s, got %s",
+                               (long long)t[0]->shape.dim[0],
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
+                               mg_shape_str(&t[1]->shape, sb, sizeof sb));
+        r.dtype = t[0]->dtype;
+        r.shape.rank = 0;
+        break;
+    case MG_OP_MSE:
+        if (need_float(n, t[0], "prediction", d) || need_float(n, t[1], "target", d) ||
+            same_dtype(n, t[0], t[1], d) || same_shape(n, t[0], t[1], d))
+            return MG_ERR;
+        r.dtype = t[0]->dtype;
+        r.shape.rank = 0;
+        break;
+    case MG_OP_RELU_GRAD:
+    case MG_OP_TANH_GRAD:
+    case MG_OP_SIGMOID_GRAD:
+    case MG_OP_SOFTMAX_GRAD:
+        if (same_dtype(n, t[0], t[1], d) || same_shape(n, t[0], t[1], d)) return MG_ERR;
+        r = *t[0];
+        break;
+    case MG_OP_XENT_GRAD:
+    case MG_OP_MSE_GRAD:
+        if (t[2]->shape.rank != 0)
+            return mg_diag_set(d, n->loc, "'%s' needs a scalar upstream gradient", opname(n));
+        r = *t[0];
+        break;
+    case MG_OP_BROADCAST:
+    case MG_OP_SUM_TO: {
+        /* the target shape was set by the creator in n->type; check it is compatible */
+        mg_shape big;
+        const mg_shape *small = n->op == MG_OP_BROADCAST ? &t[0]->shape : &n->type.shape;
+        const mg_shape *large = n->op == MG_OP_BROADCAST ? &n->type.shape : &t[0]->shape;
+        if (!mg_shape_broadcast(small, large, &big) || !mg_shape_eq(&big, large))
+            return mg_diag_set(d, n->loc, "'%s' cannot map %s to %s", opname(n),
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
+                               mg_shape_str(&n->type.shape, sb, sizeof sb));
+        r.dtype = t[0]->dtype;
+        r.shape = n->type.shape;
+        break;
+    }
+    case MG_OP_COUNT:
+        return mg_diag_set(d, n->loc, "invalid op");
+    }
+    n->type = r;
+    return MG_OK;
+}

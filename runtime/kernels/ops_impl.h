@@ -1,0 +1,204 @@
+/* ops_impl.h — kernel bodies, instantiated by ops.c for T = float and T = double.
+ * SFX(name) appends the type suffix; M(fn) picks the libm function of the right precision. */
+
+/* o[i0,i1,i2,i3] = a[.] OP b[.] over a collapsed 4-D space; innermost strides are 0 or 1. */
+#define MGK_BINARY(name, expr)                                                                    \
+    void SFX(name)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *a, int64_t sa0,       \
+                   int64_t sa1, int64_t sa2, int64_t sa3, const T *b, int64_t sb0, int64_t sb1,   \
+                   int64_t sb2, int64_t sb3, T *restrict o)                                       \
+    {                                                                                             \
+        for (int64_t i0 = 0; i0 < d0; i0++)                                                       \
+            for (int64_t i1 = 0; i1 < d1; i1++)                                                   \
+                for (int64_t i2 = 0; i2 < d2; i2++) {                                             \
+                    const T *pa = a + i0 * sa0 + i1 * sa1 + i2 * sa2;                             \
+                    const T *pb = b + i0 * sb0 + i1 * sb1 + i2 * sb2;                             \
+                    T *po = o + ((i0 * d1 + i1) * d2 + i2) * d3;                                  \
+                    if (sa3 == 1 && sb3 == 1)                                                     \
+                        for (int64_t i = 0; i < d3; i++) { T x = pa[i], y = pb[i]; po[i] = expr; } \
+                    else if (sa3 == 1 && sb3 == 0) {                                              \
+                        T y = pb[0];                                                              \
+                        for (int64_t i = 0; i < d3; i++) { T x = pa[i]; po[i] = expr; }           \
+                    } else if (sa3 == 0 && sb3 == 1) {                                            \
+                        T x = pa[0];                                                              \
+                        for (int64_t i = 0; i < d3; i++) { T y = pb[i]; po[i] = expr; }           \
+                    } else                                                                        \
+                        for (int64_t i = 0; i < d3; i++) {                                        \
+                            T x = pa[i * sa3], y = pb[i * sb3];                                   \
+                            po[i] = expr;                                                         \
+                        }                                                                         \
+                }                                                                                 \
+    }
+
+MGK_BINARY(mgk_add, x + y)
+MGK_BINARY(mgk_sub, x - y)
+MGK_BINARY(mgk_mul, x * y)
+MGK_BINARY(mgk_div, x / y)
+
+#define MGK_UNARY(name, expr)                                                  \
+    void SFX(name)(int64_t n, const T *restrict xs, T *restrict ys)            \
+    {                                                                          \
+        for (int64_t i = 0; i < n; i++) { T x = xs[i]; ys[i] = expr; }         \
+    }
+
+MGK_UNARY(mgk_neg, -x)
+MGK_UNARY(mgk_relu, x > 0 ? x : (T)0)
+MGK_UNARY(mgk_tanh, M(tanh)(x))
+MGK_UNARY(mgk_sigmoid, x >= 0 ? (T)1 / ((T)1 + M(exp)(-x)) : M(exp)(x) / ((T)1 + M(exp)(x)))
+MGK_UNARY(mgk_exp, M(exp)(x))
+MGK_UNARY(mgk_log, M(log)(x))
+
+#define MGK_GRAD(name, expr)                                                                \
+    void SFX(name)(int64_t n, const T *restrict ys, const T *restrict dys, T *restrict dx)  \
+    {                                                                                       \
+        for (int64_t i = 0; i < n; i++) { T y = ys[i], dy = dys[i]; dx[i] = expr; }         \
+    }
+
+MGK_GRAD(mgk_relu_grad, y > 0 ? dy : (T)0)
+MGK_GRAD(mgk_tanh_grad, dy * ((T)1 - y * y))
+MGK_GRAD(mgk_sigmoid_grad, dy * y * ((T)1 - y))
+
+/* out[0] = scale * sum(x), accumulated in double over 8 fixed lanes */
+void SFX(mgk_sum)(int64_t n, const T *restrict x, double scale, T *restrict out)
+{
+    double acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += (double)x[i + k];
+    for (; i < n; i++) acc[i & 7] += (double)x[i];
+    double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    out[0] = (T)(s * scale);
+}
+
+/* o = scale * broadcast(x): x read with strides (0 on broadcast axes), o contiguous */
+void SFX(mgk_bcast)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *x, int64_t s0,
+                    int64_t s1, int64_t s2, int64_t s3, double scale, T *restrict o)
+{
+    T sc = (T)scale;
+    for (int64_t i0 = 0; i0 < d0; i0++)
+        for (int64_t i1 = 0; i1 < d1; i1++)
+            for (int64_t i2 = 0; i2 < d2; i2++) {
+                const T *px = x + i0 * s0 + i1 * s1 + i2 * s2;
+                T *po = o + ((i0 * d1 + i1) * d2 + i2) * d3;
+                if (s3 == 1)
+                    for (int64_t i = 0; i < d3; i++) po[i] = sc * px[i];
+                else
+                    for (int64_t i = 0; i < d3; i++) po[i] = sc * px[i * s3];
+            }
+}
+
+/* o (on elements) = sum of x over the axes where o's stride is 0; x contiguous over d0..d3 */
+void SFX(mgk_sum_to)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *restrict x,
+                     int64_t s0, int64_t s1, int64_t s2, int64_t s3, T *restrict o, int64_t on)
+{
+    memset(o, 0, (size_t)on * sizeof(T));
+    for (int64_t i0 = 0; i0 < d0; i0++)
+        for (int64_t i1 = 0; i1 < d1; i1++)
+            for (int64_t i2 = 0; i2 < d2; i2++) {
+                const T *px = x + ((i0 * d1 + i1) * d2 + i2) * d3;
+                T *po = o + i0 * s0 + i1 * s1 + i2 * s2;
+                if (s3 == 1)
+                    for (int64_t i = 0; i < d3; i++) po[i] += px[i];
+                else {
+                    double acc = 0;
+                    for (int64_t i = 0; i < d3; i++) acc += (double)px[i];
+                    po[0] += (T)acc;
+                }
+            }
+}
+
+/* softmax over the last axis of a [rows, cols] view */
+void SFX(mgk_softmax)(int64_t rows, int64_t cols, const T *restrict x, T *restrict y)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const T *px = x + r * cols;
+        T *py = y + r * cols;
+        T mx = px[0];
+        for (int64_t c = 1; c < cols; c++) mx = px[c] > mx ? px[c] : mx;
+        double s = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            py[c] = M(exp)(px[c] - mx);
+            s += (double)py[c];
+        }
+        T inv = (T)(1.0 / s);
+        for (int64_t c = 0; c < cols; c++) py[c] *= inv;
+    }
+}
+
+void SFX(mgk_softmax_grad)(int64_t rows, int64_t cols, const T *restrict y, const T *restrict dy,
+                           T *restrict dx)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const T *py = y + r * cols, *pd = dy + r * cols;
+        double dot = 0;
+        for (int64_t c = 0; c < cols; c++) dot += (double)py[c] * (double)pd[c];
+        for (int64_t c = 0; c < cols; c++) dx[r * cols + c] = py[c] * (pd[c] - (T)dot);
+    }
+}
+
+/* mean over the batch of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
+void SFX(mgk_xent)(int64_t B, int64_t C, const T *restrict x, const int32_t *restrict labels,
+                   T *restrict out)
+{
+    double total = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const T *px = x + b * C;
+        int32_t l = labels[b];
+        if (l < 0 || l >= C) {
+            total = NAN;
+            continue;
+        }
+        T mx = px[0];
+        for (int64_t c = 1; c < C; c++) mx = px[c] > mx ? px[c] : mx;
+        double s = 0;
+        for (int64_t c = 0; c < C; c++) s += (double)M(exp)(px[c] - mx);
+        total += log(s) + (double)mx - (double)px[l];
+    }
+    out[0] = (T)(total / (double)B);
+}
+
+void SFX(mgk_xent_grad)(int64_t B, int64_t C, const T *restrict x, const int32_t *restrict labels,
+                        const T *restrict dloss, T *restrict dx)
+{
+    double g = (double)dloss[0] / (double)B;
+    for (int64_t b = 0; b < B; b++) {
+        const T *px = x + b * C;
+        T *pd = dx + b * C;
+        int32_t l = labels[b];
+        T mx = px[0];
+        for (int64_t c = 1; c < C; c++) mx = px[c] > mx ? px[c] : mx;
+        double s = 0;
+        for (int64_t c = 0; c < C; c++) {
+            pd[c] = M(exp)(px[c] - mx);
+            s += (double)pd[c];
+        }
+        T scale = (T)(g / s);
+        for (int64_t c = 0; c < C; c++) pd[c] *= scale;
+        if (l >= 0 && l < C) pd[l] -= (T)g;
+        else
+            for (int64_t c = 0; c < C; c++) pd[c] = NAN;
+    }
+}
+
+void SFX(mgk_mse)(int64_t n, const T *restrict a, const T *restrict b, T *restrict out)
+{
+    double acc[4] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        double e = (double)a[i] - (double)b[i];
+        acc[i & 3] += e * e;
+    }
+    out[0] = (T)(((acc[0] + acc[1]) + (acc[2] + acc[3])) / (double)n);
+}
+
+/* d = sign * 2 (a - b) / n * dloss */
+void SFX(mgk_mse_grad)(int64_t n, const T *restrict a, const T *restrict b, const T *restrict dloss,
+                       double sign, T *restrict d)
+{
+    T g = (T)(sign * 2.0 * (double)dloss[0] / (double)n);
+    for (int64_t i = 0; i < n; i++) d[i] = g * (a[i] - b[i]);
+}
+
+void SFX(mgk_init)(int64_t n, int kind, double arg, double fan_in, double fan_out, uint64_t seed,
+                   uint64_t stream, T *restrict out)
+{
+    for (int64_t i = 0; i < n; i++) out[i] = (T)mgk_draw(kind, arg, fan_in, fan_out, seed, stream, i);
+}
