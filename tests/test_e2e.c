@@ -1,0 +1,154 @@
+/* test_e2e.c — the user's path end to end: `memgrad compile` a model, link the object into a
+ * C program with `cc app.c mlp.o -lm` and nothing else, and run it. The programs check that
+ * training lowers the loss, that the step is reentrant (the workspace's prior contents and
+ * location do not matter), that two models link into one program, and that the header's
+ * figures describe the object. */
+#include "testutil.h"
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+
+static void setup(void) { dir = tu_tmpdir(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sh(char **out, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tu_run(cmd, out);
+}
+
+/* A program that trains the example MLP on a synthetic, learnable task with plain SGD. */
+static const char *train_app =
+    "#include \"mlp.h\"\n"
+    "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    "static unsigned long long s = 42;\n"
+    "static double rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (double)(s >> 11) / 9007199254740992.0; }\n"
+    "int main(void) {\n"
+    "  if (MLP_NUM_PARAMS != 4 || MLP_NUM_INPUTS != 2 || MLP_NUM_OUTPUTS != 1) return 10;\n"
+    "  if (strcmp(mlp_params_desc[0].name, \"w1\") || mlp_params_desc[0].shape[0] != 784 || mlp_params_desc[0].shape[1] != 256) return 11;\n"
+    "  if (mlp_inputs_desc[1].dtype != MG_I32 || mlp_outputs_desc[0].bytes != 128 * 10 * 4) return 12;\n"
+    "  size_t end = 0;\n"
+    "  for (int i = 0; i < MLP_NUM_PARAMS; i++) if (mlp_params_desc[i].offset + mlp_params_desc[i].bytes > end) end = mlp_params_desc[i].offset + mlp_params_desc[i].bytes;\n"
+    "  if (end > MLP_PARAM_BYTES) return 13;\n"
+    "  float *p = malloc(MLP_PARAM_BYTES), *g = malloc(MLP_PARAM_BYTES), *g2 = malloc(MLP_PARAM_BYTES);\n"
+    "  unsigned char *ws = malloc(MLP_WORKSPACE_BYTES), *ws2 = malloc(MLP_WORKSPACE_BYTES + 64);\n"
+    "  float *x = malloc(128 * 784 * 4); int *y = malloc(128 * 4);\n"
+    "  const void *in[2] = {x, y};\n"
+    "  mlp_init_params(p, 1);\n"
+    "  float first = 0, last = 0;\n"
+    "  for (int step = 0; step < 60; step++) {\n"
+    "    for (int b = 0; b < 128; b++) { int c = (int)(rnd() * 10); y[b] = c;\n"
+    "      for (int k = 0; k < 784; k++) x[b * 784 + k] = (float)(rnd() * 0.5 + (k % 10 == c ? 0.5 : 0.0)); }\n"
+    "    float loss = mlp_train_step(p, g, in, ws);\n"
+    "    if (!isfinite(loss)) return 14;\n"
+    "    if (step == 0) {\n"
+    "      memset(ws2, 0xff, MLP_WORKSPACE_BYTES + 64);  /* NaN-filled, misaligned: must not matter */\n"
+    "      float again = mlp_train_step(p, g2, in, ws2 + 4);\n"
+    "      if (again != loss || memcmp(g, g2, MLP_PARAM_BYTES)) return 15;\n"
+    "      first = loss;\n"
+    "    }\n"
+    "    last = loss;\n"
+    "    for (int i = 0; i < MLP_NUM_PARAMS; i++) {\n"
+    "      float *pp = (float *)((char *)p + mlp_params_desc[i].offset), *gg = (float *)((char *)g + mlp_params_desc[i].offset);\n"
+    "      for (size_t k = 0; k < mlp_params_desc[i].bytes / 4; k++) pp[k] -= 0.1f * gg[k];\n"
+    "    }\n"
+    "  }\n"
+    "  float *logits = malloc(128 * 10 * 4); void *out[1] = {logits};\n"
+    "  mlp_forward(p, in, out, ws);\n"
+    "  int correct = 0;\n"
+    "  for (int b = 0; b < 128; b++) { int best = 0; for (int c = 1; c < 10; c++) if (logits[b * 10 + c] > logits[b * 10 + best]) best = c; correct += best == y[b]; }\n"
+    "  printf(\"first %.4f last %.4f accuracy %d/128\\n\", first, last, correct);\n"
+    "  return 0;\n"
+    "}\n";
+
+START_TEST(train_linked_with_cc_only)
+{
+    char path[4200], *out = NULL;
+    snprintf(path, sizeof path, "%s/app.c", dir);
+    ck_assert_int_eq(tu_write(path, train_app), 0);
+    int rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' -o mlp.o --header mlp.h && cc app.c mlp.o -lm -o app && ./app",
+                dir, MG_MEMGRAD, MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0, "compile/link/run failed (status %d):\n%s", rc, out);
+    float first, last;
+    int correct;
+    ck_assert_msg(sscanf(out, "first %f last %f accuracy %d", &first, &last, &correct) == 3, "output: %s", out);
+    ck_assert_msg(first > 2.0f && last < 0.5f * first, "loss did not fall enough: %s", out);
+    ck_assert_msg(correct > 100, "forward pass accuracy too low: %s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(two_models_in_one_program)
+{
+    char path[4200], *out = NULL;
+    snprintf(path, sizeof path, "%s/a.mg", dir);
+    tu_write(path, "model a\ninput x: f32[2,3]\nparam w: f32[3,1] = ones\nloss = sum(x @ w)\noutput loss\nminimize loss\n");
+    snprintf(path, sizeof path, "%s/b.mg", dir);
+    tu_write(path, "model b\ninput x: f32[2,3]\nparam w: f32[3,1] = ones\nloss = mean(x @ w)\noutput loss\nminimize loss\n");
+    snprintf(path, sizeof path, "%s/app.c", dir);
+    tu_write(path,
+             "#include \"a.h\"\n#include \"b.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+             "int main(void) {\n"
+             "  float x[6] = {1, 2, 3, 4, 5, 6}; const void *in[1] = {x};\n"
+             "  float pa[A_PARAM_BYTES / 4], ga[A_PARAM_BYTES / 4], pb[B_PARAM_BYTES / 4], gb[B_PARAM_BYTES / 4];\n"
+             "  void *wa = malloc(A_WORKSPACE_BYTES + 1), *wb = malloc(B_WORKSPACE_BYTES + 1);\n"
+             "  a_init_params(pa, 0); b_init_params(pb, 0);\n"
+             "  float la = a_train_step(pa, ga, in, wa), lb = b_train_step(pb, gb, in, wb);\n"
+             "  printf(\"%g %g %g %g\\n\", la, lb, ga[0], gb[0]);\n"
+             "  return 0;\n}\n");
+    int rc = sh(&out, "cd '%s' && '%s' compile a.mg -o a.o --header a.h && '%s' compile b.mg -o b.o --header b.h && "
+                      "cc app.c a.o b.o -lm -o app && ./app", dir, MG_MEMGRAD, MG_MEMGRAD);
+    ck_assert_msg(rc == 0, "status %d:\n%s", rc, out);
+    /* x @ ones = [6, 15]: sum 21, mean 10.5; d sum / d w0 = 1 + 4 = 5, d mean / d w0 = 5 / 2 */
+    ck_assert_msg(strstr(out, "21 10.5 5 2.5") != NULL, "unexpected output: %s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(budget_below_store_all_is_refused)
+{
+    char *out = NULL;
+    int rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' -o m.o --budget 50%%", dir, MG_MEMGRAD, MG_SOURCE_DIR);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(out, "store-all workspace") != NULL, "%s", out);
+    free(out);
+    rc = sh(&out, "test ! -e '%s/m.o'", dir);
+    ck_assert_msg(rc == 0, "a refused compile left an object behind");
+    free(out);
+    rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' -o m.o --budget 100%% && test -s m.o", dir, MG_MEMGRAD,
+            MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0, "%s", out);
+    free(out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("e2e");
+    TCase *tc = tcase_create("e2e");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, train_linked_with_cc_only);
+    tcase_add_test(tc, two_models_in_one_program);
+    tcase_add_test(tc, budget_below_store_all_is_refused);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

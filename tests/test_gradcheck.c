@@ -1,0 +1,163 @@
+/* test_gradcheck.c — every op's gradient against central finite differences, in f64.
+ *
+ * Each case is a small model compiled by the real memgrad binary into a shared object. The
+ * analytic gradients come from NAME_train_step; the numeric ones from NAME_forward, which
+ * returns the loss (declared as an output) in full f64 precision, evaluated at p ± h for
+ * every element of every parameter. Cases cover each op, numpy broadcasting on both operands,
+ * fan-out (a value read by several ops) and constants. */
+#include "testutil.h"
+
+#include <check.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct desc {
+    const char *name; int dtype; int rank; int64_t shape[8]; size_t offset; size_t bytes;
+} desc;
+
+typedef float (*train_fn)(const void *, void *, const void *const *, void *);
+typedef void (*forward_fn)(const void *, const void *const *, void *const *, void *);
+typedef void (*init_fn)(void *, uint64_t);
+
+typedef struct gcase {
+    const char *name;
+    const char *body; /* statements after 'model NAME'; must end with loss = ..., output loss, minimize loss */
+} gcase;
+
+static const gcase cases[] = {
+    {"matmul", "param a: f64[3,5] = normal(1)\nparam b: f64[5,4] = normal(1)\n"
+               "loss = sum(tanh(a @ b))\n"},
+    {"add_bcast", "param a: f64[3,4] = normal(1)\nparam b: f64[4] = normal(1)\nparam c: f64[3,1] = normal(1)\n"
+                  "loss = sum(tanh(a + b + c))\n"},
+    {"sub_bcast", "param a: f64[2,3,4] = normal(1)\nparam b: f64[3,1] = normal(1)\n"
+                  "loss = sum(sigmoid(b - a))\n"},
+    {"mul_bcast", "param a: f64[2,3,4] = normal(1)\nparam b: f64[3,1] = normal(1)\nparam s: f64[] = normal(1)\n"
+                  "loss = sum(tanh(a * b * s))\n"},
+    {"div_bcast", "param a: f64[3,4] = normal(1)\nparam b: f64[4] = normal(1)\n"
+                  "loss = sum(tanh(a / (b * b + 1)))\n"},
+    {"neg", "param a: f64[5] = normal(1)\nloss = sum(exp(-a))\n"},
+    {"relu", "param a: f64[4,6] = normal(1)\nparam w: f64[6,3] = normal(1)\nloss = sum(tanh(relu(a) @ w))\n"},
+    {"tanh", "param a: f64[7] = normal(1)\nloss = sum(tanh(a) * tanh(a))\n"},
+    {"sigmoid", "param a: f64[7] = normal(1)\nloss = sum(sigmoid(a) * sigmoid(2 * a))\n"},
+    {"exp", "param a: f64[2,3] = normal(0.5)\nloss = mean(exp(a) * a)\n"},
+    {"log", "param a: f64[2,3] = normal(1)\nloss = sum(log(a * a + 1))\n"},
+    {"sum_mean", "param a: f64[3,3] = normal(1)\nloss = sum(a) * mean(a * a)\n"},
+    {"softmax", "param a: f64[3,5] = normal(1)\ninput t: f64[3,5]\nloss = sum(softmax(a) * t)\n"},
+    {"cross_entropy", "input x: f64[6,4]\ninput y: i32[6]\nparam w: f64[4,3] = normal(1)\nparam b: f64[3] = normal(1)\n"
+                      "loss = cross_entropy(x @ w + b, y)\n"},
+    {"mse_pred", "input x: f64[5,3]\ninput t: f64[5,2]\nparam w: f64[3,2] = normal(1)\nloss = mse(tanh(x @ w), t)\n"},
+    {"mse_target", "input x: f64[4,3]\nparam t: f64[4,3] = normal(1)\nloss = mse(x, t * t)\n"},
+    {"fan_out", "param a: f64[3,3] = normal(1)\nparam w: f64[3,3] = normal(1)\n"
+                "h = tanh(a @ w)\nloss = sum(h * h + h @ w - h)\n"},
+    {"rebind_chain", "input x: f64[4,5]\nparam w: f64[5,5] = normal(0.5)\nh = x\nrepeat 3 {\n  h = tanh(h @ w + h)\n}\n"
+                     "loss = mean(h * h)\n"},
+    {"repeat_params", "input x: f64[4,3]\ninput y: i32[4]\nh = x\nrepeat 2 {\n param w: f64[3,3] = xavier\n param b: f64[3] = normal(0.1)\n"
+                      " h = sigmoid(h @ w + b)\n}\nloss = cross_entropy(h, y)\n"},
+    {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
+};
+
+static double rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (double)(*s >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+START_TEST(gradcheck)
+{
+    const gcase *c = &cases[_i];
+    char name[64], *src, *log = NULL;
+    snprintf(name, sizeof name, "g_%s", c->name);
+    size_t len = strlen(c->body) + 256;
+    src = malloc(len);
+    snprintf(src, len, "model %s\n%soutput loss\nminimize loss\n", name, c->body);
+    char *dir = tu_tmpdir();
+    ck_assert_ptr_nonnull(dir);
+    void *h = tu_build_model(dir, name, src, NULL, &log);
+    ck_assert_msg(h != NULL, "building %s failed:\n%s", c->name, log ? log : "");
+
+    const desc *pd = tu_sym(h, name, "params_desc"), *id = tu_sym(h, name, "inputs_desc");
+    init_fn init = (init_fn)tu_sym(h, name, "init_params");
+    train_fn train = (train_fn)tu_sym(h, name, "train_step");
+    forward_fn fwd = (forward_fn)tu_sym(h, name, "forward");
+    char hdrpath[4200];
+    snprintf(hdrpath, sizeof hdrpath, "%s/%s.h", dir, name);
+    char *hdr = tu_read(hdrpath);
+    ck_assert_ptr_nonnull(hdr);
+    long long ws_bytes = 0, pbytes = 0;
+    int nparams = 0, ninputs = 0;
+    const char *p;
+    ck_assert((p = strstr(hdr, "_WORKSPACE_BYTES ((size_t)")) && sscanf(p + 26, "%lld", &ws_bytes) == 1);
+    ck_assert((p = strstr(hdr, "_PARAM_BYTES     ((size_t)")) && sscanf(p + 26, "%lld", &pbytes) == 1);
+    ck_assert((p = strstr(hdr, "_NUM_PARAMS      ")) && sscanf(p + 17, "%d", &nparams) == 1);
+    ck_assert((p = strstr(hdr, "_NUM_INPUTS      ")) && sscanf(p + 17, "%d", &ninputs) == 1);
+    free(hdr);
+
+    uint64_t seed = 12345;
+    double *params = calloc(1, (size_t)pbytes), *grads = calloc(1, (size_t)pbytes);
+    void *ws = malloc((size_t)ws_bytes + 1);
+    init(params, 7);
+    void *inputs[8] = {0};
+    for (int i = 0; i < ninputs; i++) {
+        inputs[i] = malloc(id[i].bytes);
+        size_t n = id[i].bytes / (id[i].dtype == 2 ? 4 : 8);
+        for (size_t k = 0; k < n; k++) {
+            if (id[i].dtype == 2) ((int32_t *)inputs[i])[k] = (int32_t)((rnd(&seed) + 1) * 1.5); /* 0..2 */
+            else ((double *)inputs[i])[k] = rnd(&seed);
+        }
+    }
+    train(params, grads, (const void *const *)inputs, ws);
+    double loss = 0, worst = 0;
+    void *outs[1] = {&loss};
+    fwd(params, (const void *const *)inputs, outs, ws);
+    ck_assert_msg(isfinite(loss), "%s: loss is %g", c->name, loss);
+    for (int i = 0; i < nparams; i++) {
+        size_t n = pd[i].bytes / 8;
+        ck_assert_int_eq(pd[i].dtype, 1);
+        for (size_t k = 0; k < n; k++) {
+            double *x = (double *)((char *)params + pd[i].offset) + k;
+            double x0 = *x, step = 1e-6 * fmax(1.0, fabs(x0)), lp = 0, lm = 0;
+            void *op[1] = {&lp}, *om[1] = {&lm};
+            *x = x0 + step;
+            fwd(params, (const void *const *)inputs, op, ws);
+            *x = x0 - step;
+            fwd(params, (const void *const *)inputs, om, ws);
+            *x = x0;
+            double num = (lp - lm) / (2 * step);
+            double ana = ((double *)((char *)grads + pd[i].offset))[k];
+            double err = fabs(num - ana) / fmax(fmax(fabs(num), fabs(ana)), 1e-3);
+            ck_assert_msg(err < 1e-6, "%s: d loss / d %s[%zu]: analytic %.12g, numeric %.12g (relative error %.3g)",
+                          c->name, pd[i].name, k, ana, num, err);
+            if (err > worst) worst = err;
+        }
+    }
+    for (int i = 0; i < ninputs; i++) free(inputs[i]);
+    free(params);
+    free(grads);
+    free(ws);
+    free(src);
+    free(log);
+    dlclose(h);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gradcheck");
+    TCase *tc = tcase_create("ops");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, gradcheck, 0, (int)(sizeof cases / sizeof cases[0]));
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

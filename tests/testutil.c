@@ -1,0 +1,108 @@
+/* testutil.c — see testutil.h. */
+#include "testutil.h"
+
+#include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *tu_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char *t = malloc(4096);
+    snprintf(t, 4096, "%s/memgrad-test-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(t)) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void tu_rmtree(const char *dir)
+{
+    if (!dir || strncmp(dir, "/", 1)) return;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+int tu_write(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t n = strlen(text);
+    int bad = fwrite(text, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    return bad ? -1 : 0;
+}
+
+char *tu_read(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    size_t r;
+    while ((r = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 == cap) s = realloc(s, cap *= 2);
+    }
+    fclose(f);
+    s[n] = 0;
+    return s;
+}
+
+int tu_run(const char *cmd, char **out)
+{
+    char *full = malloc(strlen(cmd) + 16);
+    sprintf(full, "(%s) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    free(full);
+    if (!p) return -1;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    size_t r;
+    while ((r = fread(s + n, 1, cap - n - 1, p)) > 0) {
+        n += r;
+        if (n + 1 == cap) s = realloc(s, cap *= 2);
+    }
+    s[n] = 0;
+    int st = pclose(p);
+    if (out) *out = s;
+    else free(s);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void *tu_build_model(const char *dir, const char *name, const char *src, const char *options, char **log)
+{
+    char path[4200], cmd[9000];
+    snprintf(path, sizeof path, "%s/%s.mg", dir, name);
+    if (log) *log = NULL;
+    if (tu_write(path, src)) return NULL;
+    snprintf(cmd, sizeof cmd, "'%s' compile '%s/%s.mg' -o '%s/%s.o' --header '%s/%s.h' %s && '%s' -shared -o '%s/%s.so' '%s/%s.o' -lm",
+             MG_MEMGRAD, dir, name, dir, name, dir, name, options ? options : "", MG_CC, dir, name, dir, name);
+    char *out = NULL;
+    int rc = tu_run(cmd, &out);
+    if (rc != 0) {
+        if (log) *log = out;
+        else free(out);
+        return NULL;
+    }
+    free(out);
+    snprintf(path, sizeof path, "%s/%s.so", dir, name);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h && log) *log = strdup(dlerror());
+    return h;
+}
+
+void *tu_sym(void *handle, const char *model, const char *suffix)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s_%s", model, suffix);
+    void *p = dlsym(handle, name);
+    ck_assert_msg(p != NULL, "symbol %s missing from the generated object", name);
+    return p;
+}

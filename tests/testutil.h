@@ -1,0 +1,25 @@
+/* testutil.h — shared helpers for memgrad's Check suites: temporary directories, running
+ * commands, and compiling a model text through the real `memgrad` binary into a shared object
+ * that a test loads with dlopen. Paths to the tools come from CMake (MG_MEMGRAD, MG_CC,
+ * MG_SOURCE_DIR). */
+#ifndef MG_TESTUTIL_H
+#define MG_TESTUTIL_H
+#include <stddef.h>
+
+/* A fresh directory under $TMPDIR (or /tmp); free with tu_rmtree + free. */
+char *tu_tmpdir(void);
+void tu_rmtree(const char *dir);
+/* Writes text to path; returns 0 on success. */
+int tu_write(const char *path, const char *text);
+/* Reads a whole file (NUL-terminated, malloc'd) or NULL. */
+char *tu_read(const char *path);
+/* Runs cmd with sh -c; stdout and stderr go to *out (malloc'd, may be NULL). Returns the exit
+ * status, or -1 if it did not exit normally. */
+int tu_run(const char *cmd, char **out);
+/* Writes src to dir/name.mg, compiles it with memgrad (extra options appended) into
+ * dir/name.o, links dir/name.so and dlopens it. Returns the handle, or NULL with the
+ * command output in *log (malloc'd). */
+void *tu_build_model(const char *dir, const char *name, const char *src, const char *options, char **log);
+/* dlsym that fails the running test when the symbol is missing. */
+void *tu_sym(void *handle, const char *model, const char *suffix);
+#endif
