@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MG_WITH_DATASET=1 bash scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target train_mlp >/dev/null
-./build/examples/fashion_mnist/train_mlp --epochs 3 "$@"
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-release -j"$(nproc)" --target train_mlp >/dev/null
+./build-release/examples/fashion_mnist/train_mlp --epochs 3 "$@"

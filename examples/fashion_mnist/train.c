@@ -6,7 +6,7 @@
  * Reads the gzip'd IDX files that Debian's dataset-fashion-mnist installs, trains with SGD with
  * momentum from memgrad's runtime library, and prints loss, test accuracy and time per epoch.
  *
- *   usage: train [--epochs N] [--lr X] [--data DIR] [--save FILE] [--seed S]
+ *   usage: train [--epochs N] [--optimizer adam|sgd] [--lr X] [--data DIR] [--save FILE] [--seed S]
  */
 #include MODEL_HEADER
 #include "memgrad_rt.h"
@@ -93,17 +93,21 @@ static uint64_t rng_next(uint64_t *s)
 int main(int argc, char **argv)
 {
     int epochs = 3;
-    double lr = 0.05;
+    double lr = -1;
+    int adam = 0;
     uint64_t seed = 1;
     const char *dir = "/usr/share/datasets/fashion-mnist", *save = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && !strcmp(argv[i], "--epochs")) epochs = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--lr")) lr = atof(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--data")) dir = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--optimizer") && (!strcmp(argv[i + 1], "adam") || !strcmp(argv[i + 1], "sgd")))
+            adam = !strcmp(argv[++i], "adam");
         else if (i + 1 < argc && !strcmp(argv[i], "--save")) save = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--seed")) seed = strtoull(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: %s [--epochs N] [--lr X] [--data DIR] [--save FILE] [--seed S]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--epochs N] [--optimizer adam|sgd] [--lr X] [--data DIR] [--save FILE] [--seed S]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -123,14 +127,18 @@ int main(int argc, char **argv)
     float *logits = malloc(FN(outputs_desc)[0].bytes);
     int *perm = malloc((size_t)tr.n * sizeof(int));
     FN(init_params)(params, seed);
+    if (lr <= 0) lr = adam ? 1e-3 : 0.05;
     mg_sgd_config sgd = {lr, 0.9, 0.0, 0};
+    mg_adam_config adam_cfg = mg_adam_defaults(lr);
+    void *adam_v = calloc(1, UP(PARAM_BYTES));
+    mg_adam_state adam_st = {vel, adam_v, 0};
     const void *inputs[2] = {xb, yb};
     void *outputs[1] = {logits};
     const int classes = (int)FN(outputs_desc)[0].shape[1];
     uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
     for (int i = 0; i < tr.n; i++) perm[i] = i;
-    printf("model %s: %d params (%.1f KiB), workspace %.1f KiB, batch %d\n", MODEL_NAME,
-           UP(NUM_PARAMS), UP(PARAM_BYTES) / 1024.0, UP(WORKSPACE_BYTES) / 1024.0, B);
+    printf("model %s: %d parameter tensors (%.1f KiB), workspace %.1f KiB, batch %d, %s lr %g\n", MODEL_NAME,
+           UP(NUM_PARAMS), UP(PARAM_BYTES) / 1024.0, UP(WORKSPACE_BYTES) / 1024.0, B, adam ? "adam" : "sgd", lr);
     for (int ep = 1; ep <= epochs; ep++) {
         for (int i = tr.n - 1; i > 0; i--) {
             int j = (int)(rng_next(&rs) % (uint64_t)(i + 1)), t = perm[i];
@@ -146,7 +154,8 @@ int main(int argc, char **argv)
                 yb[b] = tr.labels[k];
             }
             total += FN(train_step)(params, grads, inputs, ws);
-            mg_sgd_step(FN(params_desc), UP(NUM_PARAMS), params, grads, vel, &sgd);
+            if (adam) mg_adam_step(FN(params_desc), UP(NUM_PARAMS), params, grads, &adam_st, &adam_cfg);
+            else mg_sgd_step(FN(params_desc), UP(NUM_PARAMS), params, grads, vel, &sgd);
         }
         double train_s = now() - t0;
         int correct = 0;
@@ -179,7 +188,7 @@ int main(int argc, char **argv)
             printf("saved parameters to %s\n", save);
         }
     }
-    free(params); free(grads); free(vel); free(ws); free(xb); free(yb); free(logits); free(perm);
+    free(params); free(grads); free(vel); free(adam_v); free(ws); free(xb); free(yb); free(logits); free(perm);
     free(tr.images); free(tr.labels); free(te.images); free(te.labels);
     return rc;
 }
