@@ -24,6 +24,10 @@ typedef struct mg_program {
 mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *obj_path,
                          const char *ll_path, mg_diag *d);
 
+/* codegen.c: generates a trivial function for t. An unknown CPU makes LLVM print a warning
+ * and, on some targets, abort the process: callers run this in a child process first. */
+mg_status mg_target_probe(const mg_target *t, mg_diag *d);
+
 /* header.c: the C header text for p, malloc'd; the caller frees it. */
 char *mg_header_text(const mg_program *p);
 #endif

@@ -456,6 +456,75 @@ static void finalize_symbols(cg *c, const char *cpu, const char *features)
     }
 }
 
+typedef struct tmachine {
+    LLVMTargetMachineRef tm;
+    char *triple, *host_cpu, *host_feat;
+    const char *cpu, *features;
+} tmachine;
+
+static void tmachine_free(tmachine *m)
+{
+    if (m->tm) LLVMDisposeTargetMachine(m->tm);
+    if (m->triple) LLVMDisposeMessage(m->triple);
+    if (m->host_cpu) LLVMDisposeMessage(m->host_cpu);
+    if (m->host_feat) LLVMDisposeMessage(m->host_feat);
+}
+
+static mg_status tmachine_new(const mg_target *t, tmachine *m, mg_diag *d)
+{
+    char *err = NULL;
+    memset(m, 0, sizeof *m);
+    LLVMInitializeAllTargetInfos();
+    LLVMInitializeAllTargets();
+    LLVMInitializeAllTargetMCs();
+    LLVMInitializeAllAsmPrinters();
+    m->triple = t->triple ? LLVMNormalizeTargetTriple(t->triple) : LLVMGetDefaultTargetTriple();
+    if (!t->triple) {
+        m->host_cpu = LLVMGetHostCPUName();
+        m->host_feat = LLVMGetHostCPUFeatures();
+    }
+    m->cpu = t->cpu ? t->cpu : m->host_cpu ? m->host_cpu : "generic";
+    m->features = t->features ? t->features : (!t->cpu && m->host_feat) ? m->host_feat : "";
+    LLVMTargetRef target;
+    if (LLVMGetTargetFromTriple(m->triple, &target, &err)) {
+        mg_diag_set(d, (mg_loc){0}, "unknown target '%s': %s", t->triple ? t->triple : m->triple, err);
+        LLVMDisposeMessage(err);
+        return MG_ERR;
+    }
+    LLVMCodeGenOptLevel lvl = t->opt_level <= 0 ? LLVMCodeGenLevelNone : t->opt_level == 1 ? LLVMCodeGenLevelLess
+                            : t->opt_level == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
+    m->tm = LLVMCreateTargetMachine(target, m->triple, m->cpu, m->features, lvl, LLVMRelocPIC, LLVMCodeModelDefault);
+    if (!m->tm) return mg_diag_set(d, (mg_loc){0}, "cannot create a code generator for %s (cpu %s)", m->triple, m->cpu);
+    return MG_OK;
+}
+
+mg_status mg_target_probe(const mg_target *t, mg_diag *d)
+{
+    tmachine m;
+    mg_status st = tmachine_new(t, &m, d);
+    if (!st) {
+        LLVMContextRef ctx = LLVMContextCreate();
+        LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("probe", ctx);
+        LLVMSetTarget(mod, m.triple);
+        LLVMValueRef fn = LLVMAddFunction(mod, "probe", LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, 0));
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+        LLVMBuildRetVoid(b);
+        LLVMDisposeBuilder(b);
+        LLVMMemoryBufferRef out = NULL;
+        char *err = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(m.tm, mod, LLVMObjectFile, &err, &out)) {
+            st = mg_diag_set(d, (mg_loc){0}, "cannot generate code for %s (cpu %s): %s", m.triple, m.cpu, err);
+            LLVMDisposeMessage(err);
+        }
+        if (out) LLVMDisposeMemoryBuffer(out);
+        LLVMDisposeModule(mod);
+        LLVMContextDispose(ctx);
+    }
+    tmachine_free(&m);
+    return st;
+}
+
 mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *obj_path,
                          const char *ll_path, mg_diag *d)
 {
@@ -465,33 +534,15 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
     c.p = p;
     c.g = g;
     c.d = d;
-    char *err = NULL, *host_cpu = NULL, *host_feat = NULL, *triple = NULL;
+    char *err = NULL;
     mg_status st = MG_OK;
-    LLVMTargetMachineRef tm = NULL;
-
-    LLVMInitializeAllTargetInfos();
-    LLVMInitializeAllTargets();
-    LLVMInitializeAllTargetMCs();
-    LLVMInitializeAllAsmPrinters();
-    triple = t->triple ? LLVMNormalizeTargetTriple(t->triple) : LLVMGetDefaultTargetTriple();
-    if (!t->triple) {
-        host_cpu = LLVMGetHostCPUName();
-        host_feat = LLVMGetHostCPUFeatures();
+    tmachine m;
+    if (tmachine_new(t, &m, d)) {
+        tmachine_free(&m);
+        return MG_ERR;
     }
-    const char *cpu = t->cpu ? t->cpu : host_cpu ? host_cpu : "generic";
-    const char *features = t->features ? t->features : (!t->cpu && host_feat) ? host_feat : "";
-    LLVMTargetRef target;
-    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
-        st = mg_diag_set(d, none, "unknown target '%s': %s", t->triple ? t->triple : triple, err);
-        goto out;
-    }
-    LLVMCodeGenOptLevel lvl = t->opt_level <= 0 ? LLVMCodeGenLevelNone : t->opt_level == 1 ? LLVMCodeGenLevelLess
-                            : t->opt_level == 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelAggressive;
-    tm = LLVMCreateTargetMachine(target, triple, cpu, features, lvl, LLVMRelocPIC, LLVMCodeModelDefault);
-    if (!tm) {
-        st = mg_diag_set(d, none, "cannot create a code generator for %s (cpu %s)", triple, cpu);
-        goto out;
-    }
+    LLVMTargetMachineRef tm = m.tm;
+    const char *triple = m.triple, *cpu = m.cpu, *features = m.features;
 
     c.ctx = LLVMContextCreate();
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange((const char *)mg_kernels_bc, mg_kernels_bc_len,
@@ -501,7 +552,8 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
     if (bad) {
         st = mg_diag_set(d, none, "internal error: the embedded kernel library does not load");
         LLVMContextDispose(c.ctx);
-        goto out;
+        tmachine_free(&m);
+        return st;
     }
     LLVMSetModuleIdentifier(c.mod, g->model_name, strlen(g->model_name));
     LLVMSetTarget(c.mod, triple);
@@ -559,9 +611,9 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
         LLVMErrorRef e = LLVMRunPasses(c.mod, passes, tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (e) {
-            char *m = LLVMGetErrorMessage(e);
-            st = mg_diag_set(d, none, "internal error: LLVM optimisation failed: %s", m);
-            LLVMDisposeErrorMessage(m);
+            char *msg = LLVMGetErrorMessage(e);
+            st = mg_diag_set(d, none, "internal error: LLVM optimisation failed: %s", msg);
+            LLVMDisposeErrorMessage(msg);
             goto dispose;
         }
     }
@@ -580,12 +632,8 @@ dispose:
     LLVMDisposeBuilder(c.b);
     LLVMDisposeModule(c.mod);
     LLVMContextDispose(c.ctx);
-out:
     if (c.failed) st = MG_ERR;
     if (err) LLVMDisposeMessage(err);
-    if (tm) LLVMDisposeTargetMachine(tm);
-    LLVMDisposeMessage(triple);
-    if (host_cpu) LLVMDisposeMessage(host_cpu);
-    if (host_feat) LLVMDisposeMessage(host_feat);
+    tmachine_free(&m);
     return st;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef MG_VERSION
@@ -285,11 +286,54 @@ static int cmd_plan(options *o)
     return rc;
 }
 
+/* An explicit --target/--cpu is tried in a child process first: LLVM answers an unknown CPU
+ * with a warning and, on some targets, an abort, neither of which may reach the user as such. */
+static int check_target(const options *o)
+{
+    if (!o->cpu && !o->triple) return 0;
+    int fds[2];
+    if (pipe(fds) != 0) return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        mg_target t = {o->triple, o->cpu, NULL, o->opt_level};
+        mg_diag d = {0};
+        if (mg_target_probe(&t, &d)) {
+            fprintf(stderr, "%s\n", d.msg);
+            _exit(1);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    char msg[2048] = "";
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < sizeof msg && (r = read(fds[0], msg + n, sizeof msg - 1 - n)) > 0) n += (size_t)r;
+    msg[n] = 0;
+    close(fds[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
+    char *nl = strchr(msg, '\n');
+    if (nl) *nl = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || strstr(msg, "is not a recognized")) {
+        if (o->cpu && (strstr(msg, "is not a recognized") || !WIFEXITED(status)))
+            fprintf(stderr, "memgrad: error: unknown CPU '%s' for target %s (LLVM: %s)\n", o->cpu,
+                    o->triple ? o->triple : "of this machine", msg);
+        else
+            fprintf(stderr, "memgrad: error: %s\n", msg[0] ? msg : "the target cannot be used");
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_compile(options *o)
 {
     if (same_file(o->model, o->out) || (o->header && same_file(o->model, o->header)))
         return usage_error("refusing to overwrite the model file %s with output", o->model);
     if (o->header && !strcmp(o->out, o->header)) return usage_error("%s", "-o and --header name the same file");
+    if (check_target(o)) return 1;
     compiled c;
     int rc = run_frontend(o->model, &c, 1);
     if (!rc) rc = check_budget(&c, o->budget);

@@ -1,0 +1,48 @@
+/* step_time.c — times a generated training step: warm-up, then `reps` timed calls of
+ * NAME_train_step on random inputs; prints one line per call ("step_ms X") so the caller can
+ * take medians across interleaved runs. Built per model like the demo trainer (MODEL,
+ * MODEL_UPPER, MODEL_HEADER). */
+#include MODEL_HEADER
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(name) CAT(MODEL, CAT(_, name))
+#define UP(name) CAT(MODEL_UPPER, CAT(_, name))
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? atoi(argv[1]) : 10;
+    void *params = malloc(UP(PARAM_BYTES)), *grads = malloc(UP(PARAM_BYTES)), *ws = malloc(UP(WORKSPACE_BYTES) + 1);
+    const void *inputs[UP(NUM_INPUTS)];
+    unsigned long long s = 1;
+    for (int i = 0; i < UP(NUM_INPUTS); i++) {
+        const mg_tensor_desc *d = &FN(inputs_desc)[i];
+        void *buf = malloc(d->bytes);
+        for (size_t k = 0; k < d->bytes / 4; k++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            if (d->dtype == MG_I32) ((int *)buf)[k] = (int)((s >> 33) % 10);
+            else ((float *)buf)[k] = (float)((s >> 40) & 0xffff) / 65536.0f;
+        }
+        inputs[i] = buf;
+    }
+    FN(init_params)(params, 1);
+    FN(train_step)(params, grads, inputs, ws); /* warm-up */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        volatile float loss = FN(train_step)(params, grads, inputs, ws);
+        (void)loss;
+        printf("step_ms %.3f\n", 1e3 * (now() - t0));
+    }
+    return 0;
+}

@@ -1,0 +1,724 @@
+/* test_parser.c — the .mg frontend (compiler/lexer.c, compiler/parser.c and the type inference
+ * in ir/shape.c it reports through), called in-process with mg_parse.
+ *
+ * Why it exists: the model file is the compiler's user interface, and a diagnostic is only useful
+ * if it names the right place. Every error class the frontend can report has a row in one table:
+ * a small model text, the 1-based line and column where the offending token starts, and a piece of
+ * the message the user must see. Columns count bytes (a tab is one column). The positive cases
+ * check the graph a model becomes: names of repeated params, rebinding, literal constants, types.
+ *
+ * Rows and tests marked "BUG:" assert the correct behaviour where the compiler is currently wrong;
+ * they fail until the compiler is fixed.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+#include "testutil.h"
+
+/* Lines 1-4 of most cases; the statement under test is then on line 5. */
+#define HDR                                                                                        \
+    "model m\n"            /* 1 */                                                                 \
+    "input x: f32[4, 3]\n" /* 2 */                                                                 \
+    "input y: i32[4]\n"    /* 3 */                                                                 \
+    "param w: f32[3, 2]\n" /* 4 */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Error table                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct err_case {
+    const char *what;   /* shown when the case fails */
+    const char *src;
+    int line, col;      /* where the offending token starts */
+    const char *msg;    /* must occur in the message (or equal it, when exact) */
+    const char *notmsg; /* must not occur in the message, or NULL */
+    int exact;
+} err_case;
+
+static const err_case errors[] = {
+    /* --- lexical --- */
+    {"bad character", HDR "z = x $ w\n", 5, 7, "unexpected character '$'", NULL, 0},
+    {"non-ASCII byte", HDR "z = x \xc3\xa9\n", 5, 7, "unexpected byte 0xc3", NULL, 0},
+    {"malformed number (letter)", "model m\ninput x: f32[4, 3a]\n", 2, 17, "malformed number '3a'", NULL, 0},
+    {"malformed number (bare exponent)", HDR "z = x * 1e\n", 5, 9, "malformed number '1e'", NULL, 0},
+    {"bad character after a valid prefix", "model m\n@\n", 2, 1, "expected a statement", NULL, 0},
+
+    /* --- syntax --- */
+    {"missing ':'", "model m\ninput x f32[4, 3]\n", 2, 9, "expected ':' after the name, got 'f32'", NULL, 0},
+    {"missing ']' before '='", "model m\nparam x: f32[4, 3 = he\n", 2, 19,
+     "expected ',' or ']' in the shape, got '='", NULL, 0},
+    /* inside brackets newlines are joined, so the offending token is the next line's first */
+    {"missing ']' at end of line", "model m\ninput x: f32[4, 3\nparam w: f32[3, 2]\n", 3, 1,
+     "expected ',' or ']' in the shape, got 'param'", NULL, 0},
+    {"missing '[' after dtype", "model m\ninput x: f32 4, 3\n", 2, 14, "expected '[' to start the shape, got '4'",
+     NULL, 0},
+    {"missing ')' of a call (joined with next line)", HDR "z = relu(x @ w\nl = sum(z)\n", 6, 1,
+     "expected ')' to close the argument list, got 'l'", NULL, 0},
+    {"missing ')' of a group", HDR "z = (x @ w, 1)\n", 5, 11, "expected ')' to close '(', got ','", NULL, 0},
+    {"missing '=' before initializer", HDR "param q: f32[3] zeros\n", 5, 17, "expected end of line, got 'zeros'",
+     NULL, 0},
+    {"missing '=' in assignment", HDR "z x @ w\n", 5, 1, "expected a statement", NULL, 0},
+    {"operator where an operand belongs", HDR "z = x @ @ w\n", 5, 9, "expected an expression, got '@'", NULL, 0},
+    {"empty right-hand side", HDR "z = \n", 5, 5, "expected an expression, got end of line", NULL, 0},
+    {"stray ')'", HDR "z = x @ w )\n", 5, 11, "expected end of line, got ')'", NULL, 0},
+    {"trailing token after model name", "model m extra\n", 1, 9, "expected end of line, got 'extra'", NULL, 0},
+    {"model without a name", "model\n", 1, 6, "expected the model's name, got end of line", NULL, 0},
+    {"number as a name", "model m\ninput 3: f32[3]\n", 2, 7, "expected an input name, got '3'", NULL, 0},
+    {"statement starting with an operator", HDR "+ x\n", 5, 1,
+     "expected a statement (model, input, param, output, minimize, repeat, or NAME = expression), got '+'",
+     NULL, 0},
+    {"statement that is a bare number", HDR "42\n", 5, 1, "expected a statement", NULL, 0},
+    {"unclosed repeat block", HDR "repeat 2 {\n  param q: f32[3]\n", 5, 1,
+     "'repeat' block is never closed with '}'", NULL, 0},
+    {"stray '}'", HDR "}\n", 5, 1, "'}' without a matching 'repeat N {'", NULL, 0},
+    {"stray '}' after a closed repeat", HDR "repeat 2 {\n}\n}\n", 7, 1, "'}' without a matching 'repeat N {'",
+     NULL, 0},
+    {"repeat count 0", HDR "repeat 0 {\n}\n", 5, 8, "expected a repeat count (a positive integer), got '0'",
+     NULL, 0},
+    {"repeat count not an integer", HDR "repeat 2.5 {\n}\n", 5, 8, "expected a repeat count", NULL, 0},
+    {"repeat without '{'", HDR "repeat 2\n{\n}\n", 5, 9, "expected '{' to open the repeated block, got end of line",
+     NULL, 0},
+    {"'@' between two numbers", HDR "z = 2 @ 3\n", 5, 7, "'@' needs two matrices, got two numbers", NULL, 0},
+
+    /* --- names and functions --- */
+    {"unknown name with hint", HDR "z = x @ ww\n", 5, 9, "unknown name 'ww' (did you mean 'w'?)", NULL, 0},
+    {"unknown name without hint", HDR "z = x @ qqqqq\n", 5, 9, "unknown name 'qqqqq'", "did you mean", 0},
+    {"unknown name hint from an assigned name", HDR "hidden = x @ w\nz = relu(hiden)\n", 6, 10,
+     "unknown name 'hiden' (did you mean 'hidden'?)", NULL, 0},
+    {"name used before it is bound", HDR "z = relu(h)\nh = x @ w\n", 5, 10, "unknown name 'h'", NULL, 0},
+    {"unknown function with hint", HDR "z = rleu(x)\n", 5, 5, "unknown function 'rleu' (did you mean 'relu'?)",
+     NULL, 0},
+    {"unknown function without hint", HDR "z = frobnicate(x)\n", 5, 5, "unknown function 'frobnicate'; known functions: ",
+     "did you mean", 0},
+    {"unknown function lists the known ones", HDR "z = frobnicate(x)\n", 5, 5, "cross_entropy", NULL, 0},
+    {"too many arguments", HDR "z = relu(x, x)\n", 5, 5, "'relu' takes 1 argument, got 2", NULL, 0},
+    {"too few arguments", HDR "l = cross_entropy(x)\n", 5, 5, "'cross_entropy' takes 2 arguments, got 1", NULL, 0},
+    {"no arguments", HDR "l = sum()\n", 5, 5, "'sum' takes 1 argument, got 0", NULL, 0},
+    {"wrong count in a nested call", HDR "l = sum(relu(x, w))\n", 5, 9, "'relu' takes 1 argument, got 2", NULL, 0},
+
+    /* --- declarations --- */
+    {"unknown initializer", HDR "param q: f32[3] = hee\n", 5, 19,
+     "unknown initializer 'hee'; expected zeros, ones, he, xavier, normal(STD) or uniform(A)", NULL, 0},
+    {"normal without its argument", HDR "param q: f32[3] = normal\n", 5, 25, "expected '(' after 'normal'", NULL, 0},
+    {"normal(0)", HDR "param q: f32[3] = normal(0)\n", 5, 26, "expected a positive number, got '0'", NULL, 0},
+    {"uniform not closed", HDR "param q: f32[3] = uniform(1 2)\n", 5, 29, "expected ')' to close the initializer",
+     NULL, 0},
+    {"dimension 0", HDR "param q: f32[0, 3]\n", 5, 14, "expected a positive integer dimension, got '0'", NULL, 0},
+    {"second dimension 0", HDR "param q: f32[3, 0]\n", 5, 17, "expected a positive integer dimension, got '0'", NULL, 0},
+    {"negative dimension", HDR "param q: f32[-1, 3]\n", 5, 14, "expected a positive integer dimension, got '-'", NULL, 0},
+    {"fractional dimension", HDR "param q: f32[1.5, 3]\n", 5, 14, "expected a positive integer dimension, got '1.5'",
+     NULL, 0},
+    {"exponent dimension", HDR "param q: f32[1e3]\n", 5, 14, "expected a positive integer dimension, got '1e3'", NULL, 0},
+    {"too many dimensions", HDR "param q: f32[1,1,1,1,1,1,1,1,1]\n", 5, 30, "more than 8 dimensions", NULL, 0},
+    {"too many elements", HDR "param q: f32[1048576, 1048576, 2]\n", 5, 32,
+     "tensor too large (more than 2^40 elements)", NULL, 0},
+    {"unknown dtype", HDR "param q: f16[3]\n", 5, 10, "expected a dtype (f32, f64 or i32), got 'f16'", NULL, 0},
+    {"i32 param", HDR "param v: i32[3]\n", 5, 7, "parameter 'v' must be f32 or f64 (it is trained), got i32", NULL, 0},
+    {"param declared twice", HDR "param w: f32[3, 2]\n", 5, 7, "duplicate declaration of 'w' (first declared at line 4)",
+     NULL, 0},
+    {"input declared twice", HDR "input x: f32[3, 2]\n", 5, 7, "duplicate declaration of 'x' (first declared at line 2)",
+     NULL, 0},
+    {"param reusing an input's name", HDR "param x: f32[3]\n", 5, 7,
+     "duplicate declaration of 'x' (first declared at line 2)", NULL, 0},
+    {"param declared twice in one repeat body", HDR "repeat 2 {\n  param q: f32[3]\n  param q: f32[3]\n}\n", 7, 9,
+     "duplicate declaration of 'q.0' (first declared at line 6)", NULL, 0},
+
+    /* --- model / output / minimize statements --- */
+    {"duplicate output (two statements)", HDR "l = sum(x)\noutput l\noutput l\nminimize l\n", 7, 8,
+     "'l' is already an output", NULL, 0},
+    {"duplicate output (one statement)", HDR "l = sum(x)\noutput l, l\nminimize l\n", 6, 11, "'l' is already an output",
+     NULL, 0},
+    {"unknown output", HDR "output zz\n", 5, 8, "unknown name 'zz' in output", NULL, 0},
+    {"second minimize", HDR "l = sum(x)\nminimize l\nminimize l\n", 7, 1,
+     "second 'minimize' statement (the first is at line 6)", NULL, 0},
+    {"minimize of two names", HDR "l = sum(x)\nminimize l, l\n", 6, 11, "expected end of line, got ','", NULL, 0},
+    {"minimize unknown", HDR "minimize q\n", 5, 10, "unknown name 'q' in minimize", NULL, 0},
+    {"second model statement", HDR "model n\n", 5, 1, "second 'model' statement (the model was named at line 1)",
+     NULL, 0},
+    {"empty file", "", 1, 1, "missing 'model NAME' statement", NULL, 0},
+    {"only comments and blank lines", "\n# nothing here\n\n", 1, 1, "missing 'model NAME' statement", NULL, 0},
+    {"model not first", "input x: f32[3]\nmodel m\n", 1, 1,
+     "expected 'model NAME' as the first statement, got 'input'", NULL, 0},
+    {"model not first (after comments)", "# c\n\nparam w: f32[3]\nmodel m\n", 3, 1,
+     "expected 'model NAME' as the first statement, got 'param'", NULL, 0},
+    /* reported at the end of the file: line 6 is the empty line after the last newline */
+    {"missing minimize", HDR "l = sum(x)\n", 6, 1,
+     "missing 'minimize NAME': name the scalar loss the training step minimizes", NULL, 0},
+    {"missing minimize, no final newline", HDR "l = sum(x)", 5, 11, "missing 'minimize NAME'", NULL, 0},
+    {"non-scalar minimize", HDR "minimize x\n", 5, 10,
+     "minimize needs a scalar, but 'x' has shape [4,3] (reduce it with sum() or mean())", NULL, 0},
+    {"i32 minimize", HDR "input k: i32[]\nminimize k\n", 6, 10, "minimize needs a floating-point scalar, 'k' is i32",
+     NULL, 0},
+    {"input inside repeat", HDR "repeat 2 {\n  input q: f32[3]\n}\n", 6, 3, "'input' is not allowed inside a repeat block",
+     NULL, 0},
+    {"output inside repeat", HDR "repeat 2 {\n  output x\n}\n", 6, 3, "'output' is not allowed inside a repeat block",
+     NULL, 0},
+    {"minimize inside repeat", HDR "l = sum(x)\nrepeat 2 {\n  minimize l\n}\n", 7, 3,
+     "'minimize' is not allowed inside a repeat block", NULL, 0},
+    {"model inside repeat", HDR "repeat 2 {\n  model q\n}\n", 6, 3, "'model' is not allowed inside a repeat block",
+     NULL, 0},
+    {"input inside nested repeat", HDR "repeat 2 {\n repeat 2 {\n  input q: f32[3]\n }\n}\n", 7, 3,
+     "'input' is not allowed inside a repeat block", NULL, 0},
+
+    /* --- shapes and dtypes (binary-op errors point at the operator, calls at the name) --- */
+    {"matmul shape mismatch (exact message)",
+     "# A two-layer perceptron\n"
+     "model mlp\n"
+     "input  x: f32[128, 784]\n"
+     "input  y: i32[128]\n"
+     "param  w1: f32[784, 256] = he\n"
+     "param  b1: f32[256] = zeros\n"
+     "param  w2: f32[256, 10] = he\n"
+     "param  b2: f32[10] = zeros\n"
+     "h = relu(x @ w2 + b1)\n"
+     "logits = h @ w2 + b2\n"
+     "loss = cross_entropy(logits, y)\n"
+     "output logits\n"
+     "minimize loss\n",
+     9, 12, "matmul shapes [128,784] @ [256,10] do not agree (784 vs 256)", NULL, 1},
+    {"matmul of a vector", HDR "param v: f32[3]\nz = x @ v\n", 6, 7, "matmul needs two matrices (rank 2), got [4,3] @ [3]",
+     NULL, 0},
+    {"matmul of a scalar literal", HDR "z = x @ 2\n", 5, 7, "matmul needs two matrices (rank 2), got [4,3] @ []", NULL, 0},
+    {"matmul of i32", HDR "input k: i32[3, 2]\nz = x @ k\n", 6, 7, "'matmul' needs a floating-point right operand", NULL, 0},
+    {"broadcast mismatch +", HDR "param v: f32[5]\nz = x + v\n", 6, 7, "shapes [4,3] and [5] do not broadcast for 'add'",
+     NULL, 0},
+    {"broadcast mismatch -", HDR "param v: f32[5]\nz = x - v\n", 6, 7, "shapes [4,3] and [5] do not broadcast for 'sub'",
+     NULL, 0},
+    {"broadcast mismatch *", HDR "param v: f32[5]\nz = x * v\n", 6, 7, "shapes [4,3] and [5] do not broadcast for 'mul'",
+     NULL, 0},
+    {"broadcast mismatch /", HDR "param v: f32[5]\nz = x / v\n", 6, 7, "shapes [4,3] and [5] do not broadcast for 'div'",
+     NULL, 0},
+    {"broadcast mismatch, later operator of a chain", HDR "param v: f32[4]\nz = x * 2 + v\n", 6, 11,
+     "shapes [4,3] and [4] do not broadcast for 'add'", NULL, 0},
+    {"dtype mismatch f32 + f64", HDR "param v: f64[3]\nz = x + v\n", 6, 7,
+     "operands of 'add' have different dtypes f32 and f64", NULL, 0},
+    {"i32 operand to relu", HDR "z = relu(y)\n", 5, 5, "'relu' needs a floating-point tensor (f32 or f64), got i32",
+     NULL, 0},
+    {"i32 left operand to +", HDR "z = y + x\n", 5, 7, "'add' needs a floating-point operand (f32 or f64), got i32",
+     NULL, 0},
+    {"i32 right operand to +", HDR "z = x + y\n", 5, 7, "'add' needs a floating-point operand (f32 or f64), got i32",
+     NULL, 0},
+    {"i32 plus a literal", HDR "z = y + 1\n", 5, 7, "'add' needs a floating-point operand", NULL, 0},
+    {"negated i32", HDR "z = -y\n", 5, 5, "'neg' needs a floating-point tensor", NULL, 0},
+    {"sum of i32", HDR "l = sum(y)\n", 5, 5, "'sum' needs a floating-point tensor (f32 or f64), got i32", NULL, 0},
+    {"softmax of a scalar", HDR "l = sum(x)\nz = softmax(l)\n", 6, 5, "softmax needs at least one axis, got a scalar",
+     NULL, 0},
+    {"cross_entropy with f32 labels", HDR "l = cross_entropy(x, x)\n", 5, 5, "cross_entropy needs i32 class labels, got f32",
+     NULL, 0},
+    {"cross_entropy labels of the wrong length", HDR "input y2: i32[5]\nl = cross_entropy(x, y2)\n", 6, 5,
+     "cross_entropy labels must be [4] to match logits [4,3], got [5]", NULL, 0},
+    {"cross_entropy labels of the wrong rank", HDR "input y2: i32[4, 1]\nl = cross_entropy(x, y2)\n", 6, 5,
+     "cross_entropy labels must be [4] to match logits [4,3], got [4,1]", NULL, 0},
+    {"cross_entropy logits of rank 1", HDR "param v: f32[3]\nl = cross_entropy(v, y)\n", 6, 5,
+     "cross_entropy needs logits of shape [batch, classes], got [3]", NULL, 0},
+    {"mse shape mismatch", HDR "param v: f32[3, 4]\nl = mse(x, v)\n", 6, 5, "'mse' needs operands of one shape, got [4,3] and [3,4]",
+     NULL, 0},
+    {"mse dtype mismatch", HDR "param v: f64[4, 3]\nl = mse(x, v)\n", 6, 5, "operands of 'mse' have different dtypes f32 and f64",
+     NULL, 0},
+
+    /* --- positions in harder places --- */
+    {"error inside nested parentheses", HDR "z = relu((x @ w) + qq)\n", 5, 20, "unknown name 'qq'", NULL, 0},
+    {"error on the continuation line of a call", HDR "z = relu(x @\n         qq)\n", 6, 10, "unknown name 'qq'", NULL, 0},
+    {"operator on a continuation line", HDR "param v: f32[5]\nz = sum(x\n        + v)\n", 7, 9,
+     "shapes [4,3] and [5] do not broadcast for 'add'", NULL, 0},
+    {"tab counts as one column", HDR "\tz = x @ qq\n", 5, 10, "unknown name 'qq'", NULL, 0},
+    {"CRLF line endings", "model m\r\ninput x: f32[4, 3]\r\nz = x @ qq\r\n", 3, 9, "unknown name 'qq'", NULL, 0},
+    {"after a comment line", HDR "# a comment with $ and @ in it\nz = x @ qq   # trailing\n", 6, 9, "unknown name 'qq'", NULL, 0},
+    /* x:[4,3] @ a:[3,4] is fine on the first pass; on the second h is [4,4] */
+    {"shape error on the second repeat iteration",
+     HDR "param a: f32[3, 4]\nh = x\nrepeat 2 {\n  h = h @ a\n}\n", 8, 9, "matmul shapes [4,4] @ [3,4] do not agree (4 vs 3)",
+     NULL, 0},
+    {"error in a nested repeat body", HDR "repeat 2 {\n  repeat 2 {\n    z = x @ qq\n  }\n}\n", 7, 13, "unknown name 'qq'",
+     NULL, 0},
+};
+
+enum { NERRORS = sizeof errors / sizeof errors[0] };
+
+START_TEST(test_error_table)
+{
+    const err_case *c = &errors[_i];
+    const char *file = _i == 0 ? "first.mg" : "case.mg";
+    mg_graph *g = (mg_graph *)&g; /* non-NULL sentinel: mg_parse must clear it */
+    mg_diag d;
+    memset(&d, 0, sizeof d);
+    mg_status st = mg_parse(file, c->src, strlen(c->src), &g, &d);
+    ck_assert_msg(st == MG_ERR, "[%s] parsed without error:\n%s", c->what, c->src);
+    ck_assert_msg(g == NULL, "[%s] the graph was not cleared on error", c->what);
+    ck_assert_msg(d.loc.file && !strcmp(d.loc.file, file), "[%s] diagnostic file is '%s', expected '%s'", c->what,
+                  d.loc.file ? d.loc.file : "(null)", file);
+    ck_assert_msg(d.loc.line == c->line && d.loc.col == c->col, "[%s] error at %d:%d, expected %d:%d (message: %s)",
+                  c->what, d.loc.line, d.loc.col, c->line, c->col, d.msg);
+    if (c->exact)
+        ck_assert_msg(!strcmp(d.msg, c->msg), "[%s] message\n  '%s'\nexpected exactly\n  '%s'", c->what, d.msg, c->msg);
+    else
+        ck_assert_msg(strstr(d.msg, c->msg) != NULL, "[%s] message\n  '%s'\ndoes not contain\n  '%s'", c->what, d.msg,
+                      c->msg);
+    if (c->notmsg)
+        ck_assert_msg(strstr(d.msg, c->notmsg) == NULL, "[%s] message '%s' should not contain '%s'", c->what, d.msg,
+                      c->notmsg);
+}
+END_TEST
+
+/* The file name in a diagnostic is the caller's string, valid after the graph is freed. */
+START_TEST(test_error_file_is_callers)
+{
+    char file[] = "some/dir/model.mg";
+    mg_graph *g;
+    mg_diag d = {0};
+    const char *src = HDR "z = x @ qq\n";
+    ck_assert_int_eq(mg_parse(file, src, strlen(src), &g, &d), MG_ERR);
+    ck_assert_ptr_eq(d.loc.file, file);
+}
+END_TEST
+
+/* The parser takes a length, not a NUL-terminated string: text past len is not read. */
+START_TEST(test_length_is_respected)
+{
+    const char *src = HDR "l = sum(x)\nminimize l\n$$$ garbage past the end";
+    size_t len = strlen(HDR "l = sum(x)\nminimize l\n");
+    mg_graph *g = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_parse("t.mg", src, len, &g, &d) == MG_OK, "%d:%d: %s", d.loc.line, d.loc.col, d.msg);
+    mg_graph_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* BUG reproducers: the compiler is wrong here today; these assert the correct behaviour.      */
+/* ------------------------------------------------------------------------------------------ */
+
+static mg_diag parse_fail(const char *src)
+{
+    mg_graph *g = NULL;
+    mg_diag d;
+    memset(&d, 0, sizeof d);
+    mg_status st = mg_parse("bug.mg", src, strlen(src), &g, &d);
+    mg_graph_free(g);
+    ck_assert_msg(st == MG_ERR, "parsed without error:\n%s", src);
+    return d;
+}
+
+static int says_too_large(const char *msg)
+{
+    return strstr(msg, "too large") || strstr(msg, "at most") || strstr(msg, "maximum") || strstr(msg, "exceeds");
+}
+
+/* BUG: a dimension above 10^12 is a positive integer, but the message claims it is not
+ * ("expected a positive integer dimension, got '2000000000000'"). It should say it is too large. */
+START_TEST(test_bug_huge_dimension_message)
+{
+    mg_diag d = parse_fail("model m\ninput x: f32[2000000000000]\n");
+    ck_assert_int_eq(d.loc.line, 2);
+    ck_assert_int_eq(d.loc.col, 14);
+    ck_assert_msg(says_too_large(d.msg), "BUG: message for an oversized dimension is misleading: '%s'", d.msg);
+}
+END_TEST
+
+/* BUG: a repeat count above 10^6 is refused with "expected a repeat count (a positive integer),
+ * got '2000000'", which is a positive integer. The message should name the limit. */
+START_TEST(test_bug_huge_repeat_count_message)
+{
+    mg_diag d = parse_fail(HDR "repeat 2000000 {\n}\n");
+    ck_assert_int_eq(d.loc.line, 5);
+    ck_assert_int_eq(d.loc.col, 8);
+    ck_assert_msg(says_too_large(d.msg) || strstr(d.msg, "1000000"),
+                  "BUG: message for an oversized repeat count is misleading: '%s'", d.msg);
+}
+END_TEST
+
+/* BUG: a file of comments and blank lines is not empty, but the message says "(the file is empty)". */
+START_TEST(test_bug_comment_only_file_message)
+{
+    mg_diag d = parse_fail("# a model will go here\n\n# later\n");
+    ck_assert_msg(strstr(d.msg, "missing 'model NAME'") != NULL, "%s", d.msg);
+    ck_assert_msg(strstr(d.msg, "file is empty") == NULL, "BUG: comment-only file reported as empty: '%s'", d.msg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* Positive cases                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+static mg_graph *parse_ok(const char *src)
+{
+    mg_graph *g = NULL;
+    mg_diag d;
+    memset(&d, 0, sizeof d);
+    mg_status st = mg_parse("ok.mg", src, strlen(src), &g, &d);
+    ck_assert_msg(st == MG_OK, "unexpected error %d:%d: %s\nin:\n%s", d.loc.line, d.loc.col, d.msg, src);
+    ck_assert_ptr_nonnull(g);
+    return g;
+}
+
+static const mg_node *param_node(const mg_graph *g, int i) { return &g->nodes[g->params[i]]; }
+
+/* The node bound to an output name. */
+static const mg_node *output_node(const mg_graph *g, const char *name)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (!strcmp(g->outputs[i].name, name)) return &g->nodes[g->outputs[i].node];
+    ck_abort_msg("no output named %s", name);
+    return NULL;
+}
+
+static void assert_type(const mg_node *n, mg_dtype dt, int rank, const int64_t *dims, const char *what)
+{
+    char got[128];
+    ck_assert_msg(n->type.dtype == dt, "%s: dtype %s, expected %s", what, mg_dtype_name(n->type.dtype), mg_dtype_name(dt));
+    ck_assert_msg(n->type.shape.rank == rank, "%s: shape %s, expected rank %d", what,
+                  mg_shape_str(&n->type.shape, got, sizeof got), rank);
+    for (int i = 0; i < rank; i++)
+        ck_assert_msg(n->type.shape.dim[i] == dims[i], "%s: shape %s, dim %d expected %lld", what,
+                      mg_shape_str(&n->type.shape, got, sizeof got), i, (long long)dims[i]);
+}
+#define TYPE(n, dt, what, ...)                                                                     \
+    do {                                                                                           \
+        const int64_t dims_[] = {0, __VA_ARGS__};                                                  \
+        assert_type((n), (dt), (int)(sizeof dims_ / sizeof dims_[0]) - 1, dims_ + 1, (what));      \
+    } while (0)
+
+START_TEST(test_example_mlp_parses)
+{
+    char *src = tu_read(MG_SOURCE_DIR "/examples/mlp.mg");
+    ck_assert_msg(src != NULL, "cannot read %s", MG_SOURCE_DIR "/examples/mlp.mg");
+    mg_graph *g = parse_ok(src);
+    ck_assert_str_eq(g->model_name, "mlp");
+    ck_assert_int_eq(g->ninputs, 2);
+    ck_assert_str_eq(g->nodes[g->inputs[0]].name, "x");
+    ck_assert_str_eq(g->nodes[g->inputs[1]].name, "y");
+    TYPE(&g->nodes[g->inputs[0]], MG_F32, "x", 128, 784);
+    TYPE(&g->nodes[g->inputs[1]], MG_I32, "y", 128);
+    ck_assert_int_eq(g->nparams, 4);
+    const char *pn[] = {"w1", "b1", "w2", "b2"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_str_eq(param_node(g, i)->name, pn[i]);
+        ck_assert_int_eq(param_node(g, i)->op, MG_OP_PARAM);
+        ck_assert_int_eq(param_node(g, i)->index, i);
+    }
+    TYPE(param_node(g, 0), MG_F32, "w1", 784, 256);
+    TYPE(param_node(g, 1), MG_F32, "b1", 256);
+    ck_assert_int_eq(param_node(g, 0)->init, MG_INIT_HE);
+    ck_assert_int_eq(param_node(g, 1)->init, MG_INIT_ZEROS);
+    ck_assert_int_eq(g->noutputs, 1);
+    const mg_node *logits = output_node(g, "logits");
+    ck_assert_int_eq(logits->op, MG_OP_ADD);
+    TYPE(logits, MG_F32, "logits", 128, 10);
+    ck_assert_int_ge(g->loss, 0);
+    const mg_node *loss = &g->nodes[g->loss];
+    ck_assert_int_eq(loss->op, MG_OP_CROSS_ENTROPY);
+    TYPE(loss, MG_F32, "loss");
+    ck_assert_str_eq(loss->name, "loss");
+    ck_assert_int_eq(loss->loc.line, 11);
+    /* the relu producing h is the input of the second matmul */
+    const mg_node *mm2 = &g->nodes[logits->in[0]];
+    ck_assert_int_eq(mm2->op, MG_OP_MATMUL);
+    const mg_node *h = &g->nodes[mm2->in[0]];
+    ck_assert_int_eq(h->op, MG_OP_RELU);
+    ck_assert_str_eq(h->name, "h");
+    TYPE(h, MG_F32, "h", 128, 256);
+    ck_assert_int_eq(g->nforward, g->n);
+    ck_assert_int_eq(g->n, 12); /* 6 leaves, 2 matmul, 2 add, relu, cross_entropy */
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
+START_TEST(test_repeat_names_params)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "input x: f32[8, 4]\n"
+                           "h = x\n"
+                           "repeat 3 {\n"
+                           "  param w: f32[4, 4] = xavier\n"
+                           "  param b: f32[4]\n"
+                           "  h = relu(h @ w + b)\n"
+                           "}\n"
+                           "l = mean(h)\n"
+                           "minimize l\n");
+    ck_assert_int_eq(g->nparams, 6);
+    const char *names[] = {"w.0", "b.0", "w.1", "b.1", "w.2", "b.2"};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_str_eq(param_node(g, i)->name, names[i]);
+        ck_assert_int_eq(param_node(g, i)->loc.line, i % 2 ? 6 : 5);
+    }
+    ck_assert_int_eq(param_node(g, 0)->init, MG_INIT_XAVIER);
+    ck_assert_int_eq(param_node(g, 1)->init, MG_INIT_ZEROS);
+    /* each iteration uses its own w: walk the chain back from the loss */
+    const mg_node *n = &g->nodes[g->nodes[g->loss].in[0]];
+    for (int it = 2; it >= 0; it--) {
+        ck_assert_int_eq(n->op, MG_OP_RELU);
+        const mg_node *add = &g->nodes[n->in[0]];
+        ck_assert_int_eq(add->op, MG_OP_ADD);
+        const mg_node *mm = &g->nodes[add->in[0]];
+        ck_assert_int_eq(mm->op, MG_OP_MATMUL);
+        ck_assert_str_eq(g->nodes[mm->in[1]].name, names[2 * it]);
+        ck_assert_str_eq(g->nodes[add->in[1]].name, names[2 * it + 1]);
+        n = &g->nodes[mm->in[0]];
+    }
+    ck_assert_int_eq(n->op, MG_OP_INPUT); /* the chain starts at x */
+    mg_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_nested_repeat_names)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "input x: f32[2, 3]\n"
+                           "param w: f32[3, 3]\n" /* a top-level w next to the repeated ones */
+                           "h = x @ w\n"
+                           "repeat 2 {\n"
+                           "  param s: f32[3]\n"
+                           "  repeat 3 {\n"
+                           "    param w: f32[3, 3]\n"
+                           "    h = tanh(h @ w)\n"
+                           "  }\n"
+                           "  h = h * s\n"
+                           "}\n"
+                           "l = sum(h)\n"
+                           "minimize l\n");
+    const char *names[] = {"w", "s.0", "w.0.0", "w.0.1", "w.0.2", "s.1", "w.1.0", "w.1.1", "w.1.2"};
+    ck_assert_int_eq(g->nparams, 9);
+    for (int i = 0; i < 9; i++) ck_assert_str_eq(param_node(g, i)->name, names[i]);
+    /* after the blocks, the suffix is gone: the name w refers to the last repeated w */
+    const mg_node *mul = &g->nodes[g->nodes[g->loss].in[0]];
+    ck_assert_int_eq(mul->op, MG_OP_MUL);
+    ck_assert_str_eq(g->nodes[mul->in[1]].name, "s.1");
+    mg_graph_free(g);
+}
+END_TEST
+
+/* Declaring a param once inside a repeat declares it once per iteration; that is no duplicate. */
+START_TEST(test_param_in_repeat_is_not_duplicate)
+{
+    mg_graph *g = parse_ok(HDR "repeat 2 {\n  param q: f32[3]\n}\nrepeat 2 { param r: f32[2] }\nl = sum(x)\nminimize l\n");
+    ck_assert_int_eq(g->nparams, 5);
+    const char *names[] = {"w", "q.0", "q.1", "r.0", "r.1"};
+    for (int i = 0; i < 5; i++) ck_assert_str_eq(param_node(g, i)->name, names[i]);
+    mg_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_rebinding)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "input x: f32[2, 4]\n"
+                           "param w: f32[4, 4]\n"
+                           "h = x\n"
+                           "output h\n" /* the output keeps the node h had here */
+                           "h = relu(h @ w)\n"
+                           "h = relu(h @ w)\n"
+                           "output w\n"
+                           "l = sum(h)\n"
+                           "minimize l\n");
+    ck_assert_int_eq(g->noutputs, 2);
+    ck_assert_int_eq(output_node(g, "h")->op, MG_OP_INPUT);
+    ck_assert_int_eq(output_node(g, "w")->op, MG_OP_PARAM);
+    const mg_node *r2 = &g->nodes[g->nodes[g->loss].in[0]];
+    ck_assert_int_eq(r2->op, MG_OP_RELU);
+    const mg_node *m2 = &g->nodes[r2->in[0]];
+    ck_assert_int_eq(m2->op, MG_OP_MATMUL);
+    const mg_node *r1 = &g->nodes[m2->in[0]];
+    ck_assert_int_eq(r1->op, MG_OP_RELU);
+    ck_assert_int_eq(r1->loc.line, 6);
+    ck_assert_int_eq(r2->loc.line, 7);
+    ck_assert_int_eq(m2->in[1], g->params[0]);
+    ck_assert_int_eq(g->nodes[g->nodes[r1->in[0]].in[0]].op, MG_OP_INPUT);
+    mg_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_comments_blank_lines_and_continuations)
+{
+    mg_graph *g = parse_ok("\n"
+                           "# leading comment\n"
+                           "   \t\n"
+                           "model m   # the name\n"
+                           "\n"
+                           "input x: f32[\n"
+                           "    4,\n"
+                           "    3]\n"
+                           "param w: f32[3, 2] = normal(0.02)  # small\n"
+                           "# a comment between statements\n"
+                           "z = relu(\n"
+                           "    x @ w    # a comment inside the parentheses\n"
+                           "    + 1\n"
+                           ")\n"
+                           "l = mean((z\n"
+                           "          * z))\n"
+                           "\n"
+                           "minimize l\n"
+                           "# trailing comment without newline");
+    TYPE(&g->nodes[g->inputs[0]], MG_F32, "x", 4, 3);
+    ck_assert_int_eq(param_node(g, 0)->init, MG_INIT_NORMAL);
+    ck_assert_double_eq_tol(param_node(g, 0)->init_arg, 0.02, 1e-15);
+    const mg_node *loss = &g->nodes[g->loss];
+    ck_assert_int_eq(loss->op, MG_OP_MEAN);
+    ck_assert_int_eq(loss->loc.line, 15);
+    const mg_node *sq = &g->nodes[loss->in[0]];
+    ck_assert_int_eq(sq->op, MG_OP_MUL);
+    ck_assert_int_eq(sq->loc.line, 16); /* the '*' is on the continuation line */
+    ck_assert_int_eq(sq->loc.col, 11);
+    TYPE(sq, MG_F32, "z*z", 4, 2);
+    mg_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_crlf_and_no_final_newline)
+{
+    mg_graph *g = parse_ok("model m\r\ninput x: f32[3]\r\nl = sum(x)\r\nminimize l");
+    ck_assert_str_eq(g->model_name, "m");
+    ck_assert_int_eq(g->nodes[g->loss].op, MG_OP_SUM);
+    mg_graph_free(g);
+}
+END_TEST
+
+/* 2 * x - 1: literals become scalar constants of the other operand's dtype. */
+START_TEST(test_literal_constants)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "input x: f32[4, 3]\n"
+                           "input d: f64[5]\n"
+                           "z = 2 * x - 1\n"
+                           "e = 0.5 - d / 4e1\n"
+                           "l = sum(z) + sum(e) * (1 + 2)\n"
+                           "n = -2 * x\n"
+                           "output n\n"
+                           "minimize l\n");
+    /* z = sub(mul(const 2, x), const 1) */
+    const mg_node *l = &g->nodes[g->loss];
+    ck_assert_int_eq(l->op, MG_OP_ADD);
+    const mg_node *sumz = &g->nodes[l->in[0]];
+    const mg_node *z = &g->nodes[sumz->in[0]];
+    ck_assert_str_eq(z->name, "z");
+    ck_assert_int_eq(z->op, MG_OP_SUB);
+    TYPE(z, MG_F32, "z", 4, 3);
+    const mg_node *mul = &g->nodes[z->in[0]], *one = &g->nodes[z->in[1]];
+    ck_assert_int_eq(mul->op, MG_OP_MUL);
+    ck_assert_int_eq(one->op, MG_OP_CONST);
+    ck_assert_double_eq(one->fattr, 1.0);
+    TYPE(one, MG_F32, "1");
+    const mg_node *two = &g->nodes[mul->in[0]];
+    ck_assert_int_eq(two->op, MG_OP_CONST);
+    ck_assert_double_eq(two->fattr, 2.0);
+    TYPE(two, MG_F32, "2");
+    ck_assert_int_eq(g->nodes[mul->in[1]].op, MG_OP_INPUT);
+    /* the f64 side: 0.5 - d / 40 with f64 constants */
+    const mg_node *scaled = &g->nodes[l->in[1]];
+    ck_assert_int_eq(scaled->op, MG_OP_MUL);
+    const mg_node *three = &g->nodes[scaled->in[1]];
+    ck_assert_int_eq(three->op, MG_OP_CONST); /* (1 + 2) folded to one constant */
+    ck_assert_double_eq(three->fattr, 3.0);
+    TYPE(three, MG_F64, "3");
+    const mg_node *e = &g->nodes[g->nodes[scaled->in[0]].in[0]];
+    ck_assert_str_eq(e->name, "e");
+    TYPE(e, MG_F64, "e", 5);
+    const mg_node *half = &g->nodes[e->in[0]];
+    ck_assert_int_eq(half->op, MG_OP_CONST);
+    ck_assert_double_eq(half->fattr, 0.5);
+    TYPE(half, MG_F64, "0.5");
+    const mg_node *div = &g->nodes[e->in[1]];
+    ck_assert_int_eq(div->op, MG_OP_DIV);
+    ck_assert_double_eq(g->nodes[div->in[1]].fattr, 40.0);
+    /* -2 * x: the minus folds into the literal */
+    const mg_node *n = output_node(g, "n");
+    ck_assert_int_eq(n->op, MG_OP_MUL);
+    ck_assert_int_eq(g->nodes[n->in[0]].op, MG_OP_CONST);
+    ck_assert_double_eq(g->nodes[n->in[0]].fattr, -2.0);
+    mg_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_node_types)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "input x: f64[8, 5]\n"
+                           "input y: i32[8]\n"
+                           "input t: f64[8, 3]\n"
+                           "param w: f64[5, 3]\n"
+                           "param b: f64[3] = ones\n"
+                           "param s: f64[] = uniform(0.5)\n"
+                           "param c: f64[8, 1]\n"
+                           "a = x @ w\n"
+                           "p = a + b\n"
+                           "q = p * c\n"
+                           "r = softmax(q)\n"
+                           "u = sigmoid(exp(log(tanh(r))))\n"
+                           "e = cross_entropy(q, y)\n"
+                           "m = mse(u, t)\n"
+                           "l = e + m * s\n"
+                           "output a, p, q, r, u, e, m\n"
+                           "minimize l\n");
+    TYPE(output_node(g, "a"), MG_F64, "x @ w", 8, 3);
+    TYPE(output_node(g, "p"), MG_F64, "a + b (broadcast [3])", 8, 3);
+    TYPE(output_node(g, "q"), MG_F64, "p * c (broadcast [8,1])", 8, 3);
+    TYPE(output_node(g, "r"), MG_F64, "softmax", 8, 3);
+    TYPE(output_node(g, "u"), MG_F64, "elementwise chain", 8, 3);
+    TYPE(output_node(g, "e"), MG_F64, "cross_entropy");
+    TYPE(output_node(g, "m"), MG_F64, "mse");
+    TYPE(&g->nodes[g->loss], MG_F64, "loss");
+    ck_assert_int_eq(output_node(g, "u")->op, MG_OP_SIGMOID);
+    ck_assert_int_eq(param_node(g, 1)->init, MG_INIT_ONES);
+    ck_assert_int_eq(param_node(g, 2)->init, MG_INIT_UNIFORM);
+    ck_assert_double_eq(param_node(g, 2)->init_arg, 0.5);
+    TYPE(param_node(g, 2), MG_F64, "scalar param");
+    ck_assert_int_eq(param_node(g, 0)->init, MG_INIT_HE); /* the default for matrices */
+    mg_graph_free(g);
+}
+END_TEST
+
+/* Keywords are only keywords at the start of a statement: a value may be named like one. */
+START_TEST(test_positions_recorded_on_nodes)
+{
+    mg_graph *g = parse_ok(HDR "z = relu(x @ w)\nl = sum(z)\nminimize l\n");
+    const mg_node *l = &g->nodes[g->loss], *z = &g->nodes[l->in[0]], *mm = &g->nodes[z->in[0]];
+    ck_assert_int_eq(l->loc.line, 6);
+    ck_assert_int_eq(l->loc.col, 5);
+    ck_assert_int_eq(z->loc.line, 5);
+    ck_assert_int_eq(z->loc.col, 5);
+    ck_assert_int_eq(mm->loc.line, 5);
+    ck_assert_int_eq(mm->loc.col, 12);
+    ck_assert_int_eq(param_node(g, 0)->loc.line, 4);
+    ck_assert_int_eq(param_node(g, 0)->loc.col, 7);
+    mg_graph_free(g);
+}
+END_TEST
+
+static Suite *parser_suite(void)
+{
+    Suite *s = suite_create("parser");
+    TCase *e = tcase_create("errors");
+    tcase_add_loop_test(e, test_error_table, 0, NERRORS);
+    tcase_add_test(e, test_error_file_is_callers);
+    tcase_add_test(e, test_length_is_respected);
+    suite_add_tcase(s, e);
+    TCase *b = tcase_create("known_bugs");
+    tcase_add_test(b, test_bug_huge_dimension_message);
+    tcase_add_test(b, test_bug_huge_repeat_count_message);
+    tcase_add_test(b, test_bug_comment_only_file_message);
+    suite_add_tcase(s, b);
+    TCase *p = tcase_create("graphs");
+    tcase_add_test(p, test_example_mlp_parses);
+    tcase_add_test(p, test_repeat_names_params);
+    tcase_add_test(p, test_nested_repeat_names);
+    tcase_add_test(p, test_param_in_repeat_is_not_duplicate);
+    tcase_add_test(p, test_rebinding);
+    tcase_add_test(p, test_comments_blank_lines_and_continuations);
+    tcase_add_test(p, test_crlf_and_no_final_newline);
+    tcase_add_test(p, test_literal_constants);
+    tcase_add_test(p, test_node_types);
+    tcase_add_test(p, test_positions_recorded_on_nodes);
+    suite_add_tcase(s, p);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(parser_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
