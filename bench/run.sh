@@ -21,12 +21,12 @@ fi
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-release -j"$(nproc)" --target bench_mlp_deep >/dev/null
 export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads MG_BENCH_THREADS=$threads
-blas=$(python3 -c 'import torch; print(torch.__config__.show())' 2>/dev/null | grep -io 'blas_info=[a-z]*\|openblas' | head -1 || true)
-echo "model mlp_deep (batch 256, 784 -> 16 x 1024 -> 10); $threads thread(s); torch $(python3 -c 'import torch; print(torch.__version__)') ${blas}"
+blas=$(/usr/bin/python3 -c 'import torch; print(torch.__config__.show())' 2>/dev/null | grep -io 'blas_info=[a-z]*\|openblas' | head -1 || true)
+echo "model mlp_deep (batch 256, 784 -> 16 x 1024 -> 10); $threads thread(s); torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') ${blas}"
 mg=(); pt=()
 for r in $(seq "$rounds"); do
   mg+=($(./build-release/bench/bench_mlp_deep "$reps" | awk '{print $2}'))
-  pt+=($(python3 bench/torch_mlp_deep.py "$reps" | awk '{print $2}'))
+  pt+=($(/usr/bin/python3 bench/torch_mlp_deep.py "$reps" | awk '{print $2}'))
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 m=$(median "${mg[@]}"); p=$(median "${pt[@]}")

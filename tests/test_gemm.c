@@ -1,7 +1,8 @@
 /* test_gemm.c — unit tests for the GEMM kernels (runtime/kernels/gemm.c), compiled natively.
  *
- * Every case is compared with a naive triple loop accumulated in extended precision, with an
- * error bound of the usual form |C - ref| <= c * (K + 4) * u * (sum_k |a_ik b_kj| + |C0_ij|).
+ * Every case is compared with a naive triple loop accumulated in higher precision (double for
+ * f32, long double for f64) against the usual forward error bound
+ * |C - ref| <= 2 (K + 4) u (sum_k |a_ik b_kj| + beta |C0_ij|), u the unit roundoff.
  * Each case also checks that the padding columns of C (between N and ldc) are untouched, that
  * beta 0 overwrites NaNs, that scratch is used only within mgk_gemm_scratch_bytes() of a
  * misaligned start, and that a second call gives bitwise identical results.
@@ -38,9 +39,9 @@ static void set(void *p, int64_t i, double v, int is64)
 }
 
 /* Like ck_assert_msg, but without Check's per-call bookkeeping (which is slow in hot loops). */
-#define CHECK(cond, ...)                               \
-    do {                                               \
-        if (!(cond)) ck_abort_msg(__VA_ARGS__);        \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                    \
     } while (0)
 
 enum { CANARY_BYTES = 64 };
@@ -53,11 +54,14 @@ static void check_case(int is64, int64_t M, int64_t N, int64_t K, int ta, int tb
     size_t es = is64 ? sizeof(double) : sizeof(float);
     int64_t arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
     int64_t lda = acols + lda_pad, ldb = bcols + ldb_pad, ldc = N + ldc_pad;
-    /* Allocate at least one element so zero-sized cases still get valid pointers. */
-    void *A = malloc(((size_t)(arows * lda) + 1) * es), *B = malloc(((size_t)(brows * ldb) + 1) * es);
-    void *C = malloc(((size_t)(M * ldc) + 1) * es), *C0 = malloc(((size_t)(M * ldc) + 1) * es);
-    void *C1 = malloc(((size_t)(M * ldc) + 1) * es);
-    ck_assert(A && B && C && C0 && C1);
+    /* Buffers end exactly where the matrices do (for ASan); A, B and C start one element into
+     * theirs, so they are not vector-aligned. */
+    char *bufA = malloc((size_t)(arows * lda + 1) * es);
+    char *bufB = malloc((size_t)(brows * ldb + 1) * es);
+    char *bufC = malloc((size_t)(M * ldc + 1) * es);
+    void *A = bufA + es, *B = bufB + es, *C = bufC + es;
+    void *C0 = malloc((size_t)(M * ldc + 1) * es), *C1 = malloc((size_t)(M * ldc + 1) * es);
+    ck_assert(bufA && bufB && bufC && C0 && C1);
     for (int64_t i = 0; i < arows * lda; i++) set(A, i, rng_val(), is64);
     for (int64_t i = 0; i < brows * ldb; i++) set(B, i, rng_val(), is64);
     for (int64_t i = 0; i < M; i++)
@@ -79,17 +83,19 @@ static void check_case(int is64, int64_t M, int64_t N, int64_t K, int ta, int tb
     else
         mgk_gemm_f32(M, N, K, A, lda, ta, B, ldb, tb, C, ldc, beta, raw + mis);
     for (int i = 0; i < CANARY_BYTES; i++)
-        CHECK(raw[mis + bytes + i] == CANARY, "scratch overrun M=%ld N=%ld K=%ld",
-                      (long)M, (long)N, (long)K);
+        CHECK(raw[mis + bytes + i] == CANARY, "scratch overrun M=%ld N=%ld K=%ld", (long)M,
+              (long)N, (long)K);
 
-    /* Reference: op(A) and op(B)^T copied into contiguous rows, dot products in extended precision. */
+    /* Reference: op(A) and op(B)^T copied to contiguous rows, dot products in higher precision. */
     double *opa = malloc(((size_t)(M * K) + 1) * sizeof(double));
     double *opbt = malloc(((size_t)(N * K) + 1) * sizeof(double));
     ck_assert(opa && opbt);
     for (int64_t i = 0; i < M; i++)
-        for (int64_t k = 0; k < K; k++) opa[i * K + k] = get(A, ta ? k * lda + i : i * lda + k, is64);
+        for (int64_t k = 0; k < K; k++)
+            opa[i * K + k] = get(A, ta ? k * lda + i : i * lda + k, is64);
     for (int64_t j = 0; j < N; j++)
-        for (int64_t k = 0; k < K; k++) opbt[j * K + k] = get(B, tb ? j * ldb + k : k * ldb + j, is64);
+        for (int64_t k = 0; k < K; k++)
+            opbt[j * K + k] = get(B, tb ? j * ldb + k : k * ldb + j, is64);
     double u = is64 ? 1.1102230246251565e-16 : 5.9604644775390625e-08;
     for (int64_t i = 0; i < M; i++) {
         for (int64_t j = 0; j < ldc; j++) {
@@ -122,10 +128,10 @@ static void check_case(int is64, int64_t M, int64_t N, int64_t K, int ta, int tb
             }
             double tol = 2.0 * (double)(K + 4) * u * (double)mag;
             CHECK(isfinite(got) && fabs(got - (double)ref) <= tol,
-                          "%s M=%ld N=%ld K=%ld tA=%d tB=%d beta=%d lda=%ld ldb=%ld ldc=%ld: "
-                          "C[%ld,%ld] = %.17g, expected %.17g (tol %.3g)",
-                          is64 ? "f64" : "f32", (long)M, (long)N, (long)K, ta, tb, beta,
-                          (long)lda, (long)ldb, (long)ldc, (long)i, (long)j, got, (double)ref, tol);
+                  "%s M=%ld N=%ld K=%ld tA=%d tB=%d beta=%d lda=%ld ldb=%ld ldc=%ld: "
+                  "C[%ld,%ld] = %.17g, expected %.17g (tol %.3g)",
+                  is64 ? "f64" : "f32", (long)M, (long)N, (long)K, ta, tb, beta, (long)lda,
+                  (long)ldb, (long)ldc, (long)i, (long)j, got, (double)ref, tol);
         }
     }
     free(opa); free(opbt);
@@ -139,7 +145,7 @@ static void check_case(int is64, int64_t M, int64_t N, int64_t K, int ta, int tb
         mgk_gemm_f32(M, N, K, A, lda, ta, B, ldb, tb, C1, ldc, beta, raw + mis);
     ck_assert_msg(memcmp(C, C1, (size_t)(M * ldc) * es) == 0, "second call differs");
 
-    free(A); free(B); free(C); free(C0); free(C1); free(raw);
+    free(bufA); free(bufB); free(bufC); free(C0); free(C1); free(raw);
 }
 
 /* Many random small shapes (0..70 in each dimension), all flag combinations, padded strides. */

@@ -3,42 +3,44 @@
  * Why this exists: every matmul in a generated module lands here, so it has to be fast without
  * depending on a BLAS library. The file is compiled to target-independent LLVM bitcode and only
  * optimised for the host CPU once it is linked into a generated module, so it is portable C11:
- * SIMD comes from clang/GCC vector extensions, never from intrinsics headers, and the host's
- * instruction set (AVX2/FMA, NEON, ...) is picked by the backend.
+ * SIMD comes from clang/GCC vector extensions, never from intrinsics headers, and the backend
+ * picks the host's instructions (AVX2 + FMA, NEON, ...).
  *
  * Blocking (BLIS / GotoBLAS scheme, constants in gemm.h):
  *
- *   for jc over N by NC:                          op(B) panel KC x NC  -> packed, lives in L3
+ *   for jc over N by NC:
  *     for pc over K by KC:
- *       pack op(B)[pc:+KC, jc:+NC] into NR-wide micro-panels (zero-padded to whole panels)
- *       for ic over M by MC:                      op(A) block MC x KC  -> packed, lives in L2
- *         pack op(A)[ic:+MC, pc:+KC] into MR-tall micro-panels (zero-padded)
- *         for jr over the panel by NR:            one B micro-panel KC x NR stays in L1
+ *       pack op(B)[pc:+KC, jc:+NC] into NR-wide micro-panels     (KC x NC panel, L3-resident)
+ *       for ic over M by MC:
+ *         pack op(A)[ic:+MC, pc:+KC] into MR-tall micro-panels   (MC x KC block, L2-resident)
+ *         for jr over the panel by NR:                           (KC x NR micro-panel, L1)
  *           for ir over the block by MR:
- *             micro-kernel: MR x NR tile of C += A micro-panel * B micro-panel
+ *             micro-kernel: MR x NR tile of C (+)= A micro-panel * B micro-panel
  *
- * The micro-kernel keeps an MR x NR tile of C in 12 vector registers (6 rows x 2 vectors; a
- * vector is 32 bytes, i.e. NR = 16 floats or 8 doubles) and performs one rank-1 update per k:
- * two vector loads of B, six broadcasts of A, twelve multiply-adds. Packing makes both operand
- * streams contiguous whatever the transposition flags and strides, and the zero padding lets the
- * kernel always run on full tiles: partial edge tiles are computed into a small stack buffer and
- * then copied (beta 0) or added (beta 1) into C.
+ * The micro-kernel keeps the MR x NR tile of C in 12 vector registers (6 rows x 2 vectors of 32
+ * bytes, so NR = 16 floats or 8 doubles) and does one rank-1 update per k: two vector loads of
+ * B, six broadcasts of A, twelve multiply-adds (FMAs where the host has them). Packing makes both
+ * operand streams contiguous whatever the transposition flags and strides; the packed panels are
+ * zero-padded to whole tiles so the kernel always runs full tiles, and partial edge tiles of C
+ * are computed into a stack buffer and then copied or added into C.
  *
- * Beta: the first K block stores into C (beta 0) or adds to it (beta 1); later K blocks always
- * add. Beta 0 never reads C, so NaNs already in C are overwritten.
+ * Beta: the first K block stores into C (beta 0) or adds to it (beta 1); later K blocks add.
+ * Beta 0 never reads C, so NaNs already in C are overwritten.
  *
- * Determinism: every element of C is the sum over K blocks, in order, of an accumulator that
- * starts at zero and adds a[i,k] * b[k,j] for k in increasing order — the same order for interior
- * and edge tiles and for every call, independent of the data.
+ * Determinism: each element of C is the sum, over K blocks in order, of an accumulator that
+ * starts at zero and adds a[i,k] * b[k,j] for k increasing — the same order for interior and
+ * edge tiles and on every call, whatever the data.
  *
- * Scratch: the packed op(B) panel first (its size is a multiple of 64 bytes), then the packed op(A)
- * block; both fit in mgk_gemm_scratch_bytes(). f64 uses NR = 8, which only needs less.
+ * Scratch: the packed op(B) panel comes first (a multiple of MGK_GEMM_NR elements, hence of 64
+ * bytes, long), then the packed op(A) block, exactly as sized by mgk_gemm_scratch_bytes(); f64
+ * uses NR = 8 <= MGK_GEMM_NR and so needs no more than the formula allows.
  */
 #include "gemm.h"
 
 #include <stddef.h>
 #include <string.h>
 
+/* 32-byte vectors; the reduced alignment makes every load and store through them unaligned-safe. */
 typedef float mgk_v8f __attribute__((vector_size(32), aligned(4)));
 typedef double mgk_v4d __attribute__((vector_size(32), aligned(8)));
 
@@ -49,149 +51,143 @@ static void *mgk_gemm_align64(void *p)
     return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
-/* MGK_GEMM_DEFINE(T, V, VL, SFX) defines mgk_gemm_SFX for element type T with vector type V of
- * VL elements; the tile is MR x NR with NR = 2 * VL. */
-#define MGK_GEMM_DEFINE(T, V, VL, SFX)                                                            \
-                                                                                                  \
-    enum { MGK_NR_##SFX = 2 * (VL) };                                                             \
-    _Static_assert((int)MGK_NR_##SFX <= (int)MGK_GEMM_NR, "scratch formula assumes NR <= MGK_GEMM_NR");     \
-                                                                                                  \
-    /* Pack op(B)[0:kc, 0:nc] (B already offset to the block) into NR-wide micro-panels:          \
-     * dst[p * kc * NR + k * NR + j] = op(B)[k, p * NR + j], zero beyond nc. */                   \
-    static void mgk_pack_b_##SFX(int64_t kc, int64_t nc, const T *B, int64_t ldb, int transB,     \
-                                 T *restrict dst)                                                 \
-    {                                                                                             \
-        enum { NR = MGK_NR_##SFX };                                                               \
-        for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += kc * NR) {                                 \
-            int64_t nr = mgk_gemm_min64(NR, nc - j0);                                             \
-            if (!transB && nr == NR) {                                                            \
-                for (int64_t k = 0; k < kc; k++)                                                  \
-                    memcpy(dst + k * NR, B + k * ldb + j0, NR * sizeof(T));                       \
-            } else if (!transB) {                                                                 \
-                for (int64_t k = 0; k < kc; k++) {                                                \
-                    for (int64_t j = 0; j < nr; j++) dst[k * NR + j] = B[k * ldb + j0 + j];       \
-                    for (int64_t j = nr; j < NR; j++) dst[k * NR + j] = 0;                        \
-                }                                                                                 \
-            } else {                                                                              \
-                for (int64_t j = 0; j < nr; j++) {                                                \
-                    const T *src = B + (j0 + j) * ldb;                                            \
-                    for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = src[k];                    \
-                }                                                                                 \
-                for (int64_t k = 0; k < kc; k++)                                                  \
-                    for (int64_t j = nr; j < NR; j++) dst[k * NR + j] = 0;                        \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-                                                                                                  \
-    /* Pack op(A)[0:mc, 0:kc] into MR-tall micro-panels:                                          \
-     * dst[p * kc * MR + k * MR + i] = op(A)[p * MR + i, k], zero beyond mc. */                   \
-    static void mgk_pack_a_##SFX(int64_t mc, int64_t kc, const T *A, int64_t lda, int transA,     \
-                                 T *restrict dst)                                                 \
-    {                                                                                             \
-        enum { MR = MGK_MR };                                                                     \
-        for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += kc * MR) {                                 \
-            int64_t mr = mgk_gemm_min64(MR, mc - i0);                                             \
-            if (transA) {                                                                         \
-                for (int64_t k = 0; k < kc; k++) {                                                \
-                    for (int64_t i = 0; i < mr; i++) dst[k * MR + i] = A[k * lda + i0 + i];       \
-                    for (int64_t i = mr; i < MR; i++) dst[k * MR + i] = 0;                        \
-                }                                                                                 \
-            } else {                                                                              \
-                for (int64_t i = 0; i < mr; i++) {                                                \
-                    const T *src = A + (i0 + i) * lda;                                            \
-                    for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];                    \
-                }                                                                                 \
-                for (int64_t k = 0; k < kc; k++)                                                  \
-                    for (int64_t i = mr; i < MR; i++) dst[k * MR + i] = 0;                        \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-                                                                                                  \
-    /* Micro-kernel: C[0:MR, 0:NR] (row stride ldc) = or += a (MR-tall panel) * b (NR-wide        \
-     * panel) over kc steps. */                                                                   \
-    static inline __attribute__((always_inline)) void mgk_kernel_##SFX(                           \
-        int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,         \
-        int accumulate)                                                                           \
-    {                                                                                             \
-        V c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};                       \
-        V c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};                       \
-        for (int64_t k = 0; k < kc; k++, a += MGK_MR, b += 2 * (VL)) {                            \
-            V b0 = *(const V *)b, b1 = *(const V *)(b + (VL));                                    \
-            T a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5];                   \
-            c00 += b0 * a0; c01 += b1 * a0;                                                       \
-            c10 += b0 * a1; c11 += b1 * a1;                                                       \
-            c20 += b0 * a2; c21 += b1 * a2;                                                       \
-            c30 += b0 * a3; c31 += b1 * a3;                                                       \
-            c40 += b0 * a4; c41 += b1 * a4;                                                       \
-            c50 += b0 * a5; c51 += b1 * a5;                                                       \
-        }                                                                                         \
-        V *r0 = (V *)c, *r1 = (V *)(c + ldc), *r2 = (V *)(c + 2 * ldc);                           \
-        V *r3 = (V *)(c + 3 * ldc), *r4 = (V *)(c + 4 * ldc), *r5 = (V *)(c + 5 * ldc);           \
-        if (accumulate) {                                                                         \
-            c00 += r0[0]; c01 += r0[1]; c10 += r1[0]; c11 += r1[1];                               \
-            c20 += r2[0]; c21 += r2[1]; c30 += r3[0]; c31 += r3[1];                               \
-            c40 += r4[0]; c41 += r4[1]; c50 += r5[0]; c51 += r5[1];                               \
-        }                                                                                         \
-        r0[0] = c00; r0[1] = c01; r1[0] = c10; r1[1] = c11;                                       \
-        r2[0] = c20; r2[1] = c21; r3[0] = c30; r3[1] = c31;                                       \
-        r4[0] = c40; r4[1] = c41; r5[0] = c50; r5[1] = c51;                                       \
-    }                                                                                             \
-                                                                                                  \
-    /* One MR x NR tile of C, of which the top-left mr x nr part is real. */                      \
-    static void mgk_tile_##SFX(int64_t kc, const T *a, const T *b, T *c, int64_t ldc,             \
-                               int64_t mr, int64_t nr, int accumulate)                            \
-    {                                                                                             \
-        enum { NR = MGK_NR_##SFX };                                                               \
-        if (mr == MGK_MR && nr == NR) {                                                           \
-            if (kc == MGK_KC) /* specialised copy: constant trip count */                         \
-                mgk_kernel_##SFX(MGK_KC, a, b, c, ldc, accumulate);                               \
-            else                                                                                  \
-                mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate);                                   \
-            return;                                                                               \
-        }                                                                                         \
-        T tmp[MGK_MR * NR];                                                                       \
-        mgk_kernel_##SFX(kc, a, b, tmp, NR, 0);                                                   \
-        for (int64_t i = 0; i < mr; i++)                                                          \
-            for (int64_t j = 0; j < nr; j++)                                                      \
-                c[i * ldc + j] = accumulate ? c[i * ldc + j] + tmp[i * NR + j] : tmp[i * NR + j]; \
-    }                                                                                             \
-                                                                                                  \
-    void mgk_gemm_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA,     \
-                        const T *B, int64_t ldb, int transB, T *C, int64_t ldc, int beta,         \
-                        void *scratch)                                                            \
-    {                                                                                             \
-        enum { NR = MGK_NR_##SFX };                                                               \
-        if (M <= 0 || N <= 0) return;                                                             \
-        if (K <= 0) {                                                                             \
-            if (!beta)                                                                            \
-                for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof(T));   \
-            return;                                                                               \
-        }                                                                                         \
-        /* Packed B panel first: its size is a multiple of MGK_GEMM_NR elements, i.e. of 64      \
-         * bytes, so the A block after it stays 64-byte aligned. */                               \
-        T *pb = (T *)mgk_gemm_align64(scratch);                                                   \
-        T *pa = pb + mgk_gemm_min64(K, MGK_KC) *                                                  \
-                         mgk_gemm_roundup(mgk_gemm_min64(N, MGK_NC), MGK_GEMM_NR);                \
-        for (int64_t jc = 0; jc < N; jc += MGK_NC) {                                              \
-            int64_t nc = mgk_gemm_min64(MGK_NC, N - jc);                                          \
-            for (int64_t pc = 0; pc < K; pc += MGK_KC) {                                          \
-                int64_t kc = mgk_gemm_min64(MGK_KC, K - pc);                                      \
-                int accumulate = pc > 0 || beta;                                                  \
-                mgk_pack_b_##SFX(kc, nc, transB ? B + jc * ldb + pc : B + pc * ldb + jc, ldb,     \
-                                 transB, pb);                                                     \
-                for (int64_t ic = 0; ic < M; ic += MGK_MC) {                                      \
-                    int64_t mc = mgk_gemm_min64(MGK_MC, M - ic);                                  \
-                    mgk_pack_a_##SFX(mc, kc, transA ? A + pc * lda + ic : A + ic * lda + pc,      \
-                                     lda, transA, pa);                                            \
-                    for (int64_t jr = 0; jr < nc; jr += NR)                                       \
-                        for (int64_t ir = 0; ir < mc; ir += MGK_MR)                               \
-                            mgk_tile_##SFX(kc, pa + ir * kc, pb + jr * kc,                        \
-                                           C + (ic + ir) * ldc + jc + jr, ldc,                    \
-                                           mgk_gemm_min64(MGK_MR, mc - ir),                       \
-                                           mgk_gemm_min64(NR, nc - jr), accumulate);              \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
+/* MGK_GEMM_DEFINE(T, V, VL, SFX) defines mgk_gemm_SFX and its static helpers for element type T
+ * and vector type V of VL elements; the register tile is MR x NR with NR = 2 * VL. */
+#define MGK_GEMM_DEFINE(T, V, VL, SFX)                                                             \
+                                                                                                   \
+    enum { MGK_NR_##SFX = 2 * (VL) };                                                              \
+    _Static_assert((int)MGK_NR_##SFX <= (int)MGK_GEMM_NR, "scratch formula needs NR <= GEMM_NR");  \
+                                                                                                   \
+    /* Pack one W-wide micro-panel of a matrix whose element (i, k) is src[i * is + k * ks]:       \
+     * dst[k * W + i] = element (i, k) for i < w, and 0 for w <= i < W. */                         \
+    static inline __attribute__((always_inline)) void mgk_pack_panel_##SFX(                        \
+        int64_t W, int64_t w, int64_t kc, const T *src, int64_t is, int64_t ks, T *restrict dst)   \
+    {                                                                                              \
+        if (ks == 1) {                                                                             \
+            /* Rows contiguous in src: transpose one cache line of each row at a time (reading     \
+             * all w rows for every k thrashes L1 when is is a large power of two). */             \
+            enum { KB = 64 / sizeof(T) };                                                          \
+            int64_t k0 = 0;                                                                        \
+            for (; k0 + KB <= kc; k0 += KB)                                                        \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    for (int64_t k = k0; k < k0 + KB; k++) dst[k * W + i] = src[i * is + k];       \
+            for (int64_t i = 0; i < w; i++)                                                        \
+                for (int64_t k = k0; k < kc; k++) dst[k * W + i] = src[i * is + k];                \
+            for (int64_t k = 0; k < kc; k++)                                                       \
+                for (int64_t i = w; i < W; i++) dst[k * W + i] = 0;                                \
+        } else {                                                                                   \
+            for (int64_t k = 0; k < kc; k++)                                                       \
+                for (int64_t i = 0; i < W; i++) dst[k * W + i] = i < w ? src[i * is + k * ks] : 0; \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* Pack an n x kc matrix, element (i, k) at src[i * is + k * ks], into ceil(n / W) W-wide      \
+     * micro-panels of kc * W elements each. Always inlined, so W and the unit stride are          \
+     * constants and every case compiles to a tight copy loop. */                                  \
+    static inline __attribute__((always_inline)) void mgk_pack_##SFX(                              \
+        int64_t W, int64_t n, int64_t kc, const T *src, int64_t is, int64_t ks, T *restrict dst)   \
+    {                                                                                              \
+        int64_t full = n / W * W;                                                                  \
+        if (is == 1) { /* row k of all the panels is contiguous in src: stream it once */          \
+            for (int64_t k = 0; k < kc; k++)                                                       \
+                for (int64_t p = 0; p < full; p += W)                                              \
+                    for (int64_t i = 0; i < W; i++) dst[p * kc + k * W + i] = src[k * ks + p + i]; \
+        } else {                                                                                   \
+            for (int64_t p = 0; p < full; p += W)                                                  \
+                mgk_pack_panel_##SFX(W, W, kc, src + p * is, is, ks, dst + p * kc);                \
+        }                                                                                          \
+        if (full < n)                                                                              \
+            mgk_pack_panel_##SFX(W, n - full, kc, src + full * is, is, ks, dst + full * kc);       \
+    }                                                                                              \
+                                                                                                   \
+    /* Micro-kernel: the MR x NR tile at c (row stride ldc) is set to, or if accumulate            \
+     * incremented by, the product of the packed panels a (MR x kc) and b (kc x NR). */            \
+    static inline __attribute__((always_inline)) void mgk_kernel_##SFX(                            \
+        int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,          \
+        int accumulate)                                                                            \
+    {                                                                                              \
+        for (int r = 0; r < MGK_MR; r++) { /* start fetching the C tile during the k loop */       \
+            __builtin_prefetch(c + r * ldc, 1, 3);                                                 \
+            __builtin_prefetch(c + r * ldc + 2 * (VL) - 1, 1, 3);                                  \
+        }                                                                                          \
+        V c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};                        \
+        V c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};                        \
+        for (int64_t k = 0; k < kc; k++, a += MGK_MR, b += 2 * (VL)) {                             \
+            V b0 = *(const V *)b, b1 = *(const V *)(b + (VL));                                     \
+            T a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5];                    \
+            c00 += b0 * a0; c01 += b1 * a0;                                                        \
+            c10 += b0 * a1; c11 += b1 * a1;                                                        \
+            c20 += b0 * a2; c21 += b1 * a2;                                                        \
+            c30 += b0 * a3; c31 += b1 * a3;                                                        \
+            c40 += b0 * a4; c41 += b1 * a4;                                                        \
+            c50 += b0 * a5; c51 += b1 * a5;                                                        \
+        }                                                                                          \
+        V *r0 = (V *)c, *r1 = (V *)(c + ldc), *r2 = (V *)(c + 2 * ldc);                            \
+        V *r3 = (V *)(c + 3 * ldc), *r4 = (V *)(c + 4 * ldc), *r5 = (V *)(c + 5 * ldc);            \
+        if (accumulate) {                                                                          \
+            c00 += r0[0]; c01 += r0[1]; c10 += r1[0]; c11 += r1[1];                                \
+            c20 += r2[0]; c21 += r2[1]; c30 += r3[0]; c31 += r3[1];                                \
+            c40 += r4[0]; c41 += r4[1]; c50 += r5[0]; c51 += r5[1];                                \
+        }                                                                                          \
+        r0[0] = c00; r0[1] = c01; r1[0] = c10; r1[1] = c11;                                        \
+        r2[0] = c20; r2[1] = c21; r3[0] = c30; r3[1] = c31;                                        \
+        r4[0] = c40; r4[1] = c41; r5[0] = c50; r5[1] = c51;                                        \
+    }                                                                                              \
+                                                                                                   \
+    /* One MR x NR tile of C of which the top-left mr x nr part is real. */                        \
+    static void mgk_tile_##SFX(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int64_t mr,  \
+                               int64_t nr, int accumulate)                                         \
+    {                                                                                              \
+        enum { NR = MGK_NR_##SFX };                                                                \
+        if (mr == MGK_MR && nr == NR) {                                                            \
+            mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate);                                        \
+            return;                                                                                \
+        }                                                                                          \
+        T tmp[MGK_MR * NR];                                                                        \
+        mgk_kernel_##SFX(kc, a, b, tmp, NR, 0);                                                    \
+        for (int64_t i = 0; i < mr; i++)                                                           \
+            for (int64_t j = 0; j < nr; j++)                                                       \
+                c[i * ldc + j] = accumulate ? c[i * ldc + j] + tmp[i * NR + j] : tmp[i * NR + j];  \
+    }                                                                                              \
+                                                                                                   \
+    void mgk_gemm_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA,      \
+                        const T *B, int64_t ldb, int transB, T *C, int64_t ldc, int beta,          \
+                        void *scratch)                                                             \
+    {                                                                                              \
+        enum { NR = MGK_NR_##SFX };                                                                \
+        if (M <= 0 || N <= 0) return;                                                              \
+        if (K <= 0) {                                                                              \
+            if (!beta)                                                                             \
+                for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof(T));     \
+            return;                                                                                \
+        }                                                                                          \
+        T *pb = (T *)mgk_gemm_align64(scratch);                                                    \
+        T *pa = pb + mgk_gemm_min64(K, MGK_KC) *                                                   \
+                         mgk_gemm_roundup(mgk_gemm_min64(N, MGK_NC), MGK_GEMM_NR);                 \
+        for (int64_t jc = 0; jc < N; jc += MGK_NC) {                                               \
+            int64_t nc = mgk_gemm_min64(MGK_NC, N - jc);                                           \
+            for (int64_t pc = 0; pc < K; pc += MGK_KC) {                                           \
+                int64_t kc = mgk_gemm_min64(MGK_KC, K - pc);                                       \
+                int accumulate = pc > 0 || beta;                                                   \
+                if (transB) /* op(B)[k, j] = B[j * ldb + k] */                                     \
+                    mgk_pack_##SFX(NR, nc, kc, B + jc * ldb + pc, ldb, 1, pb);                     \
+                else                                                                               \
+                    mgk_pack_##SFX(NR, nc, kc, B + pc * ldb + jc, 1, ldb, pb);                     \
+                for (int64_t ic = 0; ic < M; ic += MGK_MC) {                                       \
+                    int64_t mc = mgk_gemm_min64(MGK_MC, M - ic);                                   \
+                    if (transA) /* op(A)[i, k] = A[k * lda + i] */                                 \
+                        mgk_pack_##SFX(MGK_MR, mc, kc, A + pc * lda + ic, 1, lda, pa);             \
+                    else                                                                           \
+                        mgk_pack_##SFX(MGK_MR, mc, kc, A + ic * lda + pc, lda, 1, pa);             \
+                    for (int64_t jr = 0; jr < nc; jr += NR)                                        \
+                        for (int64_t ir = 0; ir < mc; ir += MGK_MR)                                \
+                            mgk_tile_##SFX(kc, pa + ir * kc, pb + jr * kc,                         \
+                                           C + (ic + ir) * ldc + jc + jr, ldc,                     \
+                                           mgk_gemm_min64(MGK_MR, mc - ir),                        \
+                                           mgk_gemm_min64(NR, nc - jr), accumulate);               \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 
 MGK_GEMM_DEFINE(float, mgk_v8f, 8, f32)

@@ -1,0 +1,783 @@
+/* test_cli.c — the `memgrad` command line, run as a subprocess exactly as a user or a build system
+ * runs it.
+ *
+ * Why it exists: the driver's contract is its exit codes (0 ok, 1 error in the model or the build,
+ * 2 usage), its diagnostics (FILE:LINE:COL: error: MESSAGE, the source line, a caret under the
+ * column), the files it writes (and does not write: no partial outputs, no temp files, never
+ * over the model), and the structural hash, which must identify a model's structure and nothing
+ * else. Every test here works in a fresh temporary directory.
+ *
+ * Tests marked "BUG:" assert the correct behaviour where the compiler is currently wrong; they
+ * fail until the compiler is fixed.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "testutil.h"
+
+static const char *mlp_src =
+    "# A two-layer perceptron for 28x28 images (Fashion-MNIST): 784 -> 256 -> 10.\n"
+    "model mlp\n"
+    "input  x: f32[128, 784]\n"
+    "input  y: i32[128]\n"
+    "param  w1: f32[784, 256] = he\n"
+    "param  b1: f32[256] = zeros\n"
+    "param  w2: f32[256, 10] = he\n"
+    "param  b2: f32[10] = zeros\n"
+    "h = relu(x @ w1 + b1)\n"
+    "logits = h @ w2 + b2\n"
+    "loss = cross_entropy(logits, y)\n"
+    "output logits\n"
+    "minimize loss\n";
+
+/* ------------------------------------------------------------------------------------------ */
+/* Helpers                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static char *root; /* one per test case, made and removed by the parent process */
+static char *dir;  /* this test's own fresh directory under root */
+
+/* The root is an unchecked fixture so that it is removed even when a test fails (Check does not
+ * run a checked teardown after a failure); each test gets a fresh directory inside it. */
+static void root_setup(void)
+{
+    root = tu_tmpdir();
+    if (!root) {
+        fprintf(stderr, "cannot create a temporary directory\n");
+        exit(EXIT_FAILURE);
+    }
+}
+
+static void root_teardown(void)
+{
+    tu_rmtree(root);
+    free(root);
+    root = NULL;
+}
+
+static void setup(void)
+{
+    dir = malloc(4200);
+    snprintf(dir, 4200, "%s/t-XXXXXX", root);
+    ck_assert_msg(mkdtemp(dir) != NULL, "cannot create a directory in %s", root);
+}
+
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+    dir = NULL;
+}
+
+/* dir/name, in a static ring of buffers so a few can be live at once. */
+static const char *path(const char *name)
+{
+    static char bufs[8][4200];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+    return b;
+}
+
+static const char *write_model(const char *name, const char *text)
+{
+    const char *p = path(name);
+    ck_assert_msg(tu_write(p, text) == 0, "cannot write %s", p);
+    return p;
+}
+
+/* Runs `memgrad ARGS` (ARGS formatted; quote paths with '%s'). Output goes to *out. */
+static int mg(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int mg(char **out, const char *fmt, ...)
+{
+    char args[8192], cmd[9000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s", MG_MEMGRAD, args);
+    char *o = NULL;
+    int rc = tu_run(cmd, &o);
+    ck_assert_msg(o != NULL, "could not run %s", cmd);
+    if (out) *out = o;
+    else free(o);
+    return rc;
+}
+
+static int exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* How many entries dir holds (besides . and ..); their names go to buf for messages. */
+static int list_dir(char *buf, size_t n)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int count = 0;
+    size_t k = 0;
+    buf[0] = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        count++;
+        if (k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", e->d_name);
+    }
+    closedir(d);
+    return count;
+}
+
+/* The hash from `memgrad check`'s "... hash 0x0123456789abcdef" line. */
+static unsigned long long check_hash(const char *model_path)
+{
+    char *out;
+    int rc = mg(&out, "check '%s'", model_path);
+    ck_assert_msg(rc == 0, "check failed (%d):\n%s", rc, out);
+    const char *h = strstr(out, "hash 0x");
+    ck_assert_msg(h != NULL, "no hash in:\n%s", out);
+    char *end;
+    unsigned long long v = strtoull(h + 7, &end, 16);
+    ck_assert_msg(end - (h + 7) == 16, "hash is not 16 hex digits in:\n%s", out);
+    free(out);
+    return v;
+}
+
+/* A copy of s with the first occurrence of from replaced by to (the occurrence must exist). */
+static char *replace(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    ck_assert_msg(at != NULL, "'%s' not in the model text", from);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *r = malloc(n);
+    snprintf(r, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return r;
+}
+
+/* The line of text starting at p, without its newline, copied into buf. */
+static const char *line_at(const char *p, char *buf, size_t n)
+{
+    size_t k = 0;
+    while (p[k] && p[k] != '\n' && k + 1 < n) {
+        buf[k] = p[k];
+        k++;
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+/* Checks a diagnostic in out: "FILE:LINE:COL: error: MSG...", then "  SOURCE_LINE", then a caret
+ * line whose '^' sits under column COL (tabs in the source kept as tabs so it lines up). */
+static void assert_diag(const char *out, const char *file, int line, int col, const char *msg, const char *source_line)
+{
+    char head[4400], got[1024], want[1024];
+    snprintf(head, sizeof head, "%s:%d:%d: error: ", file, line, col);
+    const char *p = strstr(out, head);
+    ck_assert_msg(p != NULL, "no '%s' in:\n%s", head, out);
+    ck_assert_msg(p == out || p[-1] == '\n', "diagnostic does not start a line in:\n%s", out);
+    line_at(p + strlen(head), got, sizeof got);
+    ck_assert_msg(strstr(got, msg) != NULL, "message '%s' does not contain '%s'", got, msg);
+    const char *src = strchr(p, '\n');
+    ck_assert_msg(src != NULL, "nothing after the diagnostic in:\n%s", out);
+    src++;
+    snprintf(want, sizeof want, "  %s", source_line);
+    ck_assert_str_eq(line_at(src, got, sizeof got), want);
+    const char *caret = strchr(src, '\n');
+    ck_assert_msg(caret != NULL, "no caret line in:\n%s", out);
+    caret++;
+    line_at(caret, got, sizeof got);
+    size_t len = strlen(got);
+    ck_assert_msg(len == (size_t)col + 2 && got[len - 1] == '^', "caret line '%s' does not end in '^' at column %d", got,
+                  col);
+    ck_assert_msg(got[0] == ' ' && got[1] == ' ', "caret line '%s' lacks the two-space indent", got);
+    for (int i = 0; i < col - 1; i++)
+        ck_assert_msg(got[2 + i] == (source_line[i] == '\t' ? '\t' : ' '), "caret line '%s': position %d should be %s",
+                      got, i + 1, source_line[i] == '\t' ? "a tab" : "a space");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Usage and exit codes                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+START_TEST(test_help)
+{
+    const char *forms[] = {"--help", "-h", "help", "check --help", "compile x.mg -h"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char *out;
+        int rc = mg(&out, "%s", forms[i]);
+        ck_assert_msg(rc == 0, "memgrad %s exited %d", forms[i], rc);
+        ck_assert_msg(strstr(out, "usage: memgrad <command>"), "memgrad %s:\n%s", forms[i], out);
+        ck_assert_msg(strstr(out, "compile MODEL.mg -o OUT.o"), "no compile in:\n%s", out);
+        ck_assert_msg(strstr(out, "check MODEL.mg"), "no check in:\n%s", out);
+        ck_assert_msg(strstr(out, "plan MODEL.mg"), "no plan in:\n%s", out);
+        ck_assert_msg(strstr(out, "--budget"), "no --budget in:\n%s", out);
+        free(out);
+    }
+}
+END_TEST
+
+/* BUG: the help text is printed with fputs but written as a printf format, so the user sees
+ * "percentage of the store-all workspace (40%%)". */
+START_TEST(test_bug_help_shows_double_percent)
+{
+    char *out;
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    ck_assert_msg(strstr(out, "%%") == NULL, "BUG: --help shows a literal '%%%%':\n%s", out);
+    ck_assert_msg(strstr(out, "(40%)") != NULL, "--help should show the example '(40%%)':\n%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_version)
+{
+    char *out;
+    ck_assert_int_eq(mg(&out, "--version"), 0);
+    ck_assert_msg(!strncmp(out, "memgrad ", 8) && out[8] >= '0' && out[8] <= '9', "version output: %s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_no_arguments)
+{
+    char *out;
+    ck_assert_int_eq(mg(&out, "%s", ""), 2);
+    ck_assert_msg(strstr(out, "usage: memgrad"), "no usage in:\n%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_unknown_command)
+{
+    char *out;
+    ck_assert_int_eq(mg(&out, "frobnicate '%s'", write_model("m.mg", mlp_src)), 2);
+    ck_assert_msg(strstr(out, "unknown command 'frobnicate'"), "%s", out);
+    ck_assert_msg(strstr(out, "memgrad --help"), "no pointer to --help in:\n%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_unknown_option)
+{
+    const char *m = write_model("m.mg", mlp_src);
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s' --frob", m), 2);
+    ck_assert_msg(strstr(out, "unknown option '--frob'"), "%s", out);
+    free(out);
+    /* options of one command are unknown to another */
+    ck_assert_int_eq(mg(&out, "check '%s' -o '%s'", m, path("m.o")), 2);
+    ck_assert_msg(strstr(out, "unknown option '-o'"), "%s", out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' -O4", m, path("m.o")), 2);
+    ck_assert_msg(strstr(out, "unknown option '-O4'"), "%s", out);
+    free(out);
+    ck_assert_msg(!exists(path("m.o")), "a usage error wrote the output");
+}
+END_TEST
+
+START_TEST(test_missing_output_option)
+{
+    char *out;
+    ck_assert_int_eq(mg(&out, "compile '%s'", write_model("m.mg", mlp_src)), 2);
+    ck_assert_msg(strstr(out, "no output file given") && strstr(out, "-o"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_option_missing_value)
+{
+    const char *m = write_model("m.mg", mlp_src);
+    const char *cases[][2] = {{"compile", "-o"}, {"compile", "--header"}, {"plan", "--budget"}, {"compile", "--budget"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int rc = mg(&out, "%s '%s' %s", cases[i][0], m, cases[i][1]);
+        ck_assert_msg(rc == 2, "memgrad %s M %s exited %d:\n%s", cases[i][0], cases[i][1], rc, out);
+        char want[64];
+        snprintf(want, sizeof want, "option '%s' needs a value", cases[i][1]);
+        ck_assert_msg(strstr(out, want), "no \"%s\" in:\n%s", want, out);
+        free(out);
+    }
+}
+END_TEST
+
+START_TEST(test_no_model_and_two_models)
+{
+    char *out;
+    ck_assert_int_eq(mg(&out, "check"), 2);
+    ck_assert_msg(strstr(out, "no model file given"), "%s", out);
+    free(out);
+    const char *a = write_model("a.mg", mlp_src), *b = write_model("b.mg", mlp_src);
+    ck_assert_int_eq(mg(&out, "check '%s' '%s'", a, b), 2);
+    ck_assert_msg(strstr(out, "unexpected argument"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_nonexistent_model)
+{
+    const char *cmds[] = {"check", "plan", "compile"};
+    for (int i = 0; i < 3; i++) {
+        char *out;
+        const char *m = path("no-such-model.mg");
+        int rc = i == 2 ? mg(&out, "compile '%s' -o '%s'", m, path("x.o")) : mg(&out, "%s '%s'", cmds[i], m);
+        ck_assert_msg(rc == 1, "%s of a missing file exited %d:\n%s", cmds[i], rc, out);
+        ck_assert_msg(strstr(out, m) != NULL, "message does not name %s:\n%s", m, out);
+        ck_assert_msg(strstr(out, "No such file"), "no reason given:\n%s", out);
+        free(out);
+    }
+    ck_assert_msg(!exists(path("x.o")), "compile of a missing model wrote output");
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* Diagnostics                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+START_TEST(test_syntax_error_diagnostic)
+{
+    const char *m = write_model("bad.mg", "model m\n"
+                                          "input x: f32[4, 3]\n"
+                                          "param w: f32[3, 2]\n"
+                                          "z = x @ ww\n"
+                                          "l = sum(z)\n"
+                                          "minimize l\n");
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 4, 9, "unknown name 'ww' (did you mean 'w'?)", "z = x @ ww");
+    free(out);
+    /* every command reports it the same way */
+    ck_assert_int_eq(mg(&out, "plan '%s'", m), 1);
+    assert_diag(out, m, 4, 9, "unknown name 'ww'", "z = x @ ww");
+    free(out);
+    ck_assert_int_eq(mg(&out, "compile '%s' -o '%s'", m, path("bad.o")), 1);
+    assert_diag(out, m, 4, 9, "unknown name 'ww'", "z = x @ ww");
+    free(out);
+}
+END_TEST
+
+START_TEST(test_diagnostic_caret_positions)
+{
+    /* a caret at column 1, one after a tab, one on a continuation line, one past the end of a line */
+    static const struct {
+        const char *src;
+        int line, col;
+        const char *msg, *source_line;
+    } cases[] = {
+        {"model m\ninput x: f32[3]\n+ x\n", 3, 1, "expected a statement", "+ x"},
+        {"model m\ninput x: f32[4, 3]\n\tz = x @ qq\n", 3, 10, "unknown name 'qq'", "\tz = x @ qq"},
+        {"model m\ninput x: f32[4, 3]\nz = relu(x +\n         qq)\n", 4, 10, "unknown name 'qq'", "         qq)"},
+        {"model m\ninput x f32[4, 3]\n", 2, 9, "expected ':' after the name, got 'f32'", "input x f32[4, 3]"},
+        {"model m\ninput x: f32[4, 3]\nz = relu(x", 3, 11, "expected ')'", "z = relu(x"},
+        {"model m\ninput x: f32[4, 3]\nparam v: f64[3]\nz = x + v\n", 4, 7, "operands of 'add' have different dtypes",
+         "z = x + v"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *m = write_model("bad.mg", cases[i].src);
+        char *out;
+        int rc = mg(&out, "check '%s'", m);
+        ck_assert_msg(rc == 1, "case %zu exited %d:\n%s", i, rc, out);
+        assert_diag(out, m, cases[i].line, cases[i].col, cases[i].msg, cases[i].source_line);
+        free(out);
+    }
+}
+END_TEST
+
+START_TEST(test_matmul_mismatch_message)
+{
+    char *src = replace(mlp_src, "relu(x @ w1", "relu(x @ w2");
+    const char *m = write_model("mlp.mg", src);
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    char want[4400];
+    snprintf(want, sizeof want, "%s:9:12: error: matmul shapes [128,784] @ [256,10] do not agree (784 vs 256)\n", m);
+    ck_assert_msg(strstr(out, want) != NULL, "expected\n%sgot\n%s", want, out);
+    free(out);
+    free(src);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* check / plan                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+START_TEST(test_check_ok)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 0);
+    ck_assert_msg(strstr(out, "ok: model mlp, 12 forward and ") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "error") == NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_check_print_ir)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s' --print-ir", m), 0);
+    /* one "%i = op ... : type" line per forward node, in order, and nothing of the backward pass */
+    int nodes = 0;
+    for (const char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+        if (*p != '%') continue;
+        char want[32], line[512];
+        snprintf(want, sizeof want, "%%%d = ", nodes);
+        line_at(p, line, sizeof line);
+        ck_assert_msg(!strncmp(line, want, strlen(want)), "node line '%s' should start '%s'", line, want);
+        ck_assert_msg(strstr(line, " : ") != NULL, "node line '%s' has no type", line);
+        nodes++;
+    }
+    ck_assert_msg(nodes == 12, "%d node lines, expected 12:\n%s", nodes, out);
+    ck_assert_msg(strstr(out, "%0 = input x : f32[128,784]"), "%s", out);
+    ck_assert_msg(strstr(out, "%2 = param w1 : f32[784,256] = he"), "%s", out);
+    ck_assert_msg(strstr(out, "%8 = relu %7 : f32[128,256]  # h, line 9"), "%s", out);
+    ck_assert_msg(strstr(out, "%11 = cross_entropy %10, %1 : f32[]  # loss, line 11"), "%s", out);
+    ck_assert_msg(strstr(out, "output logits = %10"), "%s", out);
+    ck_assert_msg(strstr(out, "minimize %11"), "%s", out);
+    ck_assert_msg(strstr(out, "# backward") == NULL && strstr(out, "_grad") == NULL, "backward nodes in --print-ir:\n%s",
+                  out);
+    free(out);
+    /* --print-joint adds the backward pass after a marker */
+    ck_assert_int_eq(mg(&out, "check '%s' --print-joint", m), 0);
+    ck_assert_msg(strstr(out, "%11 = cross_entropy") && strstr(out, "# backward\n%12 = "), "%s", out);
+    ck_assert_msg(strstr(out, "grad w1 = %") && strstr(out, "grad b2 = %"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* The "(N bytes)" figure on the line starting with label. */
+static long long figure(const char *out, const char *label)
+{
+    const char *p = strstr(out, label);
+    ck_assert_msg(p != NULL, "no '%s' in:\n%s", label, out);
+    const char *b = strchr(p, '(');
+    ck_assert_msg(b && b < strchr(p, '\n'), "no '(N bytes)' after '%s' in:\n%s", label, out);
+    char *end;
+    long long v = strtoll(b + 1, &end, 10);
+    ck_assert_msg(!strncmp(end, " bytes)", 7), "no '(N bytes)' after '%s' in:\n%s", label, out);
+    return v;
+}
+
+START_TEST(test_plan)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    ck_assert_int_eq(mg(&out, "plan '%s'", m), 0);
+    ck_assert_msg(strstr(out, "model mlp  hash 0x"), "%s", out);
+    long long train = figure(out, "train workspace"), fwd = figure(out, "forward workspace");
+    /* the store-all plan must at least hold the largest activation, relu's [128,256] f32 */
+    ck_assert_msg(train >= 128 * 256 * 4, "train workspace %lld is too small", train);
+    ck_assert_msg(fwd >= 128 * 256 * 4, "forward workspace %lld is too small", fwd);
+    ck_assert_msg(strstr(out, "params              795.1 KiB"), "param bytes (784*256+256+256*10+10 floats):\n%s", out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "plan '%s' --budget 100%%", m), 0);
+    free(out);
+    ck_assert_int_eq(mg(&out, "plan '%s' --budget 10%%", m), 1);
+    ck_assert_msg(strstr(out, "store-all workspace"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* compile                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static int is_elf(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return 0;
+    unsigned char b[4] = {0};
+    size_t n = fread(b, 1, 4, f);
+    fclose(f);
+    return n == 4 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F';
+}
+
+START_TEST(test_compile_writes_object_and_header)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s'", m, path("mlp.o"), path("mlp.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(is_elf(path("mlp.o")), "mlp.o is not an ELF object");
+    char *h = tu_read(path("mlp.h"));
+    ck_assert_msg(h != NULL, "no header written");
+    ck_assert_msg(strstr(h, "#define MLP_WORKSPACE_BYTES"), "%s", h);
+    ck_assert_msg(strstr(h, "MLP_MODEL_HASH"), "%s", h);
+    ck_assert_msg(strstr(h, "mlp_train_step("), "%s", h);
+    /* the header's hash is the one `check` reports, and its workspace is the plan's */
+    char want[64];
+    snprintf(want, sizeof want, "0x%016llxULL", check_hash(m));
+    const char *hl = strstr(h, "#define MLP_MODEL_HASH");
+    ck_assert_msg(hl && strstr(hl, want) && strstr(hl, want) < strchr(hl, '\n'), "header hash is not %s:\n%s", want,
+                  hl ? hl : h);
+    ck_assert_int_eq(mg(&out, "plan '%s'", m), 0);
+    long long train = figure(out, "train workspace"), fwd = figure(out, "forward workspace");
+    free(out);
+    snprintf(want, sizeof want, "((size_t)%lld)", train > fwd ? train : fwd);
+    const char *wl = strstr(h, "#define MLP_WORKSPACE_BYTES");
+    ck_assert_msg(strstr(wl, want) && strstr(wl, want) < strchr(wl, '\n'), "header workspace is not %s:\n%s", want, wl);
+    /* the header is valid C on its own */
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' -std=c11 -Wall -Werror -fsyntax-only -x c '%s'", MG_CC, path("mlp.h"));
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "the generated header does not compile:\n%s", out);
+    free(out);
+    free(h);
+    /* nothing but the model and the two outputs */
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 3, "directory holds: %s", names);
+}
+END_TEST
+
+START_TEST(test_compile_budget)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out, names[1024];
+    int rc = mg(&out, "compile '%s' -o '%s' --budget 100%%", m, path("full.o"));
+    ck_assert_msg(rc == 0, "--budget 100%% exited %d:\n%s", rc, out);
+    ck_assert_msg(is_elf(path("full.o")), "no object for --budget 100%%");
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' --budget 10%%", m, path("small.o"));
+    ck_assert_msg(rc == 1, "--budget 10%% exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "store-all workspace"), "message does not mention the store-all workspace:\n%s", out);
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' --budget 12XB", m, path("unit.o"));
+    ck_assert_msg(rc == 2, "--budget 12XB exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "unknown unit 'XB'"), "%s", out);
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' --budget 1GiB", m, path("big.o"));
+    ck_assert_msg(rc == 0, "--budget 1GiB exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("small.o")) && !exists(path("unit.o")), "a refused budget left an object");
+    ck_assert_msg(list_dir(names, sizeof names) == 3, "directory holds: %s", names);
+}
+END_TEST
+
+START_TEST(test_compile_refuses_to_overwrite_model)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    const char *spellings[] = {"%s/mlp.mg", "%s/./mlp.mg"};
+    for (int i = 0; i < 2; i++) {
+        char o[4300];
+        snprintf(o, sizeof o, spellings[i], dir);
+        char *out;
+        ck_assert_int_eq(mg(&out, "compile '%s' -o '%s'", m, o), 2);
+        ck_assert_msg(strstr(out, "refusing to overwrite the model file"), "%s", out);
+        free(out);
+        ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' --header '%s'", m, path("x.o"), o), 2);
+        ck_assert_msg(strstr(out, "refusing to overwrite the model file"), "%s", out);
+        free(out);
+    }
+    char *now = tu_read(m);
+    ck_assert_msg(now && !strcmp(now, mlp_src), "the model file changed");
+    free(now);
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 1, "directory holds: %s", names);
+}
+END_TEST
+
+/* BUG: --emit-llvm naming the model file overwrites the model with LLVM IR (exit 0): the
+ * overwrite guard covers -o and --header only. */
+START_TEST(test_bug_emit_llvm_overwrites_model)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --emit-llvm '%s'", m, path("x.o"), m);
+    char *now = tu_read(m);
+    ck_assert_msg(now && !strcmp(now, mlp_src), "BUG: --emit-llvm overwrote the model file (exit %d)", rc);
+    ck_assert_msg(rc == 2, "BUG: --emit-llvm naming the model exited %d, expected a usage error:\n%s", rc, out);
+    free(now);
+    free(out);
+}
+END_TEST
+
+/* BUG: "-o and --header name the same file" is checked with strcmp, so "-o a.o --header ./a.o"
+ * writes the object, then overwrites it with the header, and exits 0. */
+START_TEST(test_bug_header_over_object_other_spelling)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char o[4300], h[4300];
+    snprintf(o, sizeof o, "%s/a.o", dir);
+    snprintf(h, sizeof h, "%s/./a.o", dir);
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s'", m, o, h);
+    ck_assert_msg(rc == 2, "BUG: -o and --header naming one file (spelt differently) exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* A failed compile leaves the directory as it was: no object, no header, no temp files. */
+START_TEST(test_compile_bad_model_leaves_nothing)
+{
+    const char *bad[] = {
+        "model m\ninput x: f32[4, 3]\nz = x @ qq\n",                   /* parse error */
+        "model m\ninput x: f32[4, 3]\nl = sum(x)\n",                   /* no minimize */
+        "model m\ninput x: f32[4, 3]\nparam w: f32[2, 2]\nl = sum(x @ w)\nminimize l\n", /* shapes */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *m = write_model("bad.mg", bad[i]);
+        char *out, names[1024];
+        int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --emit-llvm '%s'", m, path("bad.o"), path("bad.h"),
+                    path("bad.ll"));
+        ck_assert_msg(rc == 1, "case %zu exited %d:\n%s", i, rc, out);
+        ck_assert_msg(strstr(out, ": error: "), "case %zu: no diagnostic:\n%s", i, out);
+        free(out);
+        ck_assert_msg(list_dir(names, sizeof names) == 1, "case %zu: directory holds: %s", i, names);
+    }
+}
+END_TEST
+
+/* BUG: when the object cannot be written, the message names an internal temporary file
+ * ("cannot write DIR/a.o.tmp.12345") instead of the file the user asked for. */
+START_TEST(test_bug_unwritable_output_message)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    const char *o = path("no-such-dir/a.o");
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s'", m, o);
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, o) != NULL, "message does not name %s:\n%s", o, out);
+    ck_assert_msg(strstr(out, ".tmp.") == NULL, "BUG: message names a temporary file instead of %s:\n%s", o, out);
+    free(out);
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 1, "directory holds: %s", names);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* The structural hash                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+START_TEST(test_hash_stable_across_runs)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    unsigned long long a = check_hash(m), b = check_hash(m);
+    ck_assert_msg(a == b, "two runs gave 0x%016llx and 0x%016llx", a, b);
+    /* a copy at another path has the same hash, and plan reports the same one */
+    const char *m2 = write_model("copy.mg", mlp_src);
+    ck_assert_msg(check_hash(m2) == a, "the hash depends on the file's path");
+    char *out, want[64];
+    ck_assert_int_eq(mg(&out, "plan '%s'", m), 0);
+    snprintf(want, sizeof want, "hash 0x%016llx", a);
+    ck_assert_msg(strstr(out, want), "plan's hash differs from check's (%s):\n%s", want, out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_hash_ignores_comments_and_whitespace)
+{
+    unsigned long long base = check_hash(write_model("mlp.mg", mlp_src));
+    char *a = replace(mlp_src, "model mlp\n", "\n# a new comment\n\nmodel mlp   # trailing comment\n\n");
+    char *b = replace(a, "h = relu(x @ w1 + b1)", "h=relu(  x@w1\n      +b1 )");
+    char *c = replace(b, "input  y: i32[128]", "input y :i32[ 128 ]\t");
+    ck_assert_msg(check_hash(write_model("a.mg", a)) == base, "a comment changed the hash");
+    ck_assert_msg(check_hash(write_model("b.mg", b)) == base, "whitespace and a line break changed the hash");
+    ck_assert_msg(check_hash(write_model("c.mg", c)) == base, "whitespace in a declaration changed the hash");
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
+START_TEST(test_hash_changes_with_structure)
+{
+    static const char *changes[][2] = {
+        {"b1: f32[256]", "b1: f32[1, 256]"}, /* a shape (broadcasts the same way) */
+        {"h = relu(", "h = tanh("},          /* an op */
+        {"w1: f32[784, 256] = he", "w1: f32[784, 256] = xavier"}, /* an initializer */
+        {"w2: f32[256, 10] = he", "w2: f32[256, 10] = normal(0.01)"},
+    };
+    enum { N = sizeof changes / sizeof changes[0] };
+    unsigned long long h[N + 1];
+    h[0] = check_hash(write_model("mlp.mg", mlp_src));
+    for (int i = 0; i < N; i++) {
+        char *s = replace(mlp_src, changes[i][0], changes[i][1]);
+        char name[32];
+        snprintf(name, sizeof name, "v%d.mg", i);
+        h[i + 1] = check_hash(write_model(name, s));
+        free(s);
+    }
+    for (int i = 0; i <= N; i++)
+        for (int j = 0; j < i; j++)
+            ck_assert_msg(h[i] != h[j], "variants %d and %d have the same hash 0x%016llx (0 is the original; %d: '%s')",
+                          j, i, h[i], i, i ? changes[i - 1][1] : "");
+    /* and the initializer's argument counts too */
+    char *s1 = replace(mlp_src, "b2: f32[10] = zeros", "b2: f32[10] = uniform(0.1)");
+    char *s2 = replace(mlp_src, "b2: f32[10] = zeros", "b2: f32[10] = uniform(0.2)");
+    ck_assert_msg(check_hash(write_model("u1.mg", s1)) != check_hash(write_model("u2.mg", s2)),
+                  "uniform(0.1) and uniform(0.2) hash the same");
+    free(s1);
+    free(s2);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *u = tcase_create("usage");
+    tcase_add_unchecked_fixture(u, root_setup, root_teardown);
+    tcase_add_checked_fixture(u, setup, teardown);
+    tcase_add_test(u, test_help);
+    tcase_add_test(u, test_version);
+    tcase_add_test(u, test_no_arguments);
+    tcase_add_test(u, test_unknown_command);
+    tcase_add_test(u, test_unknown_option);
+    tcase_add_test(u, test_missing_output_option);
+    tcase_add_test(u, test_option_missing_value);
+    tcase_add_test(u, test_no_model_and_two_models);
+    tcase_add_test(u, test_nonexistent_model);
+    suite_add_tcase(s, u);
+    TCase *d = tcase_create("diagnostics");
+    tcase_add_unchecked_fixture(d, root_setup, root_teardown);
+    tcase_add_checked_fixture(d, setup, teardown);
+    tcase_add_test(d, test_syntax_error_diagnostic);
+    tcase_add_test(d, test_diagnostic_caret_positions);
+    tcase_add_test(d, test_matmul_mismatch_message);
+    suite_add_tcase(s, d);
+    TCase *c = tcase_create("commands");
+    tcase_add_unchecked_fixture(c, root_setup, root_teardown);
+    tcase_add_checked_fixture(c, setup, teardown);
+    tcase_set_timeout(c, 300);
+    tcase_add_test(c, test_check_ok);
+    tcase_add_test(c, test_check_print_ir);
+    tcase_add_test(c, test_plan);
+    tcase_add_test(c, test_compile_writes_object_and_header);
+    tcase_add_test(c, test_compile_budget);
+    tcase_add_test(c, test_compile_refuses_to_overwrite_model);
+    tcase_add_test(c, test_compile_bad_model_leaves_nothing);
+    suite_add_tcase(s, c);
+    TCase *h = tcase_create("hash");
+    tcase_add_unchecked_fixture(h, root_setup, root_teardown);
+    tcase_add_checked_fixture(h, setup, teardown);
+    tcase_add_test(h, test_hash_stable_across_runs);
+    tcase_add_test(h, test_hash_ignores_comments_and_whitespace);
+    tcase_add_test(h, test_hash_changes_with_structure);
+    suite_add_tcase(s, h);
+    /* open bugs (see the issue notes): run with MG_KNOWN_BUGS=1 until they are fixed */
+    if (getenv("MG_KNOWN_BUGS")) {
+        TCase *b = tcase_create("known_bugs");
+        tcase_add_unchecked_fixture(b, root_setup, root_teardown);
+        tcase_add_checked_fixture(b, setup, teardown);
+        tcase_set_timeout(b, 300);
+        tcase_add_test(b, test_bug_help_shows_double_percent);
+        tcase_add_test(b, test_bug_emit_llvm_overwrites_model);
+        tcase_add_test(b, test_bug_header_over_object_other_spelling);
+        tcase_add_test(b, test_bug_unwritable_output_message);
+        suite_add_tcase(s, b);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cli_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
