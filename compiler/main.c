@@ -8,6 +8,8 @@
 #include "plan.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@ static const char *usage_text =
     "  -o FILE              object file to write (required)\n"
     "  --header FILE        C header to write alongside\n"
     "  --budget B           workspace cap: bytes with a unit (B, KiB, MiB, GiB, KB, MB, GB) or a\n"
-    "                       percentage of the store-all workspace (40%%)\n"
+    "                       percentage of the store-all workspace (40%)\n"
     "  --target TRIPLE      target triple (default: this machine)\n"
     "  --cpu NAME           target CPU (default: this machine's, or generic with --target)\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
@@ -107,31 +109,58 @@ static void print_diag(const source *src, const mg_diag *d)
     fprintf(stderr, "^\n");
 }
 
+/* The canonical spelling of path, which need not exist yet: realpath of the file, or of its
+ * directory followed by its base name. */
+static void canonical_path(const char *path, char *out, size_t cap)
+{
+    char buf[PATH_MAX];
+    if (realpath(path, buf)) {
+        snprintf(out, cap, "%s", buf);
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    if (realpath(dir, buf)) snprintf(out, cap, "%s/%s", buf, slash ? slash + 1 : path);
+    else snprintf(out, cap, "%s", path);
+}
+
 static int same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+    canonical_path(a, ca, sizeof ca);
+    canonical_path(b, cb, sizeof cb);
+    return !strcmp(ca, cb);
 }
 
-/* Writes text to path through a temporary file, so a failure leaves any old file intact. */
-static int write_file_atomic(const char *path, const char *text)
+/* Creates an empty temporary file next to path (so rename() can replace path atomically) and
+ * stores its name in tmp. Errors name path, the file the user asked for. */
+static int create_tmp_for(const char *path, char *tmp, size_t cap)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(tmp, cap, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+        if (errno != EEXIST) break;
+    }
+    fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
+    return 1;
+}
+
+/* Writes text to the file tmp; errors name path, the file the user asked for. */
+static int write_file(const char *path, const char *tmp, const char *text)
+{
     FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
-        return 1;
-    }
     size_t n = strlen(text);
-    int bad = fwrite(text, 1, n, f) != n;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
-        remove(tmp);
-        return 1;
-    }
-    return 0;
+    int bad = !f || fwrite(text, 1, n, f) != n;
+    if (f) bad |= fclose(f) != 0;
+    if (bad) fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
+    return bad;
 }
 
 typedef struct options {
@@ -175,6 +204,11 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     }
     if (!o->model) return usage_error("%s: no model file given", cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
+    if (o->budget) {
+        mg_budget b;
+        char err[256];
+        if (!mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
+    }
     return 0;
 }
 
@@ -330,33 +364,48 @@ static int check_target(const options *o)
 
 static int cmd_compile(options *o)
 {
-    if (same_file(o->model, o->out) || (o->header && same_file(o->model, o->header)))
-        return usage_error("refusing to overwrite the model file %s with output", o->model);
-    if (o->header && !strcmp(o->out, o->header)) return usage_error("%s", "-o and --header name the same file");
+    const char *outs[3] = {o->out, o->header, o->emit_llvm};
+    const char *flag[3] = {"-o", "--header", "--emit-llvm"};
+    for (int i = 0; i < 3; i++) {
+        if (!outs[i]) continue;
+        if (same_file(o->model, outs[i]))
+            return usage_error("refusing to overwrite the model file %s with output", o->model);
+        for (int j = 0; j < i; j++)
+            if (outs[j] && same_file(outs[i], outs[j])) {
+                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", flag[j], flag[i],
+                        outs[i]);
+                return 2;
+            }
+    }
     if (check_target(o)) return 1;
     compiled c;
     int rc = run_frontend(o->model, &c, 1);
     if (!rc) rc = check_budget(&c, o->budget);
+    /* Every output goes to a temporary file first; all are renamed only when all are written,
+     * so a failure leaves the user's old files as they were and no partial set behind. */
+    char tmp[3][PATH_MAX + 64] = {"", "", ""};
+    for (int i = 0; i < 3 && !rc; i++)
+        if (outs[i]) rc = create_tmp_for(outs[i], tmp[i], sizeof tmp[i]);
     if (!rc) {
         mg_diag d = {0};
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->out, (long)getpid());
         mg_target t = {o->triple, o->cpu, NULL, o->opt_level};
-        if (mg_emit_object(&c.prog, &t, tmp, o->emit_llvm, &d)) {
-            remove(tmp);
+        if (mg_emit_object(&c.prog, &t, tmp[0], o->emit_llvm ? tmp[2] : NULL, &d)) {
             print_diag(&c.src, &d);
-            rc = 1;
-        } else if (rename(tmp, o->out) != 0) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", o->out, strerror(errno));
-            remove(tmp);
             rc = 1;
         }
     }
     if (!rc && o->header) {
         char *h = mg_header_text(&c.prog);
-        rc = write_file_atomic(o->header, h);
+        rc = write_file(o->header, tmp[1], h);
         free(h);
     }
+    for (int i = 0; i < 3 && !rc; i++)
+        if (outs[i] && rename(tmp[i], outs[i]) != 0) {
+            fprintf(stderr, "memgrad: cannot write %s: %s\n", outs[i], strerror(errno));
+            rc = 1;
+        }
+    for (int i = 0; i < 3; i++)
+        if (tmp[i][0]) remove(tmp[i]); /* fails harmlessly once renamed */
     compiled_free(&c);
     return rc;
 }

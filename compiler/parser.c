@@ -350,8 +350,11 @@ static mg_status parse_type(parser *p, mg_type *t)
     double numel = 1;
     while (!is_punct(peek(p), ']')) {
         tk = peek(p);
-        if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1 || tk->num > 1e12)
+        if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1)
             return mg_diag_set(p->d, here(p), "expected a positive integer dimension, got %s",
+                               describe(tk, buf, sizeof buf));
+        if (tk->num > 1e12)
+            return mg_diag_set(p->d, here(p), "dimension %s is too large (at most 10^12)",
                                describe(tk, buf, sizeof buf));
         if (t->shape.rank == MG_MAX_RANK)
             return mg_diag_set(p->d, here(p), "more than %d dimensions", MG_MAX_RANK);
@@ -441,6 +444,13 @@ static mg_status declare(parser *p, mg_op op)
 
 static mg_status parse_stmt(parser *p);
 
+static int blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') return 0;
+    return 1;
+}
+
 /* "repeat" INT "{" { stmt NEWLINE } "}" */
 static mg_status parse_repeat(parser *p)
 {
@@ -448,8 +458,11 @@ static mg_status parse_repeat(parser *p)
     mg_loc kw = here(p);
     p->pos++;
     mg_token *tk = peek(p);
-    if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1 || tk->num > 1e6)
+    if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1)
         return mg_diag_set(p->d, here(p), "expected a repeat count (a positive integer), got %s",
+                           describe(tk, buf, sizeof buf));
+    if (tk->num > 1e6)
+        return mg_diag_set(p->d, here(p), "repeat count %s is too large (at most 1000000)",
                            describe(tk, buf, sizeof buf));
     int count = (int)tk->num;
     p->pos++;
@@ -586,7 +599,10 @@ mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out
         st = parse_stmt(&p);
     }
     if (st == MG_OK && !p.g->model_name)
-        st = mg_diag_set(d, (mg_loc){p.file, 1, 1}, "missing 'model NAME' statement (the file is empty)");
+        st = mg_diag_set(d, (mg_loc){p.file, 1, 1}, "missing 'model NAME' statement%s",
+                         p.toks.n > 1      ? ""
+                         : blank(src, len) ? " (the file is empty)"
+                                           : " (the file has only comments)");
     if (st == MG_OK && p.g->loss < 0)
         st = mg_diag_set(d, here(&p), "missing 'minimize NAME': name the scalar loss the training step minimizes");
     if (st == MG_OK) {

@@ -221,13 +221,13 @@ START_TEST(test_help)
 }
 END_TEST
 
-/* BUG: the help text is printed with fputs but written as a printf format, so the user sees
+/* Was a bug: the help text is printed with fputs but written as a printf format, so the user sees
  * "percentage of the store-all workspace (40%%)". */
-START_TEST(test_bug_help_shows_double_percent)
+START_TEST(test_fixed_help_shows_double_percent)
 {
     char *out;
     ck_assert_int_eq(mg(&out, "--help"), 0);
-    ck_assert_msg(strstr(out, "%%") == NULL, "BUG: --help shows a literal '%%%%':\n%s", out);
+    ck_assert_msg(strstr(out, "%%") == NULL, "--help shows a literal '%%%%':\n%s", out);
     ck_assert_msg(strstr(out, "(40%)") != NULL, "--help should show the example '(40%%)':\n%s", out);
     free(out);
 }
@@ -581,24 +581,24 @@ START_TEST(test_compile_refuses_to_overwrite_model)
 }
 END_TEST
 
-/* BUG: --emit-llvm naming the model file overwrites the model with LLVM IR (exit 0): the
+/* Was a bug: --emit-llvm naming the model file overwrites the model with LLVM IR (exit 0): the
  * overwrite guard covers -o and --header only. */
-START_TEST(test_bug_emit_llvm_overwrites_model)
+START_TEST(test_fixed_emit_llvm_overwrites_model)
 {
     const char *m = write_model("mlp.mg", mlp_src);
     char *out;
     int rc = mg(&out, "compile '%s' -o '%s' --emit-llvm '%s'", m, path("x.o"), m);
     char *now = tu_read(m);
-    ck_assert_msg(now && !strcmp(now, mlp_src), "BUG: --emit-llvm overwrote the model file (exit %d)", rc);
-    ck_assert_msg(rc == 2, "BUG: --emit-llvm naming the model exited %d, expected a usage error:\n%s", rc, out);
+    ck_assert_msg(now && !strcmp(now, mlp_src), "--emit-llvm overwrote the model file (exit %d)", rc);
+    ck_assert_msg(rc == 2, "--emit-llvm naming the model exited %d, expected a usage error:\n%s", rc, out);
     free(now);
     free(out);
 }
 END_TEST
 
-/* BUG: "-o and --header name the same file" is checked with strcmp, so "-o a.o --header ./a.o"
+/* Was a bug: "-o and --header name the same file" is checked with strcmp, so "-o a.o --header ./a.o"
  * writes the object, then overwrites it with the header, and exits 0. */
-START_TEST(test_bug_header_over_object_other_spelling)
+START_TEST(test_fixed_header_over_object_other_spelling)
 {
     const char *m = write_model("mlp.mg", mlp_src);
     char o[4300], h[4300];
@@ -606,7 +606,7 @@ START_TEST(test_bug_header_over_object_other_spelling)
     snprintf(h, sizeof h, "%s/./a.o", dir);
     char *out;
     int rc = mg(&out, "compile '%s' -o '%s' --header '%s'", m, o, h);
-    ck_assert_msg(rc == 2, "BUG: -o and --header naming one file (spelt differently) exited %d:\n%s", rc, out);
+    ck_assert_msg(rc == 2, "-o and --header naming one file (spelt differently) exited %d:\n%s", rc, out);
     free(out);
 }
 END_TEST
@@ -632,9 +632,9 @@ START_TEST(test_compile_bad_model_leaves_nothing)
 }
 END_TEST
 
-/* BUG: when the object cannot be written, the message names an internal temporary file
+/* Was a bug: when the object cannot be written, the message names an internal temporary file
  * ("cannot write DIR/a.o.tmp.12345") instead of the file the user asked for. */
-START_TEST(test_bug_unwritable_output_message)
+START_TEST(test_fixed_unwritable_output_message)
 {
     const char *m = write_model("mlp.mg", mlp_src);
     const char *o = path("no-such-dir/a.o");
@@ -642,10 +642,35 @@ START_TEST(test_bug_unwritable_output_message)
     int rc = mg(&out, "compile '%s' -o '%s'", m, o);
     ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
     ck_assert_msg(strstr(out, o) != NULL, "message does not name %s:\n%s", o, out);
-    ck_assert_msg(strstr(out, ".tmp.") == NULL, "BUG: message names a temporary file instead of %s:\n%s", o, out);
+    ck_assert_msg(strstr(out, ".tmp.") == NULL, "message names a temporary file instead of %s:\n%s", o, out);
     free(out);
     char names[1024];
     ck_assert_msg(list_dir(names, sizeof names) == 1, "directory holds: %s", names);
+}
+END_TEST
+
+/* A header that cannot be written leaves neither the object nor any temporary file. */
+START_TEST(test_unwritable_header_leaves_no_object)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s'", m, path("a.o"), path("no-such-dir/a.h"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "no-such-dir/a.h"), "message does not name the header:\n%s", out);
+    free(out);
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 1, "directory holds: %s", names);
+}
+END_TEST
+
+/* A malformed --budget is a usage error found before the model is read. */
+START_TEST(test_bad_budget_unit_is_usage_error_first)
+{
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --budget 12parsecs", path("missing.mg"), path("a.o"));
+    ck_assert_msg(rc == 2, "exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "12parsecs") && !strstr(out, "missing.mg"), "message:\n%s", out);
+    free(out);
 }
 END_TEST
 
@@ -758,16 +783,17 @@ static Suite *cli_suite(void)
     tcase_add_test(h, test_hash_ignores_comments_and_whitespace);
     tcase_add_test(h, test_hash_changes_with_structure);
     suite_add_tcase(s, h);
-    /* open bugs (see the issue notes): run with MG_KNOWN_BUGS=1 until they are fixed */
-    if (getenv("MG_KNOWN_BUGS")) {
-        TCase *b = tcase_create("known_bugs");
+    {
+        TCase *b = tcase_create("regressions");
         tcase_add_unchecked_fixture(b, root_setup, root_teardown);
         tcase_add_checked_fixture(b, setup, teardown);
         tcase_set_timeout(b, 300);
-        tcase_add_test(b, test_bug_help_shows_double_percent);
-        tcase_add_test(b, test_bug_emit_llvm_overwrites_model);
-        tcase_add_test(b, test_bug_header_over_object_other_spelling);
-        tcase_add_test(b, test_bug_unwritable_output_message);
+        tcase_add_test(b, test_fixed_help_shows_double_percent);
+        tcase_add_test(b, test_fixed_emit_llvm_overwrites_model);
+        tcase_add_test(b, test_fixed_header_over_object_other_spelling);
+        tcase_add_test(b, test_fixed_unwritable_output_message);
+        tcase_add_test(b, test_unwritable_header_leaves_no_object);
+        tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
         suite_add_tcase(s, b);
     }
     return s;

@@ -305,35 +305,35 @@ static int says_too_large(const char *msg)
     return strstr(msg, "too large") || strstr(msg, "at most") || strstr(msg, "maximum") || strstr(msg, "exceeds");
 }
 
-/* BUG: a dimension above 10^12 is a positive integer, but the message claims it is not
+/* Was a bug: a dimension above 10^12 is a positive integer, but the message claims it is not
  * ("expected a positive integer dimension, got '2000000000000'"). It should say it is too large. */
-START_TEST(test_bug_huge_dimension_message)
+START_TEST(test_fixed_huge_dimension_message)
 {
     mg_diag d = parse_fail("model m\ninput x: f32[2000000000000]\n");
     ck_assert_int_eq(d.loc.line, 2);
     ck_assert_int_eq(d.loc.col, 14);
-    ck_assert_msg(says_too_large(d.msg), "BUG: message for an oversized dimension is misleading: '%s'", d.msg);
+    ck_assert_msg(says_too_large(d.msg), "message for an oversized dimension is misleading: '%s'", d.msg);
 }
 END_TEST
 
-/* BUG: a repeat count above 10^6 is refused with "expected a repeat count (a positive integer),
+/* Was a bug: a repeat count above 10^6 is refused with "expected a repeat count (a positive integer),
  * got '2000000'", which is a positive integer. The message should name the limit. */
-START_TEST(test_bug_huge_repeat_count_message)
+START_TEST(test_fixed_huge_repeat_count_message)
 {
     mg_diag d = parse_fail(HDR "repeat 2000000 {\n}\n");
     ck_assert_int_eq(d.loc.line, 5);
     ck_assert_int_eq(d.loc.col, 8);
     ck_assert_msg(says_too_large(d.msg) || strstr(d.msg, "1000000"),
-                  "BUG: message for an oversized repeat count is misleading: '%s'", d.msg);
+                  "message for an oversized repeat count is misleading: '%s'", d.msg);
 }
 END_TEST
 
-/* BUG: a file of comments and blank lines is not empty, but the message says "(the file is empty)". */
-START_TEST(test_bug_comment_only_file_message)
+/* Was a bug: a file of comments and blank lines is not empty, but the message says "(the file is empty)". */
+START_TEST(test_fixed_comment_only_file_message)
 {
     mg_diag d = parse_fail("# a model will go here\n\n# later\n");
     ck_assert_msg(strstr(d.msg, "missing 'model NAME'") != NULL, "%s", d.msg);
-    ck_assert_msg(strstr(d.msg, "file is empty") == NULL, "BUG: comment-only file reported as empty: '%s'", d.msg);
+    ck_assert_msg(strstr(d.msg, "file is empty") == NULL, "comment-only file reported as empty: '%s'", d.msg);
 }
 END_TEST
 
@@ -693,12 +693,11 @@ static Suite *parser_suite(void)
     tcase_add_test(e, test_error_file_is_callers);
     tcase_add_test(e, test_length_is_respected);
     suite_add_tcase(s, e);
-    /* open bugs (see the issue notes): run with MG_KNOWN_BUGS=1 until they are fixed */
-    if (getenv("MG_KNOWN_BUGS")) {
-        TCase *b = tcase_create("known_bugs");
-        tcase_add_test(b, test_bug_huge_dimension_message);
-        tcase_add_test(b, test_bug_huge_repeat_count_message);
-        tcase_add_test(b, test_bug_comment_only_file_message);
+    {
+        TCase *b = tcase_create("regressions");
+        tcase_add_test(b, test_fixed_huge_dimension_message);
+        tcase_add_test(b, test_fixed_huge_repeat_count_message);
+        tcase_add_test(b, test_fixed_comment_only_file_message);
         suite_add_tcase(s, b);
     }
     TCase *p = tcase_create("graphs");
