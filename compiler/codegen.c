@@ -74,11 +74,6 @@ static LLVMValueRef place_ptr(cg *c, const mg_plan *pl, const mg_place *p, int n
     return LLVMConstNull(c->ptr);
 }
 
-static LLVMValueRef value_ptr(cg *c, const mg_plan *pl, int node)
-{
-    return place_ptr(c, pl, &pl->place[node], node);
-}
-
 static void call(cg *c, const char *base, mg_dtype dt, LLVMValueRef *args, unsigned nargs)
 {
     char name[64];
@@ -153,9 +148,9 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
     mg_dtype dt = n->type.dtype;
     int64_t numel = mg_shape_numel(&n->type.shape);
     LLVMValueRef out = place_ptr(c, pl, &st->out, st->node);
-    LLVMValueRef x = n->ninputs > 0 ? value_ptr(c, pl, n->in[0]) : NULL;
-    LLVMValueRef y = n->ninputs > 1 ? value_ptr(c, pl, n->in[1]) : NULL;
-    LLVMValueRef z = n->ninputs > 2 ? value_ptr(c, pl, n->in[2]) : NULL;
+    LLVMValueRef x = n->ninputs > 0 ? place_ptr(c, pl, &st->in[0], n->in[0]) : NULL;
+    LLVMValueRef y = n->ninputs > 1 ? place_ptr(c, pl, &st->in[1], n->in[1]) : NULL;
+    LLVMValueRef z = n->ninputs > 2 ? place_ptr(c, pl, &st->in[2], n->in[2]) : NULL;
     const mg_shape *s0 = n->ninputs > 0 ? &g->nodes[n->in[0]].type.shape : NULL;
     const mg_shape *s1 = n->ninputs > 1 ? &g->nodes[n->in[1]].type.shape : NULL;
     const char *k = NULL;
@@ -286,7 +281,7 @@ static void emit_steps(cg *c, const mg_plan *pl)
                 LLVMValueRef a[2] = {ci64(c, bytes), dst};
                 call(c, "mgk_zero", MG_I32, a, 2);
             } else {
-                LLVMValueRef a[3] = {ci64(c, bytes), value_ptr(c, pl, st->node), dst};
+                LLVMValueRef a[3] = {ci64(c, bytes), place_ptr(c, pl, &st->in[0], st->node), dst};
                 call(c, "mgk_copy", MG_I32, a, 3);
             }
         }
@@ -328,7 +323,7 @@ static void emit_train_step(cg *c)
     if (c->failed) return;
     const mg_node *L = &c->g->nodes[pl->result];
     LLVMTypeRef lt = L->type.dtype == MG_F64 ? c->f64 : c->f32;
-    LLVMValueRef v = LLVMBuildLoad2(c->b, lt, value_ptr(c, pl, pl->result), "loss");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, lt, place_ptr(c, pl, &pl->result_at, pl->result), "loss");
     if (L->type.dtype == MG_F64) v = LLVMBuildFPTrunc(c->b, v, c->f32, "");
     LLVMBuildRet(c->b, v);
 }

@@ -6,6 +6,7 @@
 #include "budget.h"
 #include "frontend.h"
 #include "plan.h"
+#include "report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -164,8 +165,10 @@ static int write_file(const char *path, const char *tmp, const char *text)
 }
 
 typedef struct options {
-    const char *model, *out, *header, *budget, *triple, *cpu, *emit_llvm;
-    int opt_level, print_ir, print_joint;
+    const char *model, *out, *header, *budget, *triple, *cpu, *emit_llvm, *solver_name, *time_limit_text, *format;
+    int opt_level, print_ir, print_joint, verify;
+    mg_solver solver;
+    double time_limit;
 } options;
 
 static int parse_options(int argc, char **argv, options *o, const char *cmd)
@@ -182,6 +185,13 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         else if (is_compile && !strcmp(a, "--target")) slot = &o->triple;
         else if (is_compile && !strcmp(a, "--cpu")) slot = &o->cpu;
         else if (is_compile && !strcmp(a, "--emit-llvm")) slot = &o->emit_llvm;
+        else if ((is_compile || is_plan) && !strcmp(a, "--solver")) slot = &o->solver_name;
+        else if ((is_compile || is_plan) && !strcmp(a, "--time-limit")) slot = &o->time_limit_text;
+        else if (is_plan && !strcmp(a, "--format")) slot = &o->format;
+        else if ((is_compile || is_plan) && !strcmp(a, "--verify")) {
+            o->verify = 1;
+            continue;
+        }
         else if (is_compile && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
             o->opt_level = a[2] - '0';
             continue;
@@ -209,6 +219,22 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         char err[256];
         if (!mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
     }
+    if (o->solver_name) {
+        int k = 0;
+        while (k <= MG_SOLVER_EXACT && strcmp(o->solver_name, mg_solver_names[k])) k++;
+        if (k > MG_SOLVER_EXACT)
+            return usage_error("unknown solver '%s' (use auto, exact, sqrt or store-all)", o->solver_name);
+        o->solver = (mg_solver)k;
+    }
+    o->time_limit = 60;
+    if (o->time_limit_text) {
+        char *end;
+        o->time_limit = strtod(o->time_limit_text, &end);
+        if (end == o->time_limit_text || *end || !(o->time_limit > 0) || o->time_limit > 1e6)
+            return usage_error("--time-limit wants a positive number of seconds, got '%s'", o->time_limit_text);
+    }
+    if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json"))
+        return usage_error("unknown format '%s' (use text or json)", o->format);
     return 0;
 }
 
@@ -216,69 +242,88 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
 typedef struct compiled {
     source src;
     mg_graph *g;
-    mg_plan *train, *forward;
+    mg_planned plan;
     mg_program prog;
 } compiled;
 
 static void compiled_free(compiled *c)
 {
-    mg_plan_free(c->train);
-    mg_plan_free(c->forward);
+    mg_planned_free(&c->plan);
     mg_graph_free(c->g);
     free(c->src.text);
 }
 
-static int run_frontend(const char *path, compiled *c, int plan)
+static int run_frontend(const char *path, compiled *c)
 {
     mg_diag d = {0};
     memset(c, 0, sizeof *c);
     if (read_source(path, &c->src)) return 1;
-    if (mg_parse(path, c->src.text, c->src.len, &c->g, &d) ||
-        mg_autodiff(c->g, &d)) {
+    if (mg_parse(path, c->src.text, c->src.len, &c->g, &d) || mg_autodiff(c->g, &d)) {
         print_diag(&c->src, &d);
         return 1;
     }
-    if (!plan) return 0;
-    if (mg_schedule_store_all(c->g, MG_PLAN_TRAIN, &c->train, &d) || mg_arena_assign(c->train, &d) ||
-        mg_plan_verify(c->train, &d) ||
-        mg_schedule_store_all(c->g, MG_PLAN_FORWARD, &c->forward, &d) || mg_arena_assign(c->forward, &d) ||
-        mg_plan_verify(c->forward, &d)) {
+    return 0;
+}
+
+/* Plans both functions under the options' budget and solver. A budget no plan meets is an
+ * error that names the budget, the minimum feasible one and the store-all workspace. */
+static int run_planner(const options *o, compiled *c, int want_min)
+{
+    mg_diag d = {0};
+    mg_budget b;
+    char err[256], h1[32], h2[32], h3[32];
+    if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
+    mg_plan_request rq = {o->solver, o->budget ? &b : NULL, o->time_limit, want_min};
+    if (mg_plan_program(c->g, &rq, &c->plan, &d)) {
         print_diag(&c->src, &d);
+        return 1;
+    }
+    const mg_planned *p = &c->plan;
+    if (!p->train) {
+        int64_t want = p->budget_bytes;
+        if (p->min_feasible_bytes >= 0 && p->min_feasible_bytes > want)
+            fprintf(stderr,
+                    "%s: error: budget %s (%lld bytes) is below the minimum feasible budget of %s (%lld bytes); "
+                    "the store-all workspace is %s (%lld bytes)\n",
+                    c->src.path, mg_human_bytes(want, h1, sizeof h1), (long long)want,
+                    mg_human_bytes(p->min_feasible_bytes, h2, sizeof h2), (long long)p->min_feasible_bytes,
+                    mg_human_bytes(p->store_all_bytes, h3, sizeof h3), (long long)p->store_all_bytes);
+        else
+            fprintf(stderr,
+                    "%s: error: solver %s finds no plan within budget %s (%lld bytes); the store-all workspace "
+                    "is %s (%lld bytes)%s\n",
+                    c->src.path, mg_solver_names[o->solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
+                    mg_human_bytes(p->store_all_bytes, h3, sizeof h3), (long long)p->store_all_bytes,
+                    o->solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
         return 1;
     }
     c->prog.g = c->g;
-    c->prog.train = c->train;
-    c->prog.forward = c->forward;
-    c->prog.workspace_bytes = c->train->workspace_bytes > c->forward->workspace_bytes ? c->train->workspace_bytes
-                                                                                      : c->forward->workspace_bytes;
+    c->prog.train = p->train;
+    c->prog.forward = p->forward;
+    c->prog.workspace_bytes = p->workspace_bytes;
     c->prog.param_bytes = mg_param_layout(c->g, NULL);
     return 0;
 }
 
-/* Until the recomputing planner lands, the store-all plan is the only one: a smaller budget
- * is refused rather than silently exceeded. */
-static int check_budget(const compiled *c, const char *text)
+/* --verify: the plan verifier once more, with its verdict on stderr. (Every plan is verified
+ * while it is made; this repeats it on exactly what is emitted and says so.) */
+static int verify_again(compiled *c)
 {
-    if (!text) return 0;
-    mg_budget b;
-    char err[256], h1[32], h2[32];
-    if (!mg_budget_parse(text, &b, err, sizeof err)) return usage_error("%s", err);
-    int64_t want = mg_budget_bytes(&b, c->prog.workspace_bytes);
-    if (want < c->prog.workspace_bytes) {
-        fprintf(stderr,
-                "%s: error: budget %s (%lld bytes) is below the store-all workspace of %s (%lld bytes); "
-                "plans that recompute activations to fit a smaller budget are not implemented yet\n",
-                c->src.path, mg_human_bytes(want, h1, sizeof h1), (long long)want,
-                mg_human_bytes(c->prog.workspace_bytes, h2, sizeof h2), (long long)c->prog.workspace_bytes);
+    mg_diag d = {0};
+    if (mg_plan_verify(c->plan.train, &d) || mg_plan_verify(c->plan.forward, &d)) {
+        print_diag(&c->src, &d);
         return 1;
     }
+    fprintf(stderr, "%s: plan verified: %d train steps, %d forward steps, %d buffers in %lld workspace bytes\n",
+            c->src.path, c->plan.train->nsteps, c->plan.forward->nsteps, c->plan.train->nbufs + c->plan.forward->nbufs,
+            (long long)c->plan.workspace_bytes);
     return 0;
 }
 
 static int cmd_check(options *o)
 {
     compiled c;
-    int rc = run_frontend(o->model, &c, 0);
+    int rc = run_frontend(o->model, &c);
     if (!rc && (o->print_ir || o->print_joint)) {
         int saved = c.g->n;
         if (o->print_ir) c.g->n = c.g->nforward; /* the forward graph is a prefix of the joint one */
@@ -300,22 +345,40 @@ static int cmd_check(options *o)
 static int cmd_plan(options *o)
 {
     compiled c;
-    int rc = run_frontend(o->model, &c, 1);
-    if (!rc) rc = check_budget(&c, o->budget);
-    if (!rc) {
-        char h[32];
-        const mg_plan *t = c.train;
-        printf("model %s  hash 0x%016llx  solver store-all\n", c.g->model_name, (unsigned long long)mg_graph_hash(c.g));
+    int rc = run_frontend(o->model, &c);
+    if (!rc) rc = run_planner(o, &c, 1);
+    if (!rc && o->format && !strcmp(o->format, "json")) {
+        mg_plan_report_info info = {mg_solver_names[o->solver], mg_graph_hash(c.g)};
+        char *j = mg_plan_json(c.g, &c.plan, &info);
+        fputs(j, stdout);
+        free(j);
+    } else if (!rc) {
+        char h[32], h2[32];
+        const mg_planned *p = &c.plan;
+        const mg_plan *t = p->train;
+        printf("model %s  hash 0x%016llx  solver %s (%s, %.3f s)\n", c.g->model_name,
+               (unsigned long long)mg_graph_hash(c.g), mg_solver_names[o->solver],
+               p->optimal == 1 ? "optimal" : "optimality unknown", p->solve_seconds);
         printf("  params              %s (grads the same)\n", mg_human_bytes(c.prog.param_bytes, h, sizeof h));
-        printf("  train workspace     %s (%lld bytes)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
-               (long long)t->workspace_bytes);
+        if (p->budget_bytes != INT64_MAX)
+            printf("  budget              %s (%lld bytes)\n", mg_human_bytes(p->budget_bytes, h, sizeof h),
+                   (long long)p->budget_bytes);
+        printf("  workspace           %s (%lld bytes)\n", mg_human_bytes(p->workspace_bytes, h, sizeof h),
+               (long long)p->workspace_bytes);
+        printf("  store-all           %s (%lld bytes)\n", mg_human_bytes(p->store_all_bytes, h, sizeof h),
+               (long long)p->store_all_bytes);
+        printf("  minimum feasible    %s (%lld bytes)\n", mg_human_bytes(p->min_feasible_bytes, h, sizeof h),
+               (long long)p->min_feasible_bytes);
         printf("  train peak live     %s (%lld bytes), allocator waste %.2f%%\n",
                mg_human_bytes(t->peak_live_bytes, h, sizeof h), (long long)t->peak_live_bytes,
                t->peak_live_bytes ? 100.0 * ((double)t->workspace_bytes / (double)t->peak_live_bytes - 1) : 0.0);
-        printf("  forward workspace   %s (%lld bytes)\n", mg_human_bytes(c.forward->workspace_bytes, h, sizeof h),
-               (long long)c.forward->workspace_bytes);
-        printf("  steps               %d train, %d forward\n", t->nsteps, c.forward->nsteps);
+        printf("  forward workspace   %s (%lld bytes)\n", mg_human_bytes(p->forward->workspace_bytes, h2, sizeof h2),
+               (long long)p->forward->workspace_bytes);
+        printf("  FLOPs               %.4g once, %.4g executed, recompute overhead %.2f%%\n", t->flops_once,
+               t->flops_executed, t->flops_once > 0 ? 100.0 * (t->flops_executed - t->flops_once) / t->flops_once : 0.0);
+        printf("  steps               %d train, %d forward\n", t->nsteps, p->forward->nsteps);
     }
+    if (!rc && o->verify) rc = verify_again(&c);
     compiled_free(&c);
     return rc;
 }
@@ -379,8 +442,9 @@ static int cmd_compile(options *o)
     }
     if (check_target(o)) return 1;
     compiled c;
-    int rc = run_frontend(o->model, &c, 1);
-    if (!rc) rc = check_budget(&c, o->budget);
+    int rc = run_frontend(o->model, &c);
+    if (!rc) rc = run_planner(o, &c, 0);
+    if (!rc && o->verify) rc = verify_again(&c);
     /* Every output goes to a temporary file first; all are renamed only when all are written,
      * so a failure leaves the user's old files as they were and no partial set behind. */
     char tmp[3][PATH_MAX + 64] = {"", "", ""};

@@ -6,6 +6,7 @@
  * the params blob, the grads blob, an input or output buffer, or a constant in the object. */
 #ifndef MG_PLAN_H
 #define MG_PLAN_H
+#include "budget.h"
 #include "ir.h"
 
 enum { MG_ALIGN = 64 }; /* every buffer and parameter starts on a cache line */
@@ -25,7 +26,9 @@ typedef struct mg_step {
     mg_step_kind kind;
     int node;        /* COMPUTE: the node; COPY: the source node; ZERO: the parameter node */
     mg_place out;    /* where the result is written */
+    mg_place in[MG_MAX_INPUTS]; /* COMPUTE: where each input is read; COPY: in[0] is the source */
     int scratch;     /* workspace buffer for kernel scratch (GEMM packing), or -1 */
+    int recompute;   /* 1 when this step computes a value that an earlier step computed too */
 } mg_step;
 
 typedef struct mg_buffer {
@@ -42,19 +45,35 @@ typedef struct mg_plan {
     mg_plan_kind kind;
     mg_step *steps;
     int nsteps;
-    mg_place *place;     /* per graph node */
     mg_buffer *bufs;
     int nbufs;
     int64_t workspace_bytes, peak_live_bytes;
-    int result;          /* TRAIN: the loss node, whose value the step returns */
+    int result;           /* TRAIN: the loss node, whose value the step returns */
+    mg_place result_at;   /* where the result is when the last step has run */
+    double flops_once;    /* every needed op once */
+    double flops_executed;/* what the steps execute, recomputations included */
 } mg_plan;
 
 /* Parameter layout in the params/grads blobs: offsets (aligned) and the total size. */
 int64_t mg_param_layout(const mg_graph *g, int64_t *offsets);
 
-/* sched_storeall.c: the store-all schedule (every value computed once, in graph order, freed
- * after its last use), with buffers sized but not yet placed. */
-mg_status mg_schedule_store_all(const mg_graph *g, mg_plan_kind kind, mg_plan **out, mg_diag *d);
+/* How the scheduler chooses what to keep. A cap of INT64_MAX never evicts: that is the
+ * store-all schedule. */
+typedef enum { MG_EVICT_COST_SIZE_DIST, MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE, MG_EVICT_COST_SIZE_DIST2,
+               MG_EVICT_NPOLICIES } mg_evict_policy;
+
+typedef struct mg_sched_opts {
+    int64_t cap;               /* live workspace bytes the schedule may hold at any step */
+    mg_evict_policy policy;    /* which resident value to drop when over the cap */
+    const char *keep;          /* optional, per node: forward values not marked are dropped as
+                                  soon as only the backward pass still needs them (checkpointing) */
+} mg_sched_opts;
+
+/* sched_remat.c: simulates the function's ops in graph order under opts->cap, dropping
+ * resident forward values when over it and recomputing them (recursively, from whatever is
+ * resident) before a later op reads them; every value is freed after its last use. Buffers
+ * are sized but not yet placed. When the cap cannot be met it returns MG_OK with *out NULL. */
+mg_status mg_schedule(const mg_graph *g, mg_plan_kind kind, const mg_sched_opts *opts, mg_plan **out, mg_diag *d);
 void mg_plan_free(mg_plan *p);
 
 /* arena.c: gives every buffer an offset (no two buffers live at the same step overlap) and
@@ -63,6 +82,32 @@ mg_status mg_arena_assign(mg_plan *p, mg_diag *d);
 
 /* plan_verify.c: the independent checker; replays the schedule. */
 mg_status mg_plan_verify(const mg_plan *p, mg_diag *d);
+
+/* planner.c: the solvers. Each plans both generated functions under one budget. */
+typedef enum { MG_SOLVER_AUTO, MG_SOLVER_STORE_ALL, MG_SOLVER_SQRT, MG_SOLVER_EXACT } mg_solver;
+extern const char *const mg_solver_names[]; /* "auto", "store-all", "sqrt", "exact" */
+
+typedef struct mg_plan_request {
+    mg_solver solver;
+    const mg_budget *budget; /* workspace cap (bytes or % of store-all); NULL for none */
+    double time_limit;    /* seconds, for solvers that search */
+    int want_min_feasible;/* also find the smallest budget the planner can meet */
+} mg_plan_request;
+
+typedef struct mg_planned {
+    mg_plan *train, *forward;     /* NULL when the budget cannot be met */
+    int64_t workspace_bytes;      /* max of the two plans' workspaces */
+    int64_t budget_bytes;         /* the budget resolved to bytes (INT64_MAX: none) */
+    int64_t store_all_bytes;      /* the store-all workspace (the 100% point) */
+    int64_t min_feasible_bytes;   /* -1 unless asked for, or when the budget was not met */
+    int optimal;                  /* 1 proven optimal, 0 not, -1 unknown */
+    double solve_seconds;
+} mg_planned;
+
+/* Plans g under rq. A budget no plan meets is not an error here: train and forward come back
+ * NULL and min_feasible_bytes is filled, so the caller can say what would fit. */
+mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_planned *out, mg_diag *d);
+void mg_planned_free(mg_planned *p);
 
 /* GEMM scratch bytes for a matmul node (the kernels' contract). */
 int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node);

@@ -120,6 +120,8 @@ int mg_shape_broadcast(const mg_shape *a, const mg_shape *b, mg_shape *out);
 /* Infers the result type of node id (its inputs typed already); fills d on error. */
 mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d);
 size_t mg_node_bytes(const mg_graph *g, int id);
+/* cost.c: floating-point operations one evaluation of node id performs. */
+double mg_node_flops(const mg_graph *g, int id);
 
 /* verify.c: structural checks on a whole graph (ids, order, arity, types re-inferred). */
 mg_status mg_graph_verify(mg_graph *g, mg_diag *d);

@@ -468,10 +468,13 @@ START_TEST(test_plan)
     char *out;
     ck_assert_int_eq(mg(&out, "plan '%s'", m), 0);
     ck_assert_msg(strstr(out, "model mlp  hash 0x"), "%s", out);
-    long long train = figure(out, "train workspace"), fwd = figure(out, "forward workspace");
+    long long ws = figure(out, "  workspace "), fwd = figure(out, "forward workspace");
+    long long all = figure(out, "store-all"), minf = figure(out, "minimum feasible");
     /* the store-all plan must at least hold the largest activation, relu's [128,256] f32 */
-    ck_assert_msg(train >= 128 * 256 * 4, "train workspace %lld is too small", train);
-    ck_assert_msg(fwd >= 128 * 256 * 4, "forward workspace %lld is too small", fwd);
+    ck_assert_msg(ws >= 128 * 256 * 4, "workspace %lld is too small", ws);
+    ck_assert_msg(fwd >= 128 * 256 * 4 && fwd <= ws, "forward workspace %lld (workspace %lld)", fwd, ws);
+    ck_assert_msg(ws == all && minf <= all && minf >= fwd, "workspace %lld, store-all %lld, minimum %lld", ws, all, minf);
+    ck_assert_msg(strstr(out, "recompute overhead 0.00%"), "%s", out);
     ck_assert_msg(strstr(out, "params              795.1 KiB"), "param bytes (784*256+256+256*10+10 floats):\n%s", out);
     free(out);
     ck_assert_int_eq(mg(&out, "plan '%s' --budget 100%%", m), 0);
@@ -516,9 +519,9 @@ START_TEST(test_compile_writes_object_and_header)
     ck_assert_msg(hl && strstr(hl, want) && strstr(hl, want) < strchr(hl, '\n'), "header hash is not %s:\n%s", want,
                   hl ? hl : h);
     ck_assert_int_eq(mg(&out, "plan '%s'", m), 0);
-    long long train = figure(out, "train workspace"), fwd = figure(out, "forward workspace");
+    long long ws = figure(out, "  workspace ");
     free(out);
-    snprintf(want, sizeof want, "((size_t)%lld)", train > fwd ? train : fwd);
+    snprintf(want, sizeof want, "((size_t)%lld)", ws);
     const char *wl = strstr(h, "#define MLP_WORKSPACE_BYTES");
     ck_assert_msg(strstr(wl, want) && strstr(wl, want) < strchr(wl, '\n'), "header workspace is not %s:\n%s", want, wl);
     /* the header is valid C on its own */

@@ -1,0 +1,215 @@
+/* planner.c — the solvers: turns a budget into the two plans a model needs (the training step
+ * and the forward pass), each scheduled, placed in the arena and verified.
+ *
+ *   store-all  every value computed once and kept until its last use (the 100% point).
+ *   sqrt       Chen et al. 2016: keep every ceil(sqrt(n))-th forward value as a checkpoint,
+ *              drop the rest after the forward pass, recompute each segment when the backward
+ *              pass reaches it. It ignores the budget; its plan is used only when it fits.
+ *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
+ *              the budget-driven schedules under every eviction policy and of sqrt, each
+ *              fitted to the budget by lowering the scheduler's cap by whatever the arena
+ *              added on top of the live bytes. Never worse than sqrt or store-all where they fit.
+ *   exact      not implemented yet: refused with a clear error.
+ *
+ * The minimum feasible budget is found by bisection over budgets with the same machinery; a
+ * budget the direct search misses but that is above that minimum gets the minimum's plan, so
+ * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
+#include "plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+const char *const mg_solver_names[] = {"auto", "store-all", "sqrt", "exact"};
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Schedules under opts, places and verifies; *out is NULL when the cap cannot be met. */
+static mg_status build(const mg_graph *g, mg_plan_kind kind, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
+{
+    if (mg_schedule(g, kind, opts, out, d)) return MG_ERR;
+    if (*out && (mg_arena_assign(*out, d) || mg_plan_verify(*out, d))) {
+        mg_plan_free(*out);
+        *out = NULL;
+        return MG_ERR;
+    }
+    return MG_OK;
+}
+
+/* A plan under opts whose workspace, allocator waste included, is at most budget. */
+static mg_status fit(const mg_graph *g, mg_plan_kind kind, mg_sched_opts opts, int64_t budget, mg_plan **out,
+                     mg_diag *d)
+{
+    *out = NULL;
+    int64_t cap = budget;
+    for (int it = 0; it < 16 && cap > 0; it++) {
+        opts.cap = cap;
+        mg_plan *p;
+        if (build(g, kind, &opts, &p, d)) return MG_ERR;
+        if (!p) return MG_OK;
+        if (p->workspace_bytes <= budget) {
+            *out = p;
+            return MG_OK;
+        }
+        int64_t over = p->workspace_bytes - budget;
+        cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        mg_plan_free(p);
+    }
+    return MG_OK;
+}
+
+/* Keeps the better of *best and p (fewer FLOPs, then a smaller workspace); frees the other. */
+static void keep_better(mg_plan **best, mg_plan *p)
+{
+    if (!p) return;
+    if (!*best || p->flops_executed < (*best)->flops_executed ||
+        (p->flops_executed == (*best)->flops_executed && p->workspace_bytes < (*best)->workspace_bytes)) {
+        mg_plan_free(*best);
+        *best = p;
+    } else {
+        mg_plan_free(p);
+    }
+}
+
+/* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
+static char *sqrt_checkpoints(const mg_graph *g)
+{
+    char *keep = calloc((size_t)g->n + 1, 1);
+    if (!keep) abort();
+    int n = 0;
+    for (int i = 0; i < g->nforward; i++) n += mg_ops[g->nodes[i].op].ninputs > 0;
+    int k = (int)ceil(sqrt((double)n)), seen = 0;
+    for (int i = 0; i < g->nforward; i++)
+        if (mg_ops[g->nodes[i].op].ninputs > 0 && ++seen % (k ? k : 1) == 0) keep[i] = 1;
+    return keep;
+}
+
+static mg_status solve(const mg_graph *g, mg_plan_kind kind, mg_solver solver, int64_t budget, const char *sqrt_keep,
+                       mg_plan **out, mg_diag *d)
+{
+    *out = NULL;
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
+    mg_plan *p = NULL;
+    if (solver == MG_SOLVER_STORE_ALL || solver == MG_SOLVER_AUTO) {
+        if (build(g, kind, &all, &p, d)) return MG_ERR;
+        if (p->workspace_bytes <= budget) {
+            *out = p;
+            return MG_OK;
+        }
+        mg_plan_free(p);
+        if (solver == MG_SOLVER_STORE_ALL) return MG_OK;
+    }
+    if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
+        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep};
+        if (build(g, kind, &chk, &p, d)) return MG_ERR;
+        if (p->workspace_bytes <= budget) *out = p;
+        else mg_plan_free(p);
+        if (solver == MG_SOLVER_SQRT) return MG_OK;
+    }
+    for (int pol = 0; pol < MG_EVICT_NPOLICIES; pol++) {
+        mg_sched_opts o = {budget, (mg_evict_policy)pol, NULL};
+        if (fit(g, kind, o, budget, &p, d)) {
+            mg_plan_free(*out);
+            *out = NULL;
+            return MG_ERR;
+        }
+        keep_better(out, p);
+    }
+    return MG_OK;
+}
+
+/* Both plans under one budget; NULLs (and MG_OK) when either cannot be met. */
+static mg_status solve_both(const mg_graph *g, mg_solver solver, int64_t budget, const char *keep, mg_plan **train,
+                            mg_plan **forward, mg_diag *d)
+{
+    *train = *forward = NULL;
+    if (solve(g, MG_PLAN_TRAIN, solver, budget, keep, train, d)) return MG_ERR;
+    if (*train && solve(g, MG_PLAN_FORWARD, solver, budget, keep, forward, d)) {
+        mg_plan_free(*train);
+        *train = NULL;
+        return MG_ERR;
+    }
+    if (!*forward) {
+        mg_plan_free(*train);
+        *train = NULL;
+    }
+    return MG_OK;
+}
+
+void mg_planned_free(mg_planned *p)
+{
+    mg_plan_free(p->train);
+    mg_plan_free(p->forward);
+    p->train = p->forward = NULL;
+}
+
+mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_planned *out, mg_diag *d)
+{
+    double t0 = seconds();
+    *out = (mg_planned){NULL, NULL, 0, INT64_MAX, 0, -1, -1, 0};
+    if (rq->solver == MG_SOLVER_EXACT)
+        return mg_diag_set(d, (mg_loc){0}, "--solver exact is not implemented yet; use auto, sqrt or store-all");
+    char *keep = sqrt_checkpoints(g);
+    mg_status st = MG_OK;
+    mg_plan *tr = NULL, *fw = NULL;
+    /* the store-all workspace: what percentages refer to */
+    if ((st = solve_both(g, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &tr, &fw, d))) goto done;
+    out->store_all_bytes = tr->workspace_bytes > fw->workspace_bytes ? tr->workspace_bytes : fw->workspace_bytes;
+    int64_t budget = rq->budget ? mg_budget_bytes(rq->budget, out->store_all_bytes) : INT64_MAX;
+    out->budget_bytes = budget;
+    if (budget >= out->store_all_bytes && rq->solver != MG_SOLVER_SQRT) {
+        out->train = tr;
+        out->forward = fw;
+        tr = fw = NULL;
+    } else {
+        mg_plan_free(tr);
+        mg_plan_free(fw);
+        if ((st = solve_both(g, rq->solver, budget, keep, &out->train, &out->forward, d))) goto done;
+    }
+    if (rq->want_min_feasible || (!out->train && rq->solver == MG_SOLVER_AUTO)) {
+        /* bisection over budgets in MG_ALIGN units: hi always has a verified auto plan */
+        int64_t lo = 0, hi = out->store_all_bytes;
+        mg_plan *htr = NULL, *hfw = NULL;
+        while (hi - lo > MG_ALIGN) {
+            int64_t mid = (lo + (hi - lo) / 2) / MG_ALIGN * MG_ALIGN;
+            if (mid <= lo) mid = lo + MG_ALIGN;
+            if ((st = solve_both(g, MG_SOLVER_AUTO, mid, keep, &tr, &fw, d))) goto done;
+            if (tr) {
+                hi = tr->workspace_bytes > fw->workspace_bytes ? tr->workspace_bytes : fw->workspace_bytes;
+                mg_plan_free(htr);
+                mg_plan_free(hfw);
+                htr = tr;
+                hfw = fw;
+            } else {
+                lo = mid;
+            }
+        }
+        out->min_feasible_bytes = hi;
+        if (!out->train && hi <= budget && rq->solver == MG_SOLVER_AUTO) {
+            out->train = htr;
+            out->forward = hfw;
+            if (!out->train) solve_both(g, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &out->train, &out->forward, d);
+        } else {
+            mg_plan_free(htr);
+            mg_plan_free(hfw);
+        }
+    }
+    if (out->train) {
+        out->workspace_bytes = out->train->workspace_bytes > out->forward->workspace_bytes
+                                   ? out->train->workspace_bytes
+                                   : out->forward->workspace_bytes;
+        if (out->train->flops_executed == out->train->flops_once &&
+            out->forward->flops_executed == out->forward->flops_once)
+            out->optimal = 1; /* nothing recomputed: no plan executes fewer FLOPs */
+    }
+done:
+    free(keep);
+    out->solve_seconds = seconds() - t0;
+    if (st) mg_planned_free(out);
+    return st;
+}

@@ -1,0 +1,151 @@
+/* report_json.c — the whole plan as JSON (schema: docs/plan-json.md), so an outside tool can
+ * re-check it: every joint-graph node, both schedules step by step with arena offsets and the
+ * frees that follow each step, and the plan's figures. Every other report reads the same
+ * mg_planned; nothing here computes a figure of its own except sums over the steps. */
+#include "report.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+        va_end(ap);
+        if (k >= 0 && (size_t)k < b->cap - b->n) {
+            b->n += (size_t)k;
+            return;
+        }
+        b->cap = b->cap * 2 + (size_t)(k > 0 ? k : 0) + 256;
+        b->s = realloc(b->s, b->cap);
+        if (!b->s) abort();
+    }
+}
+
+static void put_str(sbuf *b, const char *s)
+{
+    put(b, "\"");
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') put(b, "\\%c", c);
+        else if (c < 0x20) put(b, "\\u%04x", c);
+        else put(b, "%c", c);
+    }
+    put(b, "\"");
+}
+
+static const char *mem_name(mg_mem m)
+{
+    static const char *const names[] = {"none", "workspace", "params", "grads", "input", "output", "const"};
+    return names[m];
+}
+
+static void put_place(sbuf *b, const mg_plan *p, const mg_place *pl)
+{
+    put(b, "{\"mem\": \"%s\"", mem_name(pl->mem));
+    if (pl->mem == MG_MEM_WS)
+        put(b, ", \"buffer\": %d, \"offset\": %lld", pl->index, (long long)p->bufs[pl->index].offset);
+    else if (pl->mem == MG_MEM_PARAMS || pl->mem == MG_MEM_GRADS)
+        put(b, ", \"index\": %d, \"offset\": %lld", pl->index, (long long)pl->offset);
+    else if (pl->mem == MG_MEM_INPUT || pl->mem == MG_MEM_OUTPUT)
+        put(b, ", \"index\": %d", pl->index);
+    put(b, "}");
+}
+
+/* The frees after each step: buffers whose lifetime ends there, bucketed by step. */
+static void put_schedule(sbuf *b, const mg_plan *p)
+{
+    const mg_graph *g = p->g;
+    int *start = calloc((size_t)p->nsteps + 2, sizeof *start), *ids = malloc(((size_t)p->nbufs + 1) * sizeof *ids);
+    if (!start || !ids) abort();
+    for (int i = 0; i < p->nbufs; i++) start[p->bufs[i].last + 1]++;
+    for (int s = 0; s < p->nsteps; s++) start[s + 1] += start[s];
+    int *fill = calloc((size_t)p->nsteps + 1, sizeof *fill);
+    if (!fill) abort();
+    for (int i = 0; i < p->nbufs; i++) ids[start[p->bufs[i].last] + fill[p->bufs[i].last]++] = i;
+    free(fill);
+    put(b, "{\"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": %.0f, \"flops_executed\": %.0f,\n",
+        (long long)p->workspace_bytes, (long long)p->peak_live_bytes, p->flops_once, p->flops_executed);
+    put(b, "   \"buffers\": [");
+    for (int i = 0; i < p->nbufs; i++) {
+        const mg_buffer *bf = &p->bufs[i];
+        put(b, "%s\n    {\"id\": %d, \"node\": %d, \"bytes\": %lld, \"offset\": %lld, \"first\": %d, \"last\": %d}",
+            i ? "," : "", i, bf->node, (long long)bf->bytes, (long long)bf->offset, bf->first, bf->last);
+    }
+    put(b, "],\n   \"steps\": [");
+    for (int s = 0; s < p->nsteps; s++) {
+        const mg_step *st = &p->steps[s];
+        const char *kind = st->kind == MG_STEP_ZERO   ? "zero"
+                           : st->kind == MG_STEP_COPY ? "copy"
+                           : st->recompute            ? "recompute"
+                                                      : "compute";
+        put(b, "%s\n    {\"step\": %d, \"kind\": \"%s\", \"node\": %d, \"out\": ", s ? "," : "", s, kind, st->node);
+        put_place(b, p, &st->out);
+        int nin = st->kind == MG_STEP_COMPUTE ? g->nodes[st->node].ninputs : st->kind == MG_STEP_COPY ? 1 : 0;
+        put(b, ", \"in\": [");
+        for (int k = 0; k < nin; k++) {
+            if (k) put(b, ", ");
+            put_place(b, p, &st->in[k]);
+        }
+        put(b, "]");
+        if (st->scratch >= 0)
+            put(b, ", \"scratch\": {\"buffer\": %d, \"offset\": %lld, \"bytes\": %lld}", st->scratch,
+                (long long)p->bufs[st->scratch].offset, (long long)p->bufs[st->scratch].bytes);
+        put(b, ", \"frees\": [");
+        for (int k = start[s]; k < start[s + 1]; k++) put(b, "%s%d", k > start[s] ? ", " : "", ids[k]);
+        put(b, "]}");
+    }
+    put(b, "]}");
+    free(start);
+    free(ids);
+}
+
+char *mg_plan_json(const mg_graph *g, const mg_planned *pl, const mg_plan_report_info *info)
+{
+    sbuf b = {0};
+    const mg_plan *t = pl->train, *f = pl->forward;
+    double fo = t->flops_once, fe = t->flops_executed;
+    int64_t peak = t->peak_live_bytes > f->peak_live_bytes ? t->peak_live_bytes : f->peak_live_bytes;
+    put(&b, "{\n  \"format\": \"memgrad-plan\", \"version\": 1,\n  \"model\": ");
+    put_str(&b, g->model_name);
+    put(&b, ", \"model_hash\": \"0x%016llx\",\n", (unsigned long long)info->model_hash);
+    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f,\n", info->solver,
+        pl->optimal == 1 ? "true" : pl->optimal == 0 ? "false" : "\"unknown\"", pl->solve_seconds);
+    if (pl->budget_bytes == INT64_MAX) put(&b, "  \"budget_bytes\": null,");
+    else put(&b, "  \"budget_bytes\": %lld,", (long long)pl->budget_bytes);
+    put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld,\n", (long long)pl->workspace_bytes, (long long)peak);
+    put(&b, "  \"store_all_workspace_bytes\": %lld, ", (long long)pl->store_all_bytes);
+    if (pl->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
+    else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)pl->min_feasible_bytes);
+    put(&b, "  \"param_bytes\": %lld,\n", (long long)mg_param_layout(g, NULL));
+    put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", fo, fe,
+        fo > 0 ? (fe - fo) / fo : 0.0);
+    put(&b, "  \"nodes\": [");
+    for (int i = 0; i < g->n; i++) {
+        const mg_node *n = &g->nodes[i];
+        put(&b, "%s\n    {\"id\": %d, \"name\": ", i ? "," : "", i);
+        if (n->name) put_str(&b, n->name);
+        else put(&b, "null");
+        put(&b, ", \"line\": %d, \"op\": \"%s\", \"inputs\": [", n->loc.line, mg_ops[n->op].name);
+        for (int k = 0; k < n->ninputs; k++) put(&b, "%s%d", k ? ", " : "", n->in[k]);
+        put(&b, "], \"dtype\": \"%s\", \"shape\": [", mg_dtype_name(n->type.dtype));
+        for (int k = 0; k < n->type.shape.rank; k++) put(&b, "%s%lld", k ? ", " : "", (long long)n->type.shape.dim[k]);
+        put(&b, "], \"bytes\": %zu, \"flops\": %.0f, \"phase\": \"%s\"}", mg_node_bytes(g, i), mg_node_flops(g, i),
+            i < g->nforward ? "forward" : "backward");
+    }
+    put(&b, "],\n  \"train\": ");
+    put_schedule(&b, t);
+    put(&b, ",\n  \"forward\": ");
+    put_schedule(&b, f);
+    put(&b, "\n}\n");
+    return b.s;
+}

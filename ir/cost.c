@@ -1,0 +1,37 @@
+/* cost.c — the cost model the planner weighs recomputation with: floating-point operations
+ * per node, counted the usual way (a multiply-add is 2, an elementwise op 1 per element,
+ * transcendental functions a few). Leaves cost nothing: they are never computed. */
+#include "ir.h"
+
+double mg_node_flops(const mg_graph *g, int id)
+{
+    const mg_node *n = &g->nodes[id];
+    double out = (double)mg_shape_numel(&n->type.shape);
+    double in0 = n->ninputs > 0 ? (double)mg_shape_numel(&g->nodes[n->in[0]].type.shape) : 0;
+    switch (n->op) {
+    case MG_OP_INPUT:
+    case MG_OP_PARAM:
+    case MG_OP_CONST: return 0;
+    case MG_OP_MATMUL: {
+        const mg_shape *a = &g->nodes[n->in[0]].type.shape;
+        double k = (double)(n->iattr[0] ? a->dim[0] : a->dim[1]);
+        return 2.0 * out * k;
+    }
+    case MG_OP_TANH:
+    case MG_OP_SIGMOID:
+    case MG_OP_EXP:
+    case MG_OP_LOG: return 4.0 * out;
+    case MG_OP_SUM:
+    case MG_OP_MEAN:
+    case MG_OP_SUM_TO: return in0;
+    case MG_OP_SOFTMAX: return 5.0 * out;
+    case MG_OP_SOFTMAX_GRAD: return 4.0 * out;
+    case MG_OP_CROSS_ENTROPY: return 5.0 * in0;
+    case MG_OP_XENT_GRAD: return 5.0 * out;
+    case MG_OP_MSE: return 3.0 * in0;
+    case MG_OP_MSE_GRAD:
+    case MG_OP_TANH_GRAD:
+    case MG_OP_SIGMOID_GRAD: return 3.0 * out;
+    default: return out;
+    }
+}

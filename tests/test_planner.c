@@ -1,0 +1,433 @@
+/* test_planner.c — the planner's promises.
+ *
+ *  - Random DAGs (chains with residual adds, long skips, values read by many later ops,
+ *    uneven widths) at random budgets: every plan verifies, fits its budget, and `auto` is
+ *    never worse than `sqrt` or `store-all` where those fit; a refused budget is below the
+ *    minimum feasible one, and the minimum feasible budget itself is met.
+ *  - The plan verifier catches corrupted plans (it is the referee, so it must be able to fail).
+ *  - Gradients are bit-identical whatever the budget: models are compiled by the real binary
+ *    at store-all, 50%, 25% and the minimum feasible budget and one training step is run at
+ *    each, with the same parameters and inputs.
+ *  - On the examples the arena wastes little: workspace / peak live <= 1.10. */
+#include "autodiff.h"
+#include "frontend.h"
+#include "plan.h"
+#include "testutil.h"
+
+#include <check.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int rnd(uint64_t *s, int n) { return (int)(rng_next(s) % (uint64_t)n); }
+
+typedef struct sbuf {
+    char text[1 << 16];
+    size_t n;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->text + b->n, sizeof b->text - b->n, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(k > 0 && (size_t)k < sizeof b->text - b->n, "random model too long");
+    b->n += (size_t)k;
+}
+
+/* A random model: x:[B, W0]; then L ops over earlier values, biased towards recent ones but
+ * with long skips; binary ops pair values of equal width. */
+static void random_model(uint64_t seed, sbuf *b)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+    int B = 4 + rnd(&s, 28), widths[3] = {8 + rnd(&s, 56), 8 + rnd(&s, 120), 4 + rnd(&s, 16)};
+    int L = 5 + rnd(&s, 36);
+    int width[64];
+    b->n = 0;
+    put(b, "model r\ninput x: f32[%d, %d]\n", B, widths[0]);
+    width[0] = widths[0];
+    put(b, "v0 = x\n");
+    for (int i = 1; i <= L; i++) {
+        int recent = i - 1 - rnd(&s, i < 4 ? i : 4), any = rnd(&s, i);
+        int u = rnd(&s, 10) < 7 ? recent : any, kind = i == 1 ? 0 : rnd(&s, 10);
+        if (kind < 4) {
+            int wo = widths[rnd(&s, 3)];
+            put(b, "param w%d: f32[%d, %d] = xavier\nv%d = v%d @ w%d\n", i, width[u], wo, i, u, i);
+            width[i] = wo;
+        } else if (kind < 7) {
+            static const char *const f[] = {"tanh", "relu", "sigmoid"};
+            put(b, "v%d = %s(v%d)\n", i, f[rnd(&s, 3)], u);
+            width[i] = width[u];
+        } else {
+            int partner = -1;
+            for (int t = 0; t < 8 && partner < 0; t++) {
+                int c = rnd(&s, i);
+                if (c != u && width[c] == width[u]) partner = c;
+            }
+            if (partner < 0) partner = u;
+            put(b, "v%d = v%d %c v%d\n", i, u, rnd(&s, 3) ? '+' : '*', partner);
+            width[i] = width[u];
+        }
+    }
+    /* the loss reads the last value and a couple of earlier ones, keeping them alive */
+    put(b, "loss = mean(v%d * v%d) + mean(v%d) + mean(v%d)\nminimize loss\n", L, L, rnd(&s, L + 1), rnd(&s, L + 1));
+}
+
+static mg_graph *parse_joint(const char *src)
+{
+    mg_graph *g = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_parse("r.mg", src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK,
+                  "%d:%d: %s\n%s", d.loc.line, d.loc.col, d.msg, src);
+    return g;
+}
+
+static void plan_or_fail(const mg_graph *g, mg_solver solver, const mg_budget *b, int want_min, mg_planned *out,
+                         const char *src)
+{
+    mg_diag d = {0};
+    mg_plan_request rq = {solver, b, 10, want_min};
+    ck_assert_msg(mg_plan_program(g, &rq, out, &d) == MG_OK, "solver %s: %s\n%s", mg_solver_names[solver], d.msg, src);
+}
+
+START_TEST(test_random_dags)
+{
+    sbuf *m = malloc(sizeof *m);
+    random_model((uint64_t)_i, m);
+    mg_graph *g = parse_joint(m->text);
+    uint64_t s = (uint64_t)_i + 77;
+    for (int trial = 0; trial < 4; trial++) {
+        mg_budget pct = {1, 15.0 + rnd(&s, 86), 0};
+        mg_planned a, q, all;
+        plan_or_fail(g, MG_SOLVER_AUTO, &pct, 0, &a, m->text);
+        plan_or_fail(g, MG_SOLVER_SQRT, &pct, 0, &q, m->text);
+        plan_or_fail(g, MG_SOLVER_STORE_ALL, &pct, 0, &all, m->text);
+        int64_t budget = a.budget_bytes;
+        if (a.train) {
+            mg_diag d = {0};
+            ck_assert_msg(a.workspace_bytes <= budget, "seed %d: workspace %lld over budget %lld", _i,
+                          (long long)a.workspace_bytes, (long long)budget);
+            ck_assert_msg(mg_plan_verify(a.train, &d) == MG_OK && mg_plan_verify(a.forward, &d) == MG_OK, "%s", d.msg);
+            if (q.train)
+                ck_assert_msg(a.train->flops_executed <= q.train->flops_executed, "seed %d at %.0f%%: auto %.0f > sqrt %.0f",
+                              _i, pct.percent, a.train->flops_executed, q.train->flops_executed);
+            if (all.train) ck_assert_msg(a.train->flops_executed == a.train->flops_once, "seed %d: store-all fits", _i);
+        } else {
+            ck_assert_msg(a.min_feasible_bytes > budget, "seed %d: refused %lld but the minimum is %lld", _i,
+                          (long long)budget, (long long)a.min_feasible_bytes);
+            ck_assert_msg(!q.train && !all.train, "seed %d: a baseline fits where auto does not", _i);
+            /* the minimum feasible budget is met */
+            mg_budget minb = {0, 0, a.min_feasible_bytes};
+            mg_planned at_min;
+            plan_or_fail(g, MG_SOLVER_AUTO, &minb, 0, &at_min, m->text);
+            ck_assert_msg(at_min.train && at_min.workspace_bytes <= a.min_feasible_bytes,
+                          "seed %d: the minimum feasible budget %lld is not met", _i, (long long)a.min_feasible_bytes);
+            mg_planned_free(&at_min);
+        }
+        for (mg_planned *p = &q; p <= &all; p += &all - &q)
+            if (p->train) ck_assert_msg(p->workspace_bytes <= budget, "seed %d: a baseline plan exceeds the budget", _i);
+        mg_planned_free(&a);
+        mg_planned_free(&q);
+        mg_planned_free(&all);
+    }
+    mg_graph_free(g);
+    free(m);
+}
+END_TEST
+
+/* A plan for corruption: a random model at a budget that makes it recompute. */
+static mg_graph *recomputing_plan(mg_planned *out)
+{
+    static const char *src = "model c\ninput x: f32[16, 32]\nv = x\nrepeat 8 {\n param w: f32[32, 32] = xavier\n"
+                             " v = tanh(v @ w) + v\n}\nloss = mean(v * v)\nminimize loss\n";
+    mg_graph *g = parse_joint(src);
+    mg_budget b = {1, 45, 0};
+    plan_or_fail(g, MG_SOLVER_AUTO, &b, 0, out, src);
+    ck_assert_msg(out->train && out->train->flops_executed > out->train->flops_once, "no recomputation at 45%%");
+    return g;
+}
+
+START_TEST(test_verifier_catches_corruption)
+{
+    mg_planned pl;
+    mg_graph *g = recomputing_plan(&pl);
+    mg_plan *p = pl.train;
+    mg_diag d = {0};
+    ck_assert_msg(mg_plan_verify(p, &d) == MG_OK, "%s", d.msg);
+    int found = 0;
+    /* a buffer freed one step too early */
+    for (int b = 0; b < p->nbufs && !found; b++)
+        if (p->bufs[b].node >= 0 && p->bufs[b].last > p->bufs[b].first) {
+            p->bufs[b].last--;
+            ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "freed"), "early free: %s", d.msg);
+            p->bufs[b].last++;
+            found = 1;
+        }
+    ck_assert(found);
+    /* two buffers live together moved onto each other */
+    found = 0;
+    for (int a = 0; a < p->nbufs && !found; a++)
+        for (int b = 0; b < p->nbufs && !found; b++)
+            if (a != b && p->bufs[a].first <= p->bufs[b].last && p->bufs[b].first <= p->bufs[a].last &&
+                p->bufs[b].bytes <= p->bufs[a].bytes && p->bufs[a].offset != p->bufs[b].offset) {
+                int64_t keep = p->bufs[b].offset;
+                p->bufs[b].offset = p->bufs[a].offset;
+                ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "overlap"), "overlap: %s", d.msg);
+                p->bufs[b].offset = keep;
+                found = 1;
+            }
+    ck_assert(found);
+    /* a recomputation not marked as one; an input read from the wrong buffer */
+    found = 0;
+    for (int s = 0; s < p->nsteps && !found; s++)
+        if (p->steps[s].recompute) {
+            p->steps[s].recompute = 0;
+            ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "recomputation"), "unmarked: %s", d.msg);
+            p->steps[s].recompute = 1;
+            found = 1;
+        }
+    ck_assert(found);
+    found = 0;
+    for (int s = 1; s < p->nsteps && !found; s++)
+        if (p->steps[s].kind == MG_STEP_COMPUTE && p->steps[s].in[0].mem == MG_MEM_WS) {
+            mg_place keep = p->steps[s].in[0];
+            p->steps[s].in[0] = p->steps[s - 1].out.mem == MG_MEM_WS && p->steps[s - 1].out.index != keep.index
+                                    ? p->steps[s - 1].out
+                                    : (mg_place){MG_MEM_WS, (keep.index + 1) % p->nbufs, 0};
+            ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR, "wrong input buffer accepted");
+            p->steps[s].in[0] = keep;
+            found = 1;
+        }
+    ck_assert(found);
+    /* figures the plan claims */
+    p->peak_live_bytes -= MG_ALIGN;
+    ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "peak"), "peak: %s", d.msg);
+    p->peak_live_bytes += MG_ALIGN;
+    p->flops_executed -= 1000;
+    ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "FLOPs"), "flops: %s", d.msg);
+    p->flops_executed += 1000;
+    /* a backward op run twice */
+    int last = p->nsteps - 1;
+    while (last > 0 && (p->steps[last].kind != MG_STEP_COMPUTE || p->steps[last].node < g->nforward)) last--;
+    mg_step *steps = malloc(((size_t)p->nsteps + 1) * sizeof *steps);
+    memcpy(steps, p->steps, (size_t)p->nsteps * sizeof *steps);
+    steps[p->nsteps] = p->steps[last];
+    steps[p->nsteps].out = (mg_place){MG_MEM_GRADS, 0, 0};
+    mg_step *orig = p->steps;
+    p->steps = steps;
+    p->nsteps++;
+    ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR, "a second run of a backward op was accepted");
+    p->nsteps--;
+    p->steps = orig;
+    free(steps);
+    ck_assert_msg(mg_plan_verify(p, &d) == MG_OK, "restored plan fails: %s", d.msg);
+    mg_planned_free(&pl);
+    mg_graph_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* Gradients are bit-identical whatever the budget                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct desc {
+    const char *name; int dtype; int rank; int64_t shape[8]; size_t offset; size_t bytes;
+} desc;
+typedef float (*train_fn)(const void *, void *, const void *const *, void *);
+typedef void (*init_fn)(void *, uint64_t);
+
+static long long json_figure(const char *json, const char *key)
+{
+    char k[128];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(json, k);
+    ck_assert_msg(p != NULL, "no %s in the plan JSON", key);
+    return strtoll(p + strlen(k), NULL, 10);
+}
+
+/* The value of the #define whose name ends in suffix. */
+static long long header_figure(const char *h, const char *suffix)
+{
+    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
+        const char *name = p + 8, *end = name + strcspn(name, " \n");
+        size_t n = strlen(suffix);
+        if ((size_t)(end - name) < n || strncmp(end - n, suffix, n)) continue;
+        const char *v = end + strspn(end, " ");
+        if (!strncmp(v, "((size_t)", 9)) v += 9;
+        return strtoll(v, NULL, 10);
+    }
+    ck_abort_msg("no #define ..%s in the header", suffix);
+    return 0;
+}
+
+/* Compiles src at budget (NULL: store-all), runs one training step from fixed parameters and
+ * inputs, and returns the loss; grads receives the gradients. */
+static float step_at(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
+                     void *grads, size_t *param_bytes, long long budget_bytes)
+{
+    char opts[256], *log = NULL, hpath[4300];
+    snprintf(opts, sizeof opts, budget ? "--budget %s" : "", budget);
+    void *h = tu_build_model(dir, tag, src, opts, &log);
+    ck_assert_msg(h != NULL, "compile at %s failed:\n%s", budget ? budget : "store-all", log ? log : "");
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
+    char *hdr = tu_read(hpath);
+    long long ws = header_figure(hdr, "_WORKSPACE_BYTES");
+    *param_bytes = (size_t)header_figure(hdr, "_PARAM_BYTES");
+    int nin = (int)header_figure(hdr, "_NUM_INPUTS");
+    free(hdr);
+    if (budget_bytes > 0) ck_assert_msg(ws <= budget_bytes, "workspace %lld over budget %lld", ws, budget_bytes);
+    const desc *in_desc = tu_sym(h, model, "inputs_desc");
+    void *params = malloc(*param_bytes), *ws_mem = malloc((size_t)ws + 1);
+    ((init_fn)tu_sym(h, model, "init_params"))(params, 7);
+    void *inputs[8];
+    uint64_t s = 99;
+    for (int i = 0; i < nin; i++) {
+        inputs[i] = malloc(in_desc[i].bytes);
+        size_t n = in_desc[i].bytes / 4;
+        for (size_t k = 0; k < n; k++) {
+            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = rnd(&s, 10);
+            else ((float *)inputs[i])[k] = (float)rnd(&s, 2001) / 1000.0f - 1.0f;
+        }
+    }
+    memset(ws_mem, 0xff, (size_t)ws + 1);
+    float loss = ((train_fn)tu_sym(h, model, "train_step"))(params, grads, (const void *const *)inputs, ws_mem);
+    for (int i = 0; i < nin; i++) free(inputs[i]);
+    free(params);
+    free(ws_mem);
+    dlclose(h);
+    free(log);
+    return loss;
+}
+
+static void bit_identical(const char *model, const char *src)
+{
+    char *dir = tu_tmpdir(), cmd[9000], mpath[4300], *out = NULL;
+    snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
+    ck_assert(tu_write(mpath, src) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json", MG_MEMGRAD, mpath);
+    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
+    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    free(out);
+    ck_assert_msg(minf > 0 && minf <= all, "minimum %lld, store-all %lld", minf, all);
+
+    size_t pb = 0;
+    void *ref = NULL;
+    float ref_loss = 0;
+    long long points[4] = {0, all / 2, all / 4, minf};
+    int recomputed = 0;
+    for (int i = 0; i < 4; i++) {
+        long long b = points[i];
+        if (i && b < minf) continue; /* below what any plan reaches: covered by the last point */
+        char budget[64], tag[32];
+        snprintf(budget, sizeof budget, "%lldB", b);
+        snprintf(tag, sizeof tag, "b%d", i);
+        void *grads = malloc(1 << 26);
+        memset(grads, 0xa5, 1 << 26);
+        float loss = step_at(dir, tag, model, src, i ? budget : NULL, grads, &pb, b);
+        if (!ref) {
+            ref = grads;
+            ref_loss = loss;
+            continue;
+        }
+        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "%s at %s: loss %.9g vs %.9g at store-all", model,
+                      budget, loss, ref_loss);
+        ck_assert_msg(memcmp(grads, ref, pb) == 0, "%s at %s: gradients differ from store-all", model, budget);
+        free(grads);
+        /* the plan at this budget really recomputes */
+        snprintf(cmd, sizeof cmd, "'%s' plan '%s' --budget %s --format json", MG_MEMGRAD, mpath, budget);
+        ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
+        recomputed += json_figure(out, "flops_executed") > json_figure(out, "flops_once");
+        free(out);
+    }
+    ck_assert_msg(recomputed > 0, "%s: no budget point made the plan recompute", model);
+    free(ref);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+START_TEST(test_bit_identical_mlp_deep)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples/mlp_deep.mg", MG_SOURCE_DIR);
+    char *src = tu_read(path);
+    ck_assert_msg(src != NULL, "cannot read %s", path);
+    bit_identical("mlp_deep", src);
+    free(src);
+}
+END_TEST
+
+/* residual adds, a U-Net-style long skip, a value read by many later ops, uneven widths */
+START_TEST(test_bit_identical_skips)
+{
+    bit_identical("skips", "model skips\ninput x: f32[32, 64]\ninput y: i32[32]\n"
+                           "param w0: f32[64, 128] = he\nh0 = relu(x @ w0)\n"
+                           "h = h0\nrepeat 6 {\n param w: f32[128, 128] = he\n h = relu(h @ w) + h\n}\n"
+                           "param wd: f32[128, 32] = xavier\nd = tanh(h @ wd)\n"
+                           "param wu: f32[32, 128] = xavier\nu = sigmoid(d @ wu) * h0 + h0\n"
+                           "param wo: f32[128, 10] = xavier\nlogits = u @ wo\n"
+                           "loss = cross_entropy(logits, y) + mean(h0 * h0) * 0.001\nminimize loss\n");
+}
+END_TEST
+
+/* The arena wastes little on the examples: workspace / peak live <= 1.10 at several budgets. */
+START_TEST(test_arena_waste_on_examples)
+{
+    const char *models[] = {"mlp.mg", "mlp_deep.mg"}, *budgets[] = {"100%", "60%", "35%"};
+    for (int m = 0; m < 2; m++)
+        for (int b = 0; b < 3; b++) {
+            char cmd[9000], *out = NULL;
+            snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/%s' --budget %s --format json", MG_MEMGRAD,
+                     MG_SOURCE_DIR, models[m], budgets[b]);
+            int rc = tu_run(cmd, &out);
+            if (rc == 1 && strstr(out, "minimum feasible")) { /* below the minimum: nothing to place */
+                free(out);
+                continue;
+            }
+            ck_assert_msg(rc == 0, "%s", out);
+            const char *train = strstr(out, "\"train\": ");
+            ck_assert(train != NULL);
+            long long ws = json_figure(train, "workspace_bytes"), peak = json_figure(train, "peak_live_bytes");
+            ck_assert_msg(ws <= peak * 1.10, "%s at %s: workspace %lld, peak live %lld", models[m], budgets[b], ws, peak);
+            free(out);
+        }
+}
+END_TEST
+
+static Suite *planner_suite(void)
+{
+    Suite *s = suite_create("planner");
+    TCase *r = tcase_create("random");
+    tcase_set_timeout(r, 300);
+    tcase_add_loop_test(r, test_random_dags, 0, 60);
+    tcase_add_test(r, test_verifier_catches_corruption);
+    suite_add_tcase(s, r);
+    TCase *e = tcase_create("end_to_end");
+    tcase_set_timeout(e, 600);
+    tcase_add_test(e, test_bit_identical_mlp_deep);
+    tcase_add_test(e, test_bit_identical_skips);
+    tcase_add_test(e, test_arena_waste_on_examples);
+    suite_add_tcase(s, e);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(planner_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
