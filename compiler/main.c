@@ -310,7 +310,7 @@ static int run_planner(const options *o, compiled *c, int want_min)
 static int verify_again(compiled *c)
 {
     mg_diag d = {0};
-    if (mg_plan_verify(c->plan.train, &d) || mg_plan_verify(c->plan.forward, &d)) {
+    if (mg_program_verify(c->g, &c->plan, &d)) {
         print_diag(&c->src, &d);
         return 1;
     }

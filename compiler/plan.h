@@ -41,7 +41,7 @@ typedef struct mg_buffer {
 typedef enum { MG_PLAN_TRAIN, MG_PLAN_FORWARD } mg_plan_kind;
 
 typedef struct mg_plan {
-    const mg_graph *g;
+    const mg_graph *g;    /* NULL for plans of imported graphs */
     mg_plan_kind kind;
     mg_step *steps;
     int nsteps;
@@ -57,6 +57,34 @@ typedef struct mg_plan {
 /* Parameter layout in the params/grads blobs: offsets (aligned) and the total size. */
 int64_t mg_param_layout(const mg_graph *g, int64_t *offsets);
 
+/* The planning problem: what the scheduler and the verifier see of a function. Nodes are in
+ * a topological order; a node's value takes `bytes` of workspace (0: it lives in caller
+ * memory), its step needs `scratch` more while it runs, and costs `cost` (FLOPs for models,
+ * the benchmark's unit for imported graphs). Leaves (not targets) are always resident. */
+typedef struct mg_problem {
+    int n;
+    int *in_start, *in;    /* CSR: the inputs of v are in[in_start[v] .. in_start[v+1]) */
+    int64_t *bytes, *scratch;
+    double *cost;
+    char *target;          /* computed by the function (every target at least once) */
+    char *evictable;       /* may be dropped and recomputed (models: forward values only) */
+    char *keep_to_end;     /* read after the last target: never dropped or freed early */
+    mg_place *home;        /* fixed place of leaves and of values written into caller memory */
+    int nfwd;              /* nodes [0, nfwd) are the forward part (checkpoints apply there) */
+    int result;            /* the value the function returns, or -1 */
+    mg_step *final;        /* copies and zero fills that run after the last target */
+    int nfinal;
+    const mg_graph *g;     /* the model graph the problem comes from, or NULL */
+    mg_plan_kind kind;
+    const char *const *names; /* optional node names (imported graphs) */
+} mg_problem;
+
+/* problem.c: the problem of one generated function of g (the joint graph for TRAIN). */
+mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind);
+/* problem.c: an empty problem of n nodes with nedges input slots, all arrays zeroed. */
+mg_problem *mg_problem_alloc(int n, int nedges);
+void mg_problem_free(mg_problem *p);
+
 /* How the scheduler chooses what to keep. A cap of INT64_MAX never evicts: that is the
  * store-all schedule. */
 typedef enum { MG_EVICT_COST_SIZE_DIST, MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE, MG_EVICT_COST_SIZE_DIST2,
@@ -69,23 +97,35 @@ typedef struct mg_sched_opts {
                                   soon as only the backward pass still needs them (checkpointing) */
 } mg_sched_opts;
 
-/* sched_remat.c: simulates the function's ops in graph order under opts->cap, dropping
- * resident forward values when over it and recomputing them (recursively, from whatever is
- * resident) before a later op reads them; every value is freed after its last use. Buffers
+/* sched_remat.c: simulates the function's targets in order under opts->cap, dropping
+ * resident evictable values when over it and recomputing them (recursively, from whatever is
+ * resident) before a later step reads them; every value is freed after its last use. Buffers
  * are sized but not yet placed. When the cap cannot be met it returns MG_OK with *out NULL. */
-mg_status mg_schedule(const mg_graph *g, mg_plan_kind kind, const mg_sched_opts *opts, mg_plan **out, mg_diag *d);
+mg_status mg_schedule(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, mg_diag *d);
 void mg_plan_free(mg_plan *p);
 
 /* arena.c: gives every buffer an offset (no two buffers live at the same step overlap) and
  * sets workspace_bytes and peak_live_bytes. */
 mg_status mg_arena_assign(mg_plan *p, mg_diag *d);
 
-/* plan_verify.c: the independent checker; replays the schedule. */
-mg_status mg_plan_verify(const mg_plan *p, mg_diag *d);
+/* plan_verify.c: the independent checker; replays the schedule of prob. */
+mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
 
-/* planner.c: the solvers. Each plans both generated functions under one budget. */
+/* planner.c: the solvers. */
 typedef enum { MG_SOLVER_AUTO, MG_SOLVER_STORE_ALL, MG_SOLVER_SQRT, MG_SOLVER_EXACT } mg_solver;
 extern const char *const mg_solver_names[]; /* "auto", "store-all", "sqrt", "exact" */
+
+typedef struct mg_solution {
+    mg_plan *plan;                /* NULL when the budget cannot be met */
+    int64_t store_all_bytes;      /* the store-all workspace of this problem */
+    int64_t min_feasible_bytes;   /* -1 unless asked for or the budget was not met */
+    int optimal;                  /* 1 proven optimal, 0 not, -1 unknown */
+} mg_solution;
+
+/* Plans one problem under an absolute budget (INT64_MAX: none). Every plan returned has been
+ * placed and verified. */
+mg_status mg_solve(const mg_problem *prob, mg_solver solver, int64_t budget, int want_min, mg_solution *out,
+                   mg_diag *d);
 
 typedef struct mg_plan_request {
     mg_solver solver;
@@ -108,6 +148,8 @@ typedef struct mg_planned {
  * NULL and min_feasible_bytes is filled, so the caller can say what would fit. */
 mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_planned *out, mg_diag *d);
 void mg_planned_free(mg_planned *p);
+/* The plan verifier on both plans of a program. */
+mg_status mg_program_verify(const mg_graph *g, const mg_planned *p, mg_diag *d);
 
 /* GEMM scratch bytes for a matmul node (the kernels' contract). */
 int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node);

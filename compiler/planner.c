@@ -30,10 +30,10 @@ static double seconds(void)
 }
 
 /* Schedules under opts, places and verifies; *out is NULL when the cap cannot be met. */
-static mg_status build(const mg_graph *g, mg_plan_kind kind, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
+static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
 {
-    if (mg_schedule(g, kind, opts, out, d)) return MG_ERR;
-    if (*out && (mg_arena_assign(*out, d) || mg_plan_verify(*out, d))) {
+    if (mg_schedule(pr, opts, out, d)) return MG_ERR;
+    if (*out && (mg_arena_assign(*out, d) || mg_plan_verify(*out, pr, d))) {
         mg_plan_free(*out);
         *out = NULL;
         return MG_ERR;
@@ -42,15 +42,14 @@ static mg_status build(const mg_graph *g, mg_plan_kind kind, const mg_sched_opts
 }
 
 /* A plan under opts whose workspace, allocator waste included, is at most budget. */
-static mg_status fit(const mg_graph *g, mg_plan_kind kind, mg_sched_opts opts, int64_t budget, mg_plan **out,
-                     mg_diag *d)
+static mg_status fit(const mg_problem *pr, mg_sched_opts opts, int64_t budget, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < 16 && cap > 0; it++) {
         opts.cap = cap;
         mg_plan *p;
-        if (build(g, kind, &opts, &p, d)) return MG_ERR;
+        if (build(pr, &opts, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
         if (p->workspace_bytes <= budget) {
             *out = p;
@@ -77,26 +76,27 @@ static void keep_better(mg_plan **best, mg_plan *p)
 }
 
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
-static char *sqrt_checkpoints(const mg_graph *g)
+static char *sqrt_checkpoints(const mg_problem *pr)
 {
-    char *keep = calloc((size_t)g->n + 1, 1);
+    char *keep = calloc((size_t)pr->n + 1, 1);
     if (!keep) abort();
     int n = 0;
-    for (int i = 0; i < g->nforward; i++) n += mg_ops[g->nodes[i].op].ninputs > 0;
+    for (int i = 0; i < pr->nfwd && i < pr->n; i++) n += pr->evictable[i];
     int k = (int)ceil(sqrt((double)n)), seen = 0;
-    for (int i = 0; i < g->nforward; i++)
-        if (mg_ops[g->nodes[i].op].ninputs > 0 && ++seen % (k ? k : 1) == 0) keep[i] = 1;
+    for (int i = 0; i < pr->nfwd && i < pr->n; i++)
+        if (pr->evictable[i] && ++seen % (k ? k : 1) == 0) keep[i] = 1;
     return keep;
 }
 
-static mg_status solve(const mg_graph *g, mg_plan_kind kind, mg_solver solver, int64_t budget, const char *sqrt_keep,
-                       mg_plan **out, mg_diag *d)
+/* The plan of one solver under budget, or NULL (and MG_OK) when it has none that fits. */
+static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep, mg_plan **out,
+                          mg_diag *d)
 {
     *out = NULL;
     mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
     mg_plan *p = NULL;
     if (solver == MG_SOLVER_STORE_ALL || solver == MG_SOLVER_AUTO) {
-        if (build(g, kind, &all, &p, d)) return MG_ERR;
+        if (build(pr, &all, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) {
             *out = p;
             return MG_OK;
@@ -106,14 +106,14 @@ static mg_status solve(const mg_graph *g, mg_plan_kind kind, mg_solver solver, i
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
         mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep};
-        if (build(g, kind, &chk, &p, d)) return MG_ERR;
+        if (build(pr, &chk, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
     for (int pol = 0; pol < MG_EVICT_NPOLICIES; pol++) {
         mg_sched_opts o = {budget, (mg_evict_policy)pol, NULL};
-        if (fit(g, kind, o, budget, &p, d)) {
+        if (fit(pr, o, budget, &p, d)) {
             mg_plan_free(*out);
             *out = NULL;
             return MG_ERR;
@@ -123,22 +123,59 @@ static mg_status solve(const mg_graph *g, mg_plan_kind kind, mg_solver solver, i
     return MG_OK;
 }
 
-/* Both plans under one budget; NULLs (and MG_OK) when either cannot be met. */
-static mg_status solve_both(const mg_graph *g, mg_solver solver, int64_t budget, const char *keep, mg_plan **train,
-                            mg_plan **forward, mg_diag *d)
+mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, mg_solution *out,
+                   mg_diag *d)
 {
-    *train = *forward = NULL;
-    if (solve(g, MG_PLAN_TRAIN, solver, budget, keep, train, d)) return MG_ERR;
-    if (*train && solve(g, MG_PLAN_FORWARD, solver, budget, keep, forward, d)) {
-        mg_plan_free(*train);
-        *train = NULL;
-        return MG_ERR;
+    *out = (mg_solution){NULL, 0, -1, -1};
+    if (solver == MG_SOLVER_EXACT)
+        return mg_diag_set(d, (mg_loc){0}, "--solver exact is not implemented yet; use auto, sqrt or store-all");
+    char *keep = sqrt_checkpoints(pr);
+    mg_status st = MG_OK;
+    mg_plan *sa = NULL;
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
+    if ((st = build(pr, &all, &sa, d))) goto done;
+    out->store_all_bytes = sa->workspace_bytes;
+    if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
+        out->plan = sa;
+        sa = NULL;
+    } else if ((st = solve_at(pr, solver, budget, keep, &out->plan, d))) {
+        goto done;
     }
-    if (!*forward) {
-        mg_plan_free(*train);
-        *train = NULL;
+    if (want_min || (!out->plan && solver == MG_SOLVER_AUTO)) {
+        /* bisection over budgets in MG_ALIGN units: hi always has a verified auto plan */
+        int64_t lo = 0, hi = out->store_all_bytes;
+        mg_plan *best = NULL;
+        while (hi - lo > MG_ALIGN) {
+            int64_t mid = (lo + (hi - lo) / 2) / MG_ALIGN * MG_ALIGN;
+            if (mid <= lo) mid = lo + MG_ALIGN;
+            mg_plan *p;
+            if ((st = solve_at(pr, MG_SOLVER_AUTO, mid, keep, &p, d))) break;
+            if (p) {
+                hi = p->workspace_bytes;
+                mg_plan_free(best);
+                best = p;
+            } else {
+                lo = mid;
+            }
+        }
+        out->min_feasible_bytes = hi;
+        if (!st && !out->plan && hi <= budget && solver == MG_SOLVER_AUTO) {
+            if (best) out->plan = best;
+            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &out->plan, d);
+            best = NULL;
+        }
+        mg_plan_free(best);
     }
-    return MG_OK;
+    if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
+        out->optimal = 1; /* nothing recomputed: no plan executes fewer FLOPs */
+done:
+    mg_plan_free(sa);
+    free(keep);
+    if (st) {
+        mg_plan_free(out->plan);
+        out->plan = NULL;
+    }
+    return st;
 }
 
 void mg_planned_free(mg_planned *p)
@@ -152,64 +189,54 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
 {
     double t0 = seconds();
     *out = (mg_planned){NULL, NULL, 0, INT64_MAX, 0, -1, -1, 0};
-    if (rq->solver == MG_SOLVER_EXACT)
-        return mg_diag_set(d, (mg_loc){0}, "--solver exact is not implemented yet; use auto, sqrt or store-all");
-    char *keep = sqrt_checkpoints(g);
+    mg_problem *pt = mg_problem_from_graph(g, MG_PLAN_TRAIN), *pf = mg_problem_from_graph(g, MG_PLAN_FORWARD);
+    mg_solution st_all, sf_all, ts = {0}, fs = {0};
     mg_status st = MG_OK;
-    mg_plan *tr = NULL, *fw = NULL;
-    /* the store-all workspace: what percentages refer to */
-    if ((st = solve_both(g, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &tr, &fw, d))) goto done;
-    out->store_all_bytes = tr->workspace_bytes > fw->workspace_bytes ? tr->workspace_bytes : fw->workspace_bytes;
+    /* the store-all workspace (of both functions) is what percentages refer to */
+    if ((st = mg_solve(pt, MG_SOLVER_STORE_ALL, INT64_MAX, 0, &st_all, d))) goto done;
+    if ((st = mg_solve(pf, MG_SOLVER_STORE_ALL, INT64_MAX, 0, &sf_all, d))) {
+        mg_plan_free(st_all.plan);
+        goto done;
+    }
+    out->store_all_bytes = st_all.store_all_bytes > sf_all.store_all_bytes ? st_all.store_all_bytes : sf_all.store_all_bytes;
     int64_t budget = rq->budget ? mg_budget_bytes(rq->budget, out->store_all_bytes) : INT64_MAX;
     out->budget_bytes = budget;
-    if (budget >= out->store_all_bytes && rq->solver != MG_SOLVER_SQRT) {
-        out->train = tr;
-        out->forward = fw;
-        tr = fw = NULL;
+    if (budget >= out->store_all_bytes && rq->solver != MG_SOLVER_SQRT && !rq->want_min_feasible) {
+        ts = st_all;
+        fs = sf_all;
+        ts.optimal = fs.optimal = 1;
     } else {
-        mg_plan_free(tr);
-        mg_plan_free(fw);
-        if ((st = solve_both(g, rq->solver, budget, keep, &out->train, &out->forward, d))) goto done;
+        mg_plan_free(st_all.plan);
+        mg_plan_free(sf_all.plan);
+        if ((st = mg_solve(pt, rq->solver, budget, rq->want_min_feasible, &ts, d)) ||
+            (st = mg_solve(pf, rq->solver, budget, rq->want_min_feasible, &fs, d)))
+            goto done;
     }
-    if (rq->want_min_feasible || (!out->train && rq->solver == MG_SOLVER_AUTO)) {
-        /* bisection over budgets in MG_ALIGN units: hi always has a verified auto plan */
-        int64_t lo = 0, hi = out->store_all_bytes;
-        mg_plan *htr = NULL, *hfw = NULL;
-        while (hi - lo > MG_ALIGN) {
-            int64_t mid = (lo + (hi - lo) / 2) / MG_ALIGN * MG_ALIGN;
-            if (mid <= lo) mid = lo + MG_ALIGN;
-            if ((st = solve_both(g, MG_SOLVER_AUTO, mid, keep, &tr, &fw, d))) goto done;
-            if (tr) {
-                hi = tr->workspace_bytes > fw->workspace_bytes ? tr->workspace_bytes : fw->workspace_bytes;
-                mg_plan_free(htr);
-                mg_plan_free(hfw);
-                htr = tr;
-                hfw = fw;
-            } else {
-                lo = mid;
-            }
-        }
-        out->min_feasible_bytes = hi;
-        if (!out->train && hi <= budget && rq->solver == MG_SOLVER_AUTO) {
-            out->train = htr;
-            out->forward = hfw;
-            if (!out->train) solve_both(g, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &out->train, &out->forward, d);
-        } else {
-            mg_plan_free(htr);
-            mg_plan_free(hfw);
-        }
-    }
-    if (out->train) {
-        out->workspace_bytes = out->train->workspace_bytes > out->forward->workspace_bytes
-                                   ? out->train->workspace_bytes
-                                   : out->forward->workspace_bytes;
-        if (out->train->flops_executed == out->train->flops_once &&
-            out->forward->flops_executed == out->forward->flops_once)
-            out->optimal = 1; /* nothing recomputed: no plan executes fewer FLOPs */
+    if (ts.min_feasible_bytes >= 0 || fs.min_feasible_bytes >= 0)
+        out->min_feasible_bytes = ts.min_feasible_bytes > fs.min_feasible_bytes ? ts.min_feasible_bytes : fs.min_feasible_bytes;
+    if (ts.plan && fs.plan) {
+        out->train = ts.plan;
+        out->forward = fs.plan;
+        ts.plan = fs.plan = NULL;
+        out->workspace_bytes = out->train->workspace_bytes > out->forward->workspace_bytes ? out->train->workspace_bytes
+                                                                                           : out->forward->workspace_bytes;
+        out->optimal = ts.optimal == 1 && fs.optimal == 1 ? 1 : -1;
     }
 done:
-    free(keep);
+    mg_plan_free(ts.plan);
+    mg_plan_free(fs.plan);
+    mg_problem_free(pt);
+    mg_problem_free(pf);
     out->solve_seconds = seconds() - t0;
     if (st) mg_planned_free(out);
+    return st;
+}
+
+mg_status mg_program_verify(const mg_graph *g, const mg_planned *p, mg_diag *d)
+{
+    mg_problem *pt = mg_problem_from_graph(g, MG_PLAN_TRAIN), *pf = mg_problem_from_graph(g, MG_PLAN_FORWARD);
+    mg_status st = mg_plan_verify(p->train, pt, d) || mg_plan_verify(p->forward, pf, d) ? MG_ERR : MG_OK;
+    mg_problem_free(pt);
+    mg_problem_free(pf);
     return st;
 }

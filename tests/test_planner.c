@@ -120,7 +120,7 @@ START_TEST(test_random_dags)
             mg_diag d = {0};
             ck_assert_msg(a.workspace_bytes <= budget, "seed %d: workspace %lld over budget %lld", _i,
                           (long long)a.workspace_bytes, (long long)budget);
-            ck_assert_msg(mg_plan_verify(a.train, &d) == MG_OK && mg_plan_verify(a.forward, &d) == MG_OK, "%s", d.msg);
+            ck_assert_msg(mg_program_verify(g, &a, &d) == MG_OK, "%s", d.msg);
             if (q.train)
                 ck_assert_msg(a.train->flops_executed <= q.train->flops_executed, "seed %d at %.0f%%: auto %.0f > sqrt %.0f",
                               _i, pct.percent, a.train->flops_executed, q.train->flops_executed);
@@ -165,14 +165,15 @@ START_TEST(test_verifier_catches_corruption)
     mg_planned pl;
     mg_graph *g = recomputing_plan(&pl);
     mg_plan *p = pl.train;
+    mg_problem *pr = mg_problem_from_graph(g, MG_PLAN_TRAIN);
     mg_diag d = {0};
-    ck_assert_msg(mg_plan_verify(p, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_OK, "%s", d.msg);
     int found = 0;
     /* a buffer freed one step too early */
     for (int b = 0; b < p->nbufs && !found; b++)
         if (p->bufs[b].node >= 0 && p->bufs[b].last > p->bufs[b].first) {
             p->bufs[b].last--;
-            ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "freed"), "early free: %s", d.msg);
+            ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR && strstr(d.msg, "freed"), "early free: %s", d.msg);
             p->bufs[b].last++;
             found = 1;
         }
@@ -185,7 +186,7 @@ START_TEST(test_verifier_catches_corruption)
                 p->bufs[b].bytes <= p->bufs[a].bytes && p->bufs[a].offset != p->bufs[b].offset) {
                 int64_t keep = p->bufs[b].offset;
                 p->bufs[b].offset = p->bufs[a].offset;
-                ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "overlap"), "overlap: %s", d.msg);
+                ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR && strstr(d.msg, "overlap"), "overlap: %s", d.msg);
                 p->bufs[b].offset = keep;
                 found = 1;
             }
@@ -195,7 +196,7 @@ START_TEST(test_verifier_catches_corruption)
     for (int s = 0; s < p->nsteps && !found; s++)
         if (p->steps[s].recompute) {
             p->steps[s].recompute = 0;
-            ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "recomputation"), "unmarked: %s", d.msg);
+            ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR && strstr(d.msg, "recomputation"), "unmarked: %s", d.msg);
             p->steps[s].recompute = 1;
             found = 1;
         }
@@ -207,17 +208,17 @@ START_TEST(test_verifier_catches_corruption)
             p->steps[s].in[0] = p->steps[s - 1].out.mem == MG_MEM_WS && p->steps[s - 1].out.index != keep.index
                                     ? p->steps[s - 1].out
                                     : (mg_place){MG_MEM_WS, (keep.index + 1) % p->nbufs, 0};
-            ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR, "wrong input buffer accepted");
+            ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR, "wrong input buffer accepted");
             p->steps[s].in[0] = keep;
             found = 1;
         }
     ck_assert(found);
     /* figures the plan claims */
     p->peak_live_bytes -= MG_ALIGN;
-    ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "peak"), "peak: %s", d.msg);
+    ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR && strstr(d.msg, "peak"), "peak: %s", d.msg);
     p->peak_live_bytes += MG_ALIGN;
     p->flops_executed -= 1000;
-    ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR && strstr(d.msg, "FLOPs"), "flops: %s", d.msg);
+    ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR && strstr(d.msg, "FLOPs"), "flops: %s", d.msg);
     p->flops_executed += 1000;
     /* a backward op run twice */
     int last = p->nsteps - 1;
@@ -229,12 +230,13 @@ START_TEST(test_verifier_catches_corruption)
     mg_step *orig = p->steps;
     p->steps = steps;
     p->nsteps++;
-    ck_assert_msg(mg_plan_verify(p, &d) == MG_ERR, "a second run of a backward op was accepted");
+    ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR, "a second run of a backward op was accepted");
     p->nsteps--;
     p->steps = orig;
     free(steps);
-    ck_assert_msg(mg_plan_verify(p, &d) == MG_OK, "restored plan fails: %s", d.msg);
+    ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_OK, "restored plan fails: %s", d.msg);
     mg_planned_free(&pl);
+    mg_problem_free(pr);
     mg_graph_free(g);
 }
 END_TEST

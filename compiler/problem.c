@@ -1,0 +1,133 @@
+/* problem.c — turns one generated function of a model into the planning problem the scheduler
+ * solves: which ops it must run, what each value costs in bytes and FLOPs, what may be
+ * recomputed (forward values only: every backward op runs exactly once), and which values the
+ * caller's memory holds. Parameter gradients are written straight into the grads blob and
+ * forward outputs straight into the caller's output buffers, with an explicit copy (or zero
+ * fill) after the last op where that is not possible. */
+#include "plan.h"
+
+#include <stdlib.h>
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) abort();
+    return p;
+}
+
+static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
+
+mg_problem *mg_problem_alloc(int n, int nedges)
+{
+    mg_problem *p = xcalloc(1, sizeof *p);
+    p->n = n;
+    p->in_start = xcalloc((size_t)n + 1, sizeof *p->in_start);
+    p->in = xcalloc((size_t)nedges + 1, sizeof *p->in);
+    p->bytes = xcalloc((size_t)n, sizeof *p->bytes);
+    p->scratch = xcalloc((size_t)n, sizeof *p->scratch);
+    p->cost = xcalloc((size_t)n, sizeof *p->cost);
+    p->target = xcalloc((size_t)n, 1);
+    p->evictable = xcalloc((size_t)n, 1);
+    p->keep_to_end = xcalloc((size_t)n, 1);
+    p->home = xcalloc((size_t)n, sizeof *p->home);
+    p->final = xcalloc(1, sizeof *p->final);
+    p->result = -1;
+    return p;
+}
+
+void mg_problem_free(mg_problem *p)
+{
+    if (!p) return;
+    free(p->in_start);
+    free(p->in);
+    free(p->bytes);
+    free(p->scratch);
+    free(p->cost);
+    free(p->target);
+    free(p->evictable);
+    free(p->keep_to_end);
+    free(p->home);
+    free(p->final);
+    free(p);
+}
+
+static int64_t align_up(int64_t x) { return (x + MG_ALIGN - 1) / MG_ALIGN * MG_ALIGN; }
+
+mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
+{
+    int n = kind == MG_PLAN_TRAIN ? g->n : g->nforward, nedges = 0;
+    for (int i = 0; i < n; i++) nedges += g->nodes[i].ninputs;
+    mg_problem *p = mg_problem_alloc(n, nedges);
+    p->g = g;
+    p->kind = kind;
+    p->nfwd = g->nforward;
+    free(p->final);
+    p->final = xcalloc((size_t)(g->nparams + g->noutputs) + 1, sizeof *p->final);
+    for (int i = 0; i < n; i++) {
+        const mg_node *nd = &g->nodes[i];
+        p->in_start[i + 1] = p->in_start[i] + nd->ninputs;
+        for (int k = 0; k < nd->ninputs; k++) p->in[p->in_start[i] + k] = nd->in[k];
+    }
+
+    /* roots: what the function must produce; then everything they depend on */
+    char *needed = xcalloc((size_t)n, 1);
+    if (kind == MG_PLAN_TRAIN) {
+        needed[g->loss] = 1;
+        for (int i = 0; i < g->nparams; i++)
+            if (g->param_grads[i] >= 0) needed[g->param_grads[i]] = 1;
+    } else {
+        for (int i = 0; i < g->noutputs; i++) needed[g->outputs[i].node] = 1;
+    }
+    for (int i = n - 1; i >= 0; i--)
+        if (needed[i])
+            for (int k = 0; k < g->nodes[i].ninputs; k++) needed[g->nodes[i].in[k]] = 1;
+
+    /* fixed places: leaves, and values written straight into caller memory */
+    int64_t *poff = xcalloc((size_t)g->nparams + 1, sizeof *poff);
+    mg_param_layout(g, poff);
+    for (int i = 0; i < n; i++) {
+        const mg_node *nd = &g->nodes[i];
+        if (nd->op == MG_OP_INPUT) p->home[i] = (mg_place){MG_MEM_INPUT, nd->index, 0};
+        else if (nd->op == MG_OP_PARAM) p->home[i] = (mg_place){MG_MEM_PARAMS, nd->index, poff[nd->index]};
+        else if (nd->op == MG_OP_CONST) p->home[i] = (mg_place){MG_MEM_CONST, 0, 0};
+    }
+    if (kind == MG_PLAN_TRAIN) {
+        for (int i = 0; i < g->nparams; i++) {
+            int gi = g->param_grads[i];
+            mg_place dst = {MG_MEM_GRADS, i, poff[i]};
+            if (gi < 0) {
+                p->final[p->nfinal++] = (mg_step){MG_STEP_ZERO, g->params[i], dst, {{0}}, -1, 0};
+            } else if (!is_leaf(g->nodes[gi].op) && p->home[gi].mem == MG_MEM_NONE) {
+                p->home[gi] = dst;
+            } else {
+                p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, gi, dst, {{0}}, -1, 0};
+                p->keep_to_end[gi] = 1;
+            }
+        }
+        p->result = g->loss;
+        p->keep_to_end[g->loss] = 1;
+    } else {
+        for (int i = 0; i < g->noutputs; i++) {
+            int o = g->outputs[i].node;
+            mg_place dst = {MG_MEM_OUTPUT, i, 0};
+            if (!is_leaf(g->nodes[o].op) && p->home[o].mem == MG_MEM_NONE) {
+                p->home[o] = dst;
+            } else {
+                p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, o, dst, {{0}}, -1, 0};
+                p->keep_to_end[o] = 1;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const mg_node *nd = &g->nodes[i];
+        if (is_leaf(nd->op) || !needed[i]) continue;
+        p->target[i] = 1;
+        p->cost[i] = mg_node_flops(g, i);
+        if (nd->op == MG_OP_MATMUL) p->scratch[i] = mg_matmul_scratch_bytes(g, i);
+        if (p->home[i].mem == MG_MEM_NONE) p->bytes[i] = align_up((int64_t)mg_node_bytes(g, i));
+        p->evictable[i] = p->bytes[i] && i < g->nforward && !p->keep_to_end[i];
+    }
+    free(needed);
+    free(poff);
+    return p;
+}
