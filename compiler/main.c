@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,13 @@ static const char *usage_text =
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
     "\n"
     "  -h, --help           this text;  --version  the version\n";
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -166,6 +174,9 @@ static int write_file(const char *path, const char *tmp, const char *text)
 
 typedef struct options {
     const char *model, *out, *header, *budget, *triple, *cpu, *emit_llvm, *solver_name, *time_limit_text, *format;
+    const char *graph; /* plan --graph FILE.json */
+    const char *points_text, *cache_dir;
+    int points, no_cache, from_cache;
     int opt_level, print_ir, print_joint, verify;
     mg_solver solver;
     double time_limit;
@@ -175,19 +186,27 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = 3;
-    int is_compile = !strcmp(cmd, "compile"), is_plan = !strcmp(cmd, "plan"), is_check = !strcmp(cmd, "check");
+    int is_compile = !strcmp(cmd, "compile"), is_check = !strcmp(cmd, "check"), is_sweep = !strcmp(cmd, "sweep");
+    int is_plan = !strcmp(cmd, "plan") || is_sweep;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
         if (is_compile && !strcmp(a, "-o")) slot = &o->out;
         else if (is_compile && !strcmp(a, "--header")) slot = &o->header;
-        else if ((is_compile || is_plan) && !strcmp(a, "--budget")) slot = &o->budget;
+        else if ((is_compile || (is_plan && !is_sweep)) && !strcmp(a, "--budget")) slot = &o->budget;
+        else if (is_sweep && !strcmp(a, "--points")) slot = &o->points_text;
         else if (is_compile && !strcmp(a, "--target")) slot = &o->triple;
         else if (is_compile && !strcmp(a, "--cpu")) slot = &o->cpu;
         else if (is_compile && !strcmp(a, "--emit-llvm")) slot = &o->emit_llvm;
         else if ((is_compile || is_plan) && !strcmp(a, "--solver")) slot = &o->solver_name;
         else if ((is_compile || is_plan) && !strcmp(a, "--time-limit")) slot = &o->time_limit_text;
         else if (is_plan && !strcmp(a, "--format")) slot = &o->format;
+        else if (is_plan && !strcmp(a, "--graph")) slot = &o->graph;
+        else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
+        else if (!strcmp(a, "--no-cache")) {
+            o->no_cache = 1;
+            continue;
+        }
         else if ((is_compile || is_plan) && !strcmp(a, "--verify")) {
             o->verify = 1;
             continue;
@@ -212,7 +231,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
         *slot = argv[++i];
     }
-    if (!o->model) return usage_error("%s: no model file given", cmd);
+    if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
+    if (!o->model && !o->graph) return usage_error("%s: no model file given", cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
     if (o->budget) {
         mg_budget b;
@@ -233,8 +253,17 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         if (end == o->time_limit_text || *end || !(o->time_limit > 0) || o->time_limit > 1e6)
             return usage_error("--time-limit wants a positive number of seconds, got '%s'", o->time_limit_text);
     }
-    if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json"))
-        return usage_error("unknown format '%s' (use text or json)", o->format);
+    if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && (!is_sweep || strcmp(o->format, "csv")))
+        return usage_error(is_sweep ? "unknown format '%s' (use text, csv or json)" : "unknown format '%s' (use text or json)",
+                           o->format);
+    o->points = 8;
+    if (o->points_text) {
+        char *end;
+        long v = strtol(o->points_text, &end, 10);
+        if (end == o->points_text || *end || v < 2 || v > 1000)
+            return usage_error("--points wants a whole number from 2 to 1000, got '%s'", o->points_text);
+        o->points = (int)v;
+    }
     return 0;
 }
 
@@ -267,16 +296,36 @@ static int run_frontend(const char *path, compiled *c)
 
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an
  * error that names the budget, the minimum feasible one and the store-all workspace. */
-static int run_planner(const options *o, compiled *c, int want_min)
+/* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad;
+ * 0 with --no-cache or when there is no home to put it in. */
+static int cache_dir(const options *o, char *out, size_t cap)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (o->no_cache) return 0;
+    if (o->cache_dir) snprintf(out, cap, "%s", o->cache_dir);
+    else if (xdg && xdg[0] == '/') snprintf(out, cap, "%s/memgrad", xdg);
+    else if (home && home[0]) snprintf(out, cap, "%s/.cache/memgrad", home);
+    else return 0;
+    return 1;
+}
+
+static int run_planner(options *o, compiled *c, int want_min)
 {
     mg_diag d = {0};
     mg_budget b;
     char err[256], h1[32], h2[32], h3[32];
     if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
     mg_plan_request rq = {o->solver, o->budget ? &b : NULL, o->time_limit, want_min};
-    if (mg_plan_program(c->g, &rq, &c->plan, &d)) {
+    char dir[4096];
+    int use_cache = cache_dir(o, dir, sizeof dir);
+    uint64_t key = mg_plan_cache_key(c->g, &rq);
+    if (use_cache && mg_plan_cache_load(dir, key, c->g, &c->plan)) {
+        o->from_cache = 1;
+    } else if (mg_plan_program(c->g, &rq, &c->plan, &d)) {
         print_diag(&c->src, &d);
         return 1;
+    } else if (use_cache && c->plan.train) {
+        mg_plan_cache_store(dir, key, &c->plan); /* a cache that cannot be written is no error */
     }
     const mg_planned *p = &c->plan;
     if (!p->train) {
@@ -342,8 +391,86 @@ static int cmd_check(options *o)
     return rc;
 }
 
+/* plan --graph: a benchmark graph instead of a model; one schedule, costs in the graph's units. */
+static int cmd_plan_graph(options *o)
+{
+    source src;
+    if (read_source(o->graph, &src)) return 1;
+    mg_diag d = {0};
+    mg_problem *pr = NULL;
+    mg_budget b;
+    char err[256], h[32];
+    int rc = 0;
+    if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) rc = usage_error("%s", err);
+    if (!rc && mg_problem_from_json(o->graph, src.text, src.len, &pr, &d)) {
+        print_diag(&src, &d);
+        rc = 1;
+    }
+    mg_solution all = {0}, sol = {0};
+    double t0 = seconds_now();
+    if (!rc && mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, &all, &d)) {
+        print_diag(&src, &d);
+        rc = 1;
+    }
+    int64_t budget = INT64_MAX;
+    if (!rc) {
+        budget = o->budget ? mg_budget_bytes(&b, all.store_all_bytes) : INT64_MAX;
+        if (mg_solve(pr, o->solver, budget, 1, &sol, &d)) {
+            print_diag(&src, &d);
+            rc = 1;
+        }
+    }
+    double secs = seconds_now() - t0;
+    if (!rc && !sol.plan) {
+        char h1[32], h2[32];
+        fprintf(stderr, "%s: error: solver %s finds no plan within budget %s (%lld bytes); the minimum feasible "
+                        "budget is %s (%lld bytes), store-all %lld bytes\n",
+                o->graph, mg_solver_names[o->solver], mg_human_bytes(budget, h1, sizeof h1), (long long)budget,
+                mg_human_bytes(sol.min_feasible_bytes, h2, sizeof h2), (long long)sol.min_feasible_bytes,
+                (long long)all.store_all_bytes);
+        rc = 1;
+    } else if (!rc && o->format && !strcmp(o->format, "json")) {
+        char *j = mg_problem_plan_json(pr, &sol, budget, secs, mg_solver_names[o->solver]);
+        fputs(j, stdout);
+        free(j);
+    } else if (!rc) {
+        const mg_plan *t = sol.plan;
+        int edges = pr->in_start[pr->n];
+        printf("graph %s: %d nodes, %d edges  solver %s (%s, %.3f s)\n", o->graph, pr->n, edges,
+               mg_solver_names[o->solver], sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
+        if (budget != INT64_MAX)
+            printf("  budget              %s (%lld bytes)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget);
+        printf("  workspace           %s (%lld bytes)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
+               (long long)t->workspace_bytes);
+        printf("  peak live           %s (%lld bytes)\n", mg_human_bytes(t->peak_live_bytes, h, sizeof h),
+               (long long)t->peak_live_bytes);
+        printf("  store-all           %s (%lld bytes)\n", mg_human_bytes(all.store_all_bytes, h, sizeof h),
+               (long long)all.store_all_bytes);
+        printf("  minimum feasible    %s (%lld bytes)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
+               (long long)sol.min_feasible_bytes);
+        printf("  cost                %.0f once, %.0f executed, recompute overhead %.2f%%\n", t->flops_once,
+               t->flops_executed, t->flops_once > 0 ? 100.0 * (t->flops_executed - t->flops_once) / t->flops_once : 0.0);
+        printf("  steps               %d\n", t->nsteps);
+    }
+    if (!rc && o->verify) {
+        if (mg_plan_verify(sol.plan, pr, &d)) {
+            print_diag(&src, &d);
+            rc = 1;
+        } else {
+            fprintf(stderr, "%s: plan verified: %d steps, %d buffers in %lld workspace bytes\n", o->graph,
+                    sol.plan->nsteps, sol.plan->nbufs, (long long)sol.plan->workspace_bytes);
+        }
+    }
+    mg_plan_free(all.plan);
+    mg_plan_free(sol.plan);
+    mg_problem_free(pr);
+    free(src.text);
+    return rc;
+}
+
 static int cmd_plan(options *o)
 {
+    if (o->graph) return cmd_plan_graph(o);
     compiled c;
     int rc = run_frontend(o->model, &c);
     if (!rc) rc = run_planner(o, &c, 1);
@@ -356,9 +483,10 @@ static int cmd_plan(options *o)
         char h[32], h2[32];
         const mg_planned *p = &c.plan;
         const mg_plan *t = p->train;
-        printf("model %s  hash 0x%016llx  solver %s (%s, %.3f s)\n", c.g->model_name,
+        printf("model %s  hash 0x%016llx  solver %s (%s, %.3f s%s)\n", c.g->model_name,
                (unsigned long long)mg_graph_hash(c.g), mg_solver_names[o->solver],
-               p->optimal == 1 ? "optimal" : "optimality unknown", p->solve_seconds);
+               p->optimal == 1 ? "optimal" : "optimality unknown", p->solve_seconds,
+               o->from_cache ? ", from the plan cache" : "");
         printf("  params              %s (grads the same)\n", mg_human_bytes(c.prog.param_bytes, h, sizeof h));
         if (p->budget_bytes != INT64_MAX)
             printf("  budget              %s (%lld bytes)\n", mg_human_bytes(p->budget_bytes, h, sizeof h),
@@ -379,6 +507,129 @@ static int cmd_plan(options *o)
         printf("  steps               %d train, %d forward\n", t->nsteps, p->forward->nsteps);
     }
     if (!rc && o->verify) rc = verify_again(&c);
+    compiled_free(&c);
+    return rc;
+}
+
+/* sweep: the budget/overhead trade-off from the minimum feasible budget to store-all. */
+typedef struct sweep_point {
+    int64_t budget, workspace, peak;
+    double once, executed, seconds;
+    int fits;
+} sweep_point;
+
+static void sweep_print(const options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt, int n)
+{
+    const char *fmt = o->format ? o->format : "text";
+    const char *solver = mg_solver_names[o->solver];
+    if (!strcmp(fmt, "json")) {
+        printf("{\"model\": \"%s\", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, "
+               "\"min_feasible_bytes\": %lld, \"points\": [",
+               what, solver, (long long)all, (long long)minf);
+        for (int i = 0; i < n; i++) {
+            printf("%s\n  {\"budget_bytes\": %lld, \"fits\": %s", i ? "," : "", (long long)pt[i].budget,
+                   pt[i].fits ? "true" : "false");
+            if (pt[i].fits)
+                printf(", \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": %.0f, "
+                       "\"flops_executed\": %.0f, \"recompute_overhead\": %.6f",
+                       (long long)pt[i].workspace, (long long)pt[i].peak, pt[i].once, pt[i].executed,
+                       (pt[i].executed - pt[i].once) / (pt[i].once > 0 ? pt[i].once : 1));
+            printf(", \"solve_seconds\": %.6f}", pt[i].seconds);
+        }
+        printf("]}\n");
+        return;
+    }
+    int csv = !strcmp(fmt, "csv");
+    if (csv) printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds\n");
+    else
+        printf("%s  solver %s  store-all %lld bytes, minimum feasible %lld bytes\n%14s %7s %14s %14s %10s %9s\n", what,
+               solver, (long long)all, (long long)minf, "budget", "%", "workspace", "peak live", "overhead", "seconds");
+    for (int i = 0; i < n; i++) {
+        const sweep_point *q = &pt[i];
+        double pct = 100.0 * (double)q->budget / (double)(all > 0 ? all : 1);
+        double ovh = 100.0 * (q->executed - q->once) / (q->once > 0 ? q->once : 1);
+        if (csv && q->fits)
+            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f\n", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh / 100, q->seconds);
+        else if (csv)
+            printf("%lld,%.2f,0,,,,%.6f\n", (long long)q->budget, pct, q->seconds);
+        else if (q->fits)
+            printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f\n", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh, q->seconds);
+        else
+            printf("%14lld %6.1f%% %14s %14s %10s %9.3f\n", (long long)q->budget, pct, "no plan", "", "", q->seconds);
+    }
+}
+
+static int cmd_sweep(options *o)
+{
+    source src = {0};
+    compiled c = {0};
+    mg_problem *pr = NULL;
+    mg_diag d = {0};
+    int rc = 0;
+    if (o->graph) {
+        if (read_source(o->graph, &src)) return 1;
+        if (mg_problem_from_json(o->graph, src.text, src.len, &pr, &d)) {
+            print_diag(&src, &d);
+            free(src.text);
+            return 1;
+        }
+    } else if (run_frontend(o->model, &c)) {
+        compiled_free(&c);
+        return 1;
+    }
+    const source *where = o->graph ? &src : &c.src;
+    /* the ends of the curve: store-all and the minimum feasible budget (of auto) */
+    int64_t all = 0, minf = 0;
+    if (pr) {
+        mg_solution s;
+        if (mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, &s, &d)) rc = 1;
+        all = s.store_all_bytes;
+        minf = s.min_feasible_bytes;
+        mg_plan_free(s.plan);
+    } else {
+        mg_plan_request rq = {MG_SOLVER_AUTO, NULL, o->time_limit, 1};
+        if (mg_plan_program(c.g, &rq, &c.plan, &d)) rc = 1;
+        all = c.plan.store_all_bytes;
+        minf = c.plan.min_feasible_bytes;
+        mg_planned_free(&c.plan);
+    }
+    sweep_point *pt = calloc((size_t)o->points, sizeof *pt);
+    if (!pt) abort();
+    for (int i = 0; i < o->points && !rc; i++) {
+        sweep_point *q = &pt[i];
+        q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
+        mg_budget b = {0, 0, q->budget};
+        double t0 = seconds_now();
+        if (pr) {
+            mg_solution s;
+            if (mg_solve(pr, o->solver, q->budget, 0, &s, &d)) rc = 1;
+            else if ((q->fits = s.plan != NULL)) {
+                q->workspace = s.plan->workspace_bytes;
+                q->peak = s.plan->peak_live_bytes;
+                q->once = s.plan->flops_once;
+                q->executed = s.plan->flops_executed;
+            }
+            mg_plan_free(s.plan);
+        } else {
+            mg_plan_request rq = {o->solver, &b, o->time_limit, 0};
+            if (mg_plan_program(c.g, &rq, &c.plan, &d)) rc = 1;
+            else if ((q->fits = c.plan.train != NULL)) {
+                q->workspace = c.plan.workspace_bytes;
+                q->peak = c.plan.train->peak_live_bytes;
+                q->once = c.plan.train->flops_once;
+                q->executed = c.plan.train->flops_executed;
+            }
+            mg_planned_free(&c.plan);
+        }
+        q->seconds = seconds_now() - t0;
+    }
+    if (rc) print_diag(where, &d);
+    else sweep_print(o, pr ? o->graph : c.g->model_name, all, minf, pt, o->points);
+    free(pt);
+    mg_problem_free(pr);
+    free(src.text);
     compiled_free(&c);
     return rc;
 }
@@ -495,11 +746,12 @@ int main(int argc, char **argv)
             return 0;
         }
     options o;
-    if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan"))
+    if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep"))
         return usage_error("unknown command '%s'", cmd);
     int rc = parse_options(argc - 2, argv + 2, &o, cmd);
     if (rc) return rc;
     if (!strcmp(cmd, "compile")) return cmd_compile(&o);
     if (!strcmp(cmd, "check")) return cmd_check(&o);
+    if (!strcmp(cmd, "sweep")) return cmd_sweep(&o);
     return cmd_plan(&o);
 }

@@ -76,7 +76,7 @@ typedef struct mg_problem {
     int nfinal;
     const mg_graph *g;     /* the model graph the problem comes from, or NULL */
     mg_plan_kind kind;
-    const char *const *names; /* optional node names (imported graphs) */
+    char **names;          /* node names of imported graphs (owned), or NULL */
 } mg_problem;
 
 /* problem.c: the problem of one generated function of g (the joint graph for TRAIN). */
@@ -84,6 +84,8 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind);
 /* problem.c: an empty problem of n nodes with nedges input slots, all arrays zeroed. */
 mg_problem *mg_problem_alloc(int n, int nedges);
 void mg_problem_free(mg_problem *p);
+/* graph_import.c: a benchmark graph (Checkmate node-link JSON or Moccasin's layered DAGs). */
+mg_status mg_problem_from_json(const char *file, const char *text, size_t len, mg_problem **out, mg_diag *d);
 
 /* How the scheduler chooses what to keep. A cap of INT64_MAX never evicts: that is the
  * store-all schedule. */
@@ -150,6 +152,13 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
 void mg_planned_free(mg_planned *p);
 /* The plan verifier on both plans of a program. */
 mg_status mg_program_verify(const mg_graph *g, const mg_planned *p, mg_diag *d);
+
+/* plan_cache.c: plans on disk, keyed by everything they depend on. Load returns 1 only for an
+ * entry whose checksum matches and whose plans pass the verifier against g; store returns
+ * MG_ERR (nothing else) when the entry cannot be written. */
+uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq);
+int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_planned *out);
+mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p);
 
 /* GEMM scratch bytes for a matmul node (the kernels' contract). */
 int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node);

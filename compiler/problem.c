@@ -48,6 +48,9 @@ void mg_problem_free(mg_problem *p)
     free(p->keep_to_end);
     free(p->home);
     free(p->final);
+    if (p->names)
+        for (int i = 0; i < p->n; i++) free(p->names[i]);
+    free(p->names);
     free(p);
 }
 

@@ -90,13 +90,15 @@ static void put_schedule(sbuf *b, const mg_plan *p)
                                                       : "compute";
         put(b, "%s\n    {\"step\": %d, \"kind\": \"%s\", \"node\": %d, \"out\": ", s ? "," : "", s, kind, st->node);
         put_place(b, p, &st->out);
-        int nin = st->kind == MG_STEP_COMPUTE ? g->nodes[st->node].ninputs : st->kind == MG_STEP_COPY ? 1 : 0;
-        put(b, ", \"in\": [");
-        for (int k = 0; k < nin; k++) {
-            if (k) put(b, ", ");
-            put_place(b, p, &st->in[k]);
+        if (g) { /* imported graphs' nodes may have more inputs than a step records */
+            int nin = st->kind == MG_STEP_COMPUTE ? g->nodes[st->node].ninputs : st->kind == MG_STEP_COPY ? 1 : 0;
+            put(b, ", \"in\": [");
+            for (int k = 0; k < nin; k++) {
+                if (k) put(b, ", ");
+                put_place(b, p, &st->in[k]);
+            }
+            put(b, "]");
         }
-        put(b, "]");
         if (st->scratch >= 0)
             put(b, ", \"scratch\": {\"buffer\": %d, \"offset\": %lld, \"bytes\": %lld}", st->scratch,
                 (long long)p->bufs[st->scratch].offset, (long long)p->bufs[st->scratch].bytes);
@@ -146,6 +148,39 @@ char *mg_plan_json(const mg_graph *g, const mg_planned *pl, const mg_plan_report
     put_schedule(&b, t);
     put(&b, ",\n  \"forward\": ");
     put_schedule(&b, f);
+    put(&b, "\n}\n");
+    return b.s;
+}
+
+char *mg_problem_plan_json(const mg_problem *pr, const mg_solution *sol, int64_t budget, double seconds,
+                           const char *solver)
+{
+    sbuf b = {0};
+    const mg_plan *t = sol->plan;
+    double fo = t->flops_once, fe = t->flops_executed;
+    put(&b, "{\n  \"format\": \"memgrad-plan\", \"version\": 1, \"graph\": true,\n");
+    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f,\n", solver,
+        sol->optimal == 1 ? "true" : sol->optimal == 0 ? "false" : "\"unknown\"", seconds);
+    if (budget == INT64_MAX) put(&b, "  \"budget_bytes\": null,");
+    else put(&b, "  \"budget_bytes\": %lld,", (long long)budget);
+    put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld,\n", (long long)t->workspace_bytes,
+        (long long)t->peak_live_bytes);
+    put(&b, "  \"store_all_workspace_bytes\": %lld, ", (long long)sol->store_all_bytes);
+    if (sol->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
+    else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)sol->min_feasible_bytes);
+    put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", fo, fe,
+        fo > 0 ? (fe - fo) / fo : 0.0);
+    put(&b, "  \"nodes\": [");
+    for (int i = 0; i < pr->n; i++) {
+        put(&b, "%s\n    {\"id\": %d, \"name\": ", i ? "," : "", i);
+        put_str(&b, pr->names ? pr->names[i] : "");
+        put(&b, ", \"inputs\": [");
+        for (int k = pr->in_start[i]; k < pr->in_start[i + 1]; k++) put(&b, "%s%d", k > pr->in_start[i] ? ", " : "", pr->in[k]);
+        put(&b, "], \"bytes\": %lld, \"flops\": %.0f, \"phase\": \"%s\"}", (long long)pr->bytes[i], pr->cost[i],
+            i < pr->nfwd ? "forward" : "backward");
+    }
+    put(&b, "],\n  \"train\": ");
+    put_schedule(&b, t);
     put(&b, "\n}\n");
     return b.s;
 }

@@ -408,6 +408,221 @@ START_TEST(test_arena_waste_on_examples)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------------------------ */
+/* The command line: solvers, JSON, sweep, benchmark graphs, the plan cache                   */
+/* ------------------------------------------------------------------------------------------ */
+
+static int mgrun(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int mgrun(char **out, const char *fmt, ...)
+{
+    char cmd[9000], args[8000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s", MG_MEMGRAD, args);
+    return tu_run(cmd, out);
+}
+
+static const char *example(const char *name)
+{
+    static char buf[4][4096];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", MG_SOURCE_DIR, name);
+    return buf[k];
+}
+
+START_TEST(test_solvers_on_the_command_line)
+{
+    char *out;
+    const char *m = example("examples/mlp_deep.mg");
+    /* budgets below the minimum feasible one name it, and the store-all workspace */
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 5%% --no-cache", m), 1);
+    ck_assert_msg(strstr(out, "below the minimum feasible budget of") && strstr(out, "store-all workspace is"), "%s", out);
+    free(out);
+    /* the baselines refuse budgets they cannot meet, and say so */
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 50%% --solver store-all --no-cache", m), 1);
+    ck_assert_msg(strstr(out, "solver store-all finds no plan"), "%s", out);
+    free(out);
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --solver exact --no-cache", m), 1);
+    ck_assert_msg(strstr(out, "not implemented yet"), "%s", out);
+    free(out);
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --solver magic", m), 2);
+    ck_assert_msg(strstr(out, "unknown solver 'magic'"), "%s", out);
+    free(out);
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --time-limit -3", m), 2);
+    free(out);
+    /* --verify says the plan was verified */
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 40%% --verify --no-cache", m), 0);
+    ck_assert_msg(strstr(out, "plan verified"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_plan_json_figures)
+{
+    char *out;
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 40%% --format json --no-cache", example("examples/mlp_deep.mg")), 0);
+    long long budget = json_figure(out, "budget_bytes"), ws = json_figure(out, "workspace_bytes");
+    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    ck_assert_msg(ws <= budget && budget == all * 40 / 100 && minf <= ws, "budget %lld ws %lld all %lld min %lld", budget,
+                  ws, all, minf);
+    ck_assert_msg(strstr(out, "\"kind\": \"recompute\"") && strstr(out, "\"phase\": \"backward\"") &&
+                      strstr(out, "\"model_hash\": \"0x") && strstr(out, "\"optimal\": \"unknown\""),
+                  "fields missing");
+    /* every compute step's node is listed with its op */
+    ck_assert_msg(strstr(out, "\"op\": \"matmul\"") && strstr(out, "\"frees\": ["), "nodes or frees missing");
+    free(out);
+}
+END_TEST
+
+START_TEST(test_sweep)
+{
+    char *out;
+    ck_assert_int_eq(mgrun(&out, "sweep '%s' --points 4 --format csv --no-cache", example("examples/mlp_deep.mg")), 0);
+    /* header + 4 rows; overhead falls as the budget grows; the last point is store-all at 0 */
+    int rows = 0;
+    double last = 1e9;
+    for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        long long budget, ws;
+        double pct, ovh;
+        int fits;
+        ck_assert_msg(sscanf(line + 1, "%lld,%lf,%d,%lld,%*[^,],%lf", &budget, &pct, &fits, &ws, &ovh) == 5, "%s", line);
+        ck_assert_msg(fits && ws <= budget && ovh <= last + 1e-9, "row %d: %s", rows, line);
+        last = ovh;
+        rows++;
+    }
+    ck_assert_int_eq(rows, 4);
+    ck_assert_msg(last == 0, "store-all point has overhead %g", last);
+    free(out);
+    ck_assert_int_eq(mgrun(&out, "sweep '%s' --points 1", example("examples/mlp_deep.mg")), 2);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_benchmark_graphs)
+{
+    static const char *graphs[] = {"checkmate/vgg16.json", "checkmate/unet.json", "checkmate/resnet50.json",
+                                   "layered/layered_n100.json"};
+    for (int i = 0; i < 4; i++) {
+        char *out, path[4096];
+        snprintf(path, sizeof path, "%s/bench/data/%s", MG_SOURCE_DIR, graphs[i]);
+        ck_assert_int_eq(mgrun(&out, "plan --graph '%s' --format json", path), 0);
+        long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+        free(out);
+        /* at 90% of store-all (when feasible) and at the minimum: a verified plan within the budget */
+        long long budgets[2] = {all * 9 / 10, minf};
+        for (int k = 0; k < 2; k++) {
+            if (budgets[k] < minf) continue;
+            int rc = mgrun(&out, "plan --graph '%s' --budget %lldB --verify --format json", path, budgets[k]);
+            ck_assert_msg(rc == 0, "%s at %lld: %s", graphs[i], budgets[k], out);
+            ck_assert_msg(strstr(out, "plan verified"), "%s", out);
+            ck_assert_msg(json_figure(out, "workspace_bytes") <= budgets[k], "%s over budget", graphs[i]);
+            free(out);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_graph_import_errors)
+{
+    char *dir = tu_tmpdir(), path[4200], *out;
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"nodes\": [", "malformed JSON"},
+        {"{\"nodes\": [], \"links\": []}", "expected non-empty"},
+        {"{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1}], \"links\": []}", "node 0: expected"},
+        {"{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}, {\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}],"
+         " \"links\": []}", "not a distinct integer"},
+        {"{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}, {\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8}],"
+         " \"links\": [{\"source\": 1, \"target\": 0}]}", "against the topological order"},
+        {"{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": [{\"source\": 0, \"target\": 5}]}",
+         "link 0"},
+    };
+    snprintf(path, sizeof path, "%s/g.json", dir);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert(tu_write(path, bad[i].text) == 0);
+        ck_assert_msg(mgrun(&out, "plan --graph '%s'", path) == 1, "case %zu accepted", i);
+        ck_assert_msg(strstr(out, bad[i].want) && strstr(out, "g.json"), "case %zu: %s", i, out);
+        free(out);
+    }
+    ck_assert_int_eq(mgrun(&out, "plan --graph '%s/none.json'", dir), 1);
+    free(out);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* The plan cache: a second run reuses the entry; a corrupt entry (bad checksum, or a good
+ * checksum over a plan the verifier rejects) is ignored and replaced; --no-cache bypasses it. */
+START_TEST(test_plan_cache)
+{
+    char *dir = tu_tmpdir(), *out, entry[4300] = "";
+    const char *m = example("examples/mlp_deep.mg");
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "%s", out);
+    char *first = out;
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_msg(strstr(out, "from the plan cache"), "%s", out);
+    /* the same figures (the solve time line aside) */
+    ck_assert_msg(!strcmp(strchr(first, '\n'), strchr(out, '\n')), "cached plan differs:\n%s\n%s", first, out);
+    free(first);
+    free(out);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "ls '%s'/c/*.plan", dir);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    sscanf(out, "%4299s", entry);
+    free(out);
+    /* flip a byte: checksum mismatch, ignored */
+    FILE *f = fopen(entry, "r+b");
+    ck_assert(f != NULL);
+    fseek(f, 100, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, 100, SEEK_SET);
+    fputc(c ^ 0x40, f);
+    fclose(f);
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "corrupt entry used:\n%s", out);
+    free(out);
+    /* a plan that passes the checksum but not the verifier: move one buffer onto another */
+    {
+        mg_graph *g = NULL;
+        mg_diag d = {0};
+        char *src = tu_read(m);
+        ck_assert(mg_parse(m, src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK);
+        mg_budget b = {1, 45, 0};
+        mg_plan_request rq = {MG_SOLVER_AUTO, &b, 60, 1}; /* plan asks for the minimum too */
+        char cdir[4300];
+        snprintf(cdir, sizeof cdir, "%s/c", dir);
+        mg_planned pl;
+        uint64_t key = mg_plan_cache_key(g, &rq);
+        ck_assert_msg(mg_plan_cache_load(cdir, key, g, &pl) == 1, "the rewritten entry does not load");
+        pl.train->bufs[1].offset = pl.train->bufs[0].offset; /* overlaps while both live, or not: */
+        pl.train->bufs[0].first = 0;
+        pl.train->bufs[0].last = pl.train->nsteps - 1; /* now it surely does */
+        ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
+        mg_planned_free(&pl);
+        ck_assert_msg(mg_plan_cache_load(cdir, key, g, &pl) == 0, "a plan the verifier rejects was loaded");
+        mg_graph_free(g);
+        free(src);
+    }
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "invalid entry used:\n%s", out);
+    free(out);
+    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c' --no-cache", m, dir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "--no-cache used the cache:\n%s", out);
+    free(out);
+    /* XDG_CACHE_HOME is the default place */
+    ck_assert_int_eq(mgrun(&out, "plan '%s' >/dev/null && XDG_CACHE_HOME='%s/x' '%s' plan '%s' && ls '%s'/x/memgrad/*.plan",
+                           m, dir, MG_MEMGRAD, m, dir), 0);
+    free(out);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *planner_suite(void)
 {
     Suite *s = suite_create("planner");
@@ -421,6 +636,12 @@ static Suite *planner_suite(void)
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_skips);
     tcase_add_test(e, test_arena_waste_on_examples);
+    tcase_add_test(e, test_solvers_on_the_command_line);
+    tcase_add_test(e, test_plan_json_figures);
+    tcase_add_test(e, test_sweep);
+    tcase_add_test(e, test_benchmark_graphs);
+    tcase_add_test(e, test_graph_import_errors);
+    tcase_add_test(e, test_plan_cache);
     suite_add_tcase(s, e);
     return s;
 }

@@ -1,0 +1,179 @@
+/* graph_import.c — reads the public planning benchmarks' graphs as planning problems, so the
+ * planner can be measured on the inputs the literature used (bench/data/README.md):
+ *
+ *   Checkmate training graphs (networkx node-link JSON): nodes {id, name, backward, cost_cpu,
+ *   cost_ram}, links {source, target}; ids 0..n-1 are a topological order.
+ *   Moccasin's layered DAGs: nodes {name, out_cost, duration}, links {"0": src, "1": dst},
+ *   graph.order a topological order.
+ *
+ * Every node is computed at least once and may be recomputed (the benchmarks' memory model);
+ * for Checkmate graphs the forward nodes come first, so sqrt checkpoints apply to them. JSON
+ * is parsed with cJSON; errors name the file and, for syntax, the line and column. */
+#include "plan.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mg_status fail_at(mg_diag *d, const char *file, const char *text, const char *at, const char *what)
+{
+    int line = 1, col = 1;
+    for (const char *p = text; at && p < at && *p; p++) {
+        if (*p == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    return mg_diag_set(d, (mg_loc){file, line, col}, "%s", what);
+}
+
+/* An integer-valued number field (or a node key given as a string of digits). */
+static int get_int(const cJSON *o, const char *key, double *out)
+{
+    const cJSON *v = key ? cJSON_GetObjectItemCaseSensitive(o, key) : o;
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return 1;
+    }
+    if (cJSON_IsString(v) && v->valuestring[0]) {
+        char *end;
+        *out = strtod(v->valuestring, &end);
+        return *end == 0;
+    }
+    return 0;
+}
+
+typedef struct node_rec {
+    double key, bytes, cost;
+    int backward;
+    const char *name;
+} node_rec;
+
+mg_status mg_problem_from_json(const char *file, const char *text, size_t len, mg_problem **out, mg_diag *d)
+{
+    *out = NULL;
+    mg_loc at_file = {file, 0, 0};
+    const char *err_at = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &err_at, 0);
+    if (!root) return fail_at(d, file, text, err_at, "malformed JSON");
+    mg_status st = MG_OK;
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
+    const cJSON *links = cJSON_GetObjectItemCaseSensitive(root, "links");
+    const cJSON *graph = cJSON_GetObjectItemCaseSensitive(root, "graph");
+    const cJSON *order = graph ? cJSON_GetObjectItemCaseSensitive(graph, "order") : NULL;
+    int n = cJSON_GetArraySize(nodes), m = cJSON_GetArraySize(links);
+    node_rec *rec = calloc((size_t)n + 1, sizeof *rec);
+    int *pos = NULL; /* node index in the file -> position in the topological order */
+    int *src = calloc((size_t)m + 1, sizeof *src), *dst = calloc((size_t)m + 1, sizeof *dst);
+    if (!rec || !src || !dst) abort();
+    if (!cJSON_IsArray(nodes) || !cJSON_IsArray(links) || n == 0) {
+        st = mg_diag_set(d, at_file, "not a node-link graph: expected non-empty \"nodes\" and \"links\" arrays");
+        goto done;
+    }
+    int layered = 0, i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, nodes)
+    {
+        node_rec *r = &rec[i];
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+        r->name = cJSON_IsString(name) ? name->valuestring : NULL;
+        if (i == 0) layered = cJSON_GetObjectItemCaseSensitive(it, "out_cost") != NULL;
+        int ok = layered ? get_int(it, "name", &r->key) && get_int(it, "out_cost", &r->bytes) &&
+                               get_int(it, "duration", &r->cost)
+                         : get_int(it, "id", &r->key) && get_int(it, "cost_ram", &r->bytes) &&
+                               get_int(it, "cost_cpu", &r->cost);
+        if (!ok || r->bytes < 0 || r->cost < 0 || r->bytes > 9e18) {
+            st = mg_diag_set(d, at_file, "node %d: expected %s with non-negative numbers", i,
+                             layered ? "\"name\", \"out_cost\" and \"duration\"" : "\"id\", \"cost_ram\" and \"cost_cpu\"");
+            goto done;
+        }
+        r->backward = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "backward"));
+        i++;
+    }
+    /* node keys -> indices: keys must be 0..n-1 */
+    int *index_of = malloc((size_t)n * sizeof *index_of);
+    pos = malloc((size_t)n * sizeof *pos);
+    if (!index_of || !pos) abort();
+    for (i = 0; i < n; i++) index_of[i] = -1;
+    for (i = 0; i < n && !st; i++) {
+        double k = rec[i].key;
+        if (k < 0 || k >= n || k != (double)(int)k || index_of[(int)k] >= 0)
+            st = mg_diag_set(d, at_file, "node %d: id %.17g is not a distinct integer in 0..%d", i, k, n - 1);
+        else index_of[(int)k] = i;
+    }
+    /* the topological order: graph.order for layered DAGs, ids otherwise */
+    for (i = 0; i < n && !st; i++) pos[i] = -1;
+    if (!st && layered && order) {
+        if (!cJSON_IsArray(order) || cJSON_GetArraySize(order) != n) {
+            st = mg_diag_set(d, at_file, "graph.order must list each of the %d nodes once", n);
+        } else {
+            int p = 0;
+            cJSON_ArrayForEach(it, order)
+            {
+                double k;
+                if (!get_int(it, NULL, &k) || k < 0 || k >= n || pos[index_of[(int)k]] >= 0) {
+                    st = mg_diag_set(d, at_file, "graph.order entry %d is not a node id or repeats one", p);
+                    break;
+                }
+                pos[index_of[(int)k]] = p++;
+            }
+        }
+    } else if (!st) {
+        for (i = 0; i < n; i++) pos[index_of[i]] = i;
+    }
+    i = 0;
+    cJSON_ArrayForEach(it, links)
+    {
+        if (st) break;
+        double s, t;
+        int ok = layered ? get_int(it, "0", &s) && get_int(it, "1", &t)
+                         : get_int(it, "source", &s) && get_int(it, "target", &t);
+        if (!ok || s < 0 || s >= n || t < 0 || t >= n || s != (double)(int)s || t != (double)(int)t) {
+            st = mg_diag_set(d, at_file, "link %d: expected %s naming nodes 0..%d", i,
+                             layered ? "\"0\" and \"1\"" : "\"source\" and \"target\"", n - 1);
+            break;
+        }
+        src[i] = pos[index_of[(int)s]];
+        dst[i] = pos[index_of[(int)t]];
+        if (src[i] >= dst[i]) {
+            st = mg_diag_set(d, at_file, "link %d: %.0f -> %.0f goes against the topological order (a cycle or a "
+                             "misordered graph)", i, s, t);
+            break;
+        }
+        i++;
+    }
+    free(index_of);
+    if (st) goto done;
+
+    mg_problem *pr = mg_problem_alloc(n, m);
+    pr->names = calloc((size_t)n, sizeof *pr->names);
+    if (!pr->names) abort();
+    pr->nfwd = n;
+    for (i = 0; i < n; i++) {
+        int v = pos[i];
+        const node_rec *r = &rec[i];
+        pr->bytes[v] = (int64_t)r->bytes;
+        pr->cost[v] = r->cost;
+        pr->target[v] = 1;
+        pr->evictable[v] = 1;
+        pr->names[v] = strdup(r->name ? r->name : "");
+        if (!pr->names[v]) abort();
+        if (r->backward && v < pr->nfwd) pr->nfwd = v;
+    }
+    for (int e = 0; e < m; e++) pr->in_start[dst[e] + 1]++;
+    for (int v = 0; v < n; v++) pr->in_start[v + 1] += pr->in_start[v];
+    int *fill = calloc((size_t)n, sizeof *fill);
+    if (!fill) abort();
+    for (int e = 0; e < m; e++) pr->in[pr->in_start[dst[e]] + fill[dst[e]]++] = src[e];
+    free(fill);
+    *out = pr;
+done:
+    free(rec);
+    free(pos);
+    free(src);
+    free(dst);
+    cJSON_Delete(root);
+    return st;
+}

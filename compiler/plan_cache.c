@@ -1,0 +1,231 @@
+/* plan_cache.c — plans on disk, so an unchanged model never solves twice. An entry is keyed
+ * by an xxHash of everything the plan depends on (the model's structural hash, the joint
+ * graph's size, the budget, the solver and options, memgrad's version and the layout of the
+ * plan structs) and carries its own XXH64 checksum. A loaded entry is trusted only after its
+ * checksum matches and the plan verifier accepts both plans against the model at hand; a
+ * corrupt, truncated or stale entry is ignored (and replaced by the next store). Entries are
+ * written through a temporary file and renamed, so readers never see half an entry. */
+#include "plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#ifndef MG_VERSION
+#define MG_VERSION "0"
+#endif
+
+static const char magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', '0', '1'};
+
+uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
+{
+    XXH64_state_t *st = XXH64_createState();
+    if (!st) abort();
+    XXH64_reset(st, 0x706c616e63616368ULL);
+    uint64_t parts[] = {mg_graph_hash(g), (uint64_t)g->n, (uint64_t)rq->solver, (uint64_t)!!rq->want_min_feasible,
+                        (uint64_t)(rq->budget ? 1 + rq->budget->is_percent : 0), (uint64_t)(rq->budget ? rq->budget->bytes : 0),
+                        sizeof(mg_step), sizeof(mg_buffer), sizeof(mg_plan), sizeof(mg_planned)};
+    XXH64_update(st, parts, sizeof parts);
+    double pct = rq->budget ? rq->budget->percent : 0;
+    XXH64_update(st, &pct, sizeof pct);
+    XXH64_update(st, MG_VERSION, strlen(MG_VERSION));
+    uint64_t h = XXH64_digest(st);
+    XXH64_freeState(st);
+    return h;
+}
+
+static void entry_path(const char *dir, uint64_t key, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/%016llx.plan", dir, (unsigned long long)key);
+}
+
+typedef struct wbuf {
+    unsigned char *p;
+    size_t n, cap;
+} wbuf;
+
+static void wput(wbuf *b, const void *data, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 4096;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p) abort();
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static void put_plan(wbuf *b, const mg_plan *p)
+{
+    int32_t head[4] = {(int32_t)p->kind, p->nsteps, p->nbufs, p->result};
+    wput(b, head, sizeof head);
+    int64_t fig[2] = {p->workspace_bytes, p->peak_live_bytes};
+    wput(b, fig, sizeof fig);
+    double fl[2] = {p->flops_once, p->flops_executed};
+    wput(b, fl, sizeof fl);
+    wput(b, &p->result_at, sizeof p->result_at);
+    wput(b, p->steps, (size_t)p->nsteps * sizeof *p->steps);
+    wput(b, p->bufs, (size_t)p->nbufs * sizeof *p->bufs);
+}
+
+mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *pl)
+{
+    if (!pl->train || !pl->forward) return MG_ERR;
+    wbuf b = {0};
+    wput(&b, magic, sizeof magic);
+    wput(&b, &key, sizeof key);
+    int64_t fig[4] = {pl->workspace_bytes, pl->budget_bytes, pl->store_all_bytes, pl->min_feasible_bytes};
+    wput(&b, fig, sizeof fig);
+    int32_t opt = pl->optimal;
+    wput(&b, &opt, sizeof opt);
+    wput(&b, &pl->solve_seconds, sizeof pl->solve_seconds);
+    put_plan(&b, pl->train);
+    put_plan(&b, pl->forward);
+    uint64_t sum = XXH64(b.p, b.n, 0);
+    wput(&b, &sum, sizeof sum);
+
+    /* mkdir -p; then write a temporary file and rename it over the entry */
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *s = path + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            mkdir(path, 0777);
+            *s = '/';
+        }
+    mkdir(path, 0777);
+    entry_path(dir, key, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    int bad = !f || fwrite(b.p, 1, b.n, f) != b.n;
+    if (f) bad |= fclose(f) != 0;
+    if (!bad) bad = rename(tmp, path) != 0;
+    if (bad) remove(tmp);
+    free(b.p);
+    return bad ? MG_ERR : MG_OK;
+}
+
+typedef struct rbuf {
+    const unsigned char *p;
+    size_t n, at;
+    int bad;
+} rbuf;
+
+static void rget(rbuf *r, void *out, size_t n)
+{
+    if (r->bad || r->n - r->at < n) {
+        r->bad = 1;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, r->p + r->at, n);
+    r->at += n;
+}
+
+static mg_plan *get_plan(rbuf *r, const mg_graph *g)
+{
+    int32_t head[4];
+    rget(r, head, sizeof head);
+    if (r->bad || head[1] < 0 || head[2] < 0 || (size_t)head[1] > r->n / sizeof(mg_step) ||
+        (size_t)head[2] > r->n / sizeof(mg_buffer)) {
+        r->bad = 1;
+        return NULL;
+    }
+    mg_plan *p = calloc(1, sizeof *p);
+    if (!p) abort();
+    p->g = g;
+    p->kind = head[0] == MG_PLAN_FORWARD ? MG_PLAN_FORWARD : MG_PLAN_TRAIN;
+    p->nsteps = head[1];
+    p->nbufs = head[2];
+    p->result = head[3];
+    int64_t fig[2];
+    rget(r, fig, sizeof fig);
+    p->workspace_bytes = fig[0];
+    p->peak_live_bytes = fig[1];
+    double fl[2];
+    rget(r, fl, sizeof fl);
+    p->flops_once = fl[0];
+    p->flops_executed = fl[1];
+    rget(r, &p->result_at, sizeof p->result_at);
+    p->steps = malloc((size_t)p->nsteps * sizeof *p->steps + 1);
+    p->bufs = malloc((size_t)p->nbufs * sizeof *p->bufs + 1);
+    if (!p->steps || !p->bufs) abort();
+    rget(r, p->steps, (size_t)p->nsteps * sizeof *p->steps);
+    rget(r, p->bufs, (size_t)p->nbufs * sizeof *p->bufs);
+    return p;
+}
+
+/* Validates the place fields a verifier indexes with before it runs. */
+static int plan_shape_ok(const mg_plan *p, const mg_graph *g)
+{
+    for (int s = 0; s < p->nsteps; s++) {
+        const mg_step *st = &p->steps[s];
+        if ((int)st->kind < 0 || st->kind > MG_STEP_ZERO || st->node < 0 || st->node >= g->n) return 0;
+        if (st->scratch >= p->nbufs || st->scratch < -1) return 0;
+    }
+    if (p->result >= g->n || (p->kind == MG_PLAN_TRAIN && p->result < 0)) return 0;
+    for (int b = 0; b < p->nbufs; b++)
+        if (p->bufs[b].node >= g->n || p->bufs[b].node < -1) return 0;
+    return 1;
+}
+
+int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_planned *out)
+{
+    memset(out, 0, sizeof *out);
+    char path[4096];
+    entry_path(dir, key, path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char *data = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            data = realloc(data, cap);
+            if (!data) abort();
+        }
+        size_t k = fread(data + n, 1, cap - n, f);
+        n += k;
+        if (k == 0) break;
+    }
+    fclose(f);
+    uint64_t sum = 0, stored_key = 0;
+    int ok = n > sizeof magic + 16 && !memcmp(data, magic, sizeof magic);
+    if (ok) {
+        memcpy(&sum, data + n - sizeof sum, sizeof sum);
+        ok = XXH64(data, n - sizeof sum, 0) == sum;
+    }
+    rbuf r = {data, ok ? n - sizeof sum : 0, sizeof magic, !ok};
+    rget(&r, &stored_key, sizeof stored_key);
+    int64_t fig[4];
+    rget(&r, fig, sizeof fig);
+    int32_t opt;
+    rget(&r, &opt, sizeof opt);
+    rget(&r, &out->solve_seconds, sizeof out->solve_seconds);
+    out->train = get_plan(&r, g);
+    out->forward = get_plan(&r, g);
+    ok = !r.bad && r.at == r.n && stored_key == key && out->train && out->forward && plan_shape_ok(out->train, g) &&
+         plan_shape_ok(out->forward, g);
+    free(data);
+    if (ok) {
+        out->workspace_bytes = fig[0];
+        out->budget_bytes = fig[1];
+        out->store_all_bytes = fig[2];
+        out->min_feasible_bytes = fig[3];
+        out->optimal = opt;
+        mg_diag d = {0};
+        ok = mg_program_verify(g, out, &d) == MG_OK &&
+             out->workspace_bytes == (out->train->workspace_bytes > out->forward->workspace_bytes
+                                          ? out->train->workspace_bytes
+                                          : out->forward->workspace_bytes);
+    }
+    if (!ok) {
+        mg_planned_free(out);
+        memset(out, 0, sizeof *out);
+    }
+    return ok;
+}
