@@ -1,53 +1,252 @@
-/* arena.c — static offset assignment for workspace buffers ("greedy by size"): buffers are
- * placed largest first, each at the lowest offset where it overlaps no already-placed buffer
- * whose lifetime intersects its own. Placed buffers are kept sorted by offset so finding that
- * gap is one pass without sorting: O(n^2) simple comparisons in all. Then the workspace is the highest end, and peak live
- * bytes come from a sweep over the steps; their ratio is the allocator's waste. */
+/* arena.c — static offset assignment: gives every buffer an offset in one arena so that no two
+ * buffers live at the same time share a byte, and the arena (max offset+size) is small.
+ *
+ * Why it exists: the workspace a generated step needs is this arena; every byte above the peak
+ * of live bytes (the lower bound) is waste the user pays for, and under a budget it decides
+ * whether a plan fits at all.
+ *
+ * How, cheapest first:
+ *  1. Greedy placement: buffers in some order, each at the lowest offset where it overlaps no
+ *     already-placed buffer whose lifetime intersects its own (placed buffers kept sorted by
+ *     offset, so that gap is one pass: O(n^2) comparisons). Up to 2000 buffers the best of four
+ *     orders is kept (size, lifetime length, area, then the busiest time the buffer sees);
+ *     up to 20000 only by size; above that a linear scan in time order (O(n log n)).
+ *  2. When that misses the target (the capacity asked for, else the lower bound), an exact
+ *     depth-first branch and bound in the manner of MiniMalloc (Moffitt, ASPLOS 2023). Time is
+ *     cut into "sections" (the maximal sets of buffers live together). Buffers are placed one
+ *     at a time, each at its lowest feasible offset (above every placed buffer it overlaps), in
+ *     nondecreasing (offset, rank) order: "canonical" solutions, each reached once, and some
+ *     optimal solution is among them. Pruning:
+ *       - dominance: no placement at or above the lowest top any unplaced buffer could reach
+ *         (it would leave a gap that buffer fits in);
+ *       - section inference: later placements are at offset o or higher, so every section
+ *         still holding t bytes needs o + t <= target; and its unplaced buffers are stacked
+ *         above the lowest offset any of them can take (checked where that changed);
+ *       - a buffer below the canonical order that nothing unplaced overlaps any more can never
+ *         be placed; and when the buffer just tried overlaps nothing unplaced, no other choice
+ *         at that node can do better (MiniMalloc's "hatless" rule).
+ *     When placed buffers split time into independent parts, each part is solved on its own
+ *     (dynamic decomposition), its buffers ranked afresh by the bytes left in their sections.
+ *     Three static orders take turns under a node limit that doubles every round (restarts:
+ *     the effort one order needs varies by orders of magnitude between instances). Without a
+ *     capacity, a failed search at the lower bound is followed by bisection (the command) or
+ *     given up (the planner).
+ * The search is bounded by wall-clock time (the `arena` command) or by a deterministic effort
+ * count (the planner, so that plans do not depend on the machine's speed). */
+#include "arena.h"
 #include "plan.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-typedef struct order_key {
-    int64_t bytes;
-    int first, id;
-} order_key;
+enum {
+    MG_ARENA_GREEDY_MAX = 20000, /* buffers; above this the linear scan takes over */
+    MG_ARENA_ORDERS_MAX = 2000,  /* buffers; up to this the greedy tries every order */
+    MG_ARENA_SEARCH_MAX = 4000,  /* buffers; the search recurses once per placement */
+    MG_ARENA_PLAN_SEARCH_MAX = 2000, /* buffers; mg_arena_assign searches only up to this */
+};
+static const int64_t search_items_max = 30000000; /* overlap + section entries the search may index */
+static const int64_t plan_work_limit = 4000000;   /* mg_arena_assign's search effort (~30 ms) */
 
-enum { MG_ARENA_GREEDY_MAX = 20000 }; /* buffers; above this the linear scan takes over */
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) abort();
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) abort();
+    return p;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Sections: a sweep over time                                                               */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The live buffers (size > 0, upper > lower), copied out of the caller's intervals. */
+typedef struct live_set {
+    int m;
+    int *idx;              /* index in the caller's array */
+    int64_t *lo, *up, *size;
+    int *slo, *shi;        /* sections [slo, shi) the buffer is live in */
+    int nsec;
+    int64_t *total;        /* bytes live in each section */
+    int64_t lower_bound;
+} live_set;
+
+typedef struct event {
+    int64_t t;
+    int start; /* 0: an end (ends sort first: [a,b) and [b,c) do not overlap), 1: a start */
+    int i;
+} event;
+
+static int cmp_event(const void *a, const void *b)
+{
+    const event *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    if (x->start != y->start) return x->start - y->start;
+    return x->i - y->i;
+}
+
+/* Sections are the maximal sets of buffers live together (maximal cliques of the interval
+ * graph): one is closed at an end when some buffer started since the last one was closed. Two
+ * buffers overlap in time exactly when their section ranges intersect. */
+static void live_set_init(live_set *ls, const mg_interval *iv, int n)
+{
+    memset(ls, 0, sizeof *ls);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (iv[i].size > 0 && iv[i].upper > iv[i].lower) m++;
+    ls->m = m;
+    ls->idx = xmalloc((size_t)m * sizeof *ls->idx);
+    ls->lo = xmalloc((size_t)m * sizeof *ls->lo);
+    ls->up = xmalloc((size_t)m * sizeof *ls->up);
+    ls->size = xmalloc((size_t)m * sizeof *ls->size);
+    ls->slo = xmalloc((size_t)m * sizeof *ls->slo);
+    ls->shi = xmalloc((size_t)m * sizeof *ls->shi);
+    m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(iv[i].size > 0 && iv[i].upper > iv[i].lower)) continue;
+        ls->idx[m] = i;
+        ls->lo[m] = iv[i].lower;
+        ls->up[m] = iv[i].upper;
+        ls->size[m] = iv[i].size;
+        m++;
+    }
+    event *ev = xmalloc((size_t)2 * (size_t)m * sizeof *ev);
+    for (int i = 0; i < m; i++) {
+        ev[2 * i] = (event){ls->lo[i], 1, i};
+        ev[2 * i + 1] = (event){ls->up[i], 0, i};
+    }
+    qsort(ev, (size_t)2 * (size_t)m, sizeof *ev, cmp_event);
+    int nsec = 0, grown = 0;
+    for (int k = 0; k < 2 * m; k++) {
+        if (ev[k].start) {
+            ls->slo[ev[k].i] = nsec;
+            grown = 1;
+        } else {
+            if (grown) {
+                nsec++;
+                grown = 0;
+            }
+            ls->shi[ev[k].i] = nsec;
+        }
+    }
+    free(ev);
+    ls->nsec = nsec;
+    ls->total = xcalloc((size_t)nsec + 1, sizeof *ls->total);
+    for (int i = 0; i < m; i++) {
+        ls->total[ls->slo[i]] += ls->size[i];
+        ls->total[ls->shi[i]] -= ls->size[i];
+    }
+    int64_t run = 0;
+    for (int s = 0; s < nsec; s++) {
+        run += ls->total[s];
+        ls->total[s] = run;
+        if (run > ls->lower_bound) ls->lower_bound = run;
+    }
+    ls->total[nsec] = 0;
+}
+
+static void live_set_free(live_set *ls)
+{
+    free(ls->idx);
+    free(ls->lo);
+    free(ls->up);
+    free(ls->size);
+    free(ls->slo);
+    free(ls->shi);
+    free(ls->total);
+}
+
+int64_t mg_arena_lower_bound(const mg_interval *iv, int n)
+{
+    live_set ls;
+    live_set_init(&ls, iv, n);
+    int64_t lb = ls.lower_bound;
+    live_set_free(&ls);
+    return lb;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Greedy placements                                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct gkey {
+    double k1, k2; /* larger first */
+    int64_t lo;    /* then earlier first */
+    int i;
+} gkey;
+
+static int cmp_gkey(const void *a, const void *b)
+{
+    const gkey *x = a, *y = b;
+    if (x->k1 != y->k1) return x->k1 > y->k1 ? -1 : 1;
+    if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
+    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+    return x->i - y->i;
+}
 
 typedef struct slot { /* a placed buffer, copied so the scan below reads memory in order */
     int64_t offset, end;
-    int first, last;
+    int64_t lo, up;
 } slot;
 
-static int cmp_size(const void *a, const void *b)
+/* Places the live buffers in the order given, each at the lowest offset that fits. */
+static int64_t greedy(const live_set *ls, const gkey *order, int64_t *off, slot *placed)
 {
-    const order_key *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-    if (x->first != y->first) return x->first < y->first ? -1 : 1;
-    return x->id - y->id;
+    int64_t top = 0;
+    for (int k = 0; k < ls->m; k++) {
+        int i = order[k].i;
+        int64_t blo = ls->lo[i], bup = ls->up[i], bsize = ls->size[i];
+        /* walk the placed buffers in address order; the first gap between those live at the
+         * same time as b that is large enough takes it */
+        int64_t o = 0;
+        int at = k;
+        for (int j = 0; j < k; j++) {
+            const slot *p = &placed[j];
+            if (p->lo >= bup || blo >= p->up) continue;
+            if (p->offset >= o + bsize) {
+                at = j;
+                break;
+            }
+            if (p->end > o) o = p->end;
+        }
+        off[i] = o;
+        if (o + bsize > top) top = o + bsize;
+        /* keep `placed` sorted by offset: b goes before the first buffer at a higher offset */
+        while (at > 0 && placed[at - 1].offset > o) at--;
+        while (at < k && placed[at].offset <= o) at++;
+        memmove(placed + at + 1, placed + at, (size_t)(k - at) * sizeof *placed);
+        placed[at] = (slot){o, o + bsize, blo, bup};
+    }
+    return top;
 }
 
-/* For very large plans greedy-by-size's quadratic scan is too slow; this linear scan in
- * schedule order (free holes kept sorted and merged, first fit, the arena grows at the top
- * when nothing fits) is O(n log n + n * holes). */
+/* For very large plans greedy's quadratic scan is too slow; this linear scan in time order
+ * (free holes kept sorted and merged, first fit, the arena grows at the top when nothing
+ * fits) is O(n log n + n * holes). */
 typedef struct hole {
     int64_t lo, hi;
 } hole;
 
-static int cmp_first(const void *a, const void *b)
-{
-    const order_key *x = a, *y = b;
-    if (x->first != y->first) return x->first < y->first ? -1 : 1;
-    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-    return x->id - y->id;
-}
-
-static void heap_push(int *h, int *n, const mg_buffer *bufs, int id)
+static void heap_push(int *h, int *n, const int64_t *key, int id)
 {
     int i = (*n)++;
     h[i] = id;
-    while (i > 0 && bufs[h[(i - 1) / 2]].last > bufs[h[i]].last) {
+    while (i > 0 && key[h[(i - 1) / 2]] > key[h[i]]) {
         int t = h[i];
         h[i] = h[(i - 1) / 2];
         h[(i - 1) / 2] = t;
@@ -55,14 +254,14 @@ static void heap_push(int *h, int *n, const mg_buffer *bufs, int id)
     }
 }
 
-static int heap_pop(int *h, int *n, const mg_buffer *bufs)
+static int heap_pop(int *h, int *n, const int64_t *key)
 {
     int top = h[0], i = 0;
     h[0] = h[--(*n)];
     for (;;) {
         int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < *n && bufs[h[l]].last < bufs[h[m]].last) m = l;
-        if (r < *n && bufs[h[r]].last < bufs[h[m]].last) m = r;
+        if (l < *n && key[h[l]] < key[h[m]]) m = l;
+        if (r < *n && key[h[r]] < key[h[m]]) m = r;
         if (m == i) break;
         int t = h[i];
         h[i] = h[m];
@@ -72,23 +271,24 @@ static int heap_pop(int *h, int *n, const mg_buffer *bufs)
     return top;
 }
 
-static int64_t linear_scan(mg_plan *p, order_key *order)
+static int64_t linear_scan(const live_set *ls, int64_t *off)
 {
-    int n = p->nbufs, nh = 0, na = 0;
-    hole *holes = malloc((size_t)(n + 1) * sizeof *holes);
-    int *active = malloc((size_t)(n + 1) * sizeof *active);
-    if (!holes || !active) abort();
-    for (int i = 0; i < n; i++) order[i] = (order_key){p->bufs[i].bytes, p->bufs[i].first, i};
-    qsort(order, (size_t)n, sizeof *order, cmp_first);
+    int n = ls->m, nh = 0, na = 0;
+    gkey *order = xmalloc((size_t)n * sizeof *order);
+    hole *holes = xmalloc((size_t)(n + 1) * sizeof *holes);
+    int *active = xmalloc((size_t)(n + 1) * sizeof *active);
+    /* by start, larger first among equal starts */
+    for (int i = 0; i < n; i++) order[i] = (gkey){-(double)ls->lo[i], (double)ls->size[i], ls->lo[i], i};
+    qsort(order, (size_t)n, sizeof *order, cmp_gkey);
     int64_t top = 0;
     for (int k = 0; k < n; k++) {
-        mg_buffer *b = &p->bufs[order[k].id];
-        while (na && p->bufs[active[0]].last < b->first) {
-            const mg_buffer *f = &p->bufs[heap_pop(active, &na, p->bufs)];
+        int b = order[k].i;
+        while (na && ls->up[active[0]] <= ls->lo[b]) {
+            int f = heap_pop(active, &na, ls->up);
             int j = 0;
-            while (j < nh && holes[j].lo < f->offset) j++;
+            while (j < nh && holes[j].lo < off[f]) j++;
             memmove(holes + j + 1, holes + j, (size_t)(nh - j) * sizeof *holes);
-            holes[j] = (hole){f->offset, f->offset + f->bytes};
+            holes[j] = (hole){off[f], off[f] + ls->size[f]};
             nh++;
             if (j + 1 < nh && holes[j].hi == holes[j + 1].lo) { /* merge with the next */
                 holes[j].hi = holes[j + 1].hi;
@@ -103,72 +303,683 @@ static int64_t linear_scan(mg_plan *p, order_key *order)
             if (nh && holes[nh - 1].hi == top) top = holes[--nh].lo; /* give the top back */
         }
         int j = 0;
-        while (j < nh && holes[j].hi - holes[j].lo < b->bytes) j++;
+        while (j < nh && holes[j].hi - holes[j].lo < ls->size[b]) j++;
         if (j < nh) {
-            b->offset = holes[j].lo;
-            holes[j].lo += b->bytes;
+            off[b] = holes[j].lo;
+            holes[j].lo += ls->size[b];
             if (holes[j].lo == holes[j].hi) {
                 memmove(holes + j, holes + j + 1, (size_t)(nh - j - 1) * sizeof *holes);
                 nh--;
             }
         } else {
-            b->offset = top;
-            top += b->bytes;
+            off[b] = top;
+            top += ls->size[b];
         }
-        heap_push(active, &na, p->bufs, order[k].id);
+        heap_push(active, &na, ls->up, b);
     }
     int64_t high = 0;
     for (int i = 0; i < n; i++)
-        if (p->bufs[i].offset + p->bufs[i].bytes > high) high = p->bufs[i].offset + p->bufs[i].bytes;
+        if (off[i] + ls->size[i] > high) high = off[i] + ls->size[i];
+    free(order);
     free(holes);
     free(active);
     return high;
 }
 
-mg_status mg_arena_assign(mg_plan *p, mg_diag *d)
+/* The busiest section each buffer is live in (MiniMalloc's "total"). */
+static int64_t *section_peaks(const live_set *ls)
 {
-    int n = p->nbufs;
-    order_key *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-    slot *placed = malloc((size_t)(n ? n : 1) * sizeof *placed); /* by offset, ascending */
-    if (!order || !placed) abort();
-    int64_t top = 0;
-    if (n > MG_ARENA_GREEDY_MAX) {
-        top = linear_scan(p, order);
-        n = 0; /* placed */
+    int64_t *t = xmalloc((size_t)ls->m * sizeof *t);
+    for (int i = 0; i < ls->m; i++) {
+        t[i] = 0;
+        for (int s = ls->slo[i]; s < ls->shi[i]; s++)
+            if (ls->total[s] > t[i]) t[i] = ls->total[s];
     }
-    for (int i = 0; i < n; i++) order[i] = (order_key){p->bufs[i].bytes, p->bufs[i].first, i};
-    qsort(order, (size_t)n, sizeof *order, cmp_size);
-    for (int k = 0; k < n; k++) {
-        mg_buffer *b = &p->bufs[order[k].id];
-        /* walk the placed buffers in address order; the first gap between those that are
-         * live at the same time as b and that is large enough takes it */
-        int64_t off = 0;
-        int at = k;
-        for (int j = 0; j < k; j++) {
-            const slot *o = &placed[j];
-            if (o->first > b->last || b->first > o->last) continue;
-            if (o->offset >= off + b->bytes) {
-                at = j;
-                break;
-            }
-            if (o->end > off) off = o->end;
+    return t;
+}
+
+/* The best of the greedy orders (first wins ties). Returns the arena; offsets in best. */
+static int64_t greedy_best(const live_set *ls, int norders, int64_t *best)
+{
+    int m = ls->m;
+    gkey *order = xmalloc((size_t)m * sizeof *order);
+    slot *placed = xmalloc((size_t)m * sizeof *placed);
+    int64_t *off = xmalloc((size_t)m * sizeof *off);
+    int64_t *peak = norders > 3 ? section_peaks(ls) : NULL;
+    int64_t top = INT64_MAX;
+    for (int o = 0; o < norders && top > ls->lower_bound; o++) {
+        for (int i = 0; i < m; i++) {
+            double size = (double)ls->size[i], len = (double)ls->up[i] - (double)ls->lo[i];
+            gkey k = {size, 0, ls->lo[i], i};
+            if (o == 1) k = (gkey){len, size, ls->lo[i], i};
+            if (o == 2) k = (gkey){size * len, size, ls->lo[i], i};
+            if (o == 3) k = (gkey){(double)peak[i], size * len, ls->lo[i], i};
+            order[i] = k;
         }
-        b->offset = off;
-        if (off + b->bytes > top) top = off + b->bytes;
-        /* keep `placed` sorted by offset: b goes before the first buffer at a higher offset */
-        while (at > 0 && placed[at - 1].offset > off) at--;
-        while (at < k && placed[at].offset <= off) at++;
-        memmove(placed + at + 1, placed + at, (size_t)(k - at) * sizeof *placed);
-        placed[at] = (slot){off, off + b->bytes, b->first, b->last};
+        qsort(order, (size_t)m, sizeof *order, cmp_gkey);
+        int64_t t = greedy(ls, order, off, placed);
+        if (t < top) {
+            top = t;
+            memcpy(best, off, (size_t)m * sizeof *off);
+        }
     }
     free(order);
     free(placed);
-    n = p->nbufs;
-    p->workspace_bytes = top;
+    free(off);
+    free(peak);
+    return top == INT64_MAX ? 0 : top;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The exact search                                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+enum { FOUND, NOTFOUND, STOPPED /* time or effort spent */, ABORTED /* this order's node limit */ };
+
+typedef struct undo { /* a lowest feasible offset before a placement raised it */
+    int64_t old;
+    int i;
+} undo;
+
+typedef struct cand {
+    int64_t off;
+    int rank, u;
+} cand;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    return x->rank - y->rank;
+}
+
+/* A static order: a buffer's keys, compared larger first, then by input position. */
+typedef struct rkey {
+    double k[3];
+    int i, tie;
+} rkey;
+
+static int cmp_rkey(const void *a, const void *b)
+{
+    const rkey *x = a, *y = b;
+    for (int j = 0; j < 3; j++)
+        if (x->k[j] != y->k[j]) return x->k[j] > y->k[j] ? -1 : 1;
+    return x->tie - y->tie;
+}
+
+/* The orders tried round robin, in MiniMalloc's letters: T the bytes still to place in the
+ * busiest section the buffer is in, W its lifetime, A its area (bytes x lifetime). */
+static const char *const search_orders[] = {"TWA", "TAW", "WAT"};
+enum { NSEARCH_ORDERS = sizeof search_orders / sizeof search_orders[0] };
+
+typedef struct search {
+    int m, nsec;
+    int64_t cap, lower_bound;
+    /* buffers, numbered by first section */
+    int *live;                 /* the live_set index of each */
+    int64_t *size;
+    int *slo, *shi;
+    double *width;
+    int *adj_start, *adj;      /* overlaps in time (CSR) */
+    int *first;                /* nsec+1: first buffer whose slo >= s */
+    int *mem_start, *mem;      /* the buffers of each section (CSR) */
+    int *mnext, *mprev;        /* the unplaced ones: circular lists through mem, with node
+                                  nmem + s heading section s's (placed ones are unlinked) */
+    int *unext, *uprev;        /* the unplaced buffers in number order, between sentinels m+1
+                                  (head) and m (tail) */
+    int *witness;              /* per section, a buffer that was low enough last time (a hint) */
+    int *bnode_start, *bnode;  /* buffer u's node in section slo[u] + j: bnode[bnode_start[u] + j] */
+    /* state, restored on the way back */
+    int64_t *minoff, *off, *total;
+    int *rank;                 /* static order within the part being searched */
+    int *nb;                   /* unplaced buffers each overlaps */
+    int *cuts;                 /* nsec: unplaced buffers live in both section s and s+1 */
+    int64_t *sol;              /* the offsets of the last success */
+    undo *log;
+    size_t nlog, caplog;
+    cand *cand;                /* the candidates of every node on the current path */
+    size_t ncand, capcand;
+    const char *order;         /* the static order in use */
+    rkey *keys;                /* scratch for ranking a part */
+    size_t capkeys;
+    int *saved;                /* the ranks parts replaced, restored on the way back */
+    size_t nsaved, capsaved;
+    /* limits */
+    int64_t nodes, node_limit, total_nodes, work, work_limit;
+    double deadline;
+} search;
+
+/* Doubles a stack's capacity; returns the moved array. */
+static void *grow(void *p, size_t *cap, size_t elem)
+{
+    *cap = *cap ? 2 * *cap : 1024;
+    void *q = realloc(p, *cap * elem);
+    if (!q) abort();
+    return q;
+}
+
+static int solve_range(search *st, int a, int b);
+static int search_range(search *st, int a, int b, int64_t min_off, int min_rank);
+
+/* Places u at its lowest feasible offset, propagates, and searches on; restores everything.
+ * The caller has checked the section bound every placement at this offset must meet. */
+static int place(search *st, int a, int b, int u)
+{
+    int64_t o = st->minoff[u], h = o + st->size[u];
+    size_t mark = st->nlog;
+    st->off[u] = o;
+    st->sol[u] = o;
+    st->unext[st->uprev[u]] = st->unext[u];
+    st->uprev[st->unext[u]] = st->uprev[u];
+    /* everything overlapping u now sits above it */
+    int alo = st->slo[u], ahi = st->shi[u];
+    for (int k = st->adj_start[u]; k < st->adj_start[u + 1]; k++) {
+        int v = st->adj[k];
+        st->nb[v]--;
+        if (st->off[v] >= 0 || st->minoff[v] >= h) continue;
+        if (st->nlog == st->caplog) st->log = grow(st->log, &st->caplog, sizeof *st->log);
+        st->log[st->nlog++] = (undo){st->minoff[v], v};
+        st->minoff[v] = h;
+        if (st->slo[v] < alo) alo = st->slo[v];
+        if (st->shi[v] > ahi) ahi = st->shi[v];
+    }
+    st->work += st->adj_start[u + 1] - st->adj_start[u];
+    for (int s = st->slo[u], *nd = st->bnode + st->bnode_start[u]; s < st->shi[u]; s++, nd++) {
+        st->total[s] -= st->size[u];
+        st->mnext[st->mprev[*nd]] = st->mnext[*nd];
+        st->mprev[st->mnext[*nd]] = st->mprev[*nd];
+    }
+    /* section inference, the part that depends on u: the unplaced buffers of a section sit
+     * above the lowest offset any of them can take, which changed only where offsets were
+     * raised or u left; stop at the first buffer low enough */
+    int ok = 1;
+    if (alo < a) alo = a;
+    if (ahi > b) ahi = b;
+    for (int s = alo; s < ahi && ok; s++) {
+        if (st->total[s] == 0) continue;
+        int64_t room = st->cap - st->total[s];
+        int w = st->witness[s];
+        if (st->off[w] < 0 && st->minoff[w] <= room) continue; /* the one found last time */
+        int head = st->mem_start[st->nsec] + s, k = st->mnext[head], seen = 0;
+        while (k != head && st->minoff[st->mem[k]] > room) {
+            k = st->mnext[k];
+            seen++;
+        }
+        st->work += seen;
+        ok = k != head;
+        if (ok) st->witness[s] = st->mem[k];
+    }
+    int r = NOTFOUND;
+    if (ok) {
+        /* once placed, u no longer ties the sections it spans together */
+        int split = 0;
+        for (int k = st->slo[u]; k < st->shi[u] - 1; k++)
+            if (--st->cuts[k] == 0) split = 1;
+        r = split ? solve_range(st, a, b) : search_range(st, a, b, o, st->rank[u]);
+        for (int k = st->slo[u]; k < st->shi[u] - 1; k++) st->cuts[k]++;
+    }
+    for (int s = st->shi[u] - 1, *nd = st->bnode + st->bnode_start[u] + (s - st->slo[u]); s >= st->slo[u]; s--, nd--) {
+        st->total[s] += st->size[u];
+        st->mnext[st->mprev[*nd]] = *nd;
+        st->mprev[st->mnext[*nd]] = *nd;
+    }
+    for (int k = st->adj_start[u]; k < st->adj_start[u + 1]; k++) st->nb[st->adj[k]]++;
+    while (st->nlog > mark) {
+        const undo *l = &st->log[--st->nlog];
+        st->minoff[l->i] = l->old;
+    }
+    st->unext[st->uprev[u]] = u;
+    st->uprev[st->unext[u]] = u;
+    st->off[u] = -1;
+    return r;
+}
+
+/* Depth-first search over the buffers of sections [a, b) (no unplaced buffer crosses its
+ * ends), placing next only buffers after (min_off, min_rank) in the canonical order. */
+static int search_range(search *st, int a, int b, int64_t min_off, int min_rank)
+{
+    int lo = st->first[a], hi = st->first[b];
+    st->nodes++;
+    st->total_nodes++;
+    st->work += b - a;
+    if (st->work > st->work_limit) return STOPPED;
+    if ((st->total_nodes & 63) == 0 && now_seconds() > st->deadline) return STOPPED;
+    if (st->nodes > st->node_limit) return ABORTED;
+    /* section inference, the part every placement shares: from here on buffers go at offset
+     * o or higher, so a section still holding t bytes needs o + t <= cap (a placement at o
+     * moves its own bytes below the section's floor, o + size, which comes to the same) */
+    int64_t busiest = 0;
+    for (int s = a; s < b; s++)
+        if (st->total[s] > busiest) busiest = st->total[s];
+    int64_t max_off = st->cap - busiest;
+    /* one pass over the unplaced buffers of the part (a list that skips placed ones; a
+     * placed buffer's link still leads forward to the next unplaced one). The candidates, in
+     * (offset, rank) order: canonical (after the last placement), at most max_off, and below
+     * min_height, since leaving a gap some unplaced buffer fits in is never needed
+     * (dominance). They live on a stack shared by the whole search. */
+    int64_t min_height = INT64_MAX;
+    size_t base = st->ncand;
+    int u = lo, seen = 0;
+    while (u < hi && st->off[u] >= 0) u = st->unext[u];
+    for (; u < hi; u = st->unext[u]) {
+        int64_t mo = st->minoff[u], hgt = mo + st->size[u];
+        seen++;
+        if (hgt > st->cap) {
+            st->ncand = base;
+            return NOTFOUND;
+        }
+        int before = mo < min_off || (mo == min_off && st->rank[u] <= min_rank);
+        /* below the canonical order and nothing left that could raise it: never placeable */
+        if (before && st->nb[u] == 0) {
+            st->ncand = base;
+            return NOTFOUND;
+        }
+        if (hgt < min_height) min_height = hgt;
+        if (before || mo > max_off) continue;
+        if (st->ncand == st->capcand) st->cand = grow(st->cand, &st->capcand, sizeof *st->cand);
+        st->cand[st->ncand++] = (cand){mo, st->rank[u], u};
+    }
+    st->work += seen;
+    if (!seen) return FOUND;
+    size_t keep = base;
+    for (size_t k = base; k < st->ncand; k++)
+        if (st->cand[k].off < min_height) st->cand[keep++] = st->cand[k];
+    st->ncand = keep;
+    size_t end = st->ncand;
+    if (end - base > 24) {
+        qsort(st->cand + base, end - base, sizeof *st->cand, cmp_cand);
+    } else { /* usually a handful: insertion sort, no calls */
+        for (size_t k = base + 1; k < end; k++) {
+            cand c = st->cand[k];
+            size_t j = k;
+            for (; j > base && (st->cand[j - 1].off > c.off ||
+                                (st->cand[j - 1].off == c.off && st->cand[j - 1].rank > c.rank)); j--)
+                st->cand[j] = st->cand[j - 1];
+            st->cand[j] = c;
+        }
+    }
+    int r = NOTFOUND;
+    for (size_t k = base; k < end && r == NOTFOUND; k++) {
+        int u = st->cand[k].u;
+        r = place(st, a, b, u);
+        /* u overlaps nothing unplaced: skipping it now would strand it below the canonical
+         * order (the check above), so no other choice here can succeed */
+        if (st->nb[u] == 0) break;
+    }
+    st->ncand = base;
+    return r;
+}
+
+/* The buffer's keys under the order in use; T from the bytes still to place. */
+static void order_key(const search *st, int u, rkey *key)
+{
+    key->i = u;
+    key->tie = st->live[u];
+    for (int j = 0; j < 3; j++) {
+        double v = 0;
+        switch (st->order[j]) {
+        case 'T':
+            for (int s = st->slo[u]; s < st->shi[u]; s++)
+                if ((double)st->total[s] > v) v = (double)st->total[s];
+            break;
+        case 'W': v = st->width[u]; break;
+        case 'A': v = st->width[u] * (double)st->size[u]; break;
+        default: break;
+        }
+        key->k[j] = v;
+    }
+}
+
+/* Solves the sections [a, b) part by part, splitting where no unplaced buffer spans two
+ * neighbouring sections. Each part ranks its buffers afresh (as MiniMalloc does), since the
+ * bytes left in its sections are not those the whole problem started with. */
+static int solve_range(search *st, int a, int b)
+{
+    int p = a;
+    for (int k = a; k < b; k++) {
+        if (k + 1 < b && st->cuts[k] != 0) continue;
+        int lo = st->first[p], hi = st->first[k + 1], n = 0;
+        /* the part's old ranks are kept on a stack shared by the whole search */
+        size_t base = st->nsaved;
+        while (st->capsaved < base + (size_t)(hi - lo) || st->capkeys < (size_t)(hi - lo)) {
+            if (st->capsaved < base + (size_t)(hi - lo)) st->saved = grow(st->saved, &st->capsaved, sizeof *st->saved);
+            if (st->capkeys < (size_t)(hi - lo)) st->keys = grow(st->keys, &st->capkeys, sizeof *st->keys);
+        }
+        st->nsaved = base + (size_t)(hi - lo);
+        for (int u = lo; u < hi; u++) {
+            st->saved[base + (size_t)(u - lo)] = st->rank[u];
+            if (st->off[u] < 0) order_key(st, u, &st->keys[n++]);
+        }
+        if (n > 1) qsort(st->keys, (size_t)n, sizeof *st->keys, cmp_rkey);
+        for (int j = 0; j < n; j++) st->rank[st->keys[j].i] = j;
+        int r = n ? search_range(st, p, k + 1, 0, -1) : FOUND;
+        for (int u = lo; u < hi; u++) st->rank[u] = st->saved[base + (size_t)(u - lo)];
+        st->nsaved = base;
+        if (r != FOUND) return r;
+        p = k + 1;
+    }
+    return FOUND;
+}
+
+static void search_free(search *st)
+{
+    free(st->live);
+    free(st->size);
+    free(st->slo);
+    free(st->shi);
+    free(st->width);
+    free(st->adj_start);
+    free(st->adj);
+    free(st->first);
+    free(st->mem_start);
+    free(st->mem);
+    free(st->mnext);
+    free(st->mprev);
+    free(st->bnode_start);
+    free(st->bnode);
+    free(st->witness);
+    free(st->unext);
+    free(st->uprev);
+    free(st->minoff);
+    free(st->off);
+    free(st->total);
+    free(st->rank);
+    free(st->nb);
+    free(st->cuts);
+    free(st->sol);
+    free(st->log);
+    free(st->cand);
+    free(st->keys);
+    free(st->saved);
+}
+
+/* Builds the search's tables; returns 0 (and builds nothing) when they would be too big. */
+static int search_init(search *st, const live_set *ls)
+{
+    memset(st, 0, sizeof *st);
+    int m = ls->m, nsec = ls->nsec;
+    /* number the buffers by first section (a counting sort), so that the buffers of a range
+     * of sections are a range of numbers */
+    int *first = xcalloc((size_t)nsec + 1, sizeof *first);
+    for (int i = 0; i < m; i++) first[ls->slo[i] + 1]++;
+    for (int s = 0; s < nsec; s++) first[s + 1] += first[s];
+    int *live = xmalloc((size_t)m * sizeof *live), *fill = xmalloc((size_t)(nsec + 1) * sizeof *fill);
+    memcpy(fill, first, (size_t)(nsec + 1) * sizeof *fill);
+    for (int i = 0; i < m; i++) live[fill[ls->slo[i]]++] = i;
+    free(fill);
+    /* overlaps: sweeping in that order, everything still live at u's first section overlaps u;
+     * first only counted, to refuse problems too big to index */
+    int *act = xmalloc((size_t)m * sizeof *act);
+    int64_t nadj = 0, nmem = 0;
+    int na = 0;
+    for (int u = 0; u < m; u++) {
+        int s = ls->slo[live[u]], k = 0;
+        for (int j = 0; j < na; j++)
+            if (ls->shi[live[act[j]]] > s) act[k++] = act[j];
+        na = k;
+        nadj += 2 * (int64_t)na;
+        act[na++] = u;
+        nmem += ls->shi[live[u]] - ls->slo[live[u]];
+    }
+    if (nadj + nmem > search_items_max) {
+        free(first);
+        free(live);
+        free(act);
+        return 0;
+    }
+    st->m = m;
+    st->nsec = nsec;
+    st->lower_bound = ls->lower_bound;
+    st->first = first;
+    st->live = live;
+    st->size = xmalloc((size_t)m * sizeof *st->size);
+    st->slo = xmalloc((size_t)m * sizeof *st->slo);
+    st->shi = xmalloc((size_t)m * sizeof *st->shi);
+    st->width = xmalloc((size_t)m * sizeof *st->width);
+    for (int u = 0; u < m; u++) {
+        int i = live[u];
+        st->size[u] = ls->size[i];
+        st->slo[u] = ls->slo[i];
+        st->shi[u] = ls->shi[i];
+        st->width[u] = (double)ls->up[i] - (double)ls->lo[i];
+    }
+    st->adj_start = xcalloc((size_t)m + 1, sizeof *st->adj_start);
+    st->adj = xmalloc((size_t)nadj * sizeof *st->adj);
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+        int *pos = pass ? xmalloc((size_t)m * sizeof *pos) : NULL;
+        if (pass) memcpy(pos, st->adj_start, (size_t)m * sizeof *pos);
+        na = 0;
+        for (int u = 0; u < m; u++) {
+            int k = 0;
+            for (int j = 0; j < na; j++)
+                if (st->shi[act[j]] > st->slo[u]) act[k++] = act[j];
+            na = k;
+            for (int j = 0; j < na; j++) {
+                if (pass) {
+                    st->adj[pos[act[j]]++] = u;
+                    st->adj[pos[u]++] = act[j];
+                } else {
+                    st->adj_start[act[j] + 1]++;
+                    st->adj_start[u + 1]++;
+                }
+            }
+            act[na++] = u;
+        }
+        if (!pass)
+            for (int u = 0; u < m; u++) st->adj_start[u + 1] += st->adj_start[u];
+        free(pos);
+    }
+    free(act);
+    /* the members of each section */
+    st->mem_start = xcalloc((size_t)nsec + 1, sizeof *st->mem_start);
+    st->mem = xmalloc((size_t)nmem * sizeof *st->mem);
+    for (int u = 0; u < m; u++)
+        for (int s = st->slo[u]; s < st->shi[u]; s++) st->mem_start[s + 1]++;
+    for (int s = 0; s < nsec; s++) st->mem_start[s + 1] += st->mem_start[s];
+    int *mpos = xmalloc((size_t)(nsec + 1) * sizeof *mpos);
+    memcpy(mpos, st->mem_start, (size_t)(nsec + 1) * sizeof *mpos);
+    st->bnode_start = xmalloc((size_t)(m + 1) * sizeof *st->bnode_start);
+    st->bnode = xmalloc((size_t)nmem * sizeof *st->bnode);
+    int nb = 0;
+    for (int u = 0; u < m; u++) {
+        st->bnode_start[u] = nb;
+        for (int s = st->slo[u]; s < st->shi[u]; s++) {
+            st->bnode[nb++] = mpos[s];
+            st->mem[mpos[s]++] = u;
+        }
+    }
+    st->bnode_start[m] = nb;
+    free(mpos);
+    st->unext = xmalloc((size_t)(m + 2) * sizeof *st->unext);
+    st->uprev = xmalloc((size_t)(m + 2) * sizeof *st->uprev);
+    for (int u = 0; u < m; u++) {
+        st->unext[u] = u + 1;
+        st->uprev[u] = u ? u - 1 : m + 1;
+    }
+    st->unext[m + 1] = 0;
+    st->uprev[m] = m ? m - 1 : m + 1;
+    st->witness = xmalloc((size_t)(nsec + 1) * sizeof *st->witness);
+    for (int s = 0; s < nsec; s++) st->witness[s] = st->mem[st->mem_start[s]];
+    st->mnext = xmalloc((size_t)(nmem + nsec) * sizeof *st->mnext);
+    st->mprev = xmalloc((size_t)(nmem + nsec) * sizeof *st->mprev);
+    for (int s = 0; s < nsec; s++) {
+        int head = (int)nmem + s, prev = head;
+        for (int k = st->mem_start[s]; k < st->mem_start[s + 1]; k++) {
+            st->mnext[prev] = k;
+            st->mprev[k] = prev;
+            prev = k;
+        }
+        st->mnext[prev] = head;
+        st->mprev[head] = prev;
+    }
+    /* the state: nothing placed */
+    st->minoff = xcalloc((size_t)m, sizeof *st->minoff);
+    st->off = xmalloc((size_t)m * sizeof *st->off);
+    st->sol = xmalloc((size_t)m * sizeof *st->sol);
+    for (int u = 0; u < m; u++) st->off[u] = st->sol[u] = -1;
+    st->total = xcalloc((size_t)nsec + 1, sizeof *st->total);
+    memcpy(st->total, ls->total, (size_t)nsec * sizeof *st->total);
+    st->rank = xcalloc((size_t)m, sizeof *st->rank);
+    st->nb = xmalloc((size_t)m * sizeof *st->nb);
+    for (int u = 0; u < m; u++) st->nb[u] = st->adj_start[u + 1] - st->adj_start[u];
+    st->cuts = xcalloc((size_t)nsec + 1, sizeof *st->cuts);
+    for (int u = 0; u < m; u++) {
+        st->cuts[st->slo[u]]++;
+        st->cuts[st->shi[u] - 1]--;
+    }
+    for (int s = 1; s < nsec; s++) st->cuts[s] += st->cuts[s - 1];
+    return 1;
+}
+
+/* Is there a placement within cap? FOUND (offsets in st->sol), NOTFOUND (proven: none), or
+ * STOPPED. The orders take turns under a node limit that doubles every round: the effort one
+ * order needs varies by orders of magnitude from instance to instance. */
+static int search_fits(search *st, int64_t cap)
+{
+    if (st->lower_bound > cap) return NOTFOUND;
+    st->cap = cap;
+    int64_t limit = 8 * (int64_t)st->m + 1; /* doubled before the first round */
+    for (;;) {
+        limit = limit < INT64_MAX / 2 ? 2 * limit : INT64_MAX;
+        for (int h = 0; h < NSEARCH_ORDERS; h++) {
+            st->order = search_orders[h];
+            st->nodes = 0;
+            st->node_limit = limit;
+            int r = solve_range(st, 0, st->nsec);
+            if (r != ABORTED) return r;
+        }
+    }
+}
+
+/* The arena of the search's last success, after an independent check that no two buffers
+ * live at the same time overlap (-1 if they do, which would be a bug). */
+static int64_t search_result(const search *st)
+{
+    int64_t top = 0;
+    for (int u = 0; u < st->m; u++) {
+        int64_t o = st->sol[u], e = o + st->size[u];
+        if (o < 0) return -1;
+        if (e > top) top = e;
+        for (int k = st->adj_start[u]; k < st->adj_start[u + 1]; k++) {
+            int v = st->adj[k];
+            if (o < st->sol[v] + st->size[v] && st->sol[v] < e) return -1;
+        }
+    }
+    return top;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Entry points                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Takes the search's last success when it checks out and beats *top. */
+static int try_result(const search *s, int64_t *top, int64_t *best)
+{
+    int64_t t = search_result(s);
+    if (t < 0 || t >= *top) return 0;
+    *top = t;
+    for (int u = 0; u < s->m; u++) best[s->live[u]] = s->sol[u];
+    return 1;
+}
+
+/* One search at target with a share of the time and effort left. */
+static int probe(search *s, int64_t target, double share, double end, int64_t work_limit)
+{
+    double t = now_seconds();
+    s->deadline = t + (end - t) * share;
+    s->work_limit = work_limit == INT64_MAX ? INT64_MAX : s->work + (int64_t)((double)(work_limit - s->work) * share);
+    return search_fits(s, target);
+}
+
+/* bisect: without a capacity, bisect between the lower bound and the best found when the
+ * bound is not met (the command); else all the effort goes to the bound (the planner, which
+ * calls this many times and mostly has plans that meet it). */
+static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *opts, int search_max, int bisect,
+                                 mg_arena_stats *st)
+{
+    mg_arena_stats stats = {0};
+    for (int i = 0; i < n; i++) iv[i].offset = 0;
+    live_set ls;
+    live_set_init(&ls, iv, n);
+    int m = ls.m;
+    int64_t *best = xcalloc((size_t)m, sizeof *best);
+    int64_t top;
+    if (m > MG_ARENA_GREEDY_MAX) top = linear_scan(&ls, best);
+    else top = greedy_best(&ls, m <= MG_ARENA_ORDERS_MAX ? 4 : 1, best);
+    stats.lower_bound = ls.lower_bound;
+    stats.greedy_bytes = top;
+    /* the first target: the capacity, or the lower bound when there is none or the capacity
+     * is below it (then the arena is made as small as it goes) */
+    int64_t cap = opts->capacity;
+    int64_t goal = cap == INT64_MAX || cap < ls.lower_bound ? ls.lower_bound : cap;
+    int proven_infeasible_below = 0; /* 1: nothing smaller than top fits */
+    if (top > goal && m <= search_max && opts->time_limit > 0 && opts->work_limit > 0) {
+        search s;
+        if (search_init(&s, &ls)) {
+            stats.searched = 1;
+            double end = now_seconds() + opts->time_limit;
+            int64_t proven = -1; /* the largest arena proven not to fit */
+            int64_t lo = goal;   /* the largest arena that failed or was given up on */
+            /* half of the effort for a capacity (what is left goes to coming close when it
+             * is out of reach), a quarter for the lower bound, all for the planner */
+            int r = probe(&s, goal, !bisect ? 1.0 : goal == ls.lower_bound ? 0.25 : 0.5, end, opts->work_limit);
+            if (r == FOUND) try_result(&s, &top, best);
+            if (r == NOTFOUND) proven = lo;
+            /* bisection between what failed and what fits, each probe with half of what is
+             * left */
+            while (bisect && r != FOUND && top - lo > 1 && now_seconds() < end && s.work < opts->work_limit) {
+                int64_t mid = lo + (top - lo) / 2;
+                r = probe(&s, mid, 0.5, end, opts->work_limit);
+                if (r == FOUND) {
+                    if (!try_result(&s, &top, best)) break;
+                    r = STOPPED; /* go on below */
+                } else {
+                    lo = mid;
+                    if (r == NOTFOUND) proven = mid;
+                }
+            }
+            if (proven >= 0 && top - proven == 1) proven_infeasible_below = 1;
+            stats.nodes = s.total_nodes;
+            search_free(&s);
+        }
+    }
+    for (int i = 0; i < m; i++) iv[ls.idx[i]].offset = best[i];
+    stats.arena_bytes = top;
+    stats.optimal = top == ls.lower_bound || proven_infeasible_below;
+    free(best);
+    live_set_free(&ls);
+    if (st) *st = stats;
+    return top;
+}
+
+int64_t mg_arena_place_ex(mg_interval *iv, int n, const mg_arena_opts *opts, mg_arena_stats *st)
+{
+    return place_with_limits(iv, n, opts, MG_ARENA_SEARCH_MAX, 1, st);
+}
+
+int64_t mg_arena_place(mg_interval *iv, int n, int64_t capacity, double time_limit_seconds, int *optimal)
+{
+    mg_arena_opts o = {capacity, time_limit_seconds, INT64_MAX};
+    mg_arena_stats st;
+    int64_t r = mg_arena_place_ex(iv, n, &o, &st);
+    if (optimal) *optimal = st.optimal;
+    return r;
+}
+
+mg_status mg_arena_assign(mg_plan *p, mg_diag *d)
+{
+    int n = p->nbufs;
+    mg_interval *iv = xmalloc((size_t)n * sizeof *iv);
+    for (int i = 0; i < n; i++)
+        iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
+    /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
+    mg_arena_opts o = {INT64_MAX, 3.0, plan_work_limit};
+    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, NULL);
+    for (int i = 0; i < n; i++) p->bufs[i].offset = iv[i].offset;
+    free(iv);
 
     /* peak live bytes: sweep over steps */
-    int64_t *delta = calloc((size_t)p->nsteps + 1, sizeof *delta);
-    if (!delta) abort();
+    int64_t *delta = xcalloc((size_t)p->nsteps + 1, sizeof *delta);
     for (int i = 0; i < n; i++) {
         delta[p->bufs[i].first] += p->bufs[i].bytes;
         delta[p->bufs[i].last + 1] -= p->bufs[i].bytes;

@@ -41,9 +41,10 @@ static int op2(ad *a, mg_op op, int x, int y, mg_loc loc)
 static int shaped(ad *a, mg_op op, int x, const mg_shape *shape, double scale, mg_loc loc)
 {
     if (a->failed) return -1;
+    mg_shape want = *shape; /* shape may point into the node array, which the add can move */
     int id = mg_graph_add(a->g, op, 1, &x, loc);
     mg_node *n = &a->g->nodes[id];
-    n->type.shape = *shape;
+    n->type.shape = want;
     n->fattr = scale;
     n->phase = MG_PHASE_BACKWARD;
     if (mg_infer_type(a->g, id, a->d) != MG_OK) {

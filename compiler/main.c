@@ -1,6 +1,7 @@
 /* main.c — the `memgrad` command-line driver. The only code that talks to the terminal: it
  * reads files, runs the pipeline as a flat list of calls, prints diagnostics with the source
  * line and a caret, and chooses exit codes (0 ok, 1 error in the model or build, 2 usage). */
+#include "arena.h"
 #include "autodiff.h"
 #include "backend.h"
 #include "budget.h"
@@ -32,14 +33,38 @@ static const char *usage_text =
     "                       initialiser to a native object file (and a C header)\n"
     "  check MODEL.mg [--print-ir | --print-joint]\n"
     "                       parse, type-check and differentiate; optionally print the IR\n"
-    "  plan MODEL.mg [--budget B]\n"
-    "                       print the memory plan's figures\n"
+    "  plan MODEL.mg [--budget B] [--solver S] [--format text|json]\n"
+    "  plan --graph FILE.json [...]\n"
+    "                       plan the training step under a budget and print the plan's figures\n"
+    "                       (json: the whole plan, see docs/plan-json.md); --graph plans a\n"
+    "                       benchmark graph (Checkmate node-link JSON or a layered DAG)\n"
+    "  sweep MODEL.mg | --graph FILE.json [--points N] [--solver S] [--format text|csv|json]\n"
+    "                       the trade-off from the minimum feasible budget to store-all\n"
+    "  arena FILE.csv [--capacity BYTES] [--format text|json] [--time-limit SECONDS]\n"
+    "                       place a list of buffers (CSV id,lower,upper,size, each live on\n"
+    "                       [lower, upper)) in one arena and say how big it is, whether it fits\n"
+    "                       the capacity and whether that is optimal\n"
+    "\n"
+    "planning options (compile, plan, sweep):\n"
+    "  --budget B           workspace cap: bytes with a unit (B, KiB, MiB, GiB, KB, MB, GB) or a\n"
+    "                       percentage of the store-all workspace (40%)\n"
+    "  --solver S           auto (default: the cheapest plan found), store-all, sqrt (Chen et al.\n"
+    "                       checkpoints), exact (not implemented yet)\n"
+    "  --time-limit SEC     time limit for --solver exact (default 60)\n"
+    "  --verify             run the plan verifier once more on what is emitted and report it\n"
+    "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
+    "  --no-cache           neither read nor write the plan cache\n"
+    "  --points N           sweep: number of budgets (default 8)\n"
+    "\n"
+    "arena options:\n"
+    "  --capacity BYTES     arena size to fit: bytes, or with a unit (1MiB); default none, as small\n"
+    "                       as it goes. Exit status 0 whether or not it fits\n"
+    "  --format text|json   json adds every buffer's offset\n"
+    "  --time-limit SEC     limit on the exact search after the greedy placement (default 10)\n"
     "\n"
     "compile options:\n"
     "  -o FILE              object file to write (required)\n"
     "  --header FILE        C header to write alongside\n"
-    "  --budget B           workspace cap: bytes with a unit (B, KiB, MiB, GiB, KB, MB, GB) or a\n"
-    "                       percentage of the store-all workspace (40%)\n"
     "  --target TRIPLE      target triple (default: this machine)\n"
     "  --cpu NAME           target CPU (default: this machine's, or generic with --target)\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
@@ -746,6 +771,7 @@ int main(int argc, char **argv)
             return 0;
         }
     options o;
+    if (!strcmp(cmd, "arena")) return mg_cmd_arena(argc - 1, argv + 1);
     if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep"))
         return usage_error("unknown command '%s'", cmd);
     int rc = parse_options(argc - 2, argv + 2, &o, cmd);

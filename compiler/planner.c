@@ -29,11 +29,12 @@ static double seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Schedules under opts, places and verifies; *out is NULL when the cap cannot be met. */
+/* Schedules under opts and places the buffers; *out is NULL when the cap cannot be met. Only
+ * the plan a solver returns is verified (in mg_solve), not every candidate it tries. */
 static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
 {
     if (mg_schedule(pr, opts, out, d)) return MG_ERR;
-    if (*out && (mg_arena_assign(*out, d) || mg_plan_verify(*out, pr, d))) {
+    if (*out && mg_arena_assign(*out, d)) {
         mg_plan_free(*out);
         *out = NULL;
         return MG_ERR;
@@ -123,6 +124,38 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     return MG_OK;
 }
 
+/* No schedule can hold less than what one step needs at once: its operands in the workspace,
+ * its output and its scratch. */
+static int64_t working_set_bound(const mg_problem *pr)
+{
+    int64_t best = 0;
+    for (int v = 0; v < pr->n; v++) {
+        if (!pr->target[v]) continue;
+        int64_t need = pr->bytes[v] + pr->scratch[v];
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+            int u = pr->in[k];
+            int dup = 0;
+            for (int j = pr->in_start[v]; j < k; j++) dup |= pr->in[j] == u;
+            if (!dup && pr->target[u] && pr->home[u].mem == MG_MEM_NONE) need += pr->bytes[u];
+        }
+        if (need > best) best = need;
+    }
+    return best;
+}
+
+/* Some plan within budget, from the policies that do best when memory is tightest. */
+static mg_status feasible_at(const mg_problem *pr, int64_t budget, mg_plan **out, mg_diag *d)
+{
+    static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
+                                            MG_EVICT_COST_SIZE_DIST2};
+    *out = NULL;
+    for (int i = 0; i < MG_EVICT_NPOLICIES && !*out; i++) {
+        mg_sched_opts o = {budget, tight[i], NULL};
+        if (fit(pr, o, budget, out, d)) return MG_ERR;
+    }
+    return MG_OK;
+}
+
 mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, mg_solution *out,
                    mg_diag *d)
 {
@@ -142,14 +175,15 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
         goto done;
     }
     if (want_min || (!out->plan && solver == MG_SOLVER_AUTO)) {
-        /* bisection over budgets in MG_ALIGN units: hi always has a verified auto plan */
-        int64_t lo = 0, hi = out->store_all_bytes;
+        /* bisection over budgets between a proven lower bound and store-all; hi always has a
+         * plan; stops within 0.1% (or one alignment unit) of the smallest budget found */
+        int64_t lo = working_set_bound(pr), hi = out->store_all_bytes;
         mg_plan *best = NULL;
-        while (hi - lo > MG_ALIGN) {
-            int64_t mid = (lo + (hi - lo) / 2) / MG_ALIGN * MG_ALIGN;
-            if (mid <= lo) mid = lo + MG_ALIGN;
+        if (lo > 0) lo -= 1; /* lo is infeasible by convention; the bound itself may be met */
+        while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
+            int64_t mid = lo + (hi - lo) / 2;
             mg_plan *p;
-            if ((st = solve_at(pr, MG_SOLVER_AUTO, mid, keep, &p, d))) break;
+            if ((st = feasible_at(pr, mid, &p, d))) break;
             if (p) {
                 hi = p->workspace_bytes;
                 mg_plan_free(best);
@@ -166,6 +200,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
         }
         mg_plan_free(best);
     }
+    if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1; /* nothing recomputed: no plan executes fewer FLOPs */
 done:

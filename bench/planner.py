@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""bench/planner.py — the planner's figures (issue 3), measured with the built memgrad binary.
+
+  python3 bench/planner.py [--memgrad build-release/memgrad] [--out bench/results/planner.md]
+
+Sections: Checkmate training graphs at 90..40% of the store-all peak and at the minimum
+feasible budget (auto vs sqrt vs the lower bound "every op once"); Moccasin's layered DAGs at
+0.8x and 0.9x of the no-recompute peak; auto's solve time against joint-graph size; the example
+models at 75/50/33/25%. Every plan is checked by memgrad's verifier (--verify). Solve times are
+medians of 3 runs with the plan cache off.
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run(mg, args):
+    p = subprocess.run([mg] + args + ["--no-cache"], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def plan(mg, target, budget=None, solver="auto", graph=False, repeat=3):
+    args = ["plan"] + (["--graph", target] if graph else [target]) + ["--format", "json", "--verify", "--solver", solver]
+    if budget is not None:
+        args += ["--budget", f"{budget}B"]
+    times, out = [], None
+    for _ in range(repeat):
+        rc, so, se = run(mg, args)
+        if rc != 0:
+            return None
+        if "plan verified" not in se:
+            sys.exit(f"plan of {target} not verified: {se}")
+        out = json.loads(so)
+        times.append(out["solve_seconds"])
+    out["median_seconds"] = statistics.median(times)
+    return out
+
+
+def pct(x):
+    return f"{100 * x:.2f}%"
+
+
+def checkmate(mg, lines):
+    lines.append("## Checkmate training graphs\n")
+    lines.append("Budgets are fractions of the store-all workspace. `auto/once` is the cost `auto` executes over "
+                 "the cost of running every op once — a lower bound on the optimum, so the ratio bounds `auto`'s "
+                 "distance from the optimum from above. `sqrt` is Chen et al.'s checkpointing (\"—\": its plan does "
+                 "not fit).\n")
+    lines.append("| graph | nodes | budget | auto/once | sqrt/once | auto solve s |")
+    lines.append("|---|---|---|---|---|---|")
+    d = os.path.join(ROOT, "bench/data/checkmate")
+    for name in ["vgg16", "vgg19", "unet", "fcn8", "segnet", "mobilenet", "resnet50"]:
+        f = os.path.join(d, name + ".json")
+        base = plan(mg, f, graph=True, repeat=1)
+        all_b, minf = base["store_all_workspace_bytes"], base["min_feasible_bytes"]
+        for frac in [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, None]:
+            b = minf if frac is None else int(all_b * frac)
+            label = "min feasible ({:.0f}%)".format(100 * minf / all_b) if frac is None else f"{int(frac * 100)}%"
+            if b < minf:
+                lines.append(f"| {name} | {len(base['nodes'])} | {label} | infeasible (min {100 * minf / all_b:.0f}%) | | |")
+                continue
+            a = plan(mg, f, b, graph=True)
+            s = plan(mg, f, b, solver="sqrt", graph=True, repeat=1)
+            ra = a["flops_executed"] / a["flops_once"]
+            rs = f"{s['flops_executed'] / s['flops_once']:.4f}" if s else "—"
+            lines.append(f"| {name} | {len(base['nodes'])} | {label} | {ra:.4f} | {rs} | {a['median_seconds']:.3f} |")
+    lines.append("")
+
+
+def layered(mg, lines):
+    lines.append("## Layered DAGs (Moccasin's scaling set)\n")
+    lines.append("| graph | nodes | budget | plan | cost/once | solve s |")
+    lines.append("|---|---|---|---|---|---|")
+    d = os.path.join(ROOT, "bench/data/layered")
+    for n in [100, 250, 500, 1000]:
+        f = os.path.join(d, f"layered_n{n}.json")
+        base = plan(mg, f, graph=True, repeat=1)
+        peak = base["train"]["peak_live_bytes"]
+        for frac in [0.9, 0.8]:
+            a = plan(mg, f, int(peak * frac), graph=True)
+            if a is None:
+                lines.append(f"| layered_n{n} | {n} | {frac}x peak | none (min feasible {base['min_feasible_bytes'] / peak:.2f}x) | | |")
+            else:
+                lines.append(f"| layered_n{n} | {n} | {frac}x peak | verified | {a['flops_executed'] / a['flops_once']:.4f} "
+                             f"| {a['median_seconds']:.3f} |")
+    lines.append("")
+
+
+def growth(mg, lines, tmp):
+    lines.append("## Solve time against joint-graph size (auto, 50% of store-all)\n")
+    lines.append("| layers | joint nodes | solve s |")
+    lines.append("|---|---|---|")
+    rows = []
+    for layers in [16, 160, 1600]:
+        f = os.path.join(tmp, f"chain{layers}.mg")
+        with open(f, "w") as fh:
+            fh.write(f"model chain\ninput x: f32[32, 64]\nh = x\nrepeat {layers} {{\n param w: f32[64, 64] = xavier\n"
+                     " h = tanh(h @ w)\n}\nloss = mean(h * h)\nminimize loss\n")
+        base = plan(mg, f, repeat=1)
+        a = plan(mg, f, base["store_all_workspace_bytes"] // 2)
+        rows.append((layers, len(a["nodes"]), a["median_seconds"]))
+        lines.append(f"| {layers} | {len(a['nodes'])} | {a['median_seconds']:.3f} |")
+    import math
+    if len(rows) >= 2 and rows[0][2] > 0:
+        k = math.log(rows[-1][2] / rows[-2][2]) / math.log(rows[-1][1] / rows[-2][1])
+        lines.append(f"\nGrowth between the last two sizes: time ~ nodes^{k:.2f}.\n")
+
+
+def examples(mg, lines):
+    lines.append("## Example models\n")
+    lines.append("| model | store-all | min feasible | budget | sqrt overhead | auto overhead |")
+    lines.append("|---|---|---|---|---|---|")
+    for name in ["mlp.mg", "mlp_deep.mg"]:
+        f = os.path.join(ROOT, "examples", name)
+        base = plan(mg, f, repeat=1)
+        all_b = base["store_all_workspace_bytes"]
+        base_min = plan(mg, f, all_b, repeat=1)
+        rc, so, _ = run(mg, ["plan", f, "--format", "json"])
+        minf = json.loads(so)["min_feasible_bytes"]
+        for frac in [0.75, 0.5, 0.33, 0.25]:
+            b = int(all_b * frac)
+            a = plan(mg, f, b, repeat=1) if b >= minf else None
+            s = plan(mg, f, b, solver="sqrt", repeat=1)
+            ao = pct(a["recompute_overhead"]) if a else "infeasible"
+            so_ = pct(s["recompute_overhead"]) if s else "—"
+            lines.append(f"| {name} | {all_b} | {minf} | {int(frac * 100)}% | {so_} | {ao} |")
+    lines.append("")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memgrad", default=os.path.join(ROOT, "build-release/memgrad"))
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    if not os.path.exists(a.memgrad):
+        sys.exit(f"{a.memgrad} not found: build it first (cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release "
+                 "&& cmake --build build-release)")
+    lines = ["# Planner benchmark\n"]
+    with tempfile.TemporaryDirectory() as tmp:
+        checkmate(a.memgrad, lines)
+        layered(a.memgrad, lines)
+        growth(a.memgrad, lines, tmp)
+        examples(a.memgrad, lines)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as fh:
+            fh.write(text)
+
+
+if __name__ == "__main__":
+    main()

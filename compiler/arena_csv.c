@@ -1,0 +1,218 @@
+/* arena_csv.c — reads buffer files in MiniMalloc's CSV format (`id,lower,upper,size`, each
+ * buffer live on [lower, upper)) for `memgrad arena` and the allocator's tests.
+ *
+ * Why it exists: published allocation instances come in this format, and a wrong number must
+ * be reported with its line rather than silently placed. Validation is strict: the header is
+ * required, every row has four integer fields, ids are distinct, upper > lower, size >= 0.
+ * Blank lines are skipped; a CR before the newline is accepted. */
+#include "arena.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const field_names[4] = {"id", "lower", "upper", "size"};
+
+/* Sizes add up to at most this, so that no offset+size computed later overflows. */
+static const int64_t total_size_max = (int64_t)1 << 62;
+
+typedef struct id_line {
+    int64_t id;
+    int line;
+} id_line;
+
+static int cmp_id_line(const void *a, const void *b)
+{
+    const id_line *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->line - y->line;
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t'; }
+
+/* A field [s, e) as a decimal integer (optional sign, digits only, no overflow). */
+static int parse_int(const char *s, const char *e, int64_t *v)
+{
+    int neg = 0;
+    if (s < e && (*s == '-' || *s == '+')) neg = *s++ == '-';
+    if (s == e) return 0;
+    uint64_t acc = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; s < e; s++) {
+        if (*s < '0' || *s > '9') return 0;
+        unsigned dig = (unsigned)(*s - '0');
+        if (acc > (lim - dig) / 10) return -1;
+        acc = acc * 10 + dig;
+    }
+    *v = neg ? (acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc) : (int64_t)acc;
+    return 1;
+}
+
+/* Prints at most 40 bytes of a field into buf, for a message. */
+static const char *field_text(const char *s, const char *e, char *buf, size_t len)
+{
+    size_t n = (size_t)(e - s);
+    if (n > 40) snprintf(buf, len, "%.40s...", s);
+    else snprintf(buf, len, "%.*s", (int)n, s);
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) *p = '?';
+    return buf;
+}
+
+/* Frees what was read so far and fills d. */
+static mg_status fail(mg_diag *d, const char *file, int line, mg_arena_csv *out, id_line *ids, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static mg_status fail(mg_diag *d, const char *file, int line, mg_arena_csv *out, id_line *ids, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mg_arena_csv_free(out);
+    free(ids);
+    return mg_diag_set(d, (mg_loc){file, line, 0}, "%s", msg);
+}
+
+mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_arena_csv *out, mg_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    int cap = 0, line = 0, header = 0;
+    id_line *ids = NULL;
+    int64_t total = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        const char *le = eol;
+        if (le > p && le[-1] == '\r') le--;
+        line++;
+        const char *q = p;
+        p = eol < end ? eol + 1 : end;
+        while (q < le && is_space(*q)) q++;
+        if (q == le) continue; /* blank */
+        if (line == INT_MAX)
+            return fail(d, file, line, out, ids, "too many lines");
+        /* split into fields */
+        const char *fs[5], *fe[5];
+        int nf = 0;
+        for (const char *s = q;;) {
+            const char *c = memchr(s, ',', (size_t)(le - s));
+            const char *e = c ? c : le;
+            const char *a = s, *b = e;
+            while (a < b && is_space(*a)) a++;
+            while (b > a && is_space(b[-1])) b--;
+            if (nf < 5) {
+                fs[nf] = a;
+                fe[nf] = b;
+            }
+            nf++;
+            if (!c) break;
+            s = c + 1;
+        }
+        if (!header) {
+            int ok = nf == 4;
+            for (int f = 0; f < 4 && ok; f++)
+                ok = (size_t)(fe[f] - fs[f]) == strlen(field_names[f]) &&
+                     !memcmp(fs[f], field_names[f], (size_t)(fe[f] - fs[f]));
+            if (!ok)
+                return fail(d, file, line, out, ids, "expected the header 'id,lower,upper,size'");
+            header = 1;
+            continue;
+        }
+        if (nf != 4)
+            return fail(d, file, line, out, ids, "expected 4 fields (id,lower,upper,size), got %d", nf);
+        int64_t v[4];
+        for (int f = 0; f < 4; f++) {
+            char buf[64];
+            if (fs[f] == fe[f])
+                return fail(d, file, line, out, ids, "field '%s' is empty", field_names[f]);
+            int r = parse_int(fs[f], fe[f], &v[f]);
+            if (r <= 0)
+                return fail(d, file, line, out, ids, "%s '%s' %s", field_names[f],
+                            field_text(fs[f], fe[f], buf, sizeof buf),
+                            r < 0 ? "is out of range" : "is not an integer");
+        }
+        if (v[2] <= v[1])
+            return fail(d, file, line, out, ids, "upper (%lld) must be greater than lower (%lld)", (long long)v[2],
+                        (long long)v[1]);
+        if (v[3] < 0) return fail(d, file, line, out, ids, "size %lld is negative", (long long)v[3]);
+        if (v[3] > total_size_max - total)
+            return fail(d, file, line, out, ids, "sizes add up to more than 2^62 bytes");
+        total += v[3];
+        if (out->n == cap) {
+            if (cap > INT_MAX / 2) return fail(d, file, line, out, ids, "too many buffers");
+            cap = cap ? 2 * cap : 256;
+            int64_t *ni = realloc(out->ids, (size_t)cap * sizeof *ni);
+            if (ni) out->ids = ni;
+            mg_interval *nv = realloc(out->iv, (size_t)cap * sizeof *nv);
+            if (nv) out->iv = nv;
+            id_line *nl = realloc(ids, (size_t)cap * sizeof *nl);
+            if (nl) ids = nl;
+            if (!ni || !nv || !nl) return fail(d, file, line, out, ids, "out of memory");
+        }
+        out->ids[out->n] = v[0];
+        out->iv[out->n] = (mg_interval){v[1], v[2], v[3], 0};
+        ids[out->n] = (id_line){v[0], line};
+        out->n++;
+    }
+    if (!header) {
+        return fail(d, file, 1, out, ids,
+                    "empty file: expected the header 'id,lower,upper,size'");
+    }
+    /* duplicate ids: the first line (in file order) that repeats an earlier id */
+    if (out->n > 1) qsort(ids, (size_t)out->n, sizeof *ids, cmp_id_line);
+    int dup = -1;
+    for (int i = 1; i < out->n; i++)
+        if (ids[i].id == ids[i - 1].id && (dup < 0 || ids[i].line < ids[dup].line)) dup = i;
+    if (dup >= 0) {
+        int at = dup;
+        while (at > 0 && ids[at - 1].id == ids[dup].id) at--; /* the first occurrence */
+        return fail(d, file, ids[dup].line, out, ids, "duplicate id %lld (first on line %d)", (long long)ids[dup].id,
+                    ids[at].line);
+    }
+    free(ids);
+    return MG_OK;
+}
+
+mg_status mg_arena_csv_read(const char *path, mg_arena_csv *out, mg_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    for (;;) {
+        if (!text) {
+            fclose(f);
+            return mg_diag_set(d, (mg_loc){path, 0, 0}, "out of memory reading %s", path);
+        }
+        len += fread(text + len, 1, cap - len, f);
+        if (len < cap) break;
+        char *t = cap < SIZE_MAX / 2 ? realloc(text, cap * 2) : NULL;
+        if (!t) free(text);
+        text = t;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(text);
+        return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot read %s", path);
+    }
+    mg_status s = mg_arena_csv_parse(text, len, path, out, d);
+    free(text);
+    return s;
+}
+
+void mg_arena_csv_free(mg_arena_csv *c)
+{
+    free(c->ids);
+    free(c->iv);
+    c->ids = NULL;
+    c->iv = NULL;
+    c->n = 0;
+}

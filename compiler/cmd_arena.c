@@ -1,0 +1,122 @@
+/* cmd_arena.c — the `memgrad arena` command: places the buffers of a MiniMalloc-format CSV file
+ * in one arena and says how big it is and whether it fits a capacity.
+ *
+ * Why it exists: the arena allocator is judged on published instances, and users with their
+ * own buffer lists can use it without a model. Driver code: it parses options, prints, and
+ * chooses exit codes (0 placed — the answer is the output, fits or not; 1 bad input; 2 usage);
+ * the reading and the placing are library code (arena_csv.c, arena.c). */
+#include "arena.h"
+#include "budget.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const arena_usage =
+    "usage: memgrad arena FILE.csv [--capacity BYTES] [--format text|json] [--time-limit SECONDS]\n";
+
+static int arena_usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "memgrad: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'memgrad --help'.\n");
+    return 2;
+}
+
+static double wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int mg_cmd_arena(int argc, char **argv)
+{
+    const char *file = NULL, *capacity_text = NULL, *format = "text", *time_text = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(arena_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--capacity")) slot = &capacity_text;
+        else if (!strcmp(a, "--format")) slot = &format;
+        else if (!strcmp(a, "--time-limit")) slot = &time_text;
+        else if (a[0] == '-' && a[1]) return arena_usage_error("arena: unknown option '%s'", a);
+        else if (file) return arena_usage_error("arena: unexpected argument '%s' (one buffer file at a time)", a);
+        else {
+            file = a;
+            continue;
+        }
+        if (i + 1 >= argc) return arena_usage_error("arena: option '%s' needs a value", a);
+        *slot = argv[++i];
+    }
+    if (!file) return arena_usage_error("%s", "arena: no buffer file given (FILE.csv)");
+    if (strcmp(format, "text") && strcmp(format, "json"))
+        return arena_usage_error("arena: --format wants text or json, got '%s'", format);
+    int64_t capacity = INT64_MAX;
+    if (capacity_text) {
+        mg_budget b;
+        char err[256];
+        if (!mg_budget_parse(capacity_text, &b, err, sizeof err) || b.is_percent)
+            return arena_usage_error("arena: --capacity wants a positive number of bytes (1048576, 1MiB), got '%s'",
+                                     capacity_text);
+        capacity = b.bytes;
+    }
+    double time_limit = 10;
+    if (time_text) {
+        char *end;
+        time_limit = strtod(time_text, &end);
+        if (end == time_text || *end || !(time_limit > 0) || time_limit > 1e6)
+            return arena_usage_error("arena: --time-limit wants a positive number of seconds, got '%s'", time_text);
+    }
+
+    mg_arena_csv csv;
+    mg_diag d = {{0}, {0}};
+    if (mg_arena_csv_read(file, &csv, &d)) {
+        if (d.loc.line > 0) fprintf(stderr, "%s:%d: error: %s\n", file, d.loc.line, d.msg);
+        else fprintf(stderr, "memgrad: %s\n", d.msg);
+        return 1;
+    }
+    mg_arena_opts opts = {capacity, time_limit, INT64_MAX};
+    mg_arena_stats st;
+    double t0 = wall_seconds();
+    mg_arena_place_ex(csv.iv, csv.n, &opts, &st);
+    double secs = wall_seconds() - t0;
+    int fits = st.arena_bytes <= capacity;
+
+    if (!strcmp(format, "json")) {
+        printf("{\"buffers\": %d, \"lower_bound\": %lld, \"arena_bytes\": %lld, ", csv.n,
+               (long long)st.lower_bound, (long long)st.arena_bytes);
+        if (capacity == INT64_MAX) printf("\"capacity\": null, ");
+        else printf("\"capacity\": %lld, ", (long long)capacity);
+        printf("\"fits\": %s, \"optimal\": %s, \"solve_seconds\": %.6f, \"offsets\": [", fits ? "true" : "false",
+               st.optimal ? "true" : "false", secs);
+        for (int i = 0; i < csv.n; i++)
+            printf("%s\n  {\"id\": %lld, \"offset\": %lld}", i ? "," : "", (long long)csv.ids[i],
+                   (long long)csv.iv[i].offset);
+        printf("%s]}\n", csv.n ? "\n" : "");
+    } else {
+        printf("%s\n", file);
+        printf("  buffers       %d\n", csv.n);
+        printf("  lower bound   %lld bytes (max live)\n", (long long)st.lower_bound);
+        printf("  arena         %lld bytes", (long long)st.arena_bytes);
+        if (st.lower_bound > 0 && st.arena_bytes > st.lower_bound)
+            printf(" (+%.2f%% over the lower bound)",
+                   100.0 * ((double)st.arena_bytes / (double)st.lower_bound - 1.0));
+        printf("\n");
+        if (capacity == INT64_MAX) printf("  capacity      none (as small as it goes)\n");
+        else printf("  capacity      %lld bytes\n", (long long)capacity);
+        if (fits) printf("  result        fits\n");
+        else printf("  result        does not fit (%lld bytes over)\n", (long long)(st.arena_bytes - capacity));
+        printf("  optimal       %s\n", st.optimal ? "yes" : "not proven");
+        printf("  solve time    %.3f s", secs);
+        if (st.searched) printf(" (greedy %lld bytes, then %lld search nodes)", (long long)st.greedy_bytes,
+                                (long long)st.nodes);
+        printf("\n");
+    }
+    mg_arena_csv_free(&csv);
+    return 0;
+}

@@ -1,0 +1,549 @@
+/* test_arena.c — the static arena allocator (compiler/arena.c), its CSV reader
+ * (compiler/arena_csv.c) and the `memgrad arena` command (compiler/cmd_arena.c), in-process.
+ *
+ * Why it exists: the arena decides how much memory a generated step needs, so a placement must
+ * never overlap two buffers live at the same time, and it must be small. Every placement here
+ * is checked by an overlap test written independently of the allocator.
+ *  - MiniMalloc's eleven instances A-K (bench/data/minimalloc) all fit their capacity.
+ *  - Random small instances: the arena equals the optimum found by brute force, which stacks
+ *    the buffers in every order, each on top of the earlier ones it overlaps in time. That is
+ *    complete: in an optimal placement with every buffer pushed down as far as it goes, each
+ *    buffer rests on one it overlaps (or on 0), so taking buffers by offset rebuilds it.
+ *  - The reader names the line of every kind of bad input.
+ *  - The command: its text and JSON reports and exit codes. */
+#include "arena.h"
+#include "plan.h"
+#include "testutil.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* The independent checks                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+static int live(const mg_interval *v) { return v->size > 0 && v->upper > v->lower; }
+
+/* Fails the test when two buffers live at the same time share a byte, an offset is negative,
+ * or the arena reported is not max(offset+size). (Plain ifs: every ck_assert that passes costs
+ * Check a message, and this runs O(n^2) comparisons.) */
+static void check_placement(const mg_interval *iv, int n, int64_t arena, const char *what)
+{
+    int64_t top = 0;
+    for (int i = 0; i < n; i++) {
+        if (iv[i].offset < 0) ck_abort_msg("%s: buffer %d at negative offset %lld", what, i, (long long)iv[i].offset);
+        if (!live(&iv[i])) continue;
+        if (iv[i].offset + iv[i].size > top) top = iv[i].offset + iv[i].size;
+        for (int j = 0; j < i; j++) {
+            if (!live(&iv[j])) continue;
+            int time = iv[i].lower < iv[j].upper && iv[j].lower < iv[i].upper;
+            int addr = iv[i].offset < iv[j].offset + iv[j].size && iv[j].offset < iv[i].offset + iv[i].size;
+            if (time && addr) ck_abort_msg("%s: buffers %d and %d overlap in time and address", what, j, i);
+        }
+    }
+    if (top != arena)
+        ck_abort_msg("%s: arena reported %lld, placement reaches %lld", what, (long long)arena, (long long)top);
+}
+
+/* Max over time of the bytes live, by brute force over the interval ends. */
+static int64_t max_live(const mg_interval *iv, int n)
+{
+    int64_t best = 0;
+    for (int i = 0; i < n; i++) {
+        if (!live(&iv[i])) continue;
+        int64_t t = iv[i].lower, sum = 0;
+        for (int j = 0; j < n; j++)
+            if (live(&iv[j]) && iv[j].lower <= t && t < iv[j].upper) sum += iv[j].size;
+        if (sum > best) best = sum;
+    }
+    return best;
+}
+
+typedef struct brute {
+    const mg_interval *iv;
+    int n;
+    int64_t off[16];
+    int used[16];
+    int64_t best;
+} brute;
+
+static void brute_rec(brute *b, int placed, int64_t height)
+{
+    if (height >= b->best) return;
+    if (placed == b->n) {
+        b->best = height;
+        return;
+    }
+    for (int i = 0; i < b->n; i++) {
+        if (b->used[i]) continue;
+        int64_t o = 0;
+        for (int j = 0; j < b->n; j++)
+            if (b->used[j] && b->iv[i].lower < b->iv[j].upper && b->iv[j].lower < b->iv[i].upper &&
+                b->off[j] + b->iv[j].size > o)
+                o = b->off[j] + b->iv[j].size;
+        b->used[i] = 1;
+        b->off[i] = o;
+        brute_rec(b, placed + 1, o + b->iv[i].size > height ? o + b->iv[i].size : height);
+        b->used[i] = 0;
+    }
+}
+
+/* The smallest arena, over every order of stacking the live buffers. */
+static int64_t brute_optimum(const mg_interval *iv, int n)
+{
+    mg_interval l[16];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (live(&iv[i])) l[m++] = iv[i];
+    brute b = {l, m, {0}, {0}, INT64_MAX};
+    brute_rec(&b, 0, 0);
+    return m ? b.best : 0;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int rnd(uint64_t *s, int n) { return (int)(rng_next(s) % (uint64_t)n); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* MiniMalloc's instances                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+static const char *const instances[] = {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"};
+enum { NINSTANCES = sizeof instances / sizeof instances[0] };
+static const int64_t instance_capacity = 1048576;
+
+START_TEST(test_minimalloc_instance)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bench/data/minimalloc/%s.1048576.csv", MG_SOURCE_DIR, instances[_i]);
+    mg_arena_csv csv;
+    mg_diag d;
+    ck_assert_msg(mg_arena_csv_read(path, &csv, &d) == MG_OK, "%s: %s", path, d.msg);
+    ck_assert_int_gt(csv.n, 100);
+    int optimal = -1;
+    /* the target is well under a second each; the limit leaves room for sanitizer builds */
+    int64_t arena = mg_arena_place(csv.iv, csv.n, instance_capacity, 60.0, &optimal);
+    check_placement(csv.iv, csv.n, arena, instances[_i]);
+    ck_assert_msg(arena <= instance_capacity, "instance %s: arena %lld over the capacity %lld", instances[_i],
+                  (long long)arena, (long long)instance_capacity);
+    int64_t lb = max_live(csv.iv, csv.n);
+    ck_assert_int_eq(mg_arena_lower_bound(csv.iv, csv.n), lb);
+    ck_assert_int_ge(arena, lb);
+    ck_assert_int_eq(optimal, arena == lb);
+    mg_arena_csv_free(&csv);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* Random small instances against brute force                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+enum { NRANDOM = 40, PER_LOOP = 25 };
+
+static int random_instance(uint64_t *s, mg_interval *iv)
+{
+    int n = 1 + rnd(s, 7), horizon = 2 + rnd(s, 10);
+    for (int i = 0; i < n; i++) {
+        int64_t a = rnd(s, horizon), len = 1 + rnd(s, horizon);
+        /* sizes from a small set, so that ties and exact fits happen */
+        static const int64_t sizes[] = {1, 2, 3, 4, 5, 8, 64, 192};
+        iv[i] = (mg_interval){a, a + len, sizes[rnd(s, rnd(s, 2) ? 5 : 8)], -7};
+        if (rnd(s, 20) == 0) iv[i].size = 0;
+    }
+    return n;
+}
+
+START_TEST(test_random_against_brute_force)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(_i + 1) * 0x2545f4914f6cdd1dull;
+    for (int k = 0; k < PER_LOOP; k++) {
+        mg_interval iv[16];
+        int n = random_instance(&s, iv);
+        int64_t opt = brute_optimum(iv, n);
+        char what[64];
+        snprintf(what, sizeof what, "random %d.%d (n=%d)", _i, k, n);
+
+        int optimal = -1;
+        int64_t arena = mg_arena_place(iv, n, INT64_MAX, 10.0, &optimal);
+        check_placement(iv, n, arena, what);
+        ck_assert_msg(arena == opt, "%s: arena %lld, optimum %lld", what, (long long)arena, (long long)opt);
+        ck_assert_msg(optimal == 1, "%s: optimum not proven", what);
+
+        /* aiming at the optimum as a capacity fits; one byte less cannot */
+        arena = mg_arena_place(iv, n, opt, 10.0, &optimal);
+        check_placement(iv, n, arena, what);
+        ck_assert_msg(arena <= opt, "%s: capacity %lld not met (%lld)", what, (long long)opt, (long long)arena);
+        if (opt > 0) {
+            arena = mg_arena_place(iv, n, opt - 1, 10.0, &optimal);
+            check_placement(iv, n, arena, what);
+            ck_assert_msg(arena >= opt, "%s: below the optimum %lld", what, (long long)opt);
+        }
+    }
+}
+END_TEST
+
+/* Medium random instances: no brute force, but every placement checked, never worse than the
+ * greedy start, and reproducible under an effort limit. */
+START_TEST(test_random_medium_valid)
+{
+    uint64_t s = 0x1234567ull + (uint64_t)_i * 7919u;
+    enum { N = 120 };
+    mg_interval iv[N];
+    for (int k = 0; k < 10; k++) {
+        int n = 20 + rnd(&s, N - 20);
+        for (int i = 0; i < n; i++) {
+            int64_t a = rnd(&s, 60);
+            iv[i] = (mg_interval){a, a + 1 + rnd(&s, 20), 64 * (1 + rnd(&s, 16)), 0};
+        }
+        char what[64];
+        snprintf(what, sizeof what, "medium %d.%d", _i, k);
+        mg_arena_stats st;
+        mg_arena_opts o = {INT64_MAX, 60.0, 2000000};
+        int64_t arena = mg_arena_place_ex(iv, n, &o, &st);
+        check_placement(iv, n, arena, what);
+        ck_assert_int_eq(st.lower_bound, max_live(iv, n));
+        ck_assert_int_le(arena, st.greedy_bytes);
+        ck_assert_int_ge(arena, st.lower_bound);
+        /* every offset is a sum of sizes, so 64-byte sizes keep 64-byte offsets */
+        for (int i = 0; i < n; i++)
+            if (iv[i].offset % 64) ck_abort_msg("%s: offset %lld not a multiple of 64", what, (long long)iv[i].offset);
+        /* a deterministic effort limit gives the same placement twice */
+        mg_arena_opts w = {INT64_MAX, 1e9, 20000};
+        int64_t a1 = mg_arena_place_ex(iv, n, &w, NULL);
+        int64_t off1[N];
+        for (int i = 0; i < n; i++) off1[i] = iv[i].offset;
+        int64_t a2 = mg_arena_place_ex(iv, n, &w, NULL);
+        ck_assert_int_eq(a1, a2);
+        for (int i = 0; i < n; i++)
+            if (iv[i].offset != off1[i]) ck_abort_msg("%s: buffer %d placed differently the second time", what, i);
+        check_placement(iv, n, a2, what);
+    }
+}
+END_TEST
+
+START_TEST(test_edge_cases)
+{
+    int optimal = -1;
+    ck_assert_int_eq(mg_arena_place(NULL, 0, INT64_MAX, 1.0, &optimal), 0);
+    ck_assert_int_eq(optimal, 1);
+    /* never-live intervals sit at 0 and count for nothing */
+    mg_interval iv[4] = {{0, 10, 0, 99}, {5, 5, 100, 99}, {7, 3, 100, 99}, {0, 10, 32, 99}};
+    int64_t a = mg_arena_place(iv, 4, INT64_MAX, 1.0, &optimal);
+    ck_assert_int_eq(a, 32);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(iv[i].offset, 0);
+    ck_assert_int_eq(optimal, 1);
+    /* half-open lifetimes: [0,5) and [5,9) may share bytes */
+    mg_interval t[2] = {{0, 5, 100, 0}, {5, 9, 100, 0}};
+    ck_assert_int_eq(mg_arena_place(t, 2, INT64_MAX, 1.0, NULL), 100);
+    /* a capacity below the lower bound: placed anyway, reported as it is */
+    mg_interval u[2] = {{0, 5, 100, 0}, {1, 9, 100, 0}};
+    a = mg_arena_place(u, 2, 150, 1.0, &optimal);
+    check_placement(u, 2, a, "below the bound");
+    ck_assert_int_eq(a, 200);
+    ck_assert_int_eq(optimal, 1);
+    /* no search at all (time limit 0): still a valid placement */
+    mg_interval w[3] = {{0, 4, 10, 0}, {2, 6, 20, 0}, {4, 8, 10, 0}};
+    a = mg_arena_place(w, 3, INT64_MAX, 0, &optimal);
+    check_placement(w, 3, a, "no search");
+}
+END_TEST
+
+/* A classic case where placing by size alone wastes space and the search does not. */
+START_TEST(test_search_beats_greedy)
+{
+    /* two long buffers must share the bottom, which size order does not see */
+    mg_interval iv[] = {
+        {0, 2, 4, 0}, {2, 4, 4, 0}, {0, 1, 2, 0}, {1, 4, 2, 0}, {0, 3, 2, 0}, {3, 4, 2, 0},
+        {1, 3, 2, 0}, {0, 4, 1, 0}, {2, 3, 1, 0}, {0, 1, 3, 0},
+    };
+    int n = sizeof iv / sizeof iv[0], optimal = 0;
+    int64_t opt = brute_optimum(iv, n);
+    int64_t a = mg_arena_place(iv, n, INT64_MAX, 10.0, &optimal);
+    check_placement(iv, n, a, "search");
+    ck_assert_int_eq(a, opt);
+    ck_assert_int_eq(optimal, 1);
+}
+END_TEST
+
+/* mg_arena_assign keeps its contract on plans: buffers over inclusive step ranges. */
+START_TEST(test_assign_on_a_plan)
+{
+    uint64_t s = 42 + (uint64_t)_i;
+    enum { NB = 300, NS = 200 };
+    mg_buffer bufs[NB];
+    for (int i = 0; i < NB; i++) {
+        int first = rnd(&s, NS), last = first + rnd(&s, 30);
+        if (last >= NS) last = NS - 1;
+        bufs[i] = (mg_buffer){64 * (1 + rnd(&s, 40)), first, last, -1, i};
+    }
+    if (_i == 1) bufs[7].bytes = 0;
+    mg_plan p;
+    memset(&p, 0, sizeof p);
+    p.bufs = bufs;
+    p.nbufs = NB;
+    p.nsteps = NS;
+    mg_diag d;
+    ck_assert_int_eq(mg_arena_assign(&p, &d), MG_OK);
+    mg_interval iv[NB];
+    for (int i = 0; i < NB; i++) {
+        iv[i] = (mg_interval){bufs[i].first, bufs[i].last + 1, bufs[i].bytes, bufs[i].offset};
+        if (bufs[i].offset % MG_ALIGN) ck_abort_msg("buffer %d at offset %lld", i, (long long)bufs[i].offset);
+    }
+    check_placement(iv, NB, p.workspace_bytes, "plan");
+    ck_assert_int_eq(p.peak_live_bytes, max_live(iv, NB));
+    ck_assert_int_ge(p.workspace_bytes, p.peak_live_bytes);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* The CSV reader                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct csv_err {
+    const char *what, *text;
+    int line;
+    const char *msg;
+} csv_err;
+
+#define H "id,lower,upper,size\n"
+static const csv_err csv_errors[] = {
+    {"empty file", "", 1, "empty file"},
+    {"blank lines only", "\n  \n", 1, "empty file"},
+    {"no header", "0,0,10,64\n", 1, "expected the header 'id,lower,upper,size'"},
+    {"misspelt header", "id,lower,uper,size\n", 1, "expected the header"},
+    {"header with a fifth column", "id,lower,upper,size,offset\n", 1, "expected the header"},
+    {"non-number size", H "0,0,10,64\n1,0,10,big\n", 3, "size 'big' is not an integer"},
+    {"non-number id", H "x1,0,10,64\n", 2, "id 'x1' is not an integer"},
+    {"number with junk", H "0,0,10x,64\n", 2, "upper '10x' is not an integer"},
+    {"fractional number", H "0,0.5,10,64\n", 2, "lower '0.5' is not an integer"},
+    {"out of range", H "0,0,99999999999999999999,64\n", 2, "upper '99999999999999999999' is out of range"},
+    {"empty field", H "0,,10,64\n", 2, "field 'lower' is empty"},
+    {"too few fields", H "0,0,10\n", 2, "expected 4 fields (id,lower,upper,size), got 3"},
+    {"too many fields", H "0,0,10,64,0\n", 2, "expected 4 fields (id,lower,upper,size), got 5"},
+    {"upper equal to lower", H "0,0,10,64\n1,5,5,64\n", 3, "upper (5) must be greater than lower (5)"},
+    {"upper below lower", H "0,9,3,64\n", 2, "upper (3) must be greater than lower (9)"},
+    {"negative size", H "0,0,10,64\n\n1,0,10,-3\n", 4, "size -3 is negative"},
+    {"duplicate id", H "7,0,10,64\n8,0,10,64\n7,2,3,4\n", 4, "duplicate id 7 (first on line 2)"},
+    {"duplicate id, earliest repeat wins", H "1,0,1,1\n2,0,1,1\n2,0,1,1\n1,0,1,1\n", 4,
+     "duplicate id 2 (first on line 3)"},
+    {"sizes overflow", H "0,0,10,4611686018427387904\n1,0,10,1\n", 3, "more than 2^62"},
+};
+#undef H
+enum { NCSV_ERRORS = sizeof csv_errors / sizeof csv_errors[0] };
+
+START_TEST(test_csv_errors)
+{
+    const csv_err *c = &csv_errors[_i];
+    mg_arena_csv csv;
+    mg_diag d;
+    memset(&d, 0, sizeof d);
+    ck_assert_msg(mg_arena_csv_parse(c->text, strlen(c->text), "in.csv", &csv, &d) == MG_ERR, "%s: accepted",
+                  c->what);
+    ck_assert_msg(d.loc.line == c->line, "%s: line %d, expected %d (%s)", c->what, d.loc.line, c->line, d.msg);
+    ck_assert_msg(d.loc.file && !strcmp(d.loc.file, "in.csv"), "%s: file not named", c->what);
+    ck_assert_msg(strstr(d.msg, c->msg), "%s: message '%s' lacks '%s'", c->what, d.msg, c->msg);
+    ck_assert_ptr_null(csv.iv);
+    ck_assert_int_eq(csv.n, 0);
+}
+END_TEST
+
+START_TEST(test_csv_accepts)
+{
+    const char *text = "id, lower ,upper,size\r\n"
+                       "\r\n"
+                       "-5,-100,-90,0\r\n"
+                       "  12 , 0 , 1048576 , 5120\r\n"
+                       "+3,7,8,4611686018427382784";
+    mg_arena_csv csv;
+    mg_diag d;
+    ck_assert_msg(mg_arena_csv_parse(text, strlen(text), "ok.csv", &csv, &d) == MG_OK, "%s", d.msg);
+    ck_assert_int_eq(csv.n, 3);
+    ck_assert_int_eq(csv.ids[0], -5);
+    ck_assert_int_eq(csv.iv[0].lower, -100);
+    ck_assert_int_eq(csv.iv[0].upper, -90);
+    ck_assert_int_eq(csv.iv[0].size, 0);
+    ck_assert_int_eq(csv.ids[1], 12);
+    ck_assert_int_eq(csv.iv[1].upper, 1048576);
+    ck_assert_int_eq(csv.iv[1].size, 5120);
+    ck_assert_int_eq(csv.ids[2], 3);
+    mg_arena_csv_free(&csv);
+    /* only a header: no buffers, arena 0 */
+    ck_assert_int_eq(mg_arena_csv_parse("id,lower,upper,size\n", 20, "h.csv", &csv, &d), MG_OK);
+    ck_assert_int_eq(csv.n, 0);
+    ck_assert_int_eq(mg_arena_place(csv.iv, csv.n, INT64_MAX, 1.0, NULL), 0);
+    mg_arena_csv_free(&csv);
+}
+END_TEST
+
+START_TEST(test_csv_missing_file)
+{
+    mg_arena_csv csv;
+    mg_diag d;
+    ck_assert_int_eq(mg_arena_csv_read("/nonexistent/dir/x.csv", &csv, &d), MG_ERR);
+    ck_assert_int_eq(d.loc.line, 0);
+    ck_assert_ptr_nonnull(strstr(d.msg, "cannot open /nonexistent/dir/x.csv"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* The command, in a child process with its output in files                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct run {
+    int code;
+    char *out, *err;
+} run;
+
+static run run_arena(const char *dir, const char *const *args)
+{
+    char outp[4200], errp[4200];
+    snprintf(outp, sizeof outp, "%s/stdout", dir);
+    snprintf(errp, sizeof errp, "%s/stderr", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char *argv[16];
+        int argc = 0;
+        argv[argc++] = (char *)"arena";
+        for (; args[argc - 1] && argc < 15; argc++) argv[argc] = (char *)args[argc - 1];
+        argv[argc] = NULL;
+        if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr)) _exit(99);
+        int rc = mg_cmd_arena(argc, argv);
+        fflush(NULL);
+        _exit(rc);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    run r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, tu_read(outp), tu_read(errp)};
+    ck_assert_ptr_nonnull(r.out);
+    ck_assert_ptr_nonnull(r.err);
+    return r;
+}
+
+static void run_free(run *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+START_TEST(test_command)
+{
+    char *dir = tu_tmpdir();
+    ck_assert_ptr_nonnull(dir);
+    char path[4200], bad[4200], inst[4200];
+    snprintf(path, sizeof path, "%s/small.csv", dir);
+    snprintf(bad, sizeof bad, "%s/bad.csv", dir);
+    snprintf(inst, sizeof inst, "%s/bench/data/minimalloc/F.1048576.csv", MG_SOURCE_DIR);
+    ck_assert_int_eq(tu_write(path, "id,lower,upper,size\n10,0,2,4\n11,2,4,4\n12,0,4,2\n"), 0);
+    ck_assert_int_eq(tu_write(bad, "id,lower,upper,size\n1,0,2,4\n2,5,3,4\n"), 0);
+
+    run r = run_arena(dir, (const char *const[]){path, NULL});
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "buffers       3\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "lower bound   6 bytes"));
+    ck_assert_ptr_nonnull(strstr(r.out, "arena         6 bytes\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "capacity      none"));
+    ck_assert_ptr_nonnull(strstr(r.out, "optimal       yes"));
+    ck_assert_ptr_nonnull(strstr(r.out, "solve time"));
+    run_free(&r);
+
+    r = run_arena(dir, (const char *const[]){path, "--capacity", "5", NULL});
+    ck_assert_int_eq(r.code, 0); /* the answer is the output, fits or not */
+    ck_assert_ptr_nonnull(strstr(r.out, "does not fit"));
+    run_free(&r);
+
+    r = run_arena(dir, (const char *const[]){"--format", "json", path, "--capacity", "6", NULL});
+    ck_assert_int_eq(r.code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "{\"buffers\": 3, \"lower_bound\": 6, \"arena_bytes\": 6, \"capacity\": 6, "
+                                        "\"fits\": true, \"optimal\": true, \"solve_seconds\": "));
+    ck_assert_ptr_nonnull(strstr(r.out, "{\"id\": 10, \"offset\": "));
+    ck_assert_ptr_nonnull(strstr(r.out, "{\"id\": 12, \"offset\": "));
+    run_free(&r);
+
+    r = run_arena(dir, (const char *const[]){inst, "--capacity", "1MiB", "--time-limit", "30", NULL});
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "capacity      1048576 bytes"));
+    ck_assert_msg(strstr(r.out, "result        fits\n"), "%s", r.out);
+    run_free(&r);
+
+    /* bad input: exit 1, the line named */
+    r = run_arena(dir, (const char *const[]){bad, NULL});
+    ck_assert_int_eq(r.code, 1);
+    ck_assert_msg(strstr(r.err, "bad.csv:3: error: upper (3) must be greater than lower (5)"), "%s", r.err);
+    ck_assert_str_eq(r.out, "");
+    run_free(&r);
+    r = run_arena(dir, (const char *const[]){"/nonexistent/x.csv", NULL});
+    ck_assert_int_eq(r.code, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "memgrad: cannot open /nonexistent/x.csv"));
+    run_free(&r);
+
+    /* usage errors: exit 2 */
+    static const char *const usage[][5] = {
+        {NULL},
+        {"--capacity", NULL},
+        {"x.csv", "--capacity", "40%", NULL},
+        {"x.csv", "--capacity", "lots", NULL},
+        {"x.csv", "--format", "xml", NULL},
+        {"x.csv", "--time-limit", "-1", NULL},
+        {"x.csv", "--frobnicate", NULL},
+        {"x.csv", "y.csv", NULL},
+    };
+    for (size_t k = 0; k < sizeof usage / sizeof usage[0]; k++) {
+        r = run_arena(dir, usage[k]);
+        ck_assert_msg(r.code == 2, "usage case %zu: exit %d", k, r.code);
+        ck_assert_msg(!strncmp(r.err, "memgrad: ", 9), "usage case %zu: %s", k, r.err);
+        ck_assert_msg(strstr(r.err, "Try 'memgrad --help'."), "usage case %zu: %s", k, r.err);
+        run_free(&r);
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+static Suite *arena_suite(void)
+{
+    Suite *s = suite_create("arena");
+    TCase *m = tcase_create("minimalloc");
+    tcase_add_loop_test(m, test_minimalloc_instance, 0, NINSTANCES);
+    tcase_set_timeout(m, 300);
+    suite_add_tcase(s, m);
+    TCase *r = tcase_create("random");
+    tcase_add_loop_test(r, test_random_against_brute_force, 0, NRANDOM);
+    tcase_add_loop_test(r, test_random_medium_valid, 0, 4);
+    tcase_add_test(r, test_edge_cases);
+    tcase_add_test(r, test_search_beats_greedy);
+    tcase_add_loop_test(r, test_assign_on_a_plan, 0, 2);
+    tcase_set_timeout(r, 300);
+    suite_add_tcase(s, r);
+    TCase *c = tcase_create("csv");
+    tcase_add_loop_test(c, test_csv_errors, 0, NCSV_ERRORS);
+    tcase_add_test(c, test_csv_accepts);
+    tcase_add_test(c, test_csv_missing_file);
+    suite_add_tcase(s, c);
+    TCase *k = tcase_create("command");
+    tcase_add_test(k, test_command);
+    tcase_set_timeout(k, 300);
+    suite_add_tcase(s, k);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(arena_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
