@@ -50,6 +50,7 @@ typedef struct wbuf {
 
 static void wput(wbuf *b, const void *data, size_t n)
 {
+    if (n == 0) return; /* an empty plan has no step array at all */
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 4096;
         b->p = realloc(b->p, b->cap);
@@ -117,6 +118,7 @@ typedef struct rbuf {
 
 static void rget(rbuf *r, void *out, size_t n)
 {
+    if (n == 0) return;
     if (r->bad || r->n - r->at < n) {
         r->bad = 1;
         memset(out, 0, n);
