@@ -539,11 +539,4 @@ static Suite *arena_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(arena_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run_suite(arena_suite()); }

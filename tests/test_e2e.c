@@ -146,9 +146,5 @@ int main(void)
     tcase_add_test(tc, two_models_in_one_program);
     tcase_add_test(tc, budget_below_store_all_is_refused);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s);
 }

@@ -7,6 +7,8 @@
  * beta 0 overwrites NaNs, that scratch is used only within mgk_gemm_scratch_bytes() of a
  * misaligned start, and that a second call gives bitwise identical results.
  */
+#include "testutil.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -223,11 +225,4 @@ static Suite *gemm_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gemm_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run_suite(gemm_suite()); }

@@ -155,9 +155,5 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, gradcheck, 0, (int)(sizeof cases / sizeof cases[0]));
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s);
 }

@@ -106,3 +106,12 @@ void *tu_sym(void *handle, const char *model, const char *suffix)
     ck_assert_msg(p != NULL, "symbol %s missing from the generated object", name);
     return p;
 }
+
+int tu_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -4,6 +4,7 @@
  * MG_SOURCE_DIR). */
 #ifndef MG_TESTUTIL_H
 #define MG_TESTUTIL_H
+#include <check.h>
 #include <stddef.h>
 
 /* A fresh directory under $TMPDIR (or /tmp); free with tu_rmtree + free. */
@@ -22,4 +23,6 @@ int tu_run(const char *cmd, char **out);
 void *tu_build_model(const char *dir, const char *name, const char *src, const char *options, char **log);
 /* dlsym that fails the running test when the symbol is missing. */
 void *tu_sym(void *handle, const char *model, const char *suffix);
+/* Runs every test of s; the process exit status (EXIT_SUCCESS when all pass). */
+int tu_run_suite(Suite *s);
 #endif
