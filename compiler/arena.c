@@ -33,6 +33,7 @@
  *     given up (the planner).
  * The search is bounded by wall-clock time (the `arena` command) or by a deterministic effort
  * count (the planner, so that plans do not depend on the machine's speed). */
+#include "clock.h"
 #include "arena.h"
 #include "plan.h"
 
@@ -49,13 +50,6 @@ enum {
 };
 static const int64_t search_items_max = 30000000; /* overlap + section entries the search may index */
 static const int64_t plan_work_limit = 4000000;   /* mg_arena_assign's search effort (~30 ms) */
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void *xmalloc(size_t n)
 {
@@ -543,7 +537,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank)
     st->total_nodes++;
     st->work += b - a;
     if (st->work > st->work_limit) return STOPPED;
-    if ((st->total_nodes & 63) == 0 && now_seconds() > st->deadline) return STOPPED;
+    if ((st->total_nodes & 63) == 0 && mg_seconds() > st->deadline) return STOPPED;
     if (st->nodes > st->node_limit) return ABORTED;
     /* section inference, the part every placement shares: from here on buffers go at offset
      * o or higher, so a section still holding t bytes needs o + t <= cap (a placement at o
@@ -885,7 +879,7 @@ static int try_result(const search *s, int64_t *top, int64_t *best)
 /* One search at target with a share of the time and effort left. */
 static int probe(search *s, int64_t target, double share, double end, int64_t work_limit)
 {
-    double t = now_seconds();
+    double t = mg_seconds();
     s->deadline = t + (end - t) * share;
     s->work_limit = work_limit == INT64_MAX ? INT64_MAX : s->work + (int64_t)((double)(work_limit - s->work) * share);
     return search_fits(s, target);
@@ -917,7 +911,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
         search s;
         if (search_init(&s, &ls)) {
             stats.searched = 1;
-            double end = now_seconds() + opts->time_limit;
+            double end = mg_seconds() + opts->time_limit;
             int64_t proven = -1; /* the largest arena proven not to fit */
             int64_t lo = goal;   /* the largest arena that failed or was given up on */
             /* half of the effort for a capacity (what is left goes to coming close when it
@@ -927,7 +921,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
             if (r == NOTFOUND) proven = lo;
             /* bisection between what failed and what fits, each probe with half of what is
              * left */
-            while (bisect && r != FOUND && top - lo > 1 && now_seconds() < end && s.work < opts->work_limit) {
+            while (bisect && r != FOUND && top - lo > 1 && mg_seconds() < end && s.work < opts->work_limit) {
                 int64_t mid = lo + (top - lo) / 2;
                 r = probe(&s, mid, 0.5, end, opts->work_limit);
                 if (r == FOUND) {

@@ -5,6 +5,7 @@
  * own buffer lists can use it without a model. Driver code: it parses options, prints, and
  * chooses exit codes (0 placed — the answer is the output, fits or not; 1 bad input; 2 usage);
  * the reading and the placing are library code (arena_csv.c, arena.c). */
+#include "clock.h"
 #include "arena.h"
 #include "budget.h"
 
@@ -22,13 +23,6 @@ static int arena_usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nTry 'memgrad --help'.\n");
     return 2;
-}
-
-static double wall_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int mg_cmd_arena(int argc, char **argv)
@@ -82,9 +76,9 @@ int mg_cmd_arena(int argc, char **argv)
     }
     mg_arena_opts opts = {capacity, time_limit, INT64_MAX};
     mg_arena_stats st;
-    double t0 = wall_seconds();
+    double t0 = mg_seconds();
     mg_arena_place_ex(csv.iv, csv.n, &opts, &st);
-    double secs = wall_seconds() - t0;
+    double secs = mg_seconds() - t0;
     int fits = st.arena_bytes <= capacity;
 
     if (!strcmp(format, "json")) {

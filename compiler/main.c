@@ -1,6 +1,7 @@
 /* main.c — the `memgrad` command-line driver. The only code that talks to the terminal: it
  * reads files, runs the pipeline as a flat list of calls, prints diagnostics with the source
  * line and a caret, and chooses exit codes (0 ok, 1 error in the model or build, 2 usage). */
+#include "clock.h"
 #include "arena.h"
 #include "autodiff.h"
 #include "backend.h"
@@ -16,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,13 +71,6 @@ static const char *usage_text =
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
     "\n"
     "  -h, --help           this text;  --version  the version\n";
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -432,7 +425,7 @@ static int cmd_plan_graph(options *o)
         rc = 1;
     }
     mg_solution all = {0}, sol = {0};
-    double t0 = seconds_now();
+    double t0 = mg_seconds();
     if (!rc && mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, &all, &d)) {
         print_diag(&src, &d);
         rc = 1;
@@ -445,7 +438,7 @@ static int cmd_plan_graph(options *o)
             rc = 1;
         }
     }
-    double secs = seconds_now() - t0;
+    double secs = mg_seconds() - t0;
     if (!rc && !sol.plan) {
         char h1[32], h2[32];
         fprintf(stderr, "%s: error: solver %s finds no plan within budget %s (%lld bytes); the minimum feasible "
@@ -626,7 +619,7 @@ static int cmd_sweep(options *o)
         sweep_point *q = &pt[i];
         q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
         mg_budget b = {0, 0, q->budget};
-        double t0 = seconds_now();
+        double t0 = mg_seconds();
         if (pr) {
             mg_solution s;
             if (mg_solve(pr, o->solver, q->budget, 0, &s, &d)) rc = 1;
@@ -648,7 +641,7 @@ static int cmd_sweep(options *o)
             }
             mg_planned_free(&c.plan);
         }
-        q->seconds = seconds_now() - t0;
+        q->seconds = mg_seconds() - t0;
     }
     if (rc) print_diag(where, &d);
     else sweep_print(o, pr ? o->graph : c.g->model_name, all, minf, pt, o->points);

@@ -14,20 +14,13 @@
  * The minimum feasible budget is found by bisection over budgets with the same machinery; a
  * budget the direct search misses but that is above that minimum gets the minimum's plan, so
  * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
+#include "clock.h"
 #include "plan.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 const char *const mg_solver_names[] = {"auto", "store-all", "sqrt", "exact"};
-
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Schedules under opts and places the buffers; *out is NULL when the cap cannot be met. Only
  * the plan a solver returns is verified (in mg_solve), not every candidate it tries. */
@@ -222,7 +215,7 @@ void mg_planned_free(mg_planned *p)
 
 mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_planned *out, mg_diag *d)
 {
-    double t0 = seconds();
+    double t0 = mg_seconds();
     *out = (mg_planned){NULL, NULL, 0, INT64_MAX, 0, -1, -1, 0};
     mg_problem *pt = mg_problem_from_graph(g, MG_PLAN_TRAIN), *pf = mg_problem_from_graph(g, MG_PLAN_FORWARD);
     mg_solution st_all, sf_all, ts = {0}, fs = {0};
@@ -262,7 +255,7 @@ done:
     mg_plan_free(fs.plan);
     mg_problem_free(pt);
     mg_problem_free(pf);
-    out->solve_seconds = seconds() - t0;
+    out->solve_seconds = mg_seconds() - t0;
     if (st) mg_planned_free(out);
     return st;
 }

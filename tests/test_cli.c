@@ -95,15 +95,12 @@ static const char *write_model(const char *name, const char *text)
 static int mg(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int mg(char **out, const char *fmt, ...)
 {
-    char args[8192], cmd[9000];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "'%s' %s", MG_MEMGRAD, args);
     char *o = NULL;
-    int rc = tu_run(cmd, &o);
-    ck_assert_msg(o != NULL, "could not run %s", cmd);
+    int rc = tu_vmemgrad(&o, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(o != NULL, "could not run memgrad %s", fmt);
     if (out) *out = o;
     else free(o);
     return rc;

@@ -412,18 +412,6 @@ END_TEST
 /* The command line: solvers, JSON, sweep, benchmark graphs, the plan cache                   */
 /* ------------------------------------------------------------------------------------------ */
 
-static int mgrun(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int mgrun(char **out, const char *fmt, ...)
-{
-    char cmd[9000], args[8000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "'%s' %s", MG_MEMGRAD, args);
-    return tu_run(cmd, out);
-}
-
 static const char *example(const char *name)
 {
     static char buf[4][4096];
@@ -438,23 +426,23 @@ START_TEST(test_solvers_on_the_command_line)
     char *out;
     const char *m = example("examples/mlp_deep.mg");
     /* budgets below the minimum feasible one name it, and the store-all workspace */
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 5%% --no-cache", m), 1);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 5%% --no-cache", m), 1);
     ck_assert_msg(strstr(out, "below the minimum feasible budget of") && strstr(out, "store-all workspace is"), "%s", out);
     free(out);
     /* the baselines refuse budgets they cannot meet, and say so */
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 50%% --solver store-all --no-cache", m), 1);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 50%% --solver store-all --no-cache", m), 1);
     ck_assert_msg(strstr(out, "solver store-all finds no plan"), "%s", out);
     free(out);
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --solver exact --no-cache", m), 1);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --solver exact --no-cache", m), 1);
     ck_assert_msg(strstr(out, "not implemented yet"), "%s", out);
     free(out);
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --solver magic", m), 2);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --solver magic", m), 2);
     ck_assert_msg(strstr(out, "unknown solver 'magic'"), "%s", out);
     free(out);
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --time-limit -3", m), 2);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --time-limit -3", m), 2);
     free(out);
     /* --verify says the plan was verified */
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 40%% --verify --no-cache", m), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 40%% --verify --no-cache", m), 0);
     ck_assert_msg(strstr(out, "plan verified"), "%s", out);
     free(out);
 }
@@ -463,7 +451,7 @@ END_TEST
 START_TEST(test_plan_json_figures)
 {
     char *out;
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 40%% --format json --no-cache", example("examples/mlp_deep.mg")), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 40%% --format json --no-cache", example("examples/mlp_deep.mg")), 0);
     long long budget = json_figure(out, "budget_bytes"), ws = json_figure(out, "workspace_bytes");
     long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
     ck_assert_msg(ws <= budget && budget == all * 40 / 100 && minf <= ws, "budget %lld ws %lld all %lld min %lld", budget,
@@ -480,7 +468,7 @@ END_TEST
 START_TEST(test_sweep)
 {
     char *out;
-    ck_assert_int_eq(mgrun(&out, "sweep '%s' --points 4 --format csv --no-cache", example("examples/mlp_deep.mg")), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "sweep '%s' --points 4 --format csv --no-cache", example("examples/mlp_deep.mg")), 0);
     /* header + 4 rows; overhead falls as the budget grows; the last point is store-all at 0 */
     int rows = 0;
     double last = 1e9;
@@ -496,7 +484,7 @@ START_TEST(test_sweep)
     ck_assert_int_eq(rows, 4);
     ck_assert_msg(last == 0, "store-all point has overhead %g", last);
     free(out);
-    ck_assert_int_eq(mgrun(&out, "sweep '%s' --points 1", example("examples/mlp_deep.mg")), 2);
+    ck_assert_int_eq(tu_memgrad(&out, "sweep '%s' --points 1", example("examples/mlp_deep.mg")), 2);
     free(out);
 }
 END_TEST
@@ -508,14 +496,14 @@ START_TEST(test_benchmark_graphs)
     for (int i = 0; i < 4; i++) {
         char *out, path[4096];
         snprintf(path, sizeof path, "%s/bench/data/%s", MG_SOURCE_DIR, graphs[i]);
-        ck_assert_int_eq(mgrun(&out, "plan --graph '%s' --format json", path), 0);
+        ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --format json", path), 0);
         long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
         free(out);
         /* at 90% of store-all (when feasible) and at the minimum: a verified plan within the budget */
         long long budgets[2] = {all * 9 / 10, minf};
         for (int k = 0; k < 2; k++) {
             if (budgets[k] < minf) continue;
-            int rc = mgrun(&out, "plan --graph '%s' --budget %lldB --verify --format json", path, budgets[k]);
+            int rc = tu_memgrad(&out, "plan --graph '%s' --budget %lldB --verify --format json", path, budgets[k]);
             ck_assert_msg(rc == 0, "%s at %lld: %s", graphs[i], budgets[k], out);
             ck_assert_msg(strstr(out, "plan verified"), "%s", out);
             ck_assert_msg(json_figure(out, "workspace_bytes") <= budgets[k], "%s over budget", graphs[i]);
@@ -544,11 +532,11 @@ START_TEST(test_graph_import_errors)
     snprintf(path, sizeof path, "%s/g.json", dir);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert(tu_write(path, bad[i].text) == 0);
-        ck_assert_msg(mgrun(&out, "plan --graph '%s'", path) == 1, "case %zu accepted", i);
+        ck_assert_msg(tu_memgrad(&out, "plan --graph '%s'", path) == 1, "case %zu accepted", i);
         ck_assert_msg(strstr(out, bad[i].want) && strstr(out, "g.json"), "case %zu: %s", i, out);
         free(out);
     }
-    ck_assert_int_eq(mgrun(&out, "plan --graph '%s/none.json'", dir), 1);
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s/none.json'", dir), 1);
     free(out);
     tu_rmtree(dir);
     free(dir);
@@ -561,10 +549,10 @@ START_TEST(test_plan_cache)
 {
     char *dir = tu_tmpdir(), *out, entry[4300] = "";
     const char *m = example("examples/mlp_deep.mg");
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
     ck_assert_msg(!strstr(out, "from the plan cache"), "%s", out);
     char *first = out;
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
     ck_assert_msg(strstr(out, "from the plan cache"), "%s", out);
     /* the same figures (the solve time line aside) */
     ck_assert_msg(!strcmp(strchr(first, '\n'), strchr(out, '\n')), "cached plan differs:\n%s\n%s", first, out);
@@ -583,7 +571,7 @@ START_TEST(test_plan_cache)
     fseek(f, 100, SEEK_SET);
     fputc(c ^ 0x40, f);
     fclose(f);
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
     ck_assert_msg(!strstr(out, "from the plan cache"), "corrupt entry used:\n%s", out);
     free(out);
     /* a plan that passes the checksum but not the verifier: move one buffer onto another */
@@ -608,14 +596,14 @@ START_TEST(test_plan_cache)
         mg_graph_free(g);
         free(src);
     }
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
     ck_assert_msg(!strstr(out, "from the plan cache"), "invalid entry used:\n%s", out);
     free(out);
-    ck_assert_int_eq(mgrun(&out, "plan '%s' --budget 45%% --cache-dir '%s/c' --no-cache", m, dir), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c' --no-cache", m, dir), 0);
     ck_assert_msg(!strstr(out, "from the plan cache"), "--no-cache used the cache:\n%s", out);
     free(out);
     /* XDG_CACHE_HOME is the default place */
-    ck_assert_int_eq(mgrun(&out, "plan '%s' >/dev/null && XDG_CACHE_HOME='%s/x' '%s' plan '%s' && ls '%s'/x/memgrad/*.plan",
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' >/dev/null && XDG_CACHE_HOME='%s/x' '%s' plan '%s' && ls '%s'/x/memgrad/*.plan",
                            m, dir, MG_MEMGRAD, m, dir), 0);
     free(out);
     tu_rmtree(dir);

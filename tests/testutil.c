@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,4 +115,21 @@ int tu_run_suite(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int tu_vmemgrad(char **out, const char *fmt, va_list ap)
+{
+    char args[8192], cmd[9000];
+    vsnprintf(args, sizeof args, fmt, ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s", MG_MEMGRAD, args);
+    return tu_run(cmd, out);
+}
+
+int tu_memgrad(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = tu_vmemgrad(out, fmt, ap);
+    va_end(ap);
+    return rc;
 }

@@ -5,6 +5,7 @@
 #ifndef MG_TESTUTIL_H
 #define MG_TESTUTIL_H
 #include <check.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 /* A fresh directory under $TMPDIR (or /tmp); free with tu_rmtree + free. */
@@ -17,6 +18,9 @@ char *tu_read(const char *path);
 /* Runs cmd with sh -c; stdout and stderr go to *out (malloc'd, may be NULL). Returns the exit
  * status, or -1 if it did not exit normally. */
 int tu_run(const char *cmd, char **out);
+/* Runs `memgrad ARGS` (ARGS printf-formatted; quote paths with '%s'); like tu_run. */
+int tu_memgrad(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tu_vmemgrad(char **out, const char *fmt, va_list ap);
 /* Writes src to dir/name.mg, compiles it with memgrad (extra options appended) into
  * dir/name.o, links dir/name.so and dlopens it. Returns the handle, or NULL with the
  * command output in *log (malloc'd). */
