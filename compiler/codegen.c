@@ -105,9 +105,12 @@ static int collapse(const mg_shape *space, const mg_shape *const *ops, int nops,
         for (int k = 0; k < nops; k++) {
             const mg_shape *o = ops[k];
             int oi = o->rank - space->rank + i;
-            int64_t stride = 1;
-            for (int j = oi + 1; j < o->rank; j++) stride *= o->dim[j];
-            s[k][nd] = (oi < 0 || o->dim[oi] == 1) ? 0 : stride;
+            int64_t stride = 0; /* broadcast along this axis */
+            if (oi >= 0 && o->dim[oi] != 1) {
+                stride = 1;
+                for (int j = oi + 1; j < o->rank; j++) stride *= o->dim[j];
+            }
+            s[k][nd] = stride;
         }
         nd++;
     }
