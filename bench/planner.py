@@ -4,7 +4,7 @@
   python3 bench/planner.py [--memgrad build-release/memgrad] [--out bench/results/planner.md]
 
 Sections: Checkmate training graphs at 90..40% of the store-all peak and at the minimum
-feasible budget (auto vs sqrt vs the lower bound "every op once"); Moccasin's layered DAGs at
+feasible budget (auto vs sqrt vs exact, the MILP, and the best lower bound it proves); Moccasin's layered DAGs at
 0.8x and 0.9x of the no-recompute peak; auto's solve time against joint-graph size; the example
 models at 75/50/33/25%. Every plan is checked by memgrad's verifier (--verify). Solve times are
 medians of 3 runs with the plan cache off.
@@ -20,8 +20,10 @@ def run(mg, args):
     return p.returncode, p.stdout, p.stderr
 
 
-def plan(mg, target, budget=None, solver="auto", graph=False, repeat=3):
+def plan(mg, target, budget=None, solver="auto", graph=False, repeat=3, time_limit=None):
     args = ["plan"] + (["--graph", target] if graph else [target]) + ["--format", "json", "--verify", "--solver", solver]
+    if time_limit is not None:
+        args += ["--time-limit", str(time_limit)]
     if budget is not None:
         args += ["--budget", f"{budget}B"]
     times, out = [], None
@@ -41,14 +43,20 @@ def pct(x):
     return f"{100 * x:.2f}%"
 
 
+EXACT_SECONDS = 30
+
+
 def checkmate(mg, lines):
     lines.append("## Checkmate training graphs\n")
     lines.append("Budgets are fractions of the store-all workspace. `auto/once` is the cost `auto` executes over "
-                 "the cost of running every op once — a lower bound on the optimum, so the ratio bounds `auto`'s "
-                 "distance from the optimum from above. `sqrt` is Chen et al.'s checkpointing (\"—\": its plan does "
-                 "not fit).\n")
-    lines.append("| graph | nodes | budget | auto/once | sqrt/once | auto solve s |")
-    lines.append("|---|---|---|---|---|---|")
+                 "the cost of running every op once. `exact` is Checkmate's MILP solved by CBC with a "
+                 f"{EXACT_SECONDS} s limit, started from auto's plan: `exact/once` is its plan's cost (✓ when proven "
+                 "optimal) and `bound/once` the best lower bound it proved (at least 1: every op runs once). "
+                 "`auto/bound` is therefore an upper bound on auto's distance from the optimum. `sqrt` is Chen et "
+                 "al.'s checkpointing (\"—\": its plan does not fit).\n")
+    lines.append("| graph | nodes | budget | auto/once | exact/once | bound/once | auto/bound | sqrt/once | auto solve s "
+                 "| exact solve s |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     d = os.path.join(ROOT, "bench/data/checkmate")
     for name in ["vgg16", "vgg19", "unet", "fcn8", "segnet", "mobilenet", "resnet50"]:
         f = os.path.join(d, name + ".json")
@@ -58,13 +66,20 @@ def checkmate(mg, lines):
             b = minf if frac is None else int(all_b * frac)
             label = "min feasible ({:.0f}%)".format(100 * minf / all_b) if frac is None else f"{int(frac * 100)}%"
             if b < minf:
-                lines.append(f"| {name} | {len(base['nodes'])} | {label} | infeasible (min {100 * minf / all_b:.0f}%) | | |")
+                lines.append(f"| {name} | {len(base['nodes'])} | {label} | infeasible (min {100 * minf / all_b:.0f}%) "
+                             "| | | | | | |")
                 continue
             a = plan(mg, f, b, graph=True)
             s = plan(mg, f, b, solver="sqrt", graph=True, repeat=1)
-            ra = a["flops_executed"] / a["flops_once"]
-            rs = f"{s['flops_executed'] / s['flops_once']:.4f}" if s else "—"
-            lines.append(f"| {name} | {len(base['nodes'])} | {label} | {ra:.4f} | {rs} | {a['median_seconds']:.3f} |")
+            e = plan(mg, f, b, solver="exact", graph=True, repeat=1, time_limit=EXACT_SECONDS)
+            once = a["flops_once"]
+            ra = a["flops_executed"] / once
+            rs = f"{s['flops_executed'] / once:.4f}" if s else "—"
+            re_ = f"{e['flops_executed'] / once:.4f}" + (" ✓" if e["optimal"] is True else "") if e else "—"
+            bound = max(e["flops_lower_bound"] if e else once, once)
+            lines.append(f"| {name} | {len(base['nodes'])} | {label} | {ra:.4f} | {re_} | {bound / once:.4f} | "
+                         f"{a['flops_executed'] / bound:.4f} | {rs} | {a['median_seconds']:.3f} | "
+                         f"{e['solve_seconds'] if e else 0:.1f} |")
     lines.append("")
 
 
@@ -109,8 +124,10 @@ def growth(mg, lines, tmp):
 
 def examples(mg, lines):
     lines.append("## Example models\n")
-    lines.append("| model | store-all | min feasible | budget | sqrt overhead | auto overhead |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append(f"`exact`: the MILP with a {EXACT_SECONDS} s limit (✓ proven optimal; otherwise the best plan found, "
+                 "never worse than auto's).\n")
+    lines.append("| model | store-all | min feasible | budget | sqrt overhead | auto overhead | exact overhead |")
+    lines.append("|---|---|---|---|---|---|---|")
     for name in ["mlp.mg", "mlp_deep.mg"]:
         f = os.path.join(ROOT, "examples", name)
         base = plan(mg, f, repeat=1)
@@ -122,9 +139,11 @@ def examples(mg, lines):
             b = int(all_b * frac)
             a = plan(mg, f, b, repeat=1) if b >= minf else None
             s = plan(mg, f, b, solver="sqrt", repeat=1)
+            e = plan(mg, f, b, solver="exact", repeat=1, time_limit=EXACT_SECONDS) if b >= minf else None
             ao = pct(a["recompute_overhead"]) if a else "infeasible"
             so_ = pct(s["recompute_overhead"]) if s else "—"
-            lines.append(f"| {name} | {all_b} | {minf} | {int(frac * 100)}% | {so_} | {ao} |")
+            eo = (pct(e["recompute_overhead"]) + (" ✓" if e["optimal"] is True else "")) if e else "infeasible"
+            lines.append(f"| {name} | {all_b} | {minf} | {int(frac * 100)}% | {so_} | {ao} | {eo} |")
     lines.append("")
 
 

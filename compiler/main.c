@@ -48,9 +48,10 @@ static const char *usage_text =
     "planning options (compile, plan, sweep):\n"
     "  --budget B           workspace cap: bytes with a unit (B, KiB, MiB, GiB, KB, MB, GB) or a\n"
     "                       percentage of the store-all workspace (40%)\n"
-    "  --solver S           auto (default: the cheapest plan found), store-all, sqrt (Chen et al.\n"
-    "                       checkpoints), exact (not implemented yet)\n"
-    "  --time-limit SEC     time limit for --solver exact (default 60)\n"
+    "  --solver S           auto (default: the cheapest plan found fast), store-all, sqrt (Chen\n"
+    "                       et al. checkpoints), exact (Checkmate's MILP solved by CBC: a proven\n"
+    "                       optimum for small graphs, else the best plan and bound in the time)\n"
+    "  --time-limit SEC     time limit for --solver exact, whole model (default 60)\n"
     "  --verify             run the plan verifier once more on what is emitted and report it\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache\n"
@@ -426,14 +427,14 @@ static int cmd_plan_graph(options *o)
     }
     mg_solution all = {0}, sol = {0};
     double t0 = mg_seconds();
-    if (!rc && mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, &all, &d)) {
+    if (!rc && mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &all, &d)) {
         print_diag(&src, &d);
         rc = 1;
     }
     int64_t budget = INT64_MAX;
     if (!rc) {
         budget = o->budget ? mg_budget_bytes(&b, all.store_all_bytes) : INT64_MAX;
-        if (mg_solve(pr, o->solver, budget, 1, &sol, &d)) {
+        if (mg_solve(pr, o->solver, budget, 1, o->time_limit, &sol, &d)) {
             print_diag(&src, &d);
             rc = 1;
         }
@@ -468,6 +469,9 @@ static int cmd_plan_graph(options *o)
                (long long)sol.min_feasible_bytes);
         printf("  cost                %.0f once, %.0f executed, recompute overhead %.2f%%\n", t->flops_once,
                t->flops_executed, t->flops_once > 0 ? 100.0 * (t->flops_executed - t->flops_once) / t->flops_once : 0.0);
+        if (sol.lower_bound > t->flops_once)
+            printf("  lower bound         %.0f proven; the plan is within %.2f%% of it\n", sol.lower_bound,
+                   100.0 * (t->flops_executed - sol.lower_bound) / sol.lower_bound);
         printf("  steps               %d\n", t->nsteps);
     }
     if (!rc && o->verify) {
@@ -602,7 +606,7 @@ static int cmd_sweep(options *o)
     int64_t all = 0, minf = 0;
     if (pr) {
         mg_solution s;
-        if (mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, &s, &d)) rc = 1;
+        if (mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, 0, &s, &d)) rc = 1;
         all = s.store_all_bytes;
         minf = s.min_feasible_bytes;
         mg_plan_free(s.plan);
@@ -622,7 +626,7 @@ static int cmd_sweep(options *o)
         double t0 = mg_seconds();
         if (pr) {
             mg_solution s;
-            if (mg_solve(pr, o->solver, q->budget, 0, &s, &d)) rc = 1;
+            if (mg_solve(pr, o->solver, q->budget, 0, o->time_limit, &s, &d)) rc = 1;
             else if ((q->fits = s.plan != NULL)) {
                 q->workspace = s.plan->workspace_bytes;
                 q->peak = s.plan->peak_live_bytes;

@@ -99,6 +99,23 @@ typedef struct mg_sched_opts {
                                   soon as only the backward pass still needs them (checkpointing) */
 } mg_sched_opts;
 
+/* plan_build.c: records a schedule as a plan. Every solver drives one of these: compute a
+ * target (its inputs must be where the builder says they are), release a workspace value once
+ * nothing reads it any more, and finish (the problem's final copies, then everything freed). */
+typedef struct mg_plan_builder {
+    const mg_problem *pr;
+    mg_plan *p;
+    int capsteps, capbufs;
+    int64_t live;          /* bytes of workspace buffers resident now */
+    mg_place *where;       /* per node: where its value is now (mem NONE: not resident) */
+    int *last_read;        /* per node: the last step that read the resident instance */
+} mg_plan_builder;
+void mg_pb_init(mg_plan_builder *b, const mg_problem *pr);
+int mg_pb_compute(mg_plan_builder *b, int v, int recompute); /* returns the step */
+int mg_pb_release(mg_plan_builder *b, int v);                /* 1 if v was a resident buffer */
+mg_plan *mg_pb_finish(mg_plan_builder *b);                   /* the builder is spent after */
+void mg_pb_discard(mg_plan_builder *b);
+
 /* sched_remat.c: simulates the function's targets in order under opts->cap, dropping
  * resident evictable values when over it and recomputing them (recursively, from whatever is
  * resident) before a later step reads them; every value is freed after its last use. Buffers
@@ -113,6 +130,28 @@ mg_status mg_arena_assign(mg_plan *p, mg_diag *d);
 /* plan_verify.c: the independent checker; replays the schedule of prob. */
 mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
 
+/* sched_search.c: the cheapest schedule under cap (peak live bytes) by best-first search over
+ * (next target, resident values), or NULL when none exists or the search would visit more than
+ * max_states states (problems with more than 64 workspace values are not searched). *complete
+ * says the search finished: the plan is optimal, or no schedule fits the cap. */
+mg_status mg_schedule_search(const mg_problem *prob, int64_t cap, int max_states, mg_plan **out, int *complete,
+                             mg_diag *d);
+
+/* solve_exact.c: Checkmate's MILP for prob under cap (peak live bytes), solved by CBC within
+ * time_limit seconds, looking only for schedules cheaper than cutoff (HUGE_VAL: any). plan is
+ * the best schedule found (not yet placed), or NULL; lower_bound is a proven bound on the cost
+ * of any schedule in the program's class under cap (-1: none). proven says the search
+ * finished: plan is optimal in the class, or (infeasible) no schedule in it that meets the cap
+ * costs less than cutoff. */
+typedef struct mg_exact_result {
+    mg_plan *plan;
+    double lower_bound;
+    int proven, infeasible;
+    int crashed;           /* the solver process died or hung (CBC's own assertions): no result */
+} mg_exact_result;
+mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, mg_exact_result *out,
+                         mg_diag *d);
+
 /* planner.c: the solvers. */
 typedef enum { MG_SOLVER_AUTO, MG_SOLVER_STORE_ALL, MG_SOLVER_SQRT, MG_SOLVER_EXACT } mg_solver;
 extern const char *const mg_solver_names[]; /* "auto", "store-all", "sqrt", "exact" */
@@ -122,12 +161,14 @@ typedef struct mg_solution {
     int64_t store_all_bytes;      /* the store-all workspace of this problem */
     int64_t min_feasible_bytes;   /* -1 unless asked for or the budget was not met */
     int optimal;                  /* 1 proven optimal, 0 not, -1 unknown */
+    double lower_bound;           /* a proven lower bound on the plan's cost (-1: none) */
+    const char *note;             /* something the user should know about the search, or NULL */
 } mg_solution;
 
 /* Plans one problem under an absolute budget (INT64_MAX: none). Every plan returned has been
  * placed and verified. */
-mg_status mg_solve(const mg_problem *prob, mg_solver solver, int64_t budget, int want_min, mg_solution *out,
-                   mg_diag *d);
+mg_status mg_solve(const mg_problem *prob, mg_solver solver, int64_t budget, int want_min, double time_limit,
+                   mg_solution *out, mg_diag *d);
 
 typedef struct mg_plan_request {
     mg_solver solver;
@@ -143,6 +184,8 @@ typedef struct mg_planned {
     int64_t store_all_bytes;      /* the store-all workspace (the 100% point) */
     int64_t min_feasible_bytes;   /* -1 unless asked for, or when the budget was not met */
     int optimal;                  /* 1 proven optimal, 0 not, -1 unknown */
+    double flops_lower_bound;     /* proven bound on the training step's FLOPs (-1: none) */
+    const char *note;             /* the training step's search note (mg_solution), or NULL */
     double solve_seconds;
 } mg_planned;
 

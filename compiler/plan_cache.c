@@ -19,7 +19,7 @@
 #define MG_VERSION "0"
 #endif
 
-static const char magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', '0', '1'};
+static const char magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', '0', '2'};
 
 uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
 {
@@ -30,8 +30,9 @@ uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
                         (uint64_t)(rq->budget ? 1 + rq->budget->is_percent : 0), (uint64_t)(rq->budget ? rq->budget->bytes : 0),
                         sizeof(mg_step), sizeof(mg_buffer), sizeof(mg_plan), sizeof(mg_planned)};
     XXH64_update(st, parts, sizeof parts);
-    double pct = rq->budget ? rq->budget->percent : 0;
+    double pct = rq->budget ? rq->budget->percent : 0, limit = rq->solver == MG_SOLVER_EXACT ? rq->time_limit : 0;
     XXH64_update(st, &pct, sizeof pct);
+    XXH64_update(st, &limit, sizeof limit); /* an exact search with more time may find more */
     XXH64_update(st, MG_VERSION, strlen(MG_VERSION));
     uint64_t h = XXH64_digest(st);
     XXH64_freeState(st);
@@ -84,6 +85,7 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     int32_t opt = pl->optimal;
     wput(&b, &opt, sizeof opt);
     wput(&b, &pl->solve_seconds, sizeof pl->solve_seconds);
+    wput(&b, &pl->flops_lower_bound, sizeof pl->flops_lower_bound);
     put_plan(&b, pl->train);
     put_plan(&b, pl->forward);
     uint64_t sum = XXH64(b.p, b.n, 0);
@@ -208,6 +210,7 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     int32_t opt;
     rget(&r, &opt, sizeof opt);
     rget(&r, &out->solve_seconds, sizeof out->solve_seconds);
+    rget(&r, &out->flops_lower_bound, sizeof out->flops_lower_bound);
     out->train = get_plan(&r, g);
     out->forward = get_plan(&r, g);
     ok = !r.bad && r.at == r.n && stored_key == key && out->train && out->forward && plan_shape_ok(out->train, g) &&

@@ -6,10 +6,14 @@
  *              drop the rest after the forward pass, recompute each segment when the backward
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
- *              the budget-driven schedules under every eviction policy and of sqrt, each
- *              fitted to the budget by lowering the scheduler's cap by whatever the arena
- *              added on top of the live bytes. Never worse than sqrt or store-all where they fit.
- *   exact      not implemented yet: refused with a clear error.
+ *              the budget-driven schedules under every eviction policy, of sqrt, and of the
+ *              exact search over (stage, resident set) where the problem is small enough
+ *              (sched_search.c), each fitted to the budget by lowering the cap by whatever the
+ *              arena added on top of the live bytes. Never worse than sqrt or store-all where
+ *              they fit.
+ *   exact      store-all when it fits; otherwise Checkmate's MILP (solve_exact.c) within the
+ *              time limit, started from auto's plan: the better of the two is returned, and it
+ *              is marked optimal when the search finished at the budget itself.
  *
  * The minimum feasible budget is found by bisection over budgets with the same machinery; a
  * budget the direct search misses but that is above that minimum gets the minimum's plan, so
@@ -22,11 +26,32 @@
 
 const char *const mg_solver_names[] = {"auto", "store-all", "sqrt", "exact"};
 
-/* Schedules under opts and places the buffers; *out is NULL when the cap cannot be met. Only
- * the plan a solver returns is verified (in mg_solve), not every candidate it tries. */
-static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
+/* States the exact search of `auto` may visit before it leaves a problem to the heuristics. */
+enum { SEARCH_STATES = 50000 };
+
+/* What one mg_solve has learnt from the exact search, so it does not search in vain twice. */
+typedef struct search_memo {
+    int64_t infeasible_cap; /* a finished search found no schedule under this cap (-1: none) */
+    int too_big;            /* the search ran out of states: the problem is left to the heuristics */
+} search_memo;
+
+/* Schedules under opts (NULL: by the exact search, sched_search.c) with opts->cap replaced by
+ * cap, and places the buffers; *out is NULL when the cap cannot be met. Only the plan a solver
+ * returns is verified (in mg_solve), not every candidate it tries. */
+static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, int64_t cap, search_memo *memo, mg_plan **out,
+                       mg_diag *d)
 {
-    if (mg_schedule(pr, opts, out, d)) return MG_ERR;
+    mg_sched_opts o = opts ? *opts : (mg_sched_opts){0};
+    o.cap = cap;
+    *out = NULL;
+    if (opts) {
+        if (mg_schedule(pr, &o, out, d)) return MG_ERR;
+    } else if (!memo->too_big && cap > memo->infeasible_cap) {
+        int complete;
+        if (mg_schedule_search(pr, cap, SEARCH_STATES, out, &complete, d)) return MG_ERR;
+        if (!complete) memo->too_big = 1;
+        else if (!*out) memo->infeasible_cap = cap;
+    }
     if (*out && mg_arena_assign(*out, d)) {
         mg_plan_free(*out);
         *out = NULL;
@@ -35,18 +60,20 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
     return MG_OK;
 }
 
-/* A plan under opts whose workspace, allocator waste included, is at most budget. */
-static mg_status fit(const mg_problem *pr, mg_sched_opts opts, int64_t budget, mg_plan **out, mg_diag *d)
+/* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
+ * most budget. */
+static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan **out,
+                     int *first, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < 16 && cap > 0; it++) {
-        opts.cap = cap;
         mg_plan *p;
-        if (build(pr, &opts, &p, d)) return MG_ERR;
+        if (build(pr, opts, cap, memo, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
         if (p->workspace_bytes <= budget) {
             *out = p;
+            if (first) *first = it == 0; /* scheduled under the budget itself, not a lower cap */
             return MG_OK;
         }
         int64_t over = p->workspace_bytes - budget;
@@ -82,15 +109,18 @@ static char *sqrt_checkpoints(const mg_problem *pr)
     return keep;
 }
 
-/* The plan of one solver under budget, or NULL (and MG_OK) when it has none that fits. */
-static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep, mg_plan **out,
-                          mg_diag *d)
+/* The plan of one solver under budget, or NULL (and MG_OK) when it has none that fits. *optimal
+ * is set when the exact search's plan, found under the budget itself, is among the candidates:
+ * then the cheapest candidate is optimal. */
+static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
+                          search_memo *memo, mg_plan **out, int *optimal, mg_diag *d)
 {
     *out = NULL;
+    *optimal = 0;
     mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
     mg_plan *p = NULL;
     if (solver == MG_SOLVER_STORE_ALL || solver == MG_SOLVER_AUTO) {
-        if (build(pr, &all, &p, d)) return MG_ERR;
+        if (build(pr, &all, INT64_MAX, memo, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) {
             *out = p;
             return MG_OK;
@@ -100,20 +130,68 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
         mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep};
-        if (build(pr, &chk, &p, d)) return MG_ERR;
+        if (build(pr, &chk, INT64_MAX, memo, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
-    for (int pol = 0; pol < MG_EVICT_NPOLICIES; pol++) {
+    for (int pol = 0; pol <= MG_EVICT_NPOLICIES; pol++) {
         mg_sched_opts o = {budget, (mg_evict_policy)pol, NULL};
-        if (fit(pr, o, budget, &p, d)) {
+        /* after the policies, the exact search: optimal where the problem is small enough */
+        int first = 0;
+        if (fit(pr, pol < MG_EVICT_NPOLICIES ? &o : NULL, budget, memo, &p, &first, d)) {
             mg_plan_free(*out);
             *out = NULL;
             return MG_ERR;
         }
+        if (pol == MG_EVICT_NPOLICIES && p && first) *optimal = 1;
         keep_better(out, p);
     }
+    return MG_OK;
+}
+
+/* The exact solver under budget, auto's plan as the incumbent. The program caps peak live
+ * bytes; when the arena adds waste on top, the cap is lowered and the program solved again, and
+ * then optimality is no longer proven. lower_bound is the bound at the budget itself. */
+static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double time_limit, const char *sqrt_keep,
+                                search_memo *memo, mg_solution *out, mg_diag *d)
+{
+    double end = mg_seconds() + time_limit;
+    mg_plan *best = NULL;
+    if (solve_at(pr, MG_SOLVER_AUTO, budget, sqrt_keep, memo, &best, &out->optimal, d)) return MG_ERR;
+    if (out->optimal) { /* the exact search already settled it */
+        out->plan = best;
+        return MG_OK;
+    }
+    out->optimal = -1;
+    int64_t cap = budget;
+    for (int it = 0; it < 8 && cap > 0; it++) {
+        double left = end - mg_seconds();
+        if (left <= 0) break;
+        mg_exact_result r;
+        if (mg_solve_exact(pr, cap, left, best ? best->flops_executed : HUGE_VAL, &r, d) ||
+            (r.plan && mg_arena_assign(r.plan, d))) {
+            mg_plan_free(r.plan);
+            mg_plan_free(best);
+            return MG_ERR;
+        }
+        if (r.crashed) {
+            out->note = "the MILP solver (CBC) failed on this program; the plan is auto's, optimality unknown";
+            break;
+        }
+        if (it == 0 && r.lower_bound > out->lower_bound) out->lower_bound = r.lower_bound;
+        if (it == 0 && r.proven && !r.plan && best) out->optimal = 1; /* nothing beats auto's plan */
+        if (!r.plan) break;
+        if (r.plan->workspace_bytes <= budget) {
+            if (it == 0 && r.proven) out->optimal = 1;
+            keep_better(&best, r.plan);
+            break;
+        }
+        int64_t over = r.plan->workspace_bytes - budget;
+        cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        mg_plan_free(r.plan);
+    }
+    out->plan = best;
     return MG_OK;
 }
 
@@ -137,37 +215,42 @@ static int64_t working_set_bound(const mg_problem *pr)
 }
 
 /* Some plan within budget, from the policies that do best when memory is tightest. */
-static mg_status feasible_at(const mg_problem *pr, int64_t budget, mg_plan **out, mg_diag *d)
+static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2};
     *out = NULL;
-    for (int i = 0; i < MG_EVICT_NPOLICIES && !*out; i++) {
-        mg_sched_opts o = {budget, tight[i], NULL};
-        if (fit(pr, o, budget, out, d)) return MG_ERR;
+    for (int i = 0; i <= MG_EVICT_NPOLICIES && !*out; i++) {
+        mg_sched_opts o = {budget, i < MG_EVICT_NPOLICIES ? tight[i] : MG_EVICT_COST_SIZE_DIST, NULL};
+        if (fit(pr, i < MG_EVICT_NPOLICIES ? &o : NULL, budget, memo, out, NULL, d)) return MG_ERR; /* last: the search */
     }
     return MG_OK;
 }
 
-mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, mg_solution *out,
-                   mg_diag *d)
+mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
+                   mg_solution *out, mg_diag *d)
 {
-    *out = (mg_solution){NULL, 0, -1, -1};
-    if (solver == MG_SOLVER_EXACT)
-        return mg_diag_set(d, (mg_loc){0}, "--solver exact is not implemented yet; use auto, sqrt or store-all");
+    *out = (mg_solution){NULL, 0, -1, -1, -1, NULL};
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
-    if ((st = build(pr, &all, &sa, d))) goto done;
+    search_memo memo = {-1, 0};
+    if ((st = build(pr, &all, INT64_MAX, &memo, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
+    out->lower_bound = sa->flops_once; /* every op runs at least once */
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
         out->plan = sa;
         sa = NULL;
-    } else if ((st = solve_at(pr, solver, budget, keep, &out->plan, d))) {
-        goto done;
+    } else if (solver == MG_SOLVER_EXACT) {
+        if ((st = solve_exact_at(pr, budget, time_limit, keep, &memo, out, d))) goto done;
+    } else {
+        int opt = 0;
+        if ((st = solve_at(pr, solver, budget, keep, &memo, &out->plan, &opt, d))) goto done;
+        if (opt) out->optimal = 1;
     }
-    if (want_min || (!out->plan && solver == MG_SOLVER_AUTO)) {
+    int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
+    if (want_min || (!out->plan && searching)) {
         /* bisection over budgets between a proven lower bound and store-all; hi always has a
          * plan; stops within 0.1% (or one alignment unit) of the smallest budget found */
         int64_t lo = working_set_bound(pr), hi = out->store_all_bytes;
@@ -176,7 +259,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
         while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
             int64_t mid = lo + (hi - lo) / 2;
             mg_plan *p;
-            if ((st = feasible_at(pr, mid, &p, d))) break;
+            if ((st = feasible_at(pr, mid, &memo, &p, d))) break;
             if (p) {
                 hi = p->workspace_bytes;
                 mg_plan_free(best);
@@ -186,9 +269,9 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
             }
         }
         out->min_feasible_bytes = hi;
-        if (!st && !out->plan && hi <= budget && solver == MG_SOLVER_AUTO) {
+        if (!st && !out->plan && hi <= budget && searching) {
             if (best) out->plan = best;
-            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &out->plan, d);
+            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, &out->plan, &(int){0}, d);
             best = NULL;
         }
         mg_plan_free(best);
@@ -196,6 +279,9 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1; /* nothing recomputed: no plan executes fewer FLOPs */
+    if (!st && out->plan && out->optimal == 1) out->lower_bound = out->plan->flops_executed;
+    if (!st && out->plan && out->lower_bound > out->plan->flops_executed)
+        out->lower_bound = out->plan->flops_executed; /* the program's class was narrower than the plan's */
 done:
     mg_plan_free(sa);
     free(keep);
@@ -216,13 +302,13 @@ void mg_planned_free(mg_planned *p)
 mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_planned *out, mg_diag *d)
 {
     double t0 = mg_seconds();
-    *out = (mg_planned){NULL, NULL, 0, INT64_MAX, 0, -1, -1, 0};
+    *out = (mg_planned){NULL, NULL, 0, INT64_MAX, 0, -1, -1, -1, NULL, 0};
     mg_problem *pt = mg_problem_from_graph(g, MG_PLAN_TRAIN), *pf = mg_problem_from_graph(g, MG_PLAN_FORWARD);
     mg_solution st_all, sf_all, ts = {0}, fs = {0};
     mg_status st = MG_OK;
     /* the store-all workspace (of both functions) is what percentages refer to */
-    if ((st = mg_solve(pt, MG_SOLVER_STORE_ALL, INT64_MAX, 0, &st_all, d))) goto done;
-    if ((st = mg_solve(pf, MG_SOLVER_STORE_ALL, INT64_MAX, 0, &sf_all, d))) {
+    if ((st = mg_solve(pt, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &st_all, d))) goto done;
+    if ((st = mg_solve(pf, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sf_all, d))) {
         mg_plan_free(st_all.plan);
         goto done;
     }
@@ -236,8 +322,13 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
     } else {
         mg_plan_free(st_all.plan);
         mg_plan_free(sf_all.plan);
-        if ((st = mg_solve(pt, rq->solver, budget, rq->want_min_feasible, &ts, d)) ||
-            (st = mg_solve(pf, rq->solver, budget, rq->want_min_feasible, &fs, d)))
+        /* the time limit is for both functions; the training step gets most of it */
+        double t1 = mg_seconds();
+        if ((st = mg_solve(pt, rq->solver, budget, rq->want_min_feasible, rq->time_limit * 0.8, &ts, d)))
+            goto done;
+        double left = rq->time_limit - (mg_seconds() - t1);
+        if ((st = mg_solve(pf, rq->solver, budget, rq->want_min_feasible,
+                           left > rq->time_limit * 0.2 ? left : rq->time_limit * 0.2, &fs, d)))
             goto done;
     }
     if (ts.min_feasible_bytes >= 0 || fs.min_feasible_bytes >= 0)
@@ -249,6 +340,8 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
         out->workspace_bytes = out->train->workspace_bytes > out->forward->workspace_bytes ? out->train->workspace_bytes
                                                                                            : out->forward->workspace_bytes;
         out->optimal = ts.optimal == 1 && fs.optimal == 1 ? 1 : -1;
+        out->flops_lower_bound = ts.lower_bound;
+        out->note = ts.note ? ts.note : fs.note;
     }
 done:
     mg_plan_free(ts.plan);

@@ -131,6 +131,7 @@ char *mg_plan_json(const mg_graph *g, const mg_planned *pl, const mg_plan_report
     put(&b, "  \"param_bytes\": %lld,\n", (long long)mg_param_layout(g, NULL));
     put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", fo, fe,
         fo > 0 ? (fe - fo) / fo : 0.0);
+    put(&b, "  \"flops_lower_bound\": %.0f,\n", pl->flops_lower_bound >= 0 ? pl->flops_lower_bound : fo);
     put(&b, "  \"nodes\": [");
     for (int i = 0; i < g->n; i++) {
         const mg_node *n = &g->nodes[i];
@@ -170,6 +171,7 @@ char *mg_problem_plan_json(const mg_problem *pr, const mg_solution *sol, int64_t
     else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)sol->min_feasible_bytes);
     put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", fo, fe,
         fo > 0 ? (fe - fo) / fo : 0.0);
+    put(&b, "  \"flops_lower_bound\": %.0f,\n", sol->lower_bound >= 0 ? sol->lower_bound : fo);
     put(&b, "  \"nodes\": [");
     for (int i = 0; i < pr->n; i++) {
         put(&b, "%s\n    {\"id\": %d, \"name\": ", i ? "," : "", i);

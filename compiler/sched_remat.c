@@ -26,14 +26,6 @@ static void *xcalloc(size_t n, size_t sz)
     return p;
 }
 
-void mg_plan_free(mg_plan *p)
-{
-    if (!p) return;
-    free(p->steps);
-    free(p->bufs);
-    free(p);
-}
-
 typedef struct sim {
     const mg_problem *pr;
     const mg_sched_opts *o;

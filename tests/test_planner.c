@@ -433,8 +433,18 @@ START_TEST(test_solvers_on_the_command_line)
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 50%% --solver store-all --no-cache", m), 1);
     ck_assert_msg(strstr(out, "solver store-all finds no plan"), "%s", out);
     free(out);
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --solver exact --no-cache", m), 1);
-    ck_assert_msg(strstr(out, "not implemented yet"), "%s", out);
+    /* exact: a proven optimum on a small benchmark graph, with the bound that proves it; on a
+     * big model under a short time limit, the best plan it has and no claim */
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --solver exact --no-cache --format json",
+                                example("bench/data/checkmate/vgg16.json")),
+                     0);
+    ck_assert_msg(strstr(out, "\"optimal\": true"), "%s", out);
+    ck_assert_msg(json_figure(out, "flops_lower_bound") == json_figure(out, "flops_executed") &&
+                      json_figure(out, "flops_executed") > json_figure(out, "flops_once"),
+                  "%s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 50%% --solver exact --time-limit 1 --no-cache", m), 0);
+    ck_assert_msg(strstr(out, "solver exact (optimality unknown"), "%s", out);
     free(out);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --solver magic", m), 2);
     ck_assert_msg(strstr(out, "unknown solver 'magic'"), "%s", out);

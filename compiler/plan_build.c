@@ -1,0 +1,125 @@
+/* plan_build.c — records a schedule as a plan. A solver decides what runs when and what is
+ * dropped; the builder turns those decisions into steps and workspace buffers the same way
+ * for every solver: each computation of a workspace value gets its own buffer, live from the
+ * step that writes it to the last step that reads it; leaves and values with a home in caller
+ * memory are read from there. After the last target come the problem's copies and zero fills. */
+#include "plan.h"
+
+#include <stdlib.h>
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) abort();
+    return p;
+}
+
+void mg_plan_free(mg_plan *p)
+{
+    if (!p) return;
+    free(p->steps);
+    free(p->bufs);
+    free(p);
+}
+
+void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
+{
+    *b = (mg_plan_builder){.pr = pr};
+    b->p = xcalloc(1, sizeof *b->p);
+    b->p->g = pr->g;
+    b->p->kind = pr->kind;
+    b->p->result = pr->result;
+    b->where = xcalloc((size_t)pr->n, sizeof *b->where);
+    b->last_read = xcalloc((size_t)pr->n, sizeof *b->last_read);
+    for (int v = 0; v < pr->n; v++) {
+        if (pr->target[v]) {
+            b->p->flops_once += pr->cost[v];
+        } else {
+            b->where[v] = pr->home[v];
+            if (b->where[v].mem == MG_MEM_NONE) b->where[v].mem = MG_MEM_CONST; /* an always-resident leaf */
+        }
+    }
+}
+
+static int add_step(mg_plan_builder *b, mg_step st)
+{
+    mg_plan *p = b->p;
+    if (p->nsteps == b->capsteps) {
+        b->capsteps = b->capsteps ? 2 * b->capsteps : 256;
+        p->steps = realloc(p->steps, (size_t)b->capsteps * sizeof *p->steps);
+        if (!p->steps) abort();
+    }
+    p->steps[p->nsteps] = st;
+    return p->nsteps++;
+}
+
+static int add_buffer(mg_plan_builder *b, int64_t bytes, int step, int node)
+{
+    mg_plan *p = b->p;
+    if (p->nbufs == b->capbufs) {
+        b->capbufs = b->capbufs ? 2 * b->capbufs : 256;
+        p->bufs = realloc(p->bufs, (size_t)b->capbufs * sizeof *p->bufs);
+        if (!p->bufs) abort();
+    }
+    p->bufs[p->nbufs] = (mg_buffer){bytes, step, step, -1, node};
+    return p->nbufs++;
+}
+
+int mg_pb_compute(mg_plan_builder *b, int v, int recompute)
+{
+    const mg_problem *pr = b->pr;
+    mg_step st = {MG_STEP_COMPUTE, v, pr->home[v], {{0}}, -1, recompute};
+    for (int k = pr->in_start[v]; k < pr->in_start[v + 1] && k - pr->in_start[v] < MG_MAX_INPUTS; k++)
+        st.in[k - pr->in_start[v]] = b->where[pr->in[k]];
+    int step = add_step(b, st);
+    mg_step *sp = &b->p->steps[step];
+    if (pr->scratch[v]) sp->scratch = add_buffer(b, pr->scratch[v], step, -1);
+    if (pr->home[v].mem == MG_MEM_NONE) {
+        sp->out = (mg_place){MG_MEM_WS, add_buffer(b, pr->bytes[v], step, v), 0};
+        b->live += pr->bytes[v];
+    }
+    b->where[v] = sp->out;
+    b->last_read[v] = step;
+    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) b->last_read[pr->in[k]] = step;
+    b->p->flops_executed += pr->cost[v];
+    return step;
+}
+
+int mg_pb_release(mg_plan_builder *b, int v)
+{
+    mg_place *w = &b->where[v];
+    if (w->mem != MG_MEM_WS) return 0;
+    mg_buffer *buf = &b->p->bufs[w->index];
+    buf->last = b->last_read[v] > buf->first ? b->last_read[v] : buf->first;
+    b->live -= buf->bytes;
+    w->mem = MG_MEM_NONE;
+    return 1;
+}
+
+mg_plan *mg_pb_finish(mg_plan_builder *b)
+{
+    const mg_problem *pr = b->pr;
+    mg_plan *p = b->p;
+    for (int k = 0; k < pr->nfinal; k++) {
+        mg_step st = pr->final[k];
+        if (st.kind == MG_STEP_COPY) st.in[0] = b->where[st.node];
+        int step = add_step(b, st);
+        if (st.kind == MG_STEP_COPY) b->last_read[st.node] = step;
+    }
+    if (p->result >= 0) {
+        p->result_at = b->where[p->result];
+        b->last_read[p->result] = p->nsteps - 1;
+    }
+    for (int v = 0; v < pr->n; v++) mg_pb_release(b, v);
+    b->p = NULL;
+    mg_pb_discard(b);
+    return p;
+}
+
+void mg_pb_discard(mg_plan_builder *b)
+{
+    mg_plan_free(b->p);
+    free(b->where);
+    free(b->last_read);
+    *b = (mg_plan_builder){0};
+}

@@ -1,0 +1,484 @@
+/* solve_exact.c — the exact solver: Checkmate's mixed-integer program (Jain et al., MLSys 2020)
+ * for the problem's memory model, solved by COIN-OR CBC (Debian's coinor-libcbc-dev).
+ *
+ * The targets run in graph order, one stage each. Stage t may first recompute dropped forward
+ * values (in graph order), then runs its target. Variables, per stage t:
+ *   R[t,v]  binary   v is computed in stage t (fixed to 1 for the stage's own target; only
+ *                    evictable values are ever recomputed)
+ *   S[t,v]  binary   v is resident when stage t begins (it was computed or kept in stage t-1)
+ *   U[t,k]  real     workspace bytes live once k has been computed in stage t
+ *   F[t,i,k] real    i is freed after k in stage t (at most when nothing later needs it)
+ * minimise sum cost[v] R[t,v] subject to: an op's inputs are resident or computed before it in
+ * the stage; what is resident was resident or computed in the previous stage; every U, plus the
+ * op's scratch, stays under the cap. F can be continuous: for fixed R and S its best value is
+ * 0 or 1 anyway. "Optimal" therefore means optimal among schedules that run the targets in
+ * graph order and a stage's recomputations in graph order, under a cap on peak live bytes —
+ * the class Checkmate's optimum refers to; the arena may still add waste on top.
+ *
+ * The plan is rebuilt from R and S alone, freeing every value right after its last read, so its
+ * peak is never above what the program accounted for. */
+#include "clock.h"
+#include "plan.h"
+
+#include <coin/Cbc_C_Interface.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) abort();
+    return p;
+}
+
+/* A growing sparse matrix in triplets, converted to columns for CBC. */
+typedef struct lp {
+    int ncols, nrows, nnz, capcols, caprows, capnz;
+    double *lb, *ub, *obj;
+    char *integer;
+    double *rlb, *rub;
+    int *ti, *tj;
+    double *tv;
+} lp;
+
+static int col(lp *m, double lb, double ub, double obj, int integer)
+{
+    if (m->ncols == m->capcols) {
+        m->capcols = m->capcols ? 2 * m->capcols : 1024;
+        m->lb = realloc(m->lb, (size_t)m->capcols * sizeof *m->lb);
+        m->ub = realloc(m->ub, (size_t)m->capcols * sizeof *m->ub);
+        m->obj = realloc(m->obj, (size_t)m->capcols * sizeof *m->obj);
+        m->integer = realloc(m->integer, (size_t)m->capcols);
+        if (!m->lb || !m->ub || !m->obj || !m->integer) abort();
+    }
+    m->lb[m->ncols] = lb;
+    m->ub[m->ncols] = ub;
+    m->obj[m->ncols] = obj;
+    m->integer[m->ncols] = (char)integer;
+    return m->ncols++;
+}
+
+static int row(lp *m, double lo, double hi)
+{
+    if (m->nrows == m->caprows) {
+        m->caprows = m->caprows ? 2 * m->caprows : 1024;
+        m->rlb = realloc(m->rlb, (size_t)m->caprows * sizeof *m->rlb);
+        m->rub = realloc(m->rub, (size_t)m->caprows * sizeof *m->rub);
+        if (!m->rlb || !m->rub) abort();
+    }
+    m->rlb[m->nrows] = lo;
+    m->rub[m->nrows] = hi;
+    return m->nrows++;
+}
+
+static void coef(lp *m, int r, int c, double v)
+{
+    if (c < 0 || v == 0) return;
+    if (m->nnz == m->capnz) {
+        m->capnz = m->capnz ? 2 * m->capnz : 4096;
+        m->ti = realloc(m->ti, (size_t)m->capnz * sizeof *m->ti);
+        m->tj = realloc(m->tj, (size_t)m->capnz * sizeof *m->tj);
+        m->tv = realloc(m->tv, (size_t)m->capnz * sizeof *m->tv);
+        if (!m->ti || !m->tj || !m->tv) abort();
+    }
+    m->ti[m->nnz] = r;
+    m->tj[m->nnz] = c;
+    m->tv[m->nnz++] = v;
+}
+
+static void lp_free(lp *m)
+{
+    free(m->lb);
+    free(m->ub);
+    free(m->obj);
+    free(m->integer);
+    free(m->rlb);
+    free(m->rub);
+    free(m->ti);
+    free(m->tj);
+    free(m->tv);
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return 0;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 1;
+}
+
+static Cbc_Model *to_cbc(const lp *m)
+{
+    int *start = xcalloc((size_t)m->ncols + 1, sizeof *start), *fill = xcalloc((size_t)m->ncols, sizeof *fill);
+    int *idx = xcalloc((size_t)m->nnz, sizeof *idx);
+    double *val = xcalloc((size_t)m->nnz, sizeof *val);
+    for (int k = 0; k < m->nnz; k++) start[m->tj[k] + 1]++;
+    for (int c = 0; c < m->ncols; c++) start[c + 1] += start[c];
+    for (int k = 0; k < m->nnz; k++) {
+        int c = m->tj[k], at = start[c] + fill[c]++;
+        idx[at] = m->ti[k];
+        val[at] = m->tv[k];
+    }
+    Cbc_Model *cbc = Cbc_newModel();
+    Cbc_loadProblem(cbc, m->ncols, m->nrows, start, idx, val, m->lb, m->ub, m->obj, m->rlb, m->rub);
+    for (int c = 0; c < m->ncols; c++)
+        if (m->integer[c]) Cbc_setInteger(cbc, c);
+    free(start);
+    free(fill);
+    free(idx);
+    free(val);
+    return cbc;
+}
+
+/* What a solve reports back to the parent process. */
+typedef struct outcome {
+    int crashed, proven, infeasible, has_x;
+    double bound; /* scaled by the cost scale */
+} outcome;
+
+/* Runs CBC in the child end of a fork. CBC (through Clp) is built with assertions that abort
+ * on some numerically awkward programs (coin-or/Clp#173); in a child that costs one solve,
+ * not the user's compiler process. The child writes the outcome and the solution to a pipe. */
+static void child_solve(const lp *m, double time_limit, double cutoff, int cautious, int fd)
+{
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) { /* CBC's assertion messages are not the user's business: the parent reports */
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    Cbc_Model *cbc = to_cbc(m);
+    if (cautious) Cbc_setParameter(cbc, "preprocess", "off"); /* where the known assertions fire */
+    Cbc_setLogLevel(cbc, 0);
+    Cbc_setParameter(cbc, "log", "0");
+    Cbc_setParameter(cbc, "slog", "0");
+    Cbc_setParameter(cbc, "timeMode", "elapsed"); /* the limit is the user's wall clock, not CPU time */
+    Cbc_setMaximumSeconds(cbc, time_limit > 0 ? time_limit : 1e-3);
+    Cbc_setAllowableGap(cbc, 1e-9);
+    Cbc_setAllowableFractionGap(cbc, 1e-9);
+    if (cutoff < 1e300) Cbc_setCutoff(cbc, cutoff);
+    Cbc_solve(cbc);
+    outcome r = {0};
+    r.proven = Cbc_isProvenOptimal(cbc) || Cbc_isProvenInfeasible(cbc);
+    r.infeasible = Cbc_isProvenInfeasible(cbc);
+    r.bound = Cbc_getBestPossibleObjValue(cbc);
+    const double *x = Cbc_numberSavedSolutions(cbc) > 0 || r.proven ? Cbc_bestSolution(cbc) : NULL;
+    r.has_x = x != NULL;
+    int ok = write_all(fd, &r, sizeof r) && (!x || write_all(fd, x, (size_t)m->ncols * sizeof *x));
+    _exit(ok ? 0 : 1);
+}
+
+/* Solves m in a child process; r->crashed when the child died or overran its time limit by
+ * more than a grace period (then it is killed). x receives the solution when r->has_x. */
+static mg_status solve_isolated(const lp *m, double time_limit, double cutoff, int cautious, outcome *r, double *x,
+                                mg_diag *d)
+{
+    *r = (outcome){0};
+    int fd[2];
+    if (pipe(fd)) return mg_diag_set(d, (mg_loc){0}, "--solver exact: cannot create a pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return mg_diag_set(d, (mg_loc){0}, "--solver exact: cannot start the solver process: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        child_solve(m, time_limit, cutoff, cautious, fd[1]);
+    }
+    close(fd[1]);
+    size_t want = sizeof *r, got = 0, total = sizeof *r;
+    char *head = (char *)r;
+    double deadline = mg_seconds() + time_limit * 1.2 + 5;
+    int killed = 0;
+    for (;;) {
+        int wait_ms = (int)((deadline - mg_seconds()) * 1000);
+        struct pollfd p = {fd[0], POLLIN, 0};
+        if (wait_ms <= 0 || poll(&p, 1, wait_ms) == 0) {
+            kill(pid, SIGKILL);
+            killed = 1;
+            break;
+        }
+        char *dst = got < want ? head + got : (char *)x + (got - want);
+        ssize_t k = read(fd[0], dst, total - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+        if (got == want && r->has_x) total = want + (size_t)m->ncols * sizeof *x;
+        if (got == total) break;
+    }
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (killed || got != total || !WIFEXITED(status) || WEXITSTATUS(status) != 0) *r = (outcome){.crashed = 1};
+    return MG_OK;
+}
+
+/* The program's shape: stages, which values each stage may compute, and the users of each
+ * value; R and S hold column numbers (-1: no such variable) indexed [stage * n + node]. */
+typedef struct model {
+    const mg_problem *pr;
+    int n, T;
+    int *tg, *pos;           /* stage -> target, node -> stage (-1 for leaves) */
+    int64_t *mem;            /* workspace bytes of a node's value (0: caller memory or leaf) */
+    int *R, *S;
+    int *use_start, *users;  /* CSR: the targets that read each node */
+} model;
+
+static int ws(const model *md, int v) { return md->pos[v] >= 0 && md->mem[v] > 0; }
+
+static void model_free(model *md)
+{
+    free(md->tg);
+    free(md->pos);
+    free(md->mem);
+    free(md->R);
+    free(md->S);
+    free(md->use_start);
+    free(md->users);
+}
+
+/* 0 when the problem is too big to write down (the caller says so). */
+static int model_init(model *md, const mg_problem *pr, size_t max_vars)
+{
+    int n = pr->n;
+    *md = (model){.pr = pr, .n = n};
+    md->tg = xcalloc((size_t)n, sizeof *md->tg);
+    md->pos = xcalloc((size_t)n, sizeof *md->pos);
+    md->mem = xcalloc((size_t)n, sizeof *md->mem);
+    for (int v = 0; v < n; v++) {
+        md->pos[v] = -1;
+        if (!pr->target[v]) continue;
+        md->pos[v] = md->T;
+        md->tg[md->T++] = v;
+        if (pr->home[v].mem == MG_MEM_NONE) md->mem[v] = pr->bytes[v];
+    }
+    if ((size_t)md->T * (size_t)n > max_vars) return 0;
+    md->use_start = xcalloc((size_t)n + 1, sizeof *md->use_start);
+    for (int j = 0; j < n; j++)
+        if (pr->target[j])
+            for (int k = pr->in_start[j]; k < pr->in_start[j + 1]; k++) md->use_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) md->use_start[v + 1] += md->use_start[v];
+    md->users = xcalloc((size_t)md->use_start[n] + 1, sizeof *md->users);
+    int *fill = xcalloc((size_t)n, sizeof *fill);
+    for (int j = 0; j < n; j++)
+        if (pr->target[j])
+            for (int k = pr->in_start[j]; k < pr->in_start[j + 1]; k++) {
+                int u = pr->in[k];
+                md->users[md->use_start[u] + fill[u]++] = j;
+            }
+    free(fill);
+    size_t cells = (size_t)md->T * (size_t)n;
+    md->R = malloc(cells * sizeof *md->R);
+    md->S = malloc(cells * sizeof *md->S);
+    if (!md->R || !md->S) abort();
+    memset(md->R, 0xff, cells * sizeof *md->R);
+    memset(md->S, 0xff, cells * sizeof *md->S);
+    return 1;
+}
+
+static int Rc(const model *md, int t, int v) { return md->R[(size_t)t * md->n + v]; }
+static int Sc(const model *md, int t, int v) { return t < md->T ? md->S[(size_t)t * md->n + v] : -1; }
+
+/* Writes the program down; costs are scaled by cscale and bytes by the cap. A value gets
+ * variables in stage t only while something at stage t or later may still read it: a target
+ * of a later stage, or a value recomputed in this stage that is itself still needed. */
+static void formulate(model *md, lp *m, int64_t cap, double cscale)
+{
+    const mg_problem *pr = md->pr;
+    int n = md->n, T = md->T;
+    double B = (double)cap;
+    char *need = xcalloc((size_t)n, 1);
+    for (int t = 0; t < T; t++) {
+        for (int v = n - 1; v >= 0; v--) {
+            int p = md->pos[v];
+            if (p < 0 || p > t) continue;
+            need[v] = pr->keep_to_end[v];
+            for (int z = md->use_start[v]; z < md->use_start[v + 1] && !need[v]; z++) {
+                int j = md->users[z];
+                need[v] = md->pos[j] >= t || (md->R[(size_t)t * n + j] >= 0 && need[j]);
+            }
+            if (p == t) md->R[(size_t)t * n + v] = col(m, 1, 1, pr->cost[v] / cscale, 1);
+            else if (pr->evictable[v] && md->mem[v] > 0 && need[v])
+                md->R[(size_t)t * n + v] = col(m, 0, 1, pr->cost[v] / cscale, 1);
+            if (p < t && md->mem[v] > 0 && need[v]) {
+                double lo = pr->keep_to_end[v] ? 1 : 0; /* read after the last target: never dropped */
+                md->S[(size_t)t * n + v] = col(m, lo, 1, 0, 1);
+            }
+        }
+    }
+    free(need);
+    for (int t = 0; t < T; t++) {
+        /* inputs are resident or computed first; residency carries over from stage to stage */
+        for (int v = 0; v < n; v++) {
+            int rk = Rc(md, t, v);
+            if (rk >= 0)
+                for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+                    int u = pr->in[k];
+                    if (!ws(md, u)) continue; /* leaves and values in caller memory stay readable */
+                    int r = row(m, -DBL_MAX, 0);
+                    coef(m, r, rk, 1);
+                    coef(m, r, Rc(md, t, u), -1);
+                    coef(m, r, Sc(md, t, u), -1);
+                }
+            int s1 = Sc(md, t + 1, v);
+            if (s1 >= 0) {
+                int r = row(m, -DBL_MAX, 0);
+                coef(m, r, s1, 1);
+                coef(m, r, Sc(md, t, v), -1);
+                coef(m, r, Rc(md, t, v), -1);
+            }
+        }
+        /* memory, op by op in graph order */
+        int prevU = -1, prevk = -1;
+        for (int k = 0; k < n; k++) {
+            int rk = Rc(md, t, k);
+            if (rk < 0) continue;
+            int U = col(m, 0, pr->scratch[k] ? DBL_MAX : 1, 0, 0);
+            int r = row(m, 0, 0);
+            coef(m, r, U, 1);
+            coef(m, r, rk, -(double)md->mem[k] / B);
+            if (prevU < 0) {
+                for (int v = 0; v < n; v++) coef(m, r, Sc(md, t, v), -(double)md->mem[v] / B);
+            } else {
+                coef(m, r, prevU, -1);
+                /* frees after prevk: its inputs and itself */
+                int rp = Rc(md, t, prevk);
+                for (int q = pr->in_start[prevk]; q <= pr->in_start[prevk + 1]; q++) {
+                    int i = q < pr->in_start[prevk + 1] ? pr->in[q] : prevk, dup = 0;
+                    for (int z = pr->in_start[prevk]; z < q; z++) dup |= pr->in[z] == i;
+                    if (dup || !ws(md, i) || pr->keep_to_end[i]) continue;
+                    int F = col(m, 0, 1, 0, 0);
+                    coef(m, r, F, (double)md->mem[i] / B);
+                    int f1 = row(m, -DBL_MAX, 0);
+                    coef(m, f1, F, 1);
+                    coef(m, f1, rp, -1);
+                    int s1 = Sc(md, t + 1, i);
+                    if (s1 >= 0) {
+                        int f2 = row(m, -DBL_MAX, 1);
+                        coef(m, f2, F, 1);
+                        coef(m, f2, s1, 1);
+                    }
+                    for (int z = md->use_start[i]; z < md->use_start[i + 1]; z++) {
+                        int j = md->users[z], rj = j > prevk ? Rc(md, t, j) : -1;
+                        if (rj < 0) continue;
+                        int f3 = row(m, -DBL_MAX, 1);
+                        coef(m, f3, F, 1);
+                        coef(m, f3, rj, 1);
+                    }
+                }
+            }
+            if (pr->scratch[k]) {
+                int rs = row(m, -DBL_MAX, 1);
+                coef(m, rs, U, 1);
+                coef(m, rs, rk, (double)pr->scratch[k] / B);
+            }
+            prevU = U;
+            prevk = k;
+        }
+    }
+}
+
+/* Replays R and S as a plan, freeing each value after its last read in its stage unless the
+ * next stage keeps it. NULL if the solution is inconsistent (an input not resident). */
+static mg_plan *rebuild(const model *md, const double *x)
+{
+    const mg_problem *pr = md->pr;
+    int n = md->n, T = md->T;
+    mg_plan_builder b;
+    mg_pb_init(&b, pr);
+    char *done = xcalloc((size_t)n, 1);
+    int ok = 1;
+    for (int t = 0; t < T && ok; t++) {
+        for (int k = 0; k < n && ok; k++) {
+            int rk = Rc(md, t, k);
+            if (rk < 0 || x[rk] < 0.5) continue;
+            if (b.where[k].mem != MG_MEM_NONE && md->pos[k] < t) continue; /* still resident */
+            for (int q = pr->in_start[k]; q < pr->in_start[k + 1]; q++) ok &= b.where[pr->in[q]].mem != MG_MEM_NONE;
+            if (!ok) break;
+            mg_pb_compute(&b, k, done[k]);
+            done[k] = 1;
+            for (int q = pr->in_start[k]; q <= pr->in_start[k + 1]; q++) {
+                int i = q < pr->in_start[k + 1] ? pr->in[q] : k;
+                if (!ws(md, i) || pr->keep_to_end[i]) continue;
+                int s1 = Sc(md, t + 1, i), later = s1 >= 0 && x[s1] > 0.5; /* kept for a later stage */
+                for (int z = md->use_start[i]; z < md->use_start[i + 1] && !later; z++) {
+                    int j = md->users[z], rj = j > k ? Rc(md, t, j) : -1;
+                    later = rj >= 0 && x[rj] > 0.5;
+                }
+                if (!later) mg_pb_release(&b, i);
+            }
+        }
+        for (int v = 0; v < n && ok; v++) {
+            int s1 = Sc(md, t + 1, v);
+            if (ws(md, v) && !pr->keep_to_end[v] && (s1 < 0 || x[s1] < 0.5)) mg_pb_release(&b, v);
+        }
+    }
+    free(done);
+    if (!ok) {
+        mg_pb_discard(&b);
+        return NULL;
+    }
+    return mg_pb_finish(&b);
+}
+
+mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, mg_exact_result *out,
+                         mg_diag *d)
+{
+    *out = (mg_exact_result){NULL, -1, 0, 0, 0};
+    model md;
+    if (!model_init(&md, pr, (size_t)4 << 20)) {
+        int T = md.T;
+        model_free(&md);
+        return mg_diag_set(d, (mg_loc){0},
+                           "--solver exact: %d ops make a program too large to solve exactly (the limit is "
+                           "about 2000); use --solver auto",
+                           T);
+    }
+    double cscale = 0;
+    for (int v = 0; v < pr->n; v++)
+        if (pr->target[v] && pr->cost[v] > cscale) cscale = pr->cost[v];
+    if (cscale <= 0) cscale = 1;
+    lp m = {0};
+    formulate(&md, &m, cap > 0 ? cap : 1, cscale);
+    double *x = xcalloc((size_t)m.ncols, sizeof *x);
+    outcome r;
+    double end = mg_seconds() + time_limit, scaled_cutoff = cutoff < 1e300 ? cutoff / cscale * (1 - 1e-9) : HUGE_VAL;
+    mg_status st = solve_isolated(&m, time_limit, scaled_cutoff, 0, &r, x, d);
+    if (!st && r.crashed && end - mg_seconds() > 0.1) /* once more, the way that avoids CBC's known crashes */
+        st = solve_isolated(&m, end - mg_seconds(), scaled_cutoff, 1, &r, x, d);
+    lp_free(&m);
+    if (!st && r.crashed) {
+        out->crashed = 1;
+    } else if (!st) {
+        out->proven = r.proven;
+        out->infeasible = r.infeasible;
+        if (r.infeasible) out->lower_bound = cutoff < 1e300 ? cutoff : -1;
+        else if (r.bound > -1e29 && r.bound < 1e29) out->lower_bound = (r.bound > 0 ? r.bound : 0) * cscale * (1 - 1e-9);
+        if (cutoff < 1e300 && out->lower_bound > cutoff) out->lower_bound = cutoff;
+        if (r.has_x && !r.infeasible) {
+            out->plan = rebuild(&md, x);
+            if (!out->plan) st = mg_diag_set(d, (mg_loc){0}, "internal error: the exact solver's schedule reads a dropped value");
+            else if (r.proven) out->lower_bound = out->plan->flops_executed; /* exact sums, not scaled */
+            else if (out->lower_bound > out->plan->flops_executed) out->lower_bound = out->plan->flops_executed;
+        }
+    }
+    free(x);
+    model_free(&md);
+    return st;
+}

@@ -1,0 +1,403 @@
+/* test_optimal.c — the planner against an independent optimum. A brute-force reference here
+ * searches every schedule of a small problem (Dijkstra over "which stage, which values are
+ * resident"), knowing nothing of the planner's heuristics or of the MILP. On chains of uniform
+ * and uneven widths, at budgets from store-all down to where nothing fits, `auto` must reach
+ * that optimum and say so, and `exact` (the MILP) must reach it and say it is optimal; on small
+ * random training-like DAGs `auto` must reach it and `exact` may never claim to beat it. */
+#include "autodiff.h"
+#include "frontend.h"
+#include "plan.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the reference: Dijkstra over (next target, resident workspace values) ----------------
+ * Before target t runs, any evictable value computed earlier may be recomputed (its inputs
+ * resident) and any resident evictable value dropped, in any order; a step fits when the
+ * resident bytes, its output and its scratch fit the cap. After the target runs, values no
+ * later target reads and that cannot be recomputed are freed. The cost is the sum of the
+ * costs of every step run. */
+
+typedef struct ref {
+    const mg_problem *pr;
+    int T, W;
+    int *tg, *pos, *bit;   /* stage -> target; node -> stage; node -> bit of its value (-1: none) */
+    uint32_t *dead_after;  /* per stage: non-evictable values that no later stage reads */
+    int64_t cap;
+} ref;
+
+typedef struct entry {
+    uint64_t key;  /* (t << 32 | mask) + 1; 0 = empty */
+    double dist;
+    int done;
+} entry;
+
+typedef struct table {
+    entry *e;
+    size_t cap, n;
+} table;
+
+static entry *slot(table *h, uint64_t key)
+{
+    if (2 * (h->n + 1) > h->cap) {
+        table g = {calloc(h->cap ? 2 * h->cap : 1 << 16, sizeof(entry)), h->cap ? 2 * h->cap : 1 << 16, 0};
+        ck_assert_ptr_nonnull(g.e);
+        for (size_t i = 0; i < h->cap; i++)
+            if (h->e[i].key) *slot(&g, h->e[i].key) = h->e[i];
+        g.n = h->n;
+        free(h->e);
+        *h = g;
+    }
+    size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL) & (h->cap - 1);
+    while (h->e[i].key && h->e[i].key != key) i = (i + 1) & (h->cap - 1);
+    if (!h->e[i].key) {
+        h->e[i] = (entry){key, INFINITY, 0};
+        h->n++;
+    }
+    return &h->e[i];
+}
+
+typedef struct heap {
+    double *d;
+    uint64_t *k;
+    size_t n, cap;
+} heap;
+
+static void push(heap *q, double d, uint64_t k)
+{
+    if (q->n == q->cap) {
+        q->cap = q->cap ? 2 * q->cap : 1024;
+        q->d = realloc(q->d, q->cap * sizeof *q->d);
+        q->k = realloc(q->k, q->cap * sizeof *q->k);
+    }
+    size_t i = q->n++;
+    while (i && q->d[(i - 1) / 2] > d) {
+        q->d[i] = q->d[(i - 1) / 2];
+        q->k[i] = q->k[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    q->d[i] = d;
+    q->k[i] = k;
+}
+
+static uint64_t pop(heap *q, double *d)
+{
+    uint64_t top = q->k[0];
+    *d = q->d[0];
+    double ld = q->d[--q->n];
+    uint64_t lk = q->k[q->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= q->n) break;
+        if (c + 1 < q->n && q->d[c + 1] < q->d[c]) c++;
+        if (q->d[c] >= ld) break;
+        q->d[i] = q->d[c];
+        q->k[i] = q->k[c];
+        i = c;
+    }
+    q->d[i] = ld;
+    q->k[i] = lk;
+    return top;
+}
+
+static int64_t mask_bytes(const ref *r, uint32_t mask)
+{
+    int64_t s = 0;
+    for (int v = 0; v < r->pr->n; v++)
+        if (r->bit[v] >= 0 && (mask >> r->bit[v] & 1)) s += r->pr->bytes[v];
+    return s;
+}
+
+static int inputs_resident(const ref *r, int v, uint32_t mask)
+{
+    const mg_problem *pr = r->pr;
+    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+        int b = r->bit[pr->in[k]];
+        if (b >= 0 && !(mask >> b & 1)) return 0;
+    }
+    return 1;
+}
+
+static void relax(table *h, heap *q, int t, uint32_t mask, double d)
+{
+    uint64_t key = ((uint64_t)t << 32 | mask) + 1;
+    entry *e = slot(h, key);
+    if (d < e->dist) {
+        e->dist = d;
+        push(q, d, key);
+    }
+}
+
+/* The least cost of any schedule under cap, or INFINITY when none fits. */
+static double reference_optimum(const mg_problem *pr, int64_t cap)
+{
+    ref r = {.pr = pr, .cap = cap};
+    int n = pr->n;
+    r.tg = calloc((size_t)n, sizeof *r.tg);
+    r.pos = calloc((size_t)n, sizeof *r.pos);
+    r.bit = calloc((size_t)n, sizeof *r.bit);
+    for (int v = 0; v < n; v++) {
+        r.pos[v] = -1;
+        r.bit[v] = -1;
+        if (!pr->target[v]) continue;
+        r.pos[v] = r.T;
+        r.tg[r.T++] = v;
+        if (pr->home[v].mem == MG_MEM_NONE && pr->bytes[v] > 0) r.bit[v] = r.W++;
+    }
+    ck_assert_msg(r.W <= 30, "the reference handles at most 30 workspace values, not %d", r.W);
+    r.dead_after = calloc((size_t)r.T, sizeof *r.dead_after);
+    for (int t = 0; t < r.T; t++)
+        for (int v = 0; v < n; v++) {
+            if (r.bit[v] < 0 || pr->evictable[v] || pr->keep_to_end[v] || r.pos[v] > t) continue;
+            int later = 0;
+            for (int j = 0; j < n; j++)
+                if (r.pos[j] > t)
+                    for (int k = pr->in_start[j]; k < pr->in_start[j + 1]; k++) later |= pr->in[k] == v;
+            if (!later) r.dead_after[t] |= 1u << r.bit[v];
+        }
+    table h = {0};
+    heap q = {0};
+    relax(&h, &q, 0, 0, 0);
+    double best = INFINITY;
+    while (q.n) {
+        double d;
+        uint64_t key = pop(&q, &d);
+        entry *e = slot(&h, key);
+        if (e->done || d > e->dist) continue;
+        e->done = 1;
+        int t = (int)((key - 1) >> 32);
+        uint32_t mask = (uint32_t)(key - 1);
+        if (t == r.T) {
+            best = d;
+            break;
+        }
+        int64_t live = mask_bytes(&r, mask);
+        /* the stage's target */
+        int v = r.tg[t];
+        int64_t out = r.bit[v] >= 0 ? pr->bytes[v] : 0;
+        if (inputs_resident(&r, v, mask) && live + out + pr->scratch[v] <= cap) {
+            uint32_t m2 = mask | (r.bit[v] >= 0 ? 1u << r.bit[v] : 0);
+            relax(&h, &q, t + 1, m2 & ~r.dead_after[t], d + pr->cost[v]);
+        }
+        for (int u = 0; u < n; u++) {
+            int b = r.bit[u];
+            if (b < 0 || !pr->evictable[u] || r.pos[u] >= t) continue;
+            if (mask >> b & 1) {
+                relax(&h, &q, t, mask & ~(1u << b), d); /* drop */
+            } else if (inputs_resident(&r, u, mask) && live + pr->bytes[u] + pr->scratch[u] <= cap) {
+                relax(&h, &q, t, mask | 1u << b, d + pr->cost[u]); /* recompute */
+            }
+        }
+    }
+    free(h.e);
+    free(q.d);
+    free(q.k);
+    free(r.tg);
+    free(r.pos);
+    free(r.bit);
+    free(r.dead_after);
+    return best;
+}
+
+/* ---- models ------------------------------------------------------------------------------ */
+
+static mg_graph *joint(const char *src)
+{
+    mg_graph *g = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_parse("chain.mg", src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK,
+                  "%d:%d: %s\n%s", d.loc.line, d.loc.col, d.msg, src);
+    return g;
+}
+
+/* A chain of dense layers: widths[0] -> widths[1] -> ... with act between, mse at the end. */
+static void chain_model(char *buf, size_t cap, const int *widths, int nw, const char *act)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, cap - o, "model chain\ninput x: f32[16, %d]\ninput t: f32[16, %d]\nh = x\n", widths[0],
+                          widths[nw - 1]);
+    for (int i = 0; i + 1 < nw; i++) {
+        o += (size_t)snprintf(buf + o, cap - o, "param w%d: f32[%d, %d] = xavier\n", i, widths[i], widths[i + 1]);
+        if (i + 2 < nw) o += (size_t)snprintf(buf + o, cap - o, "h = %s(h @ w%d)\n", act, i);
+        else o += (size_t)snprintf(buf + o, cap - o, "y = h @ w%d\n", i);
+    }
+    snprintf(buf + o, cap - o, "loss = mse(y, t)\nminimize loss\n");
+}
+
+/* Plans the training step of src at store-all and at budgets down to below the minimum: auto
+ * and exact must both reach the reference optimum wherever one exists. */
+static void check_against_reference(const char *src)
+{
+    mg_graph *g = joint(src);
+    mg_problem *pr = mg_problem_from_graph(g, MG_PLAN_TRAIN);
+    mg_diag d = {0};
+    mg_solution sa;
+    ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+    int64_t store_all = sa.store_all_bytes;
+    mg_plan_free(sa.plan);
+    int feasible_points = 0;
+    for (int pct = 100; pct >= 40; pct -= 3) {
+        int64_t budget = store_all * pct / 100;
+        double opt = reference_optimum(pr, budget);
+        mg_solution ex = {0}, au;
+        int run_exact = pct % 12 == 4; /* the MILP on every fourth budget: it is the slow one */
+        if (run_exact) ck_assert_int_eq(mg_solve(pr, MG_SOLVER_EXACT, budget, 0, 60, &ex, &d), MG_OK);
+        ck_assert_int_eq(mg_solve(pr, MG_SOLVER_AUTO, budget, 0, 0, &au, &d), MG_OK);
+        if (isinf(opt)) {
+            ck_assert_msg(!ex.plan && !au.plan, "%d%%: a plan within a budget the reference proves infeasible\n%s", pct, src);
+            continue;
+        }
+        feasible_points++;
+        ck_assert_msg(ex.plan || !run_exact, "%d%%: exact finds no plan; the reference costs %.0f\n%s", pct, opt, src);
+        if (run_exact) {
+        ck_assert_msg(ex.plan->workspace_bytes <= budget, "%d%%: exact's workspace exceeds the budget", pct);
+        ck_assert_msg(ex.plan->flops_executed == opt, "%d%%: exact costs %.0f, the reference optimum %.0f\n%s", pct,
+                      ex.plan->flops_executed, opt, src);
+        ck_assert_msg(ex.optimal == 1, "%d%%: exact does not say it is optimal\n%s", pct, src);
+        ck_assert_msg(ex.lower_bound <= opt, "%d%%: exact's lower bound %.0f exceeds the optimum %.0f", pct,
+                      ex.lower_bound, opt);
+        /* the MILP on its own (mg_solve skips it when the search has settled the question) */
+        mg_exact_result r;
+        ck_assert_int_eq(mg_solve_exact(pr, budget, 60, HUGE_VAL, &r, &d), MG_OK);
+        ck_assert_msg(r.proven && r.plan, "%d%%: the MILP finds no proven optimum\n%s", pct, src);
+        ck_assert_msg(r.plan->flops_executed == opt && r.lower_bound == opt,
+                      "%d%%: the MILP costs %.0f (bound %.0f), the reference optimum %.0f\n%s", pct,
+                      r.plan->flops_executed, r.lower_bound, opt, src);
+        ck_assert_int_eq(mg_arena_assign(r.plan, &d), MG_OK);
+        ck_assert_msg(mg_plan_verify(r.plan, pr, &d) == MG_OK, "%d%%: the MILP's plan: %s", pct, d.msg);
+        ck_assert_msg(r.plan->peak_live_bytes <= budget, "%d%%: the MILP's plan peaks above its cap", pct);
+        mg_plan_free(r.plan);
+        }
+        ck_assert_msg(au.plan, "%d%%: auto finds no plan; the reference costs %.0f\n%s", pct, opt, src);
+        ck_assert_msg(au.plan->flops_executed == opt, "%d%%: auto costs %.0f, the reference optimum %.0f\n%s", pct,
+                      au.plan->flops_executed, opt, src);
+        ck_assert_msg(au.optimal == 1, "%d%%: auto reached the optimum but does not say so\n%s", pct, src);
+        mg_plan_free(ex.plan);
+        mg_plan_free(au.plan);
+    }
+    ck_assert_msg(feasible_points >= 3, "only %d budgets were feasible; the test would prove little\n%s",
+                  feasible_points, src);
+    mg_problem_free(pr);
+    mg_graph_free(g);
+}
+
+START_TEST(test_uniform_chain)
+{
+    static const int w[] = {24, 24, 24, 24, 24};
+    char src[2048];
+    chain_model(src, sizeof src, w, 5, "tanh");
+    check_against_reference(src);
+}
+END_TEST
+
+START_TEST(test_uneven_chain)
+{
+    static const int w[] = {32, 96, 16, 128, 40, 8};
+    char src[2048];
+    chain_model(src, sizeof src, w, 6, "tanh");
+    check_against_reference(src);
+}
+END_TEST
+
+START_TEST(test_relu_chain)
+{
+    static const int w[] = {8, 64, 64, 200, 16};
+    char src[2048];
+    chain_model(src, sizeof src, w, 5, "relu");
+    check_against_reference(src);
+}
+END_TEST
+
+/* A random training-like problem: forward values (droppable) reading one or two earlier ones,
+ * then backward values (computed once) each reading the previous backward value and a forward
+ * value, the last one read after the end. Sizes and costs uneven. */
+static mg_problem *random_problem(uint64_t *seed, int nfwd, int nbwd)
+{
+    int n = nfwd + nbwd;
+    mg_problem *p = mg_problem_alloc(n, 2 * n);
+    p->nfwd = nfwd;
+    int e = 0;
+    for (int v = 0; v < n; v++) {
+        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t r = *seed >> 20;
+        p->in_start[v] = e;
+        if (v > 0 && v < nfwd) {
+            p->in[e++] = v - 1;
+            if (v > 2 && r % 3 == 0) p->in[e++] = (int)(r / 3 % (uint64_t)(v - 1));
+        } else if (v >= nfwd) {
+            p->in[e++] = v - 1;
+            if (v > nfwd) p->in[e++] = (int)(r / 7 % (uint64_t)nfwd);
+        }
+        p->target[v] = 1;
+        p->bytes[v] = 64 * (int64_t)(1 + r / 11 % 8);
+        p->cost[v] = (double)(1 + r / 101 % 50);
+        p->evictable[v] = v < nfwd;
+    }
+    p->in_start[n] = e;
+    p->keep_to_end[n - 1] = 1;
+    return p;
+}
+
+START_TEST(test_random_problems)
+{
+    uint64_t seed = 12345;
+    int compared = 0;
+    for (int k = 0; k < 12; k++) {
+        mg_problem *pr = random_problem(&seed, 6 + k % 4, 5 + k % 3);
+        mg_diag d = {0};
+        mg_solution sa;
+        ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+        for (int pct = 90; pct >= 40; pct -= 10) {
+            int64_t budget = sa.store_all_bytes * pct / 100;
+            double opt = reference_optimum(pr, budget);
+            mg_solution au, ex = {0};
+            ck_assert_int_eq(mg_solve(pr, MG_SOLVER_AUTO, budget, 0, 0, &au, &d), MG_OK);
+            mg_exact_result r = {0};
+            if (pct == 70) ck_assert_int_eq(mg_solve_exact(pr, budget, 30, HUGE_VAL, &r, &d), MG_OK);
+            ex.plan = r.plan;
+            ex.lower_bound = r.lower_bound;
+            if (isinf(opt)) {
+                ck_assert_msg(!au.plan && !ex.plan, "problem %d at %d%%: a plan the reference proves impossible", k, pct);
+                continue;
+            }
+            compared++;
+            ck_assert_msg(au.plan && au.plan->flops_executed == opt, "problem %d at %d%%: auto %.0f, optimum %.0f", k,
+                          pct, au.plan ? au.plan->flops_executed : -1.0, opt);
+            /* the MILP fixes the order of recomputations, so it may only do as well or worse */
+            if (ex.plan)
+                ck_assert_msg(ex.plan->flops_executed >= opt && ex.lower_bound <= ex.plan->flops_executed,
+                              "problem %d at %d%%: exact %.0f (bound %.0f), optimum %.0f", k, pct,
+                              ex.plan->flops_executed, ex.lower_bound, opt);
+            mg_plan_free(au.plan);
+            mg_plan_free(ex.plan);
+        }
+        mg_plan_free(sa.plan);
+        mg_problem_free(pr);
+    }
+    ck_assert_msg(compared >= 20, "only %d feasible comparisons", compared);
+}
+END_TEST
+
+static Suite *optimal_suite(void)
+{
+    Suite *s = suite_create("optimal");
+    TCase *c = tcase_create("chains");
+    tcase_set_timeout(c, 600);
+    tcase_add_test(c, test_uniform_chain);
+    tcase_add_test(c, test_uneven_chain);
+    tcase_add_test(c, test_relu_chain);
+    suite_add_tcase(s, c);
+    TCase *r = tcase_create("random");
+    tcase_set_timeout(r, 600);
+    tcase_add_test(r, test_random_problems);
+    suite_add_tcase(s, r);
+    return s;
+}
+
+int main(void) { return tu_run_suite(optimal_suite()); }
