@@ -335,7 +335,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         *slot = argv[++i];
     }
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
-    if (o->graph && (o->svg || o->trace)) return usage_error("%s", "--svg and --trace report on models, not on --graph");
+    if (is_plan_only && o->graph && (o->svg || o->trace))
+        return usage_error("%s", "plan: --svg and --trace report on models, not on --graph");
     if (!o->model && !o->graph) return usage_error("%s: no model file given", cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
     if (o->budget) {

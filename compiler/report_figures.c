@@ -71,6 +71,10 @@ mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const m
     if (!f->row_of_node) abort();
     for (int i = 0; i < g->n; i++) f->row_of_node[i] = -1;
     f->first_backward_step = t->nsteps;
+    /* first pass: how many workspace buffers each value gets, to size the rows exactly */
+    int *nws = xcalloc((size_t)g->n, sizeof *nws);
+    for (int s = 0; s < t->nsteps; s++)
+        if (t->steps[s].kind == MG_STEP_COMPUTE && t->steps[s].out.mem == MG_MEM_WS) nws[t->steps[s].node]++;
     for (int s = 0; s < t->nsteps; s++) {
         const mg_step *st = &t->steps[s];
         if (st->kind != MG_STEP_COMPUTE) continue;
@@ -81,16 +85,15 @@ mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const m
             r = f->row_of_node[st->node] = f->nrows++;
             f->rows[r].node = st->node;
             f->rows[r].first_step = s;
-            f->rows[r].bufs = xcalloc((size_t)t->nsteps, sizeof(int)); /* trimmed below */
+            f->rows[r].bufs = xcalloc((size_t)nws[st->node], sizeof(int));
         }
         mg_tensor_row *row = &f->rows[r];
         row->computes++;
         if (st->out.mem == MG_MEM_WS) row->bufs[row->nbufs++] = st->out.index;
     }
+    free(nws);
     for (int r = 0; r < f->nrows; r++) {
         mg_tensor_row *row = &f->rows[r];
-        int *shrunk = realloc(row->bufs, (size_t)(row->nbufs ? row->nbufs : 1) * sizeof *shrunk);
-        if (shrunk) row->bufs = shrunk;
         int last = -1;
         for (int k = 0; k < row->nbufs; k++)
             if (t->bufs[row->bufs[k]].last > last) last = t->bufs[row->bufs[k]].last;

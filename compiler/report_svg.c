@@ -121,15 +121,16 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
         const char *color = C_SCRATCH, *what = "kernel scratch";
         char name[64] = "scratch", shape[80] = "";
         if (b->node >= 0) {
-            const mg_tensor_row *row = &f->rows[f->row_of_node[b->node]];
+            int r = f->row_of_node[b->node];
+            mg_decision dec = r >= 0 ? f->rows[r].decision : MG_DECIDE_BACKWARD;
             mg_report_tensor_name(g, b->node, name, sizeof name);
             snprintf(shape, sizeof shape, " %s", mg_dtype_name(g->nodes[b->node].type.dtype));
             mg_shape_str(&g->nodes[b->node].type.shape, shape + strlen(shape), sizeof shape - strlen(shape));
             int recomputed_here = st->kind == MG_STEP_COMPUTE && st->recompute;
             if (recomputed_here) color = C_RECOMP, what = "recomputed";
-            else if (row->decision == MG_DECIDE_RECOMPUTED) color = C_DROPPED, what = "dropped, recomputed later";
-            else if (row->decision == MG_DECIDE_KEPT) color = C_KEPT, what = "kept for the backward pass";
-            else if (row->decision == MG_DECIDE_FREED) color = C_FREED, what = "freed early";
+            else if (dec == MG_DECIDE_RECOMPUTED) color = C_DROPPED, what = "dropped, recomputed later";
+            else if (dec == MG_DECIDE_KEPT) color = C_KEPT, what = "kept for the backward pass";
+            else if (dec == MG_DECIDE_FREED) color = C_FREED, what = "freed early";
             else color = C_BACK, what = "backward";
         }
         double x0 = X(b->first), x1 = X(b->last + 1), y0 = Y(b->offset + b->bytes), y1 = Y(b->offset);
@@ -204,6 +205,7 @@ void mg_sweep_svg(FILE *out, const char *what, int64_t store_all, int64_t min_fe
 #define SX(p) (ML + ((p) - x0) * pw / (x1 - x0))
 #define SY(v) (MT + ph - (v) * ph / ytop)
     char h1[32], h2[32];
+    if (strrchr(what, '/')) what = strrchr(what, '/') + 1; /* a --graph file: its name is enough */
     header(out, SW, SH);
     fprintf(out, "<title>");
     xml_text(out, what);

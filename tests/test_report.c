@@ -323,6 +323,13 @@ START_TEST(test_svg_well_formed)
     ck_assert_msg(strstr(s, ">auto<") && strstr(s, ">sqrt<") && strstr(s, ">store-all<") && strstr(s, "minimum feasible"),
                   "sweep SVG lacks a solver or a marker");
     free(s);
+    /* and of a benchmark graph; plan --graph has no timeline (no model to name tensors by) */
+    const char *graph = MG_SOURCE_DIR "/bench/data/checkmate/vgg19.json";
+    ck_assert_int_eq(tu_memgrad(&out, "sweep --graph '%s' --points 3 --svg '%s'", graph, path("g.svg")), 0);
+    free(out);
+    check_svg(path("g.svg"));
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --svg '%s'", graph, path("h.svg")), 2);
+    free(out);
 }
 END_TEST
 
