@@ -19,6 +19,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "autodiff.h"
+#include "frontend.h"
+#include "report.h"
 #include "testutil.h"
 
 static char *dir;
@@ -517,6 +520,62 @@ START_TEST(test_strip_width_and_help)
 }
 END_TEST
 
+/* In process: the figures every report draws agree with the plan they come from, at several
+ * budgets of the two example models — the bytes live peak at the plan's peak, the
+ * high-water mark climbs to the workspace, every compute step is counted in one row. */
+START_TEST(test_figures_agree_with_plan)
+{
+    const char *models[] = {MG_SOURCE_DIR "/examples/mlp_deep.mg", MG_SOURCE_DIR "/examples/mlp.mg"};
+    const double pct[] = {100, 60, 35};
+    for (int m = 0; m < 2; m++)
+        for (int b = 0; b < 3; b++) {
+            char *src = tu_read(models[m]);
+            ck_assert(src != NULL);
+            mg_graph *g = NULL;
+            mg_diag d = {0};
+            ck_assert_msg(mg_parse(models[m], src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK, "%s", d.msg);
+            mg_budget bud = {1, pct[b], 0};
+            mg_plan_request rq = {MG_SOLVER_AUTO, &bud, 10, 1};
+            mg_planned p;
+            ck_assert_msg(mg_plan_program(g, &rq, &p, &d) == MG_OK, "%s", d.msg);
+            if (!p.train) { /* below the minimum feasible budget: nothing to report */
+                mg_planned_free(&p);
+                mg_graph_free(g);
+                free(src);
+                continue;
+            }
+            mg_plan_report_info info = {"auto", 0, 0};
+            mg_report_figures f;
+            ck_assert(mg_report_figures_make(g, &p, &info, &f, &d) == MG_OK);
+            const mg_plan *t = p.train;
+            int64_t peak = 0;
+            int computes = 0, rows_computes = 0, recomputes = 0;
+            for (int s = 0; s < t->nsteps; s++) {
+                if (f.live_bytes[s] > peak) peak = f.live_bytes[s];
+                ck_assert(s == 0 || f.high_water[s] >= f.high_water[s - 1]);
+                computes += t->steps[s].kind == MG_STEP_COMPUTE;
+                recomputes += t->steps[s].kind == MG_STEP_COMPUTE && t->steps[s].recompute;
+            }
+            ck_assert_int_eq(peak, t->peak_live_bytes);
+            ck_assert_int_eq(f.high_water[t->nsteps - 1], t->workspace_bytes);
+            ck_assert_int_eq(recomputes, f.recompute_steps);
+            for (int r = 0; r < f.nrows; r++) {
+                rows_computes += f.rows[r].computes;
+                ck_assert_int_eq(f.row_of_node[f.rows[r].node], r);
+                ck_assert(r == 0 || f.rows[r].first_step > f.rows[r - 1].first_step);
+            }
+            ck_assert_int_eq(rows_computes, computes);
+            ck_assert(f.workspace_bytes <= p.budget_bytes);
+            ck_assert(fabs(f.recompute_overhead - mg_recompute_overhead(t->flops_once, t->flops_executed)) == 0);
+            if (pct[b] == 100) ck_assert_int_eq(f.recompute_steps, 0);
+            mg_report_figures_free(&f);
+            mg_planned_free(&p);
+            mg_graph_free(g);
+            free(src);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report");
@@ -531,6 +590,7 @@ int main(void)
     tcase_add_test(tc, test_outputs_are_safe);
     tcase_add_test(tc, test_dot);
     tcase_add_test(tc, test_strip_width_and_help);
+    tcase_add_test(tc, test_figures_agree_with_plan);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
