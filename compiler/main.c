@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,18 +35,24 @@ static const char *usage_text =
     "  check MODEL.mg [--print-ir | --print-joint]\n"
     "                       parse, type-check and differentiate; optionally print the IR\n"
     "  plan MODEL.mg [--budget B] [--solver S] [--format text|json]\n"
+    "                [--bytes] [--svg FILE] [--trace FILE]\n"
     "  plan --graph FILE.json [...]\n"
-    "                       plan the training step under a budget and print the plan's figures\n"
-    "                       (json: the whole plan, see docs/plan-json.md); --graph plans a\n"
-    "                       benchmark graph (Checkmate node-link JSON or a layered DAG)\n"
+    "                       plan the training step under a budget and report it: the figures,\n"
+    "                       one row per tensor (decision, live steps, arena offset) and a memory\n"
+    "                       strip as wide as the terminal (json: the whole plan, see\n"
+    "                       docs/plan-json.md); --graph plans a benchmark graph (Checkmate\n"
+    "                       node-link JSON or a layered DAG). See docs/reports.md\n"
     "  sweep MODEL.mg | --graph FILE.json [--points N] [--solver S] [--format text|csv|json]\n"
+    "                [--svg FILE]\n"
     "                       the trade-off from the minimum feasible budget to store-all\n"
+    "  dot MODEL.mg [--budget B] [--solver S]\n"
+    "                       the joint graph as Graphviz DOT, nodes coloured by the plan's decision\n"
     "  arena FILE.csv [--capacity BYTES] [--format text|json] [--time-limit SECONDS]\n"
     "                       place a list of buffers (CSV id,lower,upper,size, each live on\n"
     "                       [lower, upper)) in one arena and say how big it is, whether it fits\n"
     "                       the capacity and whether that is optimal\n"
     "\n"
-    "planning options (compile, plan, sweep):\n"
+    "planning options (compile, plan, sweep, dot):\n"
     "  --budget B           workspace cap: bytes with a unit (B, KiB, MiB, GiB, KB, MB, GB) or a\n"
     "                       percentage of the store-all workspace (40%)\n"
     "  --solver S           auto (default: the cheapest plan found fast), store-all, sqrt (Chen\n"
@@ -56,6 +63,15 @@ static const char *usage_text =
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache\n"
     "  --points N           sweep: number of budgets (default 8)\n"
+    "\n"
+    "report options (plan, sweep):\n"
+    "  --bytes              plan: exact numbers (bytes, FLOPs) instead of KiB/MiB and GFLOP\n"
+    "                       in the text report\n"
+    "  --svg FILE           plan: the training step's memory timeline as SVG; sweep: the\n"
+    "                       overhead/budget curve of auto and sqrt, store-all marked\n"
+    "  --trace FILE         plan: Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
+    "                       Report files are written whole (temporary file, then rename) and\n"
+    "                       never over the model\n"
     "\n"
     "arena options:\n"
     "  --capacity BYTES     arena size to fit: bytes, or with a unit (1MiB); default none, as small\n"
@@ -191,11 +207,76 @@ static int write_file(const char *path, const char *tmp, const char *text)
     return bad;
 }
 
+/* Report files (--svg, --trace): each is written by `write` to a temporary file next to it,
+ * and all are renamed into place only when all are written, like compile's outputs. */
+typedef struct report_out {
+    const char *flag, *path;
+    void (*write)(FILE *out, const void *ctx);
+    const void *ctx;
+} report_out;
+
+/* Usage errors (2) for an output that would overwrite the model or another output. */
+static int check_report_outs(const char *model, const report_out *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!r[i].path) continue;
+        if (model && same_file(model, r[i].path))
+            return usage_error("refusing to overwrite the model file %s with output", model);
+        for (int j = 0; j < i; j++)
+            if (r[j].path && same_file(r[i].path, r[j].path)) {
+                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", r[j].flag,
+                        r[i].flag, r[i].path);
+                return 2;
+            }
+    }
+    return 0;
+}
+
+static int write_report_outs(const report_out *r, int n)
+{
+    enum { MAXOUT = 4 };
+    char tmp[MAXOUT][PATH_MAX + 64];
+    int rc = 0;
+    for (int i = 0; i < n; i++) tmp[i][0] = 0;
+    for (int i = 0; i < n && i < MAXOUT && !rc; i++) {
+        if (!r[i].path) continue;
+        if ((rc = create_tmp_for(r[i].path, tmp[i], sizeof tmp[i]))) break;
+        FILE *f = fopen(tmp[i], "wb");
+        if (f) r[i].write(f, r[i].ctx);
+        int bad = !f || ferror(f);
+        if (f) bad |= fclose(f) != 0;
+        if (bad) {
+            fprintf(stderr, "memgrad: cannot write %s: %s\n", r[i].path, strerror(errno));
+            rc = 1;
+        }
+    }
+    for (int i = 0; i < n && i < MAXOUT && !rc; i++)
+        if (r[i].path && rename(tmp[i], r[i].path) != 0) {
+            fprintf(stderr, "memgrad: cannot write %s: %s\n", r[i].path, strerror(errno));
+            rc = 1;
+        }
+    for (int i = 0; i < n && i < MAXOUT; i++)
+        if (tmp[i][0]) remove(tmp[i]); /* fails harmlessly once renamed */
+    return rc;
+}
+
+/* The terminal's width: $COLUMNS, else the terminal's, else 80. */
+static int terminal_width(void)
+{
+    const char *c = getenv("COLUMNS");
+    long v = c ? strtol(c, NULL, 10) : 0;
+    if (v >= 20 && v <= 1000) return (int)v;
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+    return 80;
+}
+
 typedef struct options {
     const char *model, *out, *header, *budget, *triple, *cpu, *emit_llvm, *solver_name, *time_limit_text, *format;
     const char *graph; /* plan --graph FILE.json */
     const char *points_text, *cache_dir;
-    int points, no_cache, from_cache;
+    const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
+    int points, no_cache, from_cache, exact_bytes;
     int opt_level, print_ir, print_joint, verify;
     mg_solver solver;
     double time_limit;
@@ -206,7 +287,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     memset(o, 0, sizeof *o);
     o->opt_level = 3;
     int is_compile = !strcmp(cmd, "compile"), is_check = !strcmp(cmd, "check"), is_sweep = !strcmp(cmd, "sweep");
-    int is_plan = !strcmp(cmd, "plan") || is_sweep;
+    int is_dot = !strcmp(cmd, "dot"), is_plan = !strcmp(cmd, "plan") || is_sweep || is_dot;
+    int is_plan_only = !strcmp(cmd, "plan");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
@@ -219,8 +301,14 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         else if (is_compile && !strcmp(a, "--emit-llvm")) slot = &o->emit_llvm;
         else if ((is_compile || is_plan) && !strcmp(a, "--solver")) slot = &o->solver_name;
         else if ((is_compile || is_plan) && !strcmp(a, "--time-limit")) slot = &o->time_limit_text;
-        else if (is_plan && !strcmp(a, "--format")) slot = &o->format;
-        else if (is_plan && !strcmp(a, "--graph")) slot = &o->graph;
+        else if (is_plan && !is_dot && !strcmp(a, "--format")) slot = &o->format;
+        else if (is_plan && !is_dot && !strcmp(a, "--graph")) slot = &o->graph;
+        else if ((is_plan_only || is_sweep) && !strcmp(a, "--svg")) slot = &o->svg;
+        else if (is_plan_only && !strcmp(a, "--trace")) slot = &o->trace;
+        else if (is_plan_only && !strcmp(a, "--bytes")) {
+            o->exact_bytes = 1;
+            continue;
+        }
         else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
         else if (!strcmp(a, "--no-cache")) {
             o->no_cache = 1;
@@ -251,6 +339,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         *slot = argv[++i];
     }
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
+    if (is_plan_only && o->graph && (o->svg || o->trace))
+        return usage_error("%s", "plan: --svg and --trace report on models, not on --graph");
     if (!o->model && !o->graph) return usage_error("%s: no model file given", cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
     if (o->budget) {
@@ -347,6 +437,7 @@ static int run_planner(options *o, compiled *c, int want_min)
         mg_plan_cache_store(dir, key, &c->plan); /* a cache that cannot be written is no error */
     }
     const mg_planned *p = &c->plan;
+    if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
     if (!p->train) {
         int64_t want = p->budget_bytes;
         if (p->min_feasible_bytes >= 0 && p->min_feasible_bytes > want)
@@ -440,6 +531,7 @@ static int cmd_plan_graph(options *o)
         }
     }
     double secs = mg_seconds() - t0;
+    if (!rc && sol.note) fprintf(stderr, "%s: note: %s\n", o->graph, sol.note);
     if (!rc && !sol.plan) {
         char h1[32], h2[32];
         fprintf(stderr, "%s: error: solver %s finds no plan within budget %s (%lld bytes); the minimum feasible "
@@ -468,7 +560,7 @@ static int cmd_plan_graph(options *o)
         printf("  minimum feasible    %s (%lld bytes)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
                (long long)sol.min_feasible_bytes);
         printf("  cost                %.0f once, %.0f executed, recompute overhead %.2f%%\n", t->flops_once,
-               t->flops_executed, t->flops_once > 0 ? 100.0 * (t->flops_executed - t->flops_once) / t->flops_once : 0.0);
+               t->flops_executed, 100.0 * mg_recompute_overhead(t->flops_once, t->flops_executed));
         if (sol.lower_bound > t->flops_once)
             printf("  lower bound         %.0f proven; the plan is within %.2f%% of it\n", sol.lower_bound,
                    100.0 * (t->flops_executed - sol.lower_bound) / sol.lower_bound);
@@ -490,55 +582,64 @@ static int cmd_plan_graph(options *o)
     return rc;
 }
 
+static void write_svg(FILE *out, const void *f) { mg_report_svg(out, f); }
+static void write_trace(FILE *out, const void *f) { mg_report_trace(out, f); }
+
+/* The plan of a model and its figures, which every report reads. */
+static int plan_figures(options *o, compiled *c, mg_report_figures *f)
+{
+    int rc = run_frontend(o->model, c);
+    if (!rc) rc = run_planner(o, c, 1);
+    if (!rc) {
+        mg_diag d = {0};
+        mg_plan_report_info info = {mg_solver_names[o->solver], mg_graph_hash(c->g), o->from_cache};
+        if (mg_report_figures_make(c->g, &c->plan, &info, f, &d)) {
+            print_diag(&c->src, &d);
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
 static int cmd_plan(options *o)
 {
     if (o->graph) return cmd_plan_graph(o);
+    report_out outs[2] = {{"--svg", o->svg, write_svg, NULL}, {"--trace", o->trace, write_trace, NULL}};
+    int rc = check_report_outs(o->model, outs, 2);
+    if (rc) return rc;
     compiled c;
-    int rc = run_frontend(o->model, &c);
-    if (!rc) rc = run_planner(o, &c, 1);
+    mg_report_figures f = {0};
+    rc = plan_figures(o, &c, &f);
     if (!rc && o->format && !strcmp(o->format, "json")) {
-        mg_plan_report_info info = {mg_solver_names[o->solver], mg_graph_hash(c.g)};
-        char *j = mg_plan_json(c.g, &c.plan, &info);
+        char *j = mg_plan_json(&f);
         fputs(j, stdout);
         free(j);
     } else if (!rc) {
-        char h[32], h2[32];
-        const mg_planned *p = &c.plan;
-        const mg_plan *t = p->train;
-        printf("model %s  hash 0x%016llx  solver %s (%s, %.3f s%s)\n", c.g->model_name,
-               (unsigned long long)mg_graph_hash(c.g), mg_solver_names[o->solver],
-               p->optimal == 1 ? "optimal" : "optimality unknown", p->solve_seconds,
-               o->from_cache ? ", from the plan cache" : "");
-        printf("  params              %s (grads the same)\n", mg_human_bytes(c.prog.param_bytes, h, sizeof h));
-        if (p->budget_bytes != INT64_MAX)
-            printf("  budget              %s (%lld bytes)\n", mg_human_bytes(p->budget_bytes, h, sizeof h),
-                   (long long)p->budget_bytes);
-        printf("  workspace           %s (%lld bytes)\n", mg_human_bytes(p->workspace_bytes, h, sizeof h),
-               (long long)p->workspace_bytes);
-        printf("  store-all           %s (%lld bytes)\n", mg_human_bytes(p->store_all_bytes, h, sizeof h),
-               (long long)p->store_all_bytes);
-        printf("  minimum feasible    %s (%lld bytes)\n", mg_human_bytes(p->min_feasible_bytes, h, sizeof h),
-               (long long)p->min_feasible_bytes);
-        printf("  train peak live     %s (%lld bytes), allocator waste %.2f%%\n",
-               mg_human_bytes(t->peak_live_bytes, h, sizeof h), (long long)t->peak_live_bytes,
-               t->peak_live_bytes ? 100.0 * ((double)t->workspace_bytes / (double)t->peak_live_bytes - 1) : 0.0);
-        printf("  forward workspace   %s (%lld bytes)\n", mg_human_bytes(p->forward->workspace_bytes, h2, sizeof h2),
-               (long long)p->forward->workspace_bytes);
-        printf("  FLOPs               %.4g once, %.4g executed, recompute overhead %.2f%%\n", t->flops_once,
-               t->flops_executed, t->flops_once > 0 ? 100.0 * (t->flops_executed - t->flops_once) / t->flops_once : 0.0);
-        printf("  steps               %d train, %d forward\n", t->nsteps, p->forward->nsteps);
+        mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
     }
     if (!rc && o->verify) rc = verify_again(&c);
+    outs[0].ctx = outs[1].ctx = &f;
+    if (!rc) rc = write_report_outs(outs, 2);
+    mg_report_figures_free(&f);
+    compiled_free(&c);
+    return rc;
+}
+
+/* dot: the joint graph as Graphviz DOT, coloured by the plan's decisions. */
+static int cmd_dot(options *o)
+{
+    compiled c;
+    mg_report_figures f = {0};
+    int rc = plan_figures(o, &c, &f);
+    if (!rc) mg_report_dot(stdout, &f);
+    if (!rc && o->verify) rc = verify_again(&c);
+    mg_report_figures_free(&f);
     compiled_free(&c);
     return rc;
 }
 
 /* sweep: the budget/overhead trade-off from the minimum feasible budget to store-all. */
-typedef struct sweep_point {
-    int64_t budget, workspace, peak;
-    double once, executed, seconds;
-    int fits;
-} sweep_point;
+typedef mg_sweep_point sweep_point;
 
 static void sweep_print(const options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt, int n)
 {
@@ -555,7 +656,7 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
                 printf(", \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": %.0f, "
                        "\"flops_executed\": %.0f, \"recompute_overhead\": %.6f",
                        (long long)pt[i].workspace, (long long)pt[i].peak, pt[i].once, pt[i].executed,
-                       (pt[i].executed - pt[i].once) / (pt[i].once > 0 ? pt[i].once : 1));
+                       mg_recompute_overhead(pt[i].once, pt[i].executed));
             printf(", \"solve_seconds\": %.6f}", pt[i].seconds);
         }
         printf("]}\n");
@@ -569,7 +670,7 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
         double pct = 100.0 * (double)q->budget / (double)(all > 0 ? all : 1);
-        double ovh = 100.0 * (q->executed - q->once) / (q->once > 0 ? q->once : 1);
+        double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
             printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f\n", (long long)q->budget, pct, (long long)q->workspace,
                    (long long)q->peak, ovh / 100, q->seconds);
@@ -583,8 +684,26 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
     }
 }
 
+typedef struct sweep_svg_ctx {
+    const char *what;
+    int64_t all, minf;
+    const mg_sweep_curve *curves;
+    int n;
+} sweep_svg_ctx;
+
+static void write_sweep_svg(FILE *out, const void *ctx)
+{
+    const sweep_svg_ctx *s = ctx;
+    mg_sweep_svg(out, s->what, s->all, s->minf, s->curves, s->n);
+}
+
 static int cmd_sweep(options *o)
 {
+    if (o->svg) {
+        report_out out = {"--svg", o->svg, NULL, NULL};
+        int rc = check_report_outs(o->model ? o->model : o->graph, &out, 1);
+        if (rc) return rc;
+    }
     source src = {0};
     compiled c = {0};
     mg_problem *pr = NULL;
@@ -617,39 +736,55 @@ static int cmd_sweep(options *o)
         minf = c.plan.min_feasible_bytes;
         mg_planned_free(&c.plan);
     }
-    sweep_point *pt = calloc((size_t)o->points, sizeof *pt);
-    if (!pt) abort();
-    for (int i = 0; i < o->points && !rc; i++) {
-        sweep_point *q = &pt[i];
-        q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
-        mg_budget b = {0, 0, q->budget};
-        double t0 = mg_seconds();
-        if (pr) {
-            mg_solution s;
-            if (mg_solve(pr, o->solver, q->budget, 0, o->time_limit, &s, &d)) rc = 1;
-            else if ((q->fits = s.plan != NULL)) {
-                q->workspace = s.plan->workspace_bytes;
-                q->peak = s.plan->peak_live_bytes;
-                q->once = s.plan->flops_once;
-                q->executed = s.plan->flops_executed;
+    /* the curve of the solver asked for; --svg adds auto and sqrt, and the store-all point */
+    mg_solver solvers[2] = {o->solver, o->solver == MG_SOLVER_SQRT ? MG_SOLVER_AUTO : MG_SOLVER_SQRT};
+    int ncurves = o->svg && o->solver != MG_SOLVER_STORE_ALL ? 2 : 1;
+    sweep_point *pts = calloc((size_t)o->points * 2, sizeof *pts), *pt = pts;
+    if (!pts) abort();
+    for (int k = 0; k < ncurves; k++)
+        for (int i = 0; i < o->points && !rc; i++) {
+            sweep_point *q = &pts[k * o->points + i];
+            q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
+            mg_budget b = {0, 0, q->budget};
+            double t0 = mg_seconds();
+            if (pr) {
+                mg_solution s;
+                if (mg_solve(pr, solvers[k], q->budget, 0, o->time_limit, &s, &d)) rc = 1;
+                else if ((q->fits = s.plan != NULL)) {
+                    q->workspace = s.plan->workspace_bytes;
+                    q->peak = s.plan->peak_live_bytes;
+                    q->once = s.plan->flops_once;
+                    q->executed = s.plan->flops_executed;
+                }
+                mg_plan_free(s.plan);
+            } else {
+                mg_plan_request rq = {solvers[k], &b, o->time_limit, 0};
+                if (mg_plan_program(c.g, &rq, &c.plan, &d)) rc = 1;
+                else if ((q->fits = c.plan.train != NULL)) {
+                    q->workspace = c.plan.workspace_bytes;
+                    q->peak = c.plan.train->peak_live_bytes;
+                    q->once = c.plan.train->flops_once;
+                    q->executed = c.plan.train->flops_executed;
+                }
+                mg_planned_free(&c.plan);
             }
-            mg_plan_free(s.plan);
-        } else {
-            mg_plan_request rq = {o->solver, &b, o->time_limit, 0};
-            if (mg_plan_program(c.g, &rq, &c.plan, &d)) rc = 1;
-            else if ((q->fits = c.plan.train != NULL)) {
-                q->workspace = c.plan.workspace_bytes;
-                q->peak = c.plan.train->peak_live_bytes;
-                q->once = c.plan.train->flops_once;
-                q->executed = c.plan.train->flops_executed;
-            }
-            mg_planned_free(&c.plan);
+            q->seconds = mg_seconds() - t0;
         }
-        q->seconds = mg_seconds() - t0;
-    }
+    const char *what = pr ? o->graph : c.g->model_name;
     if (rc) print_diag(where, &d);
-    else sweep_print(o, pr ? o->graph : c.g->model_name, all, minf, pt, o->points);
-    free(pt);
+    else sweep_print(o, what, all, minf, pt, o->points);
+    if (!rc && o->svg) {
+        /* the store-all point: no recomputation at the store-all workspace */
+        sweep_point sa = {all, all, all, 1, 1, 0, 1};
+        mg_sweep_curve curves[3];
+        int n = 0;
+        for (int k = 0; k < ncurves; k++) curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
+        curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
+        sweep_svg_ctx ctx = {what, all, minf, curves, n};
+        report_out out = {"--svg", o->svg, write_sweep_svg, &ctx};
+        rc = write_report_outs(&out, 1);
+    }
+    free(pts);
     mg_problem_free(pr);
     free(src.text);
     compiled_free(&c);
@@ -769,12 +904,13 @@ int main(int argc, char **argv)
         }
     options o;
     if (!strcmp(cmd, "arena")) return mg_cmd_arena(argc - 1, argv + 1);
-    if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep"))
+    if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep") && strcmp(cmd, "dot"))
         return usage_error("unknown command '%s'", cmd);
     int rc = parse_options(argc - 2, argv + 2, &o, cmd);
     if (rc) return rc;
     if (!strcmp(cmd, "compile")) return cmd_compile(&o);
     if (!strcmp(cmd, "check")) return cmd_check(&o);
     if (!strcmp(cmd, "sweep")) return cmd_sweep(&o);
+    if (!strcmp(cmd, "dot")) return cmd_dot(&o);
     return cmd_plan(&o);
 }

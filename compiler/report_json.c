@@ -1,7 +1,8 @@
 /* report_json.c — the whole plan as JSON (schema: docs/plan-json.md), so an outside tool can
  * re-check it: every joint-graph node, both schedules step by step with arena offsets and the
- * frees that follow each step, and the plan's figures. Every other report reads the same
- * mg_planned; nothing here computes a figure of its own except sums over the steps. */
+ * frees that follow each step, the plan's figures and every tensor's decision. The figures come
+ * from mg_report_figures (report_figures.c), which every other report reads too; nothing here
+ * computes a figure of its own. */
 #include "report.h"
 
 #include <stdarg.h>
@@ -111,27 +112,49 @@ static void put_schedule(sbuf *b, const mg_plan *p)
     free(ids);
 }
 
-char *mg_plan_json(const mg_graph *g, const mg_planned *pl, const mg_plan_report_info *info)
+/* The decision and live ranges of every value the training step computes (the figures' rows). */
+static void put_tensors(sbuf *b, const mg_report_figures *f)
+{
+    const mg_plan *t = f->p->train;
+    put(b, "  \"tensors\": [");
+    for (int r = 0; r < f->nrows; r++) {
+        const mg_tensor_row *row = &f->rows[r];
+        put(b, "%s\n    {\"node\": %d, \"decision\": \"%s\", \"computes\": %d, \"first_step\": %d, \"ranges\": [",
+            r ? "," : "", row->node, mg_decision_names[row->decision], row->computes, row->first_step);
+        for (int k = 0; k < row->nbufs; k++) {
+            const mg_buffer *bf = &t->bufs[row->bufs[k]];
+            put(b, "%s{\"buffer\": %d, \"first\": %d, \"last\": %d, \"offset\": %lld}", k ? ", " : "", row->bufs[k],
+                bf->first, bf->last, (long long)bf->offset);
+        }
+        put(b, "]}");
+    }
+    put(b, "],\n");
+}
+
+char *mg_plan_json(const mg_report_figures *f)
 {
     sbuf b = {0};
-    const mg_plan *t = pl->train, *f = pl->forward;
-    double fo = t->flops_once, fe = t->flops_executed;
-    int64_t peak = t->peak_live_bytes > f->peak_live_bytes ? t->peak_live_bytes : f->peak_live_bytes;
+    const mg_graph *g = f->g;
+    const mg_planned *pl = f->p;
     put(&b, "{\n  \"format\": \"memgrad-plan\", \"version\": 1,\n  \"model\": ");
     put_str(&b, g->model_name);
-    put(&b, ", \"model_hash\": \"0x%016llx\",\n", (unsigned long long)info->model_hash);
-    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f,\n", info->solver,
-        pl->optimal == 1 ? "true" : pl->optimal == 0 ? "false" : "\"unknown\"", pl->solve_seconds);
-    if (pl->budget_bytes == INT64_MAX) put(&b, "  \"budget_bytes\": null,");
-    else put(&b, "  \"budget_bytes\": %lld,", (long long)pl->budget_bytes);
-    put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld,\n", (long long)pl->workspace_bytes, (long long)peak);
-    put(&b, "  \"store_all_workspace_bytes\": %lld, ", (long long)pl->store_all_bytes);
-    if (pl->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
-    else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)pl->min_feasible_bytes);
-    put(&b, "  \"param_bytes\": %lld,\n", (long long)mg_param_layout(g, NULL));
-    put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", fo, fe,
-        fo > 0 ? (fe - fo) / fo : 0.0);
-    put(&b, "  \"flops_lower_bound\": %.0f,\n", pl->flops_lower_bound >= 0 ? pl->flops_lower_bound : fo);
+    put(&b, ", \"model_hash\": \"0x%016llx\",\n", (unsigned long long)f->model_hash);
+    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f,\n", f->solver,
+        f->optimal == 1 ? "true" : f->optimal == 0 ? "false" : "\"unknown\"", f->solve_seconds);
+    if (f->budget_bytes == INT64_MAX) put(&b, "  \"budget_bytes\": null,");
+    else put(&b, "  \"budget_bytes\": %lld,", (long long)f->budget_bytes);
+    put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"allocator_waste\": %.6f,\n",
+        (long long)f->workspace_bytes, (long long)f->peak_live_bytes, f->allocator_waste);
+    put(&b, "  \"store_all_workspace_bytes\": %lld, ", (long long)f->store_all_bytes);
+    if (f->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
+    else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)f->min_feasible_bytes);
+    put(&b, "  \"param_bytes\": %lld, \"grad_bytes\": %lld, \"input_bytes\": %lld,\n", (long long)f->param_bytes,
+        (long long)f->grad_bytes, (long long)f->input_bytes);
+    put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", f->flops_once,
+        f->flops_executed, f->recompute_overhead);
+    put(&b, "  \"flops_lower_bound\": %.0f,\n", f->flops_lower_bound);
+    put(&b, "  \"recompute_steps\": %d, \"recomputed_tensors\": %d,\n", f->recompute_steps, f->recomputed_tensors);
+    put_tensors(&b, f);
     put(&b, "  \"nodes\": [");
     for (int i = 0; i < g->n; i++) {
         const mg_node *n = &g->nodes[i];
@@ -146,9 +169,9 @@ char *mg_plan_json(const mg_graph *g, const mg_planned *pl, const mg_plan_report
             i < g->nforward ? "forward" : "backward");
     }
     put(&b, "],\n  \"train\": ");
-    put_schedule(&b, t);
+    put_schedule(&b, pl->train);
     put(&b, ",\n  \"forward\": ");
-    put_schedule(&b, f);
+    put_schedule(&b, pl->forward);
     put(&b, "\n}\n");
     return b.s;
 }
@@ -170,7 +193,7 @@ char *mg_problem_plan_json(const mg_problem *pr, const mg_solution *sol, int64_t
     if (sol->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
     else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)sol->min_feasible_bytes);
     put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", fo, fe,
-        fo > 0 ? (fe - fo) / fo : 0.0);
+        mg_recompute_overhead(fo, fe));
     put(&b, "  \"flops_lower_bound\": %.0f,\n", sol->lower_bound >= 0 ? sol->lower_bound : fo);
     put(&b, "  \"nodes\": [");
     for (int i = 0; i < pr->n; i++) {

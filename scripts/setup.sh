@@ -2,7 +2,8 @@
 # setup.sh — installs the Debian packages memgrad needs to build, test and run its demo,
 # when they are missing. Sourced by demo.sh and test.sh; safe to run again.
 set -euo pipefail
-packages=(cmake make gcc pkg-config llvm-19-dev clang-19 check libxxhash-dev libcjson-dev coinor-libcbc-dev zlib1g-dev)
+packages=(cmake make gcc pkg-config llvm-19-dev clang-19 check libxxhash-dev libcjson-dev coinor-libcbc-dev zlib1g-dev
+          libexpat1-dev libpng-dev chromium)  # expat, libpng, chromium: test_report checks the SVG reports
 [ "${MG_WITH_DATASET:-0}" = 1 ] && packages+=(dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,169 @@
+/* report_text.c — the plan as a report for a terminal: a summary of the figures, one row per
+ * tensor of the training step in schedule order (its .mg name and line, op, type, bytes, what
+ * the plan decided, its live ranges and arena offsets), then a strip of the bytes live over
+ * time that fits the terminal. Everything shown comes from mg_report_figures; sizes are human
+ * units (exact byte counts in parentheses in the summary) unless exact_bytes asks for numbers. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *sz(int64_t v, int exact, char *buf, int len)
+{
+    if (exact) snprintf(buf, (size_t)len, "%lld", (long long)v);
+    else mg_human_bytes(v, buf, len);
+    return buf;
+}
+
+/* "5.1 MiB (5316736 bytes)", or "5316736 bytes" with exact numbers. */
+static void figure(FILE *out, const char *label, int64_t v, int exact, const char *tail)
+{
+    char h[32];
+    if (exact) fprintf(out, "  %-19s %lld bytes%s\n", label, (long long)v, tail);
+    else fprintf(out, "  %-19s %s (%lld bytes)%s\n", label, mg_human_bytes(v, h, sizeof h), (long long)v, tail);
+}
+
+static const char *flops_str(double v, int exact, char *buf, size_t len)
+{
+    static const char *const unit[] = {"", "k", "M", "G", "T", "P"};
+    int i = 0;
+    if (exact) {
+        snprintf(buf, len, "%.0f", v);
+        return buf;
+    }
+    while (v >= 1000 && i < 5) v /= 1000, i++;
+    snprintf(buf, len, "%.2f %sFLOP", v, unit[i]);
+    return buf;
+}
+
+static void summary(FILE *out, const mg_report_figures *f, int exact)
+{
+    const mg_planned *p = f->p;
+    char tail[128], a[48], b[48];
+    fprintf(out, "model %s  hash 0x%016llx  solver %s (%s, %.3f s%s)\n", f->g->model_name,
+            (unsigned long long)f->model_hash, f->solver,
+            f->optimal == 1 ? "optimal" : f->optimal == 0 ? "not proven optimal" : "optimality unknown", f->solve_seconds,
+            f->from_cache ? ", from the plan cache" : "");
+    figure(out, "params", f->param_bytes, exact, "");
+    figure(out, "grads", f->grad_bytes, exact, "");
+    figure(out, "inputs", f->input_bytes, exact, "");
+    if (f->budget_bytes != INT64_MAX) figure(out, "budget", f->budget_bytes, exact, "");
+    tail[0] = 0;
+    if (f->budget_bytes != INT64_MAX && f->budget_bytes > 0)
+        snprintf(tail, sizeof tail, ", %.1f%% of the budget", 100.0 * (double)f->workspace_bytes / (double)f->budget_bytes);
+    figure(out, "workspace", f->workspace_bytes, exact, tail);
+    figure(out, "store-all", f->store_all_bytes, exact, "");
+    if (f->min_feasible_bytes >= 0) figure(out, "minimum feasible", f->min_feasible_bytes, exact, "");
+    snprintf(tail, sizeof tail, ", allocator waste %.2f%%", 100.0 * f->allocator_waste);
+    figure(out, "peak live", f->peak_live_bytes, exact, tail);
+    figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
+    fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",
+            flops_str(f->flops_once, exact, a, sizeof a), flops_str(f->flops_executed, exact, b, sizeof b),
+            100.0 * f->recompute_overhead);
+    if (f->flops_lower_bound > f->flops_once)
+        fprintf(out, "  %-19s %s proven; the plan is within %.2f%% of it\n", "FLOPs lower bound",
+                flops_str(f->flops_lower_bound, exact, a, sizeof a),
+                100.0 * (f->flops_executed - f->flops_lower_bound) / f->flops_lower_bound);
+    fprintf(out, "  %-19s %d recomputation steps of %d tensors\n", "recomputed", f->recompute_steps, f->recomputed_tensors);
+    fprintf(out, "  %-19s %d train (backward from step %d), %d forward\n", "steps", p->train->nsteps,
+            f->first_backward_step, p->forward->nsteps);
+}
+
+/* "recomputed ×2" pads one column short: × is two bytes of UTF-8 for one column. */
+static void tensor_rows(FILE *out, const mg_report_figures *f, int exact)
+{
+    const mg_graph *g = f->g;
+    const mg_plan *t = f->p->train;
+    fprintf(out, "\ntensors of the training step, in schedule order (live: steps, inclusive)\n");
+    fprintf(out, "%5s  %-16s %5s  %-14s %-22s %10s  %-15s %-20s %s\n", "step", "tensor", "line", "op", "type", "bytes",
+            "decision", "live", "offset");
+    for (int r = 0; r < f->nrows; r++) {
+        const mg_tensor_row *row = &f->rows[r];
+        const mg_node *n = &g->nodes[row->node];
+        char name[64], type[96], shape[80], bytes[32], dec[32], line[16];
+        mg_report_tensor_name(g, row->node, name, sizeof name);
+        snprintf(type, sizeof type, "%s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, shape, sizeof shape));
+        if (n->loc.line > 0) snprintf(line, sizeof line, "%d", n->loc.line);
+        else snprintf(line, sizeof line, "-");
+        int wide = 0;
+        if (row->decision == MG_DECIDE_RECOMPUTED) {
+            snprintf(dec, sizeof dec, "recomputed \xc3\x97%d", row->computes - 1);
+            wide = 1;
+        } else snprintf(dec, sizeof dec, "%s", mg_decision_names[row->decision]);
+        fprintf(out, "%5d  %-16s %5s  %-14s %-22s %10s  %-*s ", row->first_step, name, line, mg_ops[n->op].name, type,
+                sz((int64_t)mg_node_bytes(g, row->node), exact, bytes, sizeof bytes), 15 + wide, dec);
+        /* live ranges and offsets; past four ranges, the first two, the last and the count */
+        char live[256] = "", offs[256] = "";
+        size_t ln = 0, on = 0;
+        for (int k = 0; k < row->nbufs; k++) {
+            const mg_buffer *b = &t->bufs[row->bufs[k]];
+            char o[32];
+            int shown = row->nbufs <= 4 || k < 2 || k == row->nbufs - 1;
+            if (!shown) {
+                if (k == 2 && ln < sizeof live) ln += (size_t)snprintf(live + ln, sizeof live - ln, ",...");
+                if (k == 2 && on < sizeof offs) on += (size_t)snprintf(offs + on, sizeof offs - on, ", ...");
+                continue;
+            }
+            if (ln < sizeof live)
+                ln += (size_t)snprintf(live + ln, sizeof live - ln, "%s%d-%d", k ? "," : "", b->first, b->last);
+            if (on < sizeof offs)
+                on += (size_t)snprintf(offs + on, sizeof offs - on, "%s%s", k ? ", " : "", sz(b->offset, exact, o, sizeof o));
+        }
+        if (row->nbufs > 4 && ln < sizeof live) snprintf(live + ln, sizeof live - ln, " (%d)", row->nbufs);
+        if (!row->nbufs) fprintf(out, "(caller memory)\n");
+        else fprintf(out, "%-20s %s\n", live, offs);
+    }
+}
+
+/* The bytes live over the training step, one column per group of steps, `width` wide; below it
+ * F marks forward steps, B backward ones, and R a group with a recomputation. */
+static void strip(FILE *out, const mg_report_figures *f, int width, int exact)
+{
+    enum { H = 8 };
+    const mg_plan *t = f->p->train;
+    int n = t->nsteps, label = 12;
+    int cols = width - label - 1;
+    if (cols < 10) cols = 10;
+    if (cols > n) cols = n;
+    if (cols <= 0) return;
+    int64_t top = f->workspace_bytes;
+    if (f->budget_bytes != INT64_MAX && f->budget_bytes > top) top = f->budget_bytes;
+    if (top <= 0) top = 1;
+    int64_t *v = calloc((size_t)cols, sizeof *v);
+    char *mark = calloc((size_t)cols + 1, 1);
+    if (!v || !mark) abort();
+    for (int c = 0; c < cols; c++) {
+        int s0 = (int)((int64_t)c * n / cols), s1 = (int)((int64_t)(c + 1) * n / cols);
+        mark[c] = s0 >= f->first_backward_step ? 'B' : 'F';
+        for (int s = s0; s < s1; s++) {
+            if (f->live_bytes[s] > v[c]) v[c] = f->live_bytes[s];
+            if (t->steps[s].kind == MG_STEP_COMPUTE && t->steps[s].recompute) mark[c] = 'R';
+        }
+    }
+    int budget_row = -1;
+    if (f->budget_bytes != INT64_MAX) budget_row = H - 1 - (int)((double)f->budget_bytes / (double)top * H - 0.5);
+    char h[32];
+    fprintf(out, "\nlive bytes over the %d steps, up to %d a column\n", n, (n + cols - 1) / cols);
+    for (int r = 0; r < H; r++) {
+        double lo = (double)top * (H - 1 - r) / H, mid = lo + (double)top / H / 2;
+        if (r == 0) fprintf(out, "%*s |", label - 2, sz(top, exact, h, sizeof h));
+        else if (r == H - 1) fprintf(out, "%*s |", label - 2, "0");
+        else fprintf(out, "%*s |", label - 2, "");
+        for (int c = 0; c < cols; c++)
+            fputc((double)v[c] >= mid ? '#' : r == budget_row ? '-' : ' ', out);
+        fputc('\n', out);
+    }
+    fprintf(out, "%*s +", label - 2, "");
+    for (int c = 0; c < cols; c++) fputc('-', out);
+    fprintf(out, "\n%*s  %s\n", label - 2, "", mark);
+    fprintf(out, "# live - budget F fwd B bwd R recompute\n");
+    free(v);
+    free(mark);
+}
+
+void mg_report_text(FILE *out, const mg_report_figures *f, int width, int exact_bytes)
+{
+    summary(out, f, exact_bytes);
+    tensor_rows(out, f, exact_bytes);
+    strip(out, f, width, exact_bytes);
+}

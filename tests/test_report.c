@@ -1,0 +1,596 @@
+/* test_report.c — the reports of `memgrad plan`, `sweep` and `dot`, checked the way a user
+ * would check them.
+ *
+ * Why it exists: every report must show the same plan as `--format json`, so the text report's
+ * figures and per-tensor decisions are parsed and compared with the JSON's (cJSON); the JSON's
+ * own tensor rows are checked against its schedule; the trace must parse and carry what trace
+ * viewers need; the SVGs must be well-formed XML (expat) and must actually draw something: the
+ * timeline is opened in headless Chromium and the screenshot decoded (libpng) and looked at —
+ * not blank, and showing the recomputation colour exactly when the plan recomputes. Output
+ * files go through the driver's safe writing: never over the model, never two flags on one
+ * file. Chromium is required (scripts/setup.sh installs it); a missing browser fails the test. */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <expat.h>
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "autodiff.h"
+#include "frontend.h"
+#include "report.h"
+#include "testutil.h"
+
+static char *dir;
+
+static void setup(void)
+{
+    dir = tu_tmpdir();
+    ck_assert_msg(dir != NULL, "cannot create a temporary directory");
+}
+
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+    dir = NULL;
+}
+
+static const char *path(const char *name)
+{
+    static char bufs[8][4200];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, 4200, "%s/%s", dir, name);
+    return b;
+}
+
+static const char *deep(void)
+{
+    return MG_SOURCE_DIR "/examples/mlp_deep.mg";
+}
+
+static cJSON *parse_json(const char *text)
+{
+    cJSON *j = cJSON_Parse(text);
+    ck_assert_msg(j != NULL, "not JSON near: %.200s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : text);
+    return j;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    ck_assert_msg(cJSON_IsNumber(v), "no number '%s' in the JSON", key);
+    return v->valuedouble;
+}
+
+static cJSON *plan_json(const char *model, const char *budget)
+{
+    char *out;
+    int rc = tu_memgrad(&out, "plan '%s' --budget %s --format json", model, budget);
+    ck_assert_msg(rc == 0, "plan --format json exited %d:\n%s", rc, out);
+    cJSON *j = parse_json(out);
+    free(out);
+    return j;
+}
+
+/* The number after `label` at the start of a summary line ("  workspace  5316736 bytes"). */
+static double text_figure(const char *text, const char *label)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\n  %s ", label);
+    const char *p = strstr(text, key);
+    ck_assert_msg(p != NULL, "no '%s' line in:\n%s", label, text);
+    p += strlen(key);
+    while (*p == ' ') p++;
+    char *end;
+    double v = strtod(p, &end);
+    ck_assert_msg(end != p, "no number on the '%s' line", label);
+    return v;
+}
+
+/* The "(N bytes)" figure of a summary line in human units. */
+static long long text_paren_bytes(const char *text, const char *label)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\n  %s ", label);
+    const char *p = strstr(text, key);
+    ck_assert_msg(p != NULL, "no '%s' line in:\n%s", label, text);
+    const char *b = strchr(p, '(');
+    ck_assert_msg(b && b < strchr(p + 1, '\n'), "no '(N bytes)' on the '%s' line", label);
+    return strtoll(b + 1, NULL, 10);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+/* The text report shows the JSON's figures, and one row per tensor with the JSON's decision. */
+START_TEST(test_text_matches_json)
+{
+    const char *budgets[] = {"30%", "60%", "100%"};
+    for (int b = 0; b < 3; b++) {
+        cJSON *j = plan_json(deep(), budgets[b]);
+        char *txt, *human;
+        ck_assert_int_eq(tu_memgrad(&txt, "plan '%s' --budget %s --bytes", deep(), budgets[b]), 0);
+        ck_assert_int_eq(tu_memgrad(&human, "plan '%s' --budget %s", deep(), budgets[b]), 0);
+        struct { const char *label, *key; } f[] = {
+            {"params", "param_bytes"}, {"grads", "grad_bytes"}, {"inputs", "input_bytes"},
+            {"budget", "budget_bytes"}, {"workspace", "workspace_bytes"}, {"store-all", "store_all_workspace_bytes"},
+            {"minimum feasible", "min_feasible_bytes"}, {"peak live", "peak_live_bytes"}};
+        for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+            double want = num(j, f[i].key);
+            ck_assert_msg(text_figure(txt, f[i].label) == want, "%s at %s: text %.0f, JSON %.0f", f[i].label, budgets[b],
+                          text_figure(txt, f[i].label), want);
+            ck_assert_msg((double)text_paren_bytes(human, f[i].label) == want, "%s (human units) at %s", f[i].label,
+                          budgets[b]);
+        }
+        /* FLOPs exact with --bytes; the overhead and the waste as printed, to their 2 decimals */
+        const char *fl = strstr(txt, "\n  FLOPs ");
+        ck_assert(fl != NULL);
+        double once, exec, ovh;
+        ck_assert_int_eq(sscanf(fl, "\n  FLOPs %lf once, %lf executed, recompute overhead %lf%%", &once, &exec, &ovh), 3);
+        ck_assert(once == num(j, "flops_once") && exec == num(j, "flops_executed"));
+        ck_assert_msg(fabs(ovh - 100 * num(j, "recompute_overhead")) < 0.006, "overhead %g vs %g", ovh,
+                      100 * num(j, "recompute_overhead"));
+        const char *w = strstr(txt, "allocator waste ");
+        ck_assert(w != NULL);
+        ck_assert(fabs(strtod(w + 16, NULL) - 100 * num(j, "allocator_waste")) < 0.006);
+        int rsteps, rtens;
+        const char *rc = strstr(txt, "\n  recomputed ");
+        ck_assert(rc != NULL);
+        ck_assert_int_eq(sscanf(rc, "\n  recomputed %d recomputation steps of %d tensors", &rsteps, &rtens), 2);
+        ck_assert_int_eq(rsteps, (int)num(j, "recompute_steps"));
+        ck_assert_int_eq(rtens, (int)num(j, "recomputed_tensors"));
+        if (!strcmp(budgets[b], "100%")) ck_assert_int_eq(rsteps, 0);
+        if (!strcmp(budgets[b], "30%")) ck_assert_msg(rsteps > 0, "30%% of store-all is met without recomputing?");
+
+        /* the rows: same tensors, same order, same first step and decision */
+        const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(j, "tensors");
+        ck_assert(cJSON_IsArray(tensors));
+        const char *row = strstr(txt, "\n step  tensor");
+        ck_assert_msg(row != NULL, "no tensor table in:\n%s", txt);
+        row = strchr(row + 1, '\n') + 1;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, tensors)
+        {
+            int step;
+            char name[128], line[16], op[64], type[128], bytes[64], decision[64];
+            ck_assert_msg(sscanf(row, "%d %127s %15s %63s %127s %63s %63s", &step, name, line, op, type, bytes, decision) == 7,
+                          "row: %.120s", row);
+            ck_assert_int_eq(step, (int)num(t, "first_step"));
+            const char *want = cJSON_GetObjectItemCaseSensitive(t, "decision")->valuestring;
+            ck_assert_msg(!strncmp(want, decision, strlen(decision)), "step %d: text says %s, JSON %s", step, decision, want);
+            if (!strcmp(want, "recomputed")) {
+                char times[32];
+                snprintf(times, sizeof times, "recomputed \xc3\x97%d ", (int)num(t, "computes") - 1);
+                ck_assert_msg(strstr(row, times) && strstr(row, times) < strchr(row, '\n'), "row: %.160s", row);
+            }
+            row = strchr(row, '\n') + 1;
+        }
+        ck_assert_msg(*row == '\n', "more rows than the JSON's tensors: %.100s", row);
+        free(txt);
+        free(human);
+        cJSON_Delete(j);
+    }
+}
+END_TEST
+
+/* The JSON's tensor rows agree with its own schedule: ranges are the buffers of that node,
+ * computes counts its compute steps, and "recomputed" means more than one. */
+START_TEST(test_json_tensors_match_schedule)
+{
+    cJSON *j = plan_json(deep(), "30%");
+    const cJSON *train = cJSON_GetObjectItemCaseSensitive(j, "train");
+    const cJSON *bufs = cJSON_GetObjectItemCaseSensitive(train, "buffers"), *steps = cJSON_GetObjectItemCaseSensitive(train, "steps");
+    int nsteps = cJSON_GetArraySize(steps), recomputes = 0, *computes = calloc(100000, sizeof *computes);
+    const cJSON *s;
+    cJSON_ArrayForEach(s, steps)
+    {
+        const char *kind = cJSON_GetObjectItemCaseSensitive(s, "kind")->valuestring;
+        if (!strcmp(kind, "compute") || !strcmp(kind, "recompute")) computes[(int)num(s, "node")]++;
+        recomputes += !strcmp(kind, "recompute");
+    }
+    ck_assert_int_eq(recomputes, (int)num(j, "recompute_steps"));
+    const cJSON *t;
+    int nrecomputed = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "tensors"))
+    {
+        int node = (int)num(t, "node"), c = (int)num(t, "computes");
+        const char *dec = cJSON_GetObjectItemCaseSensitive(t, "decision")->valuestring;
+        ck_assert_int_eq(c, computes[node]);
+        ck_assert_msg((c > 1) == !strcmp(dec, "recomputed"), "node %d computed %d times is '%s'", node, c, dec);
+        nrecomputed += c > 1;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "ranges"))
+        {
+            const cJSON *b = cJSON_GetArrayItem(bufs, (int)num(r, "buffer"));
+            ck_assert(b != NULL);
+            ck_assert_int_eq((int)num(b, "node"), node);
+            ck_assert(num(b, "first") == num(r, "first") && num(b, "last") == num(r, "last") &&
+                      num(b, "offset") == num(r, "offset"));
+            ck_assert(num(r, "last") < nsteps);
+        }
+    }
+    ck_assert_int_eq(nrecomputed, (int)num(j, "recomputed_tensors"));
+    free(computes);
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* The trace parses and every event has what viewers need; one complete event per step. */
+START_TEST(test_trace_events)
+{
+    char *out;
+    int rc = tu_memgrad(&out, "plan '%s' --budget 30%% --trace '%s' --format json", deep(), path("t.json"));
+    ck_assert_msg(rc == 0, "%s", out);
+    cJSON *plan = parse_json(out);
+    free(out);
+    char *text = tu_read(path("t.json"));
+    ck_assert_msg(text != NULL, "no trace written");
+    cJSON *tr = parse_json(text);
+    free(text);
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(tr, "traceEvents"), *e;
+    ck_assert(cJSON_IsArray(ev));
+    int complete = 0, recompute = 0, counters = 0;
+    double end = 0;
+    cJSON_ArrayForEach(e, ev)
+    {
+        ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "name")));
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+        ck_assert(cJSON_IsString(ph));
+        num(e, "pid");
+        num(e, "tid");
+        num(e, "ts");
+        if (!strcmp(ph->valuestring, "X")) {
+            double ts = num(e, "ts"), dur = num(e, "dur");
+            ck_assert_msg(dur > 0 && ts >= end - 1e-6, "event at %g overlaps the one ending at %g", ts, end);
+            end = ts + dur;
+            complete++;
+            const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
+            ck_assert(cJSON_IsString(cat));
+            recompute += !strcmp(cat->valuestring, "recompute");
+        } else if (!strcmp(ph->valuestring, "C")) {
+            counters++;
+            ck_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(e, "args")));
+        } else {
+            ck_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(e, "args")));
+        }
+    }
+    const cJSON *train = cJSON_GetObjectItemCaseSensitive(plan, "train");
+    ck_assert_int_eq(complete, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(train, "steps")));
+    ck_assert_int_eq(recompute, (int)num(plan, "recompute_steps"));
+    ck_assert_msg(recompute > 0 && counters >= 2 * complete, "%d recomputations, %d counter events", recompute, counters);
+    cJSON_Delete(tr);
+    cJSON_Delete(plan);
+}
+END_TEST
+
+/* expat: well-formed, root <svg>; counts elements and <title>s. */
+typedef struct xml_count {
+    int depth, elements, titles, rects;
+    char root[16];
+} xml_count;
+
+static void XMLCALL xml_start(void *ud, const XML_Char *name, const XML_Char **attr)
+{
+    xml_count *c = ud;
+    if (!c->elements++) snprintf(c->root, sizeof c->root, "%s", name);
+    c->titles += !strcmp(name, "title");
+    c->rects += !strcmp(name, "rect");
+    c->depth++;
+    (void)attr;
+}
+
+static void XMLCALL xml_end(void *ud, const XML_Char *name)
+{
+    ((xml_count *)ud)->depth--;
+    (void)name;
+}
+
+static xml_count check_svg(const char *file)
+{
+    char *text = tu_read(file);
+    ck_assert_msg(text != NULL, "no %s written", file);
+    XML_Parser p = XML_ParserCreate("UTF-8");
+    xml_count c = {0};
+    XML_SetUserData(p, &c);
+    XML_SetElementHandler(p, xml_start, xml_end);
+    int ok = XML_Parse(p, text, (int)strlen(text), 1) == XML_STATUS_OK;
+    ck_assert_msg(ok, "%s is not well-formed XML: %s at line %lu", file, XML_ErrorString(XML_GetErrorCode(p)),
+                  (unsigned long)XML_GetCurrentLineNumber(p));
+    XML_ParserFree(p);
+    free(text);
+    ck_assert_str_eq(c.root, "svg");
+    ck_assert_int_eq(c.depth, 0);
+    return c;
+}
+
+START_TEST(test_svg_well_formed)
+{
+    char *out;
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 30%% --svg '%s' --format json", deep(), path("t.svg")), 0);
+    cJSON *plan = parse_json(out);
+    free(out);
+    xml_count c = check_svg(path("t.svg"));
+    /* a block with a tooltip for every buffer of the training step */
+    int nbufs = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(plan, "train"), "buffers"));
+    ck_assert_msg(c.rects >= nbufs && c.titles >= nbufs, "%d rects, %d titles for %d buffers", c.rects, c.titles, nbufs);
+    cJSON_Delete(plan);
+    /* the sweep's curve: auto, sqrt and the store-all point, with the ends marked */
+    ck_assert_int_eq(tu_memgrad(&out, "sweep '%s' --points 5 --svg '%s'", deep(), path("s.svg")), 0);
+    free(out);
+    check_svg(path("s.svg"));
+    char *s = tu_read(path("s.svg"));
+    ck_assert_msg(strstr(s, ">auto<") && strstr(s, ">sqrt<") && strstr(s, ">store-all<") && strstr(s, "minimum feasible"),
+                  "sweep SVG lacks a solver or a marker");
+    free(s);
+    /* and of a benchmark graph; plan --graph has no timeline (no model to name tensors by) */
+    const char *graph = MG_SOURCE_DIR "/bench/data/checkmate/vgg19.json";
+    ck_assert_int_eq(tu_memgrad(&out, "sweep --graph '%s' --points 3 --svg '%s'", graph, path("g.svg")), 0);
+    free(out);
+    check_svg(path("g.svg"));
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --svg '%s'", graph, path("h.svg")), 2);
+    free(out);
+}
+END_TEST
+
+/* Pixels of a PNG screenshot (RGB), decoded with libpng. */
+typedef struct image {
+    int w, h;
+    unsigned char *rgb;
+} image;
+
+static image read_png(const char *file)
+{
+    image im = {0};
+    png_image pi;
+    memset(&pi, 0, sizeof pi);
+    pi.version = PNG_IMAGE_VERSION;
+    ck_assert_msg(png_image_begin_read_from_file(&pi, file), "%s is not a PNG: %s", file, pi.message);
+    pi.format = PNG_FORMAT_RGB;
+    im.w = (int)pi.width;
+    im.h = (int)pi.height;
+    im.rgb = malloc(PNG_IMAGE_SIZE(pi));
+    ck_assert(png_image_finish_read(&pi, NULL, im.rgb, 0, NULL));
+    return im;
+}
+
+/* Screenshots file with headless Chromium into png; fails the test when it cannot. */
+static void screenshot(const char *svg, const char *png, int w, int h)
+{
+    char *out;
+    ck_assert_msg(tu_run("command -v chromium", &out) == 0,
+                  "chromium is not installed (scripts/setup.sh installs it): the SVG cannot be checked");
+    free(out);
+    char cmd[16000];
+    snprintf(cmd, sizeof cmd,
+             "profile=$(mktemp -d) && timeout -k 10 120 chromium --headless --no-sandbox --disable-gpu "
+             "--no-first-run --hide-scrollbars --user-data-dir=\"$profile\" --screenshot='%s' --window-size=%d,%d "
+             "'file://%s'; rc=$?; rm -rf \"$profile\"; exit $rc",
+             png, w, h, svg);
+    int rc = tu_run(cmd, &out);
+    struct stat st;
+    ck_assert_msg(rc == 0 && stat(png, &st) == 0 && st.st_size > 0, "chromium exited %d:\n%s", rc, out);
+    free(out);
+}
+
+/* Pixels within 40 of colour rgb (anti-aliased edges aside, blocks are flat colour). */
+static long count_colour(const image *im, int r, int g, int b)
+{
+    long n = 0;
+    for (long i = 0; i < (long)im->w * im->h; i++) {
+        const unsigned char *p = im->rgb + 3 * i;
+        n += abs(p[0] - r) + abs(p[1] - g) + abs(p[2] - b) < 40;
+    }
+    return n;
+}
+
+START_TEST(test_svg_renders_in_chromium)
+{
+    const char *budgets[] = {"30%", "100%"};
+    for (int k = 0; k < 2; k++) {
+        char *out;
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --svg '%s'", deep(), budgets[k], path("t.svg")), 0);
+        free(out);
+        screenshot(path("t.svg"), path("t.png"), 1280, 660);
+        image im = read_png(path("t.png"));
+        ck_assert_msg(im.w >= 640 && im.h >= 330, "screenshot is %dx%d", im.w, im.h);
+        /* not blank: many non-white pixels and many distinct colours */
+        long ink = 0;
+        int ncol = 0;
+        static unsigned char seen[1 << 15];
+        memset(seen, 0, sizeof seen);
+        for (long i = 0; i < (long)im.w * im.h; i++) {
+            const unsigned char *p = im.rgb + 3 * i;
+            ink += p[0] < 235 || p[1] < 235 || p[2] < 235;
+            int key = (p[0] >> 3) << 10 | (p[1] >> 3) << 5 | (p[2] >> 3);
+            if (!seen[key]) seen[key] = 1, ncol++;
+        }
+        ck_assert_msg(ink > (long)im.w * im.h / 5, "the timeline is nearly blank: %ld of %d pixels drawn", ink, im.w * im.h);
+        ck_assert_msg(ncol >= 8, "only %d colours in the timeline", ncol);
+        /* recomputations are highlighted (red-orange #e8431c) exactly when the plan recomputes */
+        long red = count_colour(&im, 0xe8, 0x43, 0x1c);
+        /* (the legend's swatch and the "recompute" label are always there: a few hundred pixels) */
+        if (k == 0) ck_assert_msg(red > 5000, "at 30%% the recomputations are not visible (%ld pixels)", red);
+        else ck_assert_msg(red < 1000, "store-all shows recomputation colour (%ld pixels)", red);
+        free(im.rgb);
+    }
+}
+END_TEST
+
+/* Outputs never clobber the model or each other, and a failed plan writes nothing. */
+START_TEST(test_outputs_are_safe)
+{
+    char *src = tu_read(deep()), *out;
+    ck_assert(src != NULL);
+    ck_assert_int_eq(tu_write(path("m.mg"), src), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --svg '%s'", path("m.mg"), path("m.mg")), 2);
+    ck_assert_msg(strstr(out, "refusing to overwrite the model"), "%s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --trace '%s/../%s/m.mg'", path("m.mg"), dir, strrchr(dir, '/') + 1), 2);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "sweep '%s' --svg '%s'", path("m.mg"), path("m.mg")), 2);
+    free(out);
+    char *now = tu_read(path("m.mg"));
+    ck_assert_msg(now && !strcmp(now, src), "the model was changed");
+    free(now);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --svg '%s' --trace '%s'", path("m.mg"), path("a"), path("a")), 2);
+    free(out);
+    /* a budget below the minimum: exit 1, no file and no temporary left */
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 1%% --svg '%s'", path("m.mg"), path("x.svg")), 1);
+    free(out);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "ls -A '%s'", dir);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    ck_assert_msg(!strcmp(out, "m.mg\n"), "files left behind: %s", out);
+    free(out);
+    /* an existing output is replaced whole */
+    ck_assert_int_eq(tu_write(path("x.svg"), "old"), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 50%% --svg '%s'", path("m.mg"), path("x.svg")), 0);
+    free(out);
+    check_svg(path("x.svg"));
+    free(src);
+}
+END_TEST
+
+/* dot: a node per joint-graph node, an edge per operand, recomputed nodes marked. */
+START_TEST(test_dot)
+{
+    cJSON *j = plan_json(deep(), "30%");
+    char *out;
+    ck_assert_int_eq(tu_memgrad(&out, "dot '%s' --budget 30%%", deep()), 0);
+    ck_assert_msg(!strncmp(out, "digraph ", 8) && strstr(out, "\n}\n"), "%.200s", out);
+    int nodes = 0, edges = 0;
+    for (const char *p = out; (p = strstr(p, "\n  n")); p++) {
+        if (p[4] < '0' || p[4] > '9') continue;
+        const char *sp = strchr(p + 3, ' ');
+        if (sp && sp[1] == '[') nodes++;
+        else if (sp && !strncmp(sp, " -> ", 4)) edges++;
+    }
+    int want_edges = 0;
+    const cJSON *n, *t;
+    cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(j, "nodes")) want_edges += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(n, "inputs"));
+    ck_assert_int_eq(nodes, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "nodes")));
+    ck_assert_int_eq(edges, want_edges);
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "tensors"))
+    {
+        char key[32];
+        snprintf(key, sizeof key, "\n  n%d [", (int)num(t, "node"));
+        const char *line = strstr(out, key);
+        ck_assert(line != NULL);
+        const char *dec = cJSON_GetObjectItemCaseSensitive(t, "decision")->valuestring;
+        if (!strcmp(dec, "recomputed")) ck_assert(strstr(line, "recomputed x") < strchr(line + 1, '\n'));
+    }
+    free(out);
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* The memory strip fits the terminal ($COLUMNS); --help tells the truth about the options. */
+START_TEST(test_strip_width_and_help)
+{
+    const int widths[] = {40, 80, 132};
+    for (int k = 0; k < 3; k++) {
+        char *out, cmd[4300];
+        snprintf(cmd, sizeof cmd, "COLUMNS=%d '%s' plan '%s' --budget 30%%", widths[k], MG_MEMGRAD, deep());
+        ck_assert_int_eq(tu_run(cmd, &out), 0);
+        const char *strip = strstr(out, "\nlive bytes over the");
+        ck_assert_msg(strip != NULL, "no memory strip in:\n%s", out);
+        strip = strchr(strip + 1, '\n') + 1;
+        int lines = 0;
+        for (const char *l = strip; *l; lines++) {
+            const char *e = strchr(l, '\n');
+            ck_assert_msg(e - l <= widths[k], "strip line %d is %d wide for COLUMNS=%d", lines, (int)(e - l), widths[k]);
+            l = e + 1;
+        }
+        ck_assert_int_ge(lines, 4);
+        ck_assert_msg(strstr(strip, "R"), "no recomputation marked in the strip:\n%s", strip);
+        free(out);
+    }
+    char *help;
+    ck_assert_int_eq(tu_memgrad(&help, "--help"), 0);
+    const char *want[] = {"--svg FILE", "--trace FILE", "--bytes", "dot MODEL.mg"};
+    for (int i = 0; i < 4; i++) ck_assert_msg(strstr(help, want[i]), "--help lacks %s", want[i]);
+    free(help);
+    /* and what it says works: unknown to other commands */
+    ck_assert_int_eq(tu_memgrad(&help, "check '%s' --svg x.svg", deep()), 2);
+    free(help);
+}
+END_TEST
+
+/* In process: the figures every report draws agree with the plan they come from, at several
+ * budgets of the two example models — the bytes live peak at the plan's peak, the
+ * high-water mark climbs to the workspace, every compute step is counted in one row. */
+START_TEST(test_figures_agree_with_plan)
+{
+    const char *models[] = {MG_SOURCE_DIR "/examples/mlp_deep.mg", MG_SOURCE_DIR "/examples/mlp.mg"};
+    const double pct[] = {100, 60, 35};
+    for (int m = 0; m < 2; m++)
+        for (int b = 0; b < 3; b++) {
+            char *src = tu_read(models[m]);
+            ck_assert(src != NULL);
+            mg_graph *g = NULL;
+            mg_diag d = {0};
+            ck_assert_msg(mg_parse(models[m], src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK, "%s", d.msg);
+            mg_budget bud = {1, pct[b], 0};
+            mg_plan_request rq = {MG_SOLVER_AUTO, &bud, 10, 1};
+            mg_planned p;
+            ck_assert_msg(mg_plan_program(g, &rq, &p, &d) == MG_OK, "%s", d.msg);
+            if (!p.train) { /* below the minimum feasible budget: nothing to report */
+                mg_planned_free(&p);
+                mg_graph_free(g);
+                free(src);
+                continue;
+            }
+            mg_plan_report_info info = {"auto", 0, 0};
+            mg_report_figures f;
+            ck_assert(mg_report_figures_make(g, &p, &info, &f, &d) == MG_OK);
+            const mg_plan *t = p.train;
+            int64_t peak = 0;
+            int computes = 0, rows_computes = 0, recomputes = 0;
+            for (int s = 0; s < t->nsteps; s++) {
+                if (f.live_bytes[s] > peak) peak = f.live_bytes[s];
+                ck_assert(s == 0 || f.high_water[s] >= f.high_water[s - 1]);
+                computes += t->steps[s].kind == MG_STEP_COMPUTE;
+                recomputes += t->steps[s].kind == MG_STEP_COMPUTE && t->steps[s].recompute;
+            }
+            ck_assert_int_eq(peak, t->peak_live_bytes);
+            ck_assert_int_eq(f.high_water[t->nsteps - 1], t->workspace_bytes);
+            ck_assert_int_eq(recomputes, f.recompute_steps);
+            for (int r = 0; r < f.nrows; r++) {
+                rows_computes += f.rows[r].computes;
+                ck_assert_int_eq(f.row_of_node[f.rows[r].node], r);
+                ck_assert(r == 0 || f.rows[r].first_step > f.rows[r - 1].first_step);
+            }
+            ck_assert_int_eq(rows_computes, computes);
+            ck_assert(f.workspace_bytes <= p.budget_bytes);
+            ck_assert(fabs(f.recompute_overhead - mg_recompute_overhead(t->flops_once, t->flops_executed)) == 0);
+            if (pct[b] == 100) ck_assert_int_eq(f.recompute_steps, 0);
+            mg_report_figures_free(&f);
+            mg_planned_free(&p);
+            mg_graph_free(g);
+            free(src);
+        }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc = tcase_create("report");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_text_matches_json);
+    tcase_add_test(tc, test_json_tensors_match_schedule);
+    tcase_add_test(tc, test_trace_events);
+    tcase_add_test(tc, test_svg_well_formed);
+    tcase_add_test(tc, test_svg_renders_in_chromium);
+    tcase_add_test(tc, test_outputs_are_safe);
+    tcase_add_test(tc, test_dot);
+    tcase_add_test(tc, test_strip_width_and_help);
+    tcase_add_test(tc, test_figures_agree_with_plan);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
