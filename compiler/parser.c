@@ -5,18 +5,27 @@
  *
  *   program   = { stmt NEWLINE }
  *   stmt      = "model" IDENT
+ *             | "const" IDENT "=" iexpr
  *             | "input" IDENT ":" type
  *             | "param" IDENT ":" type [ "=" init ]
  *             | "output" IDENT { "," IDENT }
  *             | "minimize" IDENT
- *             | "repeat" INT "{" { stmt NEWLINE } "}"
+ *             | "repeat" iexpr "{" { stmt NEWLINE } "}"
  *             | IDENT "=" expr
- *   type      = ("f32" | "f64" | "i32") "[" [ INT { "," INT } ] "]"
+ *   type      = ("f32" | "f64" | "i32") "[" [ iexpr { "," iexpr } ] "]"
  *   init      = "zeros" | "ones" | "he" | "xavier" | "normal" "(" NUM ")" | "uniform" "(" NUM ")"
  *   expr      = term { ("+" | "-") term }
  *   term      = unary { ("*" | "/" | "@") unary }
  *   unary     = "-" unary | primary
- *   primary   = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")"
+ *   primary   = NUM | IDENT | IDENT "(" [ arg { "," arg } ] ")" | "(" expr ")"
+ *   arg       = expr | IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]")     (attributes last)
+ *   iexpr     = iterm { ("+" | "-") iterm }          integer arithmetic on constants
+ *   iterm     = ifactor { ("*" | "/") ifactor }      ("/" rounds toward zero)
+ *   ifactor   = "-" ifactor | INT | CONST | "(" iexpr ")"
+ *
+ * Named constants (`const D = 256`) are integers usable wherever an integer is (shapes, repeat
+ * counts, attributes) and as numbers in expressions. Attributes are validated against the
+ * table `attrs` below: their names, integer type and range, defaults and required ones.
  */
 #include "frontend.h"
 
@@ -32,6 +41,12 @@ typedef struct binding {
     mg_loc loc;       /* where it was bound */
 } binding;
 
+typedef struct constant {
+    const char *name; /* interned in the graph */
+    int64_t val;
+    mg_loc loc;
+} constant;
+
 typedef struct parser {
     const char *file;
     mg_tokens toks;
@@ -40,6 +55,8 @@ typedef struct parser {
     mg_diag *d;
     binding *syms;
     int nsyms, capsyms;
+    constant *consts;
+    int nconsts;
     char suffix[256];  /* ".i.j" appended to params declared inside repeat blocks */
     int repeat_depth;
     mg_loc model_loc, minimize_loc;
@@ -114,6 +131,21 @@ static binding *lookup(parser *p, const char *name)
     return NULL;
 }
 
+static constant *find_const(parser *p, const char *name)
+{
+    for (int i = 0; i < p->nconsts; i++)
+        if (!strcmp(p->consts[i].name, name)) return &p->consts[i];
+    return NULL;
+}
+
+/* A tensor may not take a constant's name: uses of the name would be ambiguous. */
+static mg_status not_const(parser *p, const char *name, mg_loc loc)
+{
+    constant *c = find_const(p, name);
+    if (c) return mg_diag_set(p->d, loc, "'%s' is a constant (defined at line %d); choose another name", name, c->loc.line);
+    return MG_OK;
+}
+
 static void bind(parser *p, const char *name, int node, mg_loc loc)
 {
     binding *b = lookup(p, name);
@@ -170,6 +202,246 @@ static int materialize(parser *p, ev v, mg_dtype dt)
     return id;
 }
 
+/* Integer expressions over literals and named constants. `what` names what is being read,
+ * for messages ("a dimension", "attribute 'stride' of 'conv2d'"). Values stay within 2^53. */
+enum { IEXPR_MAX_DEPTH = 64 };
+static const double IEXPR_LIMIT = 9007199254740992.0;
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth);
+
+static mg_status irange(parser *p, mg_loc loc, double v, const char *what)
+{
+    if (v > IEXPR_LIMIT || v < -IEXPR_LIMIT)
+        return mg_diag_set(p->d, loc, "integer value too large in %s (at most 2^53)", what);
+    return MG_OK;
+}
+
+/* ifactor = "-" ifactor | INT | CONST | "(" iexpr ")" */
+static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int depth)
+{
+    char buf[64], name[128];
+    mg_token *t = peek(p);
+    mg_loc loc = here(p);
+    if (depth > IEXPR_MAX_DEPTH) return mg_diag_set(p->d, loc, "integer expression nested too deeply");
+    if (is_punct(t, '-')) {
+        p->pos++;
+        if (parse_ifactor(p, v, what, depth + 1)) return MG_ERR;
+        *v = -*v;
+        return MG_OK;
+    }
+    if (is_punct(t, '(')) {
+        p->pos++;
+        if (parse_iexpr(p, v, what, depth + 1)) return MG_ERR;
+        return expect_punct(p, ')', "to close '('");
+    }
+    if (t->kind == MG_TOK_NUMBER) {
+        if (!t->is_int)
+            return mg_diag_set(p->d, loc, "expected an integer for %s, got %s", what, describe(t, buf, sizeof buf));
+        if (irange(p, loc, t->num, what)) return MG_ERR;
+        *v = (int64_t)t->num;
+        p->pos++;
+        return MG_OK;
+    }
+    if (t->kind == MG_TOK_IDENT) {
+        if (expect_ident(p, "a constant", name, sizeof name)) return MG_ERR;
+        constant *c = find_const(p, name);
+        if (c) {
+            *v = c->val;
+            return MG_OK;
+        }
+        if (lookup(p, name))
+            return mg_diag_set(p->d, loc, "expected an integer for %s, got the tensor '%s'", what, name);
+        const char *best = NULL;
+        int bestd = 3;
+        for (int i = 0; i < p->nconsts; i++)
+            if (distance(name, p->consts[i].name) < bestd) {
+                bestd = distance(name, p->consts[i].name);
+                best = p->consts[i].name;
+            }
+        if (best) return mg_diag_set(p->d, loc, "unknown constant '%s' in %s (did you mean '%s'?)", name, what, best);
+        return mg_diag_set(p->d, loc, "unknown constant '%s' in %s (define it with 'const %s = ...')", name, what, name);
+    }
+    return mg_diag_set(p->d, loc, "expected an integer for %s, got %s", what, describe(t, buf, sizeof buf));
+}
+
+/* iterm = ifactor { ("*" | "/") ifactor } */
+static mg_status parse_iterm(parser *p, int64_t *v, const char *what, int depth)
+{
+    if (parse_ifactor(p, v, what, depth)) return MG_ERR;
+    while (is_punct(peek(p), '*') || is_punct(peek(p), '/')) {
+        char opc = peek(p)->start[0];
+        mg_loc loc = here(p);
+        int64_t r;
+        p->pos++;
+        if (parse_ifactor(p, &r, what, depth)) return MG_ERR;
+        if (opc == '/') {
+            if (r == 0) return mg_diag_set(p->d, loc, "division by zero in %s", what);
+            *v /= r;
+        } else {
+            if (irange(p, loc, (double)*v * (double)r, what)) return MG_ERR;
+            *v *= r;
+        }
+    }
+    return MG_OK;
+}
+
+/* iexpr = iterm { ("+" | "-") iterm } */
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth)
+{
+    if (parse_iterm(p, v, what, depth)) return MG_ERR;
+    while (is_punct(peek(p), '+') || is_punct(peek(p), '-')) {
+        char opc = peek(p)->start[0];
+        mg_loc loc = here(p);
+        int64_t r;
+        p->pos++;
+        if (parse_iterm(p, &r, what, depth)) return MG_ERR;
+        double sum = opc == '+' ? (double)*v + (double)r : (double)*v - (double)r;
+        if (irange(p, loc, sum, what)) return MG_ERR;
+        *v = opc == '+' ? *v + r : *v - r;
+    }
+    return MG_OK;
+}
+
+/* Attributes of the callable ops: name, slot in iattr, range, and a default (required ones
+ * have none; `same_as` >= 0 defaults to another attribute's value). */
+enum { ATTR_INT, ATTR_SHAPE };
+typedef struct attr_spec {
+    mg_op op;
+    const char *name;
+    int kind, slot;
+    int lo, hi;
+    int required, def, same_as;
+    const char *example;
+} attr_spec;
+
+enum { ATTR_MAX = 1 << 20 };
+static const attr_spec attrs[] = {
+    {MG_OP_CONV2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL},
+    {MG_OP_CONV2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL},
+    {MG_OP_CONV2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL},
+    {MG_OP_CONV2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL},
+    {MG_OP_MAX_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "max_pool2d(x, kernel=2)"},
+    {MG_OP_MAX_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL},
+    {MG_OP_MAX_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL},
+    {MG_OP_AVG_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "avg_pool2d(x, kernel=2)"},
+    {MG_OP_AVG_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL},
+    {MG_OP_AVG_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL},
+    {MG_OP_RESHAPE, "shape", ATTR_SHAPE, 0, 1, 0, 1, 0, -1, "reshape(x, shape=[128, -1])"},
+};
+enum { NATTRS = (int)(sizeof attrs / sizeof attrs[0]) };
+
+static const char *attr_list(mg_op op, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < NATTRS && k < n; i++)
+        if (attrs[i].op == op) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", attrs[i].name);
+    return buf;
+}
+
+/* The attributes of one call, as parsed: iattr slots and, for reshape, the target shape. */
+typedef struct call_attrs {
+    int iattr[MG_MAX_IATTR];
+    int given[NATTRS];
+    mg_shape shape;
+    int minus_one; /* index of the -1 in shape, or -1 */
+    mg_loc shape_loc;
+} call_attrs;
+
+/* IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]") inside the call of op */
+static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
+{
+    char name[128], buf[64], what[192], list[256];
+    const char *opn = mg_ops[op].name;
+    mg_loc loc = here(p);
+    if (expect_ident(p, "an attribute name", name, sizeof name)) return MG_ERR;
+    p->pos++; /* '=' */
+    int k = -1;
+    for (int i = 0; i < NATTRS; i++)
+        if (attrs[i].op == op && !strcmp(attrs[i].name, name)) k = i;
+    if (k < 0) {
+        if (!attr_list(op, list, sizeof list)[0])
+            return mg_diag_set(p->d, loc, "'%s' takes no attributes, got '%s'", opn, name);
+        const char *best = NULL;
+        int bestd = 3;
+        for (int i = 0; i < NATTRS; i++)
+            if (attrs[i].op == op && distance(name, attrs[i].name) < bestd) {
+                bestd = distance(name, attrs[i].name);
+                best = attrs[i].name;
+            }
+        if (best)
+            return mg_diag_set(p->d, loc, "unknown attribute '%s' of '%s' (did you mean '%s'?)", name, opn, best);
+        return mg_diag_set(p->d, loc, "unknown attribute '%s' of '%s'; its attributes are %s", name, opn, list);
+    }
+    const attr_spec *a = &attrs[k];
+    if (ca->given[k]) return mg_diag_set(p->d, loc, "attribute '%s' of '%s' given twice", name, opn);
+    ca->given[k] = 1;
+    snprintf(what, sizeof what, "attribute '%s' of '%s'", name, opn);
+    mg_loc vloc = here(p);
+    if (a->kind == ATTR_SHAPE) {
+        if (!is_punct(peek(p), '['))
+            return mg_diag_set(p->d, vloc, "%s must be a list of integers like [128, -1], got %s", what,
+                               describe(peek(p), buf, sizeof buf));
+        p->pos++;
+        ca->shape.rank = 0;
+        ca->minus_one = -1;
+        ca->shape_loc = vloc;
+        while (!is_punct(peek(p), ']')) {
+            mg_loc dloc = here(p);
+            int64_t v;
+            if (ca->shape.rank == MG_MAX_RANK)
+                return mg_diag_set(p->d, dloc, "%s has more than %d dimensions", what, MG_MAX_RANK);
+            if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+            if (v == -1) {
+                if (ca->minus_one >= 0)
+                    return mg_diag_set(p->d, dloc, "%s may contain -1 (the inferred dimension) only once", what);
+                ca->minus_one = ca->shape.rank;
+            } else if (v < 1)
+                return mg_diag_set(p->d, dloc, "%s needs positive dimensions (or one -1), got %lld", what, (long long)v);
+            ca->shape.dim[ca->shape.rank++] = v;
+            if (is_punct(peek(p), ',')) {
+                p->pos++;
+                continue;
+            }
+            if (!is_punct(peek(p), ']'))
+                return mg_diag_set(p->d, here(p), "expected ',' or ']' in %s, got %s", what,
+                                   describe(peek(p), buf, sizeof buf));
+        }
+        p->pos++;
+        return MG_OK;
+    }
+    if (is_punct(peek(p), '['))
+        return mg_diag_set(p->d, vloc, "%s must be an integer, got a list", what);
+    int64_t v;
+    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    if (v < a->lo) return mg_diag_set(p->d, vloc, "%s must be at least %d, got %lld", what, a->lo, (long long)v);
+    if (v > a->hi) return mg_diag_set(p->d, vloc, "%s must be at most %d, got %lld", what, a->hi, (long long)v);
+    ca->iattr[a->slot] = (int)v;
+    return MG_OK;
+}
+
+/* Fills defaults and reports a missing required attribute at the call. */
+static mg_status finish_attrs(parser *p, mg_op op, mg_loc loc, call_attrs *ca)
+{
+    for (int i = 0; i < NATTRS; i++) {
+        const attr_spec *a = &attrs[i];
+        if (a->op != op || ca->given[i]) continue;
+        if (a->required)
+            return mg_diag_set(p->d, loc, "'%s' needs the attribute '%s' (e.g. %s)", mg_ops[op].name, a->name,
+                               a->example);
+    }
+    for (int i = 0; i < NATTRS; i++) {
+        const attr_spec *a = &attrs[i];
+        if (a->op != op || ca->given[i] || a->same_as >= 0) continue;
+        ca->iattr[a->slot] = a->def;
+    }
+    for (int i = 0; i < NATTRS; i++) {
+        const attr_spec *a = &attrs[i];
+        if (a->op != op || ca->given[i] || a->same_as < 0) continue;
+        ca->iattr[a->slot] = ca->iattr[a->same_as];
+    }
+    return MG_OK;
+}
+
 static mg_status parse_expr(parser *p, ev *out);
 
 static const char *callable_list(char *buf, size_t n)
@@ -223,12 +495,23 @@ static mg_status parse_primary(parser *p, ev *out)
         }
         p->pos++;
         ev args[MG_MAX_INPUTS];
-        int nargs = 0;
+        int nargs = 0, nattrs = 0;
+        call_attrs ca;
+        memset(&ca, 0, sizeof ca);
         if (!is_punct(peek(p), ')')) {
             for (;;) {
-                if (nargs == MG_MAX_INPUTS)
-                    return mg_diag_set(p->d, here(p), "too many arguments to '%s'", name);
-                if (parse_expr(p, &args[nargs++])) return MG_ERR;
+                mg_token *at = peek(p);
+                if (at->kind == MG_TOK_IDENT && is_punct(&p->toks.tok[p->pos + 1], '=')) {
+                    if (parse_attr(p, (mg_op)op, &ca)) return MG_ERR;
+                    nattrs++;
+                } else {
+                    if (nattrs)
+                        return mg_diag_set(p->d, here(p), "positional argument after an attribute in the call "
+                                           "of '%s' (attributes come last)", name);
+                    if (nargs == MG_MAX_INPUTS)
+                        return mg_diag_set(p->d, here(p), "too many arguments to '%s'", name);
+                    if (parse_expr(p, &args[nargs++])) return MG_ERR;
+                }
                 if (!is_punct(peek(p), ',')) break;
                 p->pos++;
             }
@@ -237,14 +520,39 @@ static mg_status parse_primary(parser *p, ev *out)
         if (nargs != mg_ops[op].ninputs)
             return mg_diag_set(p->d, loc, "'%s' takes %d argument%s, got %d", name, mg_ops[op].ninputs,
                                mg_ops[op].ninputs == 1 ? "" : "s", nargs);
+        if (finish_attrs(p, (mg_op)op, loc, &ca)) return MG_ERR;
         mg_dtype dt = MG_F32;
         for (int i = 0; i < nargs; i++)
             if (!args[i].lit) dt = p->g->nodes[args[i].node].type.dtype == MG_I32 ? dt : p->g->nodes[args[i].node].type.dtype;
         int in[MG_MAX_INPUTS];
         for (int i = 0; i < nargs; i++) in[i] = materialize(p, args[i], dt);
         if (check_size(p, loc)) return MG_ERR;
-        out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, NULL, 1.0, loc, p->d);
+        if (op == MG_OP_RESHAPE) {
+            /* resolve the -1 against the operand's element count */
+            char sa[128];
+            const mg_shape *xs = &p->g->nodes[in[0]].type.shape;
+            int64_t have = mg_shape_numel(xs), known = 1;
+            for (int i = 0; i < ca.shape.rank; i++)
+                if (i != ca.minus_one) known *= ca.shape.dim[i];
+            if (ca.minus_one >= 0) {
+                if (have % known)
+                    return mg_diag_set(p->d, ca.shape_loc, "cannot reshape %s (%lld elements) to a shape with "
+                                       "%lld elements per -1 entry: %lld is not a multiple of %lld",
+                                       mg_shape_str(xs, sa, sizeof sa), (long long)have, (long long)known,
+                                       (long long)have, (long long)known);
+                ca.shape.dim[ca.minus_one] = have / known;
+            }
+            out->node = mg_graph_add_shaped(p->g, MG_OP_RESHAPE, 1, in, NULL, 1.0, &ca.shape, loc, p->d);
+            return out->node < 0 ? MG_ERR : MG_OK;
+        }
+        out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, 1.0, loc, p->d);
         return out->node < 0 ? MG_ERR : MG_OK;
+    }
+    constant *cst = find_const(p, name);
+    if (cst) {
+        out->lit = 1;
+        out->val = (double)cst->val;
+        return MG_OK;
     }
     binding *b = lookup(p, name);
     if (!b) {
@@ -350,19 +658,24 @@ static mg_status parse_type(parser *p, mg_type *t)
     double numel = 1;
     while (!is_punct(peek(p), ']')) {
         tk = peek(p);
-        if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1)
-            return mg_diag_set(p->d, here(p), "expected a positive integer dimension, got %s",
+        mg_loc dloc = here(p);
+        /* a literal is checked as written; an expression of constants by its value */
+        if ((tk->kind == MG_TOK_NUMBER && (!tk->is_int || tk->num < 1)) ||
+            (tk->kind != MG_TOK_NUMBER && tk->kind != MG_TOK_IDENT && !is_punct(tk, '(')))
+            return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %s",
                                describe(tk, buf, sizeof buf));
-        if (tk->num > 1e12)
-            return mg_diag_set(p->d, here(p), "dimension %s is too large (at most 10^12)",
-                               describe(tk, buf, sizeof buf));
+        int64_t v;
+        if (parse_iexpr(p, &v, "a dimension", 0)) return MG_ERR;
+        if (v < 1)
+            return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %lld", (long long)v);
+        if (v > 1000000000000LL)
+            return mg_diag_set(p->d, dloc, "dimension %lld is too large (at most 10^12)", (long long)v);
         if (t->shape.rank == MG_MAX_RANK)
-            return mg_diag_set(p->d, here(p), "more than %d dimensions", MG_MAX_RANK);
-        t->shape.dim[t->shape.rank++] = (int64_t)tk->num;
-        numel *= tk->num;
+            return mg_diag_set(p->d, dloc, "more than %d dimensions", MG_MAX_RANK);
+        t->shape.dim[t->shape.rank++] = v;
+        numel *= (double)v;
         if (numel > (double)(1LL << 40))
-            return mg_diag_set(p->d, here(p), "tensor too large (more than 2^40 elements)");
-        p->pos++;
+            return mg_diag_set(p->d, dloc, "tensor too large (more than 2^40 elements)");
         if (is_punct(peek(p), ',')) {
             p->pos++;
             continue;
@@ -383,6 +696,7 @@ static mg_status declare(parser *p, mg_op op)
     mg_loc loc = here(p);
     if (expect_ident(p, op == MG_OP_INPUT ? "an input name" : "a parameter name", name, sizeof name))
         return MG_ERR;
+    if (not_const(p, name, loc)) return MG_ERR;
     snprintf(full, sizeof full, "%s%s", name, op == MG_OP_PARAM ? p->suffix : "");
     mg_graph *g = p->g;
     for (int i = 0; i < g->ninputs + g->nparams; i++) {
@@ -458,14 +772,18 @@ static mg_status parse_repeat(parser *p)
     mg_loc kw = here(p);
     p->pos++;
     mg_token *tk = peek(p);
-    if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1)
-        return mg_diag_set(p->d, here(p), "expected a repeat count (a positive integer), got %s",
+    mg_loc cloc = here(p);
+    if ((tk->kind == MG_TOK_NUMBER && (!tk->is_int || tk->num < 1)) ||
+        (tk->kind != MG_TOK_NUMBER && tk->kind != MG_TOK_IDENT && !is_punct(tk, '(')))
+        return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %s",
                            describe(tk, buf, sizeof buf));
-    if (tk->num > 1e6)
-        return mg_diag_set(p->d, here(p), "repeat count %s is too large (at most 1000000)",
-                           describe(tk, buf, sizeof buf));
-    int count = (int)tk->num;
-    p->pos++;
+    int64_t cnt;
+    if (parse_iexpr(p, &cnt, "a repeat count", 0)) return MG_ERR;
+    if (cnt < 1)
+        return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %lld", (long long)cnt);
+    if (cnt > 1000000)
+        return mg_diag_set(p->d, cloc, "repeat count %lld is too large (at most 1000000)", (long long)cnt);
+    int count = (int)cnt;
     if (expect_punct(p, '{', "to open the repeated block")) return MG_ERR;
     if (p->repeat_depth == MAX_REPEAT_DEPTH)
         return mg_diag_set(p->d, kw, "repeat blocks nested deeper than %d", MAX_REPEAT_DEPTH);
@@ -495,6 +813,28 @@ static mg_status parse_repeat(parser *p)
     return expect_end(p);
 }
 
+/* "const" IDENT "=" iexpr */
+static mg_status parse_const(parser *p)
+{
+    char name[128], what[192];
+    p->pos++;
+    mg_loc loc = here(p);
+    if (expect_ident(p, "a constant name", name, sizeof name)) return MG_ERR;
+    constant *c = find_const(p, name);
+    if (c) return mg_diag_set(p->d, loc, "constant '%s' is already defined (at line %d)", name, c->loc.line);
+    binding *b = lookup(p, name);
+    if (b) return mg_diag_set(p->d, loc, "'%s' already names a tensor (bound at line %d)", name, b->loc.line);
+    if (expect_punct(p, '=', "after the constant's name")) return MG_ERR;
+    snprintf(what, sizeof what, "constant '%s'", name);
+    int64_t v;
+    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    constant *cs = realloc(p->consts, (size_t)(p->nconsts + 1) * sizeof *cs);
+    if (!cs) abort();
+    p->consts = cs;
+    cs[p->nconsts++] = (constant){mg_graph_intern(p->g, name), v, loc};
+    return expect_end(p);
+}
+
 static mg_status parse_stmt(parser *p)
 {
     char buf[64], name[128];
@@ -503,7 +843,7 @@ static mg_status parse_stmt(parser *p)
     mg_loc loc = here(p);
     int in_repeat = p->repeat_depth > 0;
     if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
-                                    is_word(t, "minimize")) &&
+                                    is_word(t, "minimize") || is_word(t, "const")) &&
         in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
         return mg_diag_set(p->d, loc, "'%.*s' is not allowed inside a repeat block", t->len, t->start);
     if (!g->model_name && !is_word(t, "model"))
@@ -511,7 +851,7 @@ static mg_status parse_stmt(parser *p)
                            describe(t, buf, sizeof buf));
     if (t->kind == MG_TOK_IDENT && is_punct(&p->toks.tok[p->pos + 1], '=')) {
         /* IDENT "=" expr */
-        if (expect_ident(p, "a name", name, sizeof name)) return MG_ERR;
+        if (expect_ident(p, "a name", name, sizeof name) || not_const(p, name, loc)) return MG_ERR;
         p->pos++;
         ev v;
         if (parse_expr(p, &v)) return MG_ERR;
@@ -530,6 +870,7 @@ static mg_status parse_stmt(parser *p)
         p->model_loc = loc;
         return expect_end(p);
     }
+    if (is_word(t, "const")) return parse_const(p);
     if (is_word(t, "input")) return declare(p, MG_OP_INPUT);
     if (is_word(t, "param")) return declare(p, MG_OP_PARAM);
     if (is_word(t, "repeat")) return parse_repeat(p);
@@ -575,7 +916,7 @@ static mg_status parse_stmt(parser *p)
         p->minimize_loc = loc;
         return expect_end(p);
     }
-    return mg_diag_set(p->d, loc, "expected a statement (model, input, param, output, minimize, "
+    return mg_diag_set(p->d, loc, "expected a statement (model, const, input, param, output, minimize, "
                        "repeat, or NAME = expression), got %s", describe(t, buf, sizeof buf));
 }
 
@@ -611,6 +952,7 @@ mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out
     }
     free(p.toks.tok);
     free(p.syms);
+    free(p.consts);
     if (st != MG_OK) {
         /* locations in d point into the graph's copy of the file name: keep it valid */
         if (d) d->loc.file = file;
