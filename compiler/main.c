@@ -78,6 +78,8 @@ static const char *usage_text =
     "                       reshape(x, shape=[128, -1])\n"
     "  constants            const D = 256, then D in shapes, repeat counts, attributes and\n"
     "                       expressions (integer + - * /)\n"
+    "  blocks               def block(x, c_in, c_out) { ... return h }, called as block(x, 1, 32);\n"
+    "                       params inside are named per call (block.0.w, block.1.w)\n"
     "\n"
     "  -h, --help           this text;  --version  the version\n";
 

@@ -11,13 +11,14 @@
  *             | "output" IDENT { "," IDENT }
  *             | "minimize" IDENT
  *             | "repeat" iexpr "{" { stmt NEWLINE } "}"
+ *             | "def" IDENT "(" [ IDENT { "," IDENT } ] ")" "{" { stmt NEWLINE } "return" expr "}"
  *             | IDENT "=" expr
  *   type      = ("f32" | "f64" | "i32") "[" [ iexpr { "," iexpr } ] "]"
  *   init      = "zeros" | "ones" | "he" | "xavier" | "normal" "(" NUM ")" | "uniform" "(" NUM ")"
  *   expr      = term { ("+" | "-") term }
  *   term      = unary { ("*" | "/" | "@") unary }
  *   unary     = "-" unary | primary
- *   primary   = NUM | IDENT | IDENT "(" [ arg { "," arg } ] ")" | "(" expr ")"
+ *   primary   = NUM | IDENT | IDENT "(" [ arg { "," arg } ] ")" | "(" expr ")"   (a call of an op or a def)
  *   arg       = expr | IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]")     (attributes last)
  *   iexpr     = iterm { ("+" | "-") iterm }          integer arithmetic on constants
  *   iterm     = ifactor { ("*" | "/") ifactor }      ("/" rounds toward zero)
@@ -26,6 +27,12 @@
  * Named constants (`const D = 256`) are integers usable wherever an integer is (shapes, repeat
  * counts, attributes) and as numbers in expressions. Attributes are validated against the
  * table `attrs` below: their names, integer type and range, defaults and required ones.
+ *
+ * A `def` block is stored as its token range and parsed anew at each call, in a scope of its
+ * own: its arguments (tensors, or integers that act as constants there), the model's constants
+ * and what the body binds. Params declared in a body are named after the call — the k-th call
+ * of `block` makes `block.k.w` (inside another block's call `stage.0.block.k.w`) — and the
+ * value of `return` is the call's value.
  */
 #include "frontend.h"
 
@@ -47,6 +54,31 @@ typedef struct constant {
     mg_loc loc;
 } constant;
 
+/* An expression's value: a node, or a numeric literal not yet given a dtype. */
+typedef struct ev {
+    int node;
+    int lit;
+    double val;
+    mg_loc loc;
+} ev;
+
+enum { MAX_DEF_PARAMS = 16, MAX_DEF_DEPTH = 32 };
+
+typedef struct def_block {
+    const char *name; /* interned */
+    mg_loc loc;
+    int nparams;
+    const char *params[MAX_DEF_PARAMS];
+    mg_loc param_loc[MAX_DEF_PARAMS];
+    int body, close; /* token range of the body: (body .. close), close is the '}' */
+    int active;      /* being expanded (recursion check) */
+} def_block;
+
+typedef struct call_count {
+    char *key; /* prefix + def name */
+    int n;
+} call_count;
+
 typedef struct parser {
     const char *file;
     mg_tokens toks;
@@ -55,20 +87,21 @@ typedef struct parser {
     mg_diag *d;
     binding *syms;
     int nsyms, capsyms;
-    constant *consts;
-    int nconsts;
+    constant *consts;  /* the model's constants [0, nglobal), then the current def call's
+                          integer arguments [const_base, nconsts) */
+    int nconsts, nglobal, const_base;
+    def_block *defs;
+    int ndefs;
+    call_count *calls;
+    int ncalls;
+    char prefix[512];  /* "block.0." prepended to params declared inside def calls */
+    int def_depth;
+    int returned;      /* the current def body has executed its 'return' */
+    ev ret;
     char suffix[256];  /* ".i.j" appended to params declared inside repeat blocks */
     int repeat_depth;
     mg_loc model_loc, minimize_loc;
 } parser;
-
-/* An expression's value: a node, or a numeric literal not yet given a dtype. */
-typedef struct ev {
-    int node;
-    int lit;
-    double val;
-    mg_loc loc;
-} ev;
 
 static mg_token *peek(parser *p) { return &p->toks.tok[p->pos]; }
 static mg_loc tok_loc(parser *p, const mg_token *t) { return (mg_loc){p->file, t->line, t->col}; }
@@ -120,7 +153,7 @@ static mg_status expect_end(parser *p)
         p->pos++;
         return MG_OK;
     }
-    if (t->kind == MG_TOK_EOF || (p->repeat_depth && is_punct(t, '}'))) return MG_OK;
+    if (t->kind == MG_TOK_EOF || ((p->repeat_depth || p->def_depth) && is_punct(t, '}'))) return MG_OK;
     return mg_diag_set(p->d, here(p), "expected end of line, got %s", describe(t, buf, sizeof buf));
 }
 
@@ -133,7 +166,9 @@ static binding *lookup(parser *p, const char *name)
 
 static constant *find_const(parser *p, const char *name)
 {
-    for (int i = 0; i < p->nconsts; i++)
+    for (int i = p->nconsts - 1; i >= p->const_base && i >= p->nglobal; i--)
+        if (!strcmp(p->consts[i].name, name)) return &p->consts[i];
+    for (int i = p->nglobal - 1; i >= 0; i--)
         if (!strcmp(p->consts[i].name, name)) return &p->consts[i];
     return NULL;
 }
@@ -253,7 +288,7 @@ static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int dept
         const char *best = NULL;
         int bestd = 3;
         for (int i = 0; i < p->nconsts; i++)
-            if (distance(name, p->consts[i].name) < bestd) {
+            if ((i < p->nglobal || i >= p->const_base) && distance(name, p->consts[i].name) < bestd) {
                 bestd = distance(name, p->consts[i].name);
                 best = p->consts[i].name;
             }
@@ -453,6 +488,161 @@ static const char *callable_list(char *buf, size_t n)
     return buf;
 }
 
+static def_block *find_def(parser *p, const char *name)
+{
+    for (int i = 0; i < p->ndefs; i++)
+        if (!strcmp(p->defs[i].name, name)) return &p->defs[i];
+    return NULL;
+}
+
+static mg_status parse_stmt(parser *p);
+
+/* The number of earlier calls of def `name` under the current prefix (and counts this one). */
+static int next_call(parser *p, const char *name)
+{
+    char key[700];
+    snprintf(key, sizeof key, "%s%s", p->prefix, name);
+    for (int i = 0; i < p->ncalls; i++)
+        if (!strcmp(p->calls[i].key, key)) return p->calls[i].n++;
+    call_count *c = realloc(p->calls, (size_t)(p->ncalls + 1) * sizeof *c);
+    if (!c) abort();
+    p->calls = c;
+    c[p->ncalls].key = strdup(key);
+    if (!c[p->ncalls].key) abort();
+    c[p->ncalls].n = 1;
+    p->ncalls++;
+    return 0;
+}
+
+/* Appends " (in 'block' called at line N)" so an error in a body says which call it came from. */
+static mg_status in_call(parser *p, const def_block *db, mg_loc call)
+{
+    if (p->d) {
+        size_t k = strlen(p->d->msg);
+        snprintf(p->d->msg + k, sizeof p->d->msg - k, " (in '%s' called at line %d)", db->name, call.line);
+    }
+    return MG_ERR;
+}
+
+/* NAME "(" [ expr { "," expr } ] ")" where NAME is a def: binds the arguments in a new scope,
+ * parses the body once more and yields its return value. */
+static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
+{
+    char buf[64];
+    ev args[MAX_DEF_PARAMS];
+    int nargs = 0;
+    mg_loc aloc[MAX_DEF_PARAMS];
+    p->pos++; /* '(' */
+    if (!is_punct(peek(p), ')')) {
+        for (;;) {
+            mg_token *at = peek(p);
+            if (at->kind == MG_TOK_IDENT && is_punct(&p->toks.tok[p->pos + 1], '='))
+                return mg_diag_set(p->d, here(p), "'%s' is a def block: its arguments are positional, not "
+                                   "attributes", db->name);
+            if (nargs == MAX_DEF_PARAMS)
+                return mg_diag_set(p->d, here(p), "too many arguments to '%s'", db->name);
+            aloc[nargs] = here(p);
+            if (parse_expr(p, &args[nargs++])) return MG_ERR;
+            if (!is_punct(peek(p), ',')) break;
+            p->pos++;
+        }
+    }
+    if (expect_punct(p, ')', "to close the argument list")) return MG_ERR;
+    if (nargs != db->nparams) {
+        char list[512];
+        size_t k = 0;
+        list[0] = 0;
+        for (int i = 0; i < db->nparams && k < sizeof list; i++)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", db->params[i]);
+        return mg_diag_set(p->d, loc, "'%s' takes %d argument%s (%s), got %d", db->name, db->nparams,
+                           db->nparams == 1 ? "" : "s", list, nargs);
+    }
+    if (db->active)
+        return mg_diag_set(p->d, loc, "recursive call of '%s' (a def block may not call itself, directly or "
+                           "through other blocks)", db->name);
+    if (p->def_depth == MAX_DEF_DEPTH)
+        return mg_diag_set(p->d, loc, "def blocks nested deeper than %d", MAX_DEF_DEPTH);
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].lit && args[i].val != (double)(int64_t)args[i].val)
+            return mg_diag_set(p->d, aloc[i], "argument '%s' of '%s' must be a tensor or an integer, got %g",
+                               db->params[i], db->name, args[i].val);
+        constant *c = NULL;
+        for (int j = 0; j < p->nglobal; j++)
+            if (!strcmp(p->consts[j].name, db->params[i])) c = &p->consts[j];
+        if (c)
+            return mg_diag_set(p->d, db->param_loc[i], "parameter '%s' of '%s' has the name of the constant "
+                               "defined at line %d", db->params[i], db->name, c->loc.line);
+    }
+    /* the new scope: saved state is restored on return */
+    int k = next_call(p, db->name);
+    binding *saved_syms = p->syms;
+    int saved_n = p->nsyms, saved_cap = p->capsyms, saved_nconsts = p->nconsts, saved_pos = p->pos;
+    int saved_base = p->const_base;
+    int saved_repeat = p->repeat_depth, saved_returned = p->returned;
+    ev saved_ret = p->ret;
+    char saved_suffix[sizeof p->suffix], saved_prefix[sizeof p->prefix];
+    memcpy(saved_suffix, p->suffix, sizeof saved_suffix);
+    memcpy(saved_prefix, p->prefix, sizeof saved_prefix);
+    size_t pl = strlen(p->prefix);
+    snprintf(p->prefix + pl, sizeof p->prefix - pl, "%s.%d.", db->name, k);
+    p->suffix[0] = 0;
+    p->syms = NULL;
+    p->nsyms = p->capsyms = 0;
+    p->repeat_depth = 0;
+    p->returned = 0;
+    p->const_base = p->nconsts; /* the caller's integer arguments are not visible */
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].lit) {
+            constant *cs = realloc(p->consts, (size_t)(p->nconsts + 1) * sizeof *cs);
+            if (!cs) abort();
+            p->consts = cs;
+            cs[p->nconsts++] = (constant){db->params[i], (int64_t)args[i].val, db->param_loc[i]};
+        } else {
+            bind(p, db->params[i], args[i].node, db->param_loc[i]);
+        }
+    }
+    db->active = 1;
+    p->def_depth++;
+    mg_status st = MG_OK;
+    p->pos = db->body;
+    while (st == MG_OK && p->pos < db->close) {
+        if (peek(p)->kind == MG_TOK_NEWLINE) {
+            p->pos++;
+            continue;
+        }
+        if (p->returned) {
+            st = mg_diag_set(p->d, here(p), "statement after 'return' in '%s' (return comes last)", db->name);
+            break;
+        }
+        st = parse_stmt(p);
+    }
+    if (st == MG_OK && p->pos != db->close)
+        st = mg_diag_set(p->d, here(p), "expected '}' to close the def block, got %s", describe(peek(p), buf, sizeof buf));
+    if (st == MG_OK && !p->returned)
+        st = mg_diag_set(p->d, (mg_loc){p->file, p->toks.tok[db->close].line, p->toks.tok[db->close].col},
+                         "'%s' ends without 'return VALUE'", db->name);
+    if (st != MG_OK) in_call(p, db, loc);
+    *out = p->ret;
+    out->loc = loc;
+    p->def_depth--;
+    db->active = 0;
+    free(p->syms);
+    p->syms = saved_syms;
+    p->nsyms = saved_n;
+    p->capsyms = saved_cap;
+    p->nconsts = saved_nconsts;
+    p->const_base = saved_base;
+    p->pos = saved_pos;
+    p->repeat_depth = saved_repeat;
+    p->returned = saved_returned;
+    p->ret = saved_ret;
+    memcpy(p->suffix, saved_suffix, sizeof saved_suffix);
+    memcpy(p->prefix, saved_prefix, sizeof saved_prefix);
+    return st;
+}
+
+static mg_status parse_expr(parser *p, ev *out);
+
 /* primary = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")" */
 static mg_status parse_primary(parser *p, ev *out)
 {
@@ -476,6 +666,8 @@ static mg_status parse_primary(parser *p, ev *out)
         return mg_diag_set(p->d, loc, "expected an expression, got %s", describe(t, buf, sizeof buf));
     if (expect_ident(p, "a name", name, sizeof name)) return MG_ERR;
     if (is_punct(peek(p), '(')) {
+        def_block *db = find_def(p, name);
+        if (db) return call_def(p, db, loc, out);
         int op = -1;
         for (int i = 0; i < MG_OP_COUNT; i++)
             if (mg_ops[i].callable && !strcmp(mg_ops[i].name, name)) op = i;
@@ -487,6 +679,11 @@ static mg_status parse_primary(parser *p, ev *out)
                 if (mg_ops[i].callable && distance(name, mg_ops[i].name) < bestd) {
                     bestd = distance(name, mg_ops[i].name);
                     best = mg_ops[i].name;
+                }
+            for (int i = 0; i < p->ndefs; i++)
+                if (distance(name, p->defs[i].name) < bestd) {
+                    bestd = distance(name, p->defs[i].name);
+                    best = p->defs[i].name;
                 }
             if (best)
                 return mg_diag_set(p->d, loc, "unknown function '%s' (did you mean '%s'?)", name, best);
@@ -690,14 +887,15 @@ static mg_status parse_type(parser *p, mg_type *t)
 
 static mg_status declare(parser *p, mg_op op)
 {
-    char name[128], full[400];
+    char name[128], full[1024];
     mg_loc kw = here(p);
     p->pos++;
     mg_loc loc = here(p);
     if (expect_ident(p, op == MG_OP_INPUT ? "an input name" : "a parameter name", name, sizeof name))
         return MG_ERR;
     if (not_const(p, name, loc)) return MG_ERR;
-    snprintf(full, sizeof full, "%s%s", name, op == MG_OP_PARAM ? p->suffix : "");
+    if (op == MG_OP_PARAM) snprintf(full, sizeof full, "%s%s%s", p->prefix, name, p->suffix);
+    else snprintf(full, sizeof full, "%s", name);
     mg_graph *g = p->g;
     for (int i = 0; i < g->ninputs + g->nparams; i++) {
         const mg_node *o = &g->nodes[i < g->ninputs ? g->inputs[i] : g->params[i - g->ninputs]];
@@ -832,6 +1030,70 @@ static mg_status parse_const(parser *p)
     if (!cs) abort();
     p->consts = cs;
     cs[p->nconsts++] = (constant){mg_graph_intern(p->g, name), v, loc};
+    p->nglobal = p->const_base = p->nconsts; /* constants are only defined at the top level */
+    return expect_end(p);
+}
+
+/* "def" IDENT "(" [ IDENT { "," IDENT } ] ")" "{" ... "}" — stored, parsed at each call */
+static mg_status parse_def(parser *p)
+{
+    char name[128], pname[128];
+    mg_loc kw = here(p);
+    p->pos++;
+    mg_loc loc = here(p);
+    if (expect_ident(p, "the block's name", name, sizeof name)) return MG_ERR;
+    for (int i = 0; i < MG_OP_COUNT; i++)
+        if (mg_ops[i].callable && !strcmp(mg_ops[i].name, name))
+            return mg_diag_set(p->d, loc, "'%s' is a built-in function; choose another name for the block", name);
+    def_block *old = find_def(p, name);
+    if (old) return mg_diag_set(p->d, loc, "def block '%s' is already defined (at line %d)", name, old->loc.line);
+    def_block db;
+    memset(&db, 0, sizeof db);
+    db.name = mg_graph_intern(p->g, name);
+    db.loc = loc;
+    if (expect_punct(p, '(', "after the block's name (def NAME(ARGS) { ... })")) return MG_ERR;
+    if (!is_punct(peek(p), ')')) {
+        for (;;) {
+            mg_loc ploc = here(p);
+            if (expect_ident(p, "an argument name", pname, sizeof pname)) return MG_ERR;
+            for (int i = 0; i < db.nparams; i++)
+                if (!strcmp(db.params[i], pname))
+                    return mg_diag_set(p->d, ploc, "argument '%s' of '%s' named twice", pname, name);
+            if (db.nparams == MAX_DEF_PARAMS)
+                return mg_diag_set(p->d, ploc, "more than %d arguments", MAX_DEF_PARAMS);
+            db.param_loc[db.nparams] = ploc;
+            db.params[db.nparams++] = mg_graph_intern(p->g, pname);
+            if (!is_punct(peek(p), ',')) break;
+            p->pos++;
+        }
+    }
+    if (expect_punct(p, ')', "to close the argument list") || expect_punct(p, '{', "to open the block's body"))
+        return MG_ERR;
+    int depth = 1, close = -1;
+    for (int i = p->pos; i < p->toks.n && close < 0; i++) {
+        if (is_punct(&p->toks.tok[i], '{')) depth++;
+        if (is_punct(&p->toks.tok[i], '}') && --depth == 0) close = i;
+    }
+    if (close < 0) return mg_diag_set(p->d, kw, "'def' block is never closed with '}'");
+    db.body = p->pos;
+    db.close = close;
+    def_block *ds = realloc(p->defs, (size_t)(p->ndefs + 1) * sizeof *ds);
+    if (!ds) abort();
+    p->defs = ds;
+    ds[p->ndefs++] = db;
+    p->pos = close + 1;
+    return expect_end(p);
+}
+
+/* "return" expr — the value of the def call; the body's last statement */
+static mg_status parse_return(parser *p)
+{
+    mg_loc loc = here(p);
+    if (!p->def_depth) return mg_diag_set(p->d, loc, "'return' outside a def block");
+    if (p->repeat_depth) return mg_diag_set(p->d, loc, "'return' inside a repeat block (return comes last in the def body)");
+    p->pos++;
+    if (parse_expr(p, &p->ret)) return MG_ERR;
+    p->returned = 1;
     return expect_end(p);
 }
 
@@ -846,6 +1108,12 @@ static mg_status parse_stmt(parser *p)
                                     is_word(t, "minimize") || is_word(t, "const")) &&
         in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
         return mg_diag_set(p->d, loc, "'%.*s' is not allowed inside a repeat block", t->len, t->start);
+    if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
+                                    is_word(t, "minimize") || is_word(t, "const") || is_word(t, "def")) &&
+        p->def_depth && !is_punct(&p->toks.tok[p->pos + 1], '='))
+        return mg_diag_set(p->d, loc, "'%.*s' is not allowed inside a def block", t->len, t->start);
+    if (is_word(t, "def") && in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
+        return mg_diag_set(p->d, loc, "'def' is not allowed inside a repeat block");
     if (!g->model_name && !is_word(t, "model"))
         return mg_diag_set(p->d, loc, "expected 'model NAME' as the first statement, got %s",
                            describe(t, buf, sizeof buf));
@@ -871,6 +1139,8 @@ static mg_status parse_stmt(parser *p)
         return expect_end(p);
     }
     if (is_word(t, "const")) return parse_const(p);
+    if (is_word(t, "def")) return parse_def(p);
+    if (is_word(t, "return")) return parse_return(p);
     if (is_word(t, "input")) return declare(p, MG_OP_INPUT);
     if (is_word(t, "param")) return declare(p, MG_OP_PARAM);
     if (is_word(t, "repeat")) return parse_repeat(p);
@@ -917,7 +1187,7 @@ static mg_status parse_stmt(parser *p)
         return expect_end(p);
     }
     return mg_diag_set(p->d, loc, "expected a statement (model, const, input, param, output, minimize, "
-                       "repeat, or NAME = expression), got %s", describe(t, buf, sizeof buf));
+                       "repeat, def, or NAME = expression), got %s", describe(t, buf, sizeof buf));
 }
 
 mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out, mg_diag *d)
@@ -953,6 +1223,9 @@ mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out
     free(p.toks.tok);
     free(p.syms);
     free(p.consts);
+    free(p.defs);
+    for (int i = 0; i < p.ncalls; i++) free(p.calls[i].key);
+    free(p.calls);
     if (st != MG_OK) {
         /* locations in d point into the graph's copy of the file name: keep it valid */
         if (d) d->loc.file = file;

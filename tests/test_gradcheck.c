@@ -80,6 +80,11 @@ static const gcase cases[] = {
     {"global_avg_pool", "param x: f64[2,3,4,5] = normal(1)\nloss = sum(tanh(global_avg_pool(x * x)))\n"},
     {"reshape_flatten", "param x: f64[2,3,4] = normal(1)\nparam w: f64[12,2] = normal(1)\n"
                         "h = reshape(x, shape=[-1, 4, 3])\nloss = sum(tanh(flatten(h * h) @ w)) + sum(reshape(x, shape=[24]))\n"},
+    {"def_blocks", "input x: f64[2,2,5,5]\n"
+                   "def unit(x, c_in, c_out) {\n param w: f64[c_out, c_in, 3, 3] = normal(0.4)\n"
+                   " param b: f64[c_out, 1, 1] = normal(0.1)\n return tanh(conv2d(x, w, pad=1) + b)\n}\n"
+                   "h = unit(x, 2, 3)\nrepeat 2 {\n h = unit(h, 3, 3) + h\n}\n"
+                   "loss = mean(global_avg_pool(h * h)) + sum(avg_pool2d(h, kernel=2, stride=1))\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
 };
 

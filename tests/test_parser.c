@@ -22,6 +22,9 @@
 /* HDR plus an image batch (line 5) and a conv weight (line 6); the statement is on line 7. */
 #define CHDR HDR "input im: f32[2, 3, 8, 8]\n" "param k: f32[4, 3, 3, 3]\n"
 
+/* HDR plus a block on lines 5-9: lin(a, n) = a @ (a [n, 2] param) */
+#define DEF HDR "def lin(a, n) {\n" "  param v: f32[n, 2]\n" "  h = a @ v\n" "  return h\n" "}\n"
+
 #define HDR                                                                                        \
     "model m\n"            /* 1 */                                                                 \
     "input x: f32[4, 3]\n" /* 2 */                                                                 \
@@ -70,7 +73,7 @@ static const err_case errors[] = {
     {"model without a name", "model\n", 1, 6, "expected the model's name, got end of line", NULL, 0},
     {"number as a name", "model m\ninput 3: f32[3]\n", 2, 7, "expected an input name, got '3'", NULL, 0},
     {"statement starting with an operator", HDR "+ x\n", 5, 1,
-     "expected a statement (model, const, input, param, output, minimize, repeat, or NAME = expression), got '+'",
+     "expected a statement (model, const, input, param, output, minimize, repeat, def, or NAME = expression), got '+'",
      NULL, 0},
     {"statement that is a bare number", HDR "42\n", 5, 1, "expected a statement", NULL, 0},
     {"unclosed repeat block", HDR "repeat 2 {\n  param q: f32[3]\n", 5, 1,
@@ -312,6 +315,51 @@ static const err_case errors[] = {
      "expected a repeat count (a positive integer), got 0", NULL, 1},
     {"const inside repeat", HDR "repeat 2 {\n  const D = 1\n}\n", 6, 3, "'const' is not allowed inside a repeat block",
      NULL, 1},
+
+    /* --- def blocks (DEF is lines 5-9; calls from line 10) --- */
+    {"def called with too few arguments", DEF "z = lin(x)\n", 10, 5, "'lin' takes 2 arguments (a, n), got 1", NULL, 1},
+    {"def called with too many arguments", DEF "z = lin(x, 2, 3)\n", 10, 5, "'lin' takes 2 arguments (a, n), got 3",
+     NULL, 1},
+    {"unknown block with hint", DEF "z = lim(x, 2)\n", 10, 5, "unknown function 'lim' (did you mean 'lin'?)", NULL, 1},
+    {"block called before it is defined", HDR "z = lin(x, 2)\n", 5, 5, "unknown function 'lin'", NULL, 0},
+    {"recursive block", HDR "def f(a) {\n  return f(a)\n}\nz = f(x)\n", 6, 10,
+     "recursive call of 'f' (a def block may not call itself, directly or through other blocks) (in 'f' called at line 8)",
+     NULL, 1},
+    {"mutually recursive blocks", HDR "def f(a) {\n  return g(a)\n}\ndef g(a) {\n  return f(a)\n}\nz = f(x)\n", 9, 10,
+     "recursive call of 'f'", NULL, 0},
+    {"error in a block names the call", DEF "z = lin(x, 5)\n", 7, 9,
+     "matmul shapes [4,3] @ [5,2] do not agree (3 vs 5) (in 'lin' called at line 10)", NULL, 1},
+    {"error in the second call of a block", DEF "z = lin(x, 3)\nq = lin(z, 3)\n", 7, 9,
+     "matmul shapes [4,2] @ [3,2] do not agree (2 vs 3) (in 'lin' called at line 11)", NULL, 1},
+    {"fractional integer argument", DEF "z = lin(x, 2.5)\n", 10, 12, "argument 'n' of 'lin' must be a tensor or an integer, got 2.5",
+     NULL, 1},
+    {"attribute-style argument to a block", DEF "z = lin(x, n=3)\n", 10, 12,
+     "'lin' is a def block: its arguments are positional, not attributes", NULL, 1},
+    {"block without return", HDR "def f(a) {\n  b = a\n}\nz = f(x)\n", 7, 1, "'f' ends without 'return VALUE' (in 'f' called at line 8)",
+     NULL, 1},
+    {"statement after return", HDR "def f(a) {\n  return a\n  b = a\n}\nz = f(x)\n", 7, 3,
+     "statement after 'return' in 'f' (return comes last)", NULL, 0},
+    {"return outside a block", HDR "return x\n", 5, 1, "'return' outside a def block", NULL, 1},
+    {"return inside a repeat of a block", HDR "def f(a) {\n  repeat 2 {\n    return a\n  }\n}\nz = f(x)\n", 7, 5,
+     "'return' inside a repeat block", NULL, 0},
+    {"block named like a built-in", HDR "def relu(a) {\n  return a\n}\n", 5, 5,
+     "'relu' is a built-in function; choose another name for the block", NULL, 1},
+    {"block defined twice", DEF "def lin(a) {\n  return a\n}\n", 10, 5, "def block 'lin' is already defined (at line 5)", NULL, 1},
+    {"argument named twice", HDR "def f(a, a) {\n  return a\n}\n", 5, 10, "argument 'a' of 'f' named twice", NULL, 1},
+    {"block never closed", HDR "def f(a) {\n  return a\n", 5, 1, "'def' block is never closed with '}'", NULL, 1},
+    {"block without braces", HDR "def f(a)\n  return a\n", 5, 9, "expected '{' to open the block's body", NULL, 0},
+    {"input inside a block", HDR "def f(a) {\n  input q: f32[3]\n  return a\n}\nz = f(x)\n", 6, 3,
+     "'input' is not allowed inside a def block", NULL, 0},
+    {"def inside a block", HDR "def f(a) {\n  def g(b) {\n  }\n  return a\n}\nz = f(x)\n", 6, 3,
+     "'def' is not allowed inside a def block", NULL, 0},
+    {"def inside a repeat", HDR "repeat 2 {\n  def g(b) {\n  }\n}\n", 6, 3, "'def' is not allowed inside a repeat block", NULL, 1},
+    {"block argument named like a constant", HDR "const n = 3\ndef f(n) {\n  return n\n}\nz = f(x)\n", 6, 7,
+     "parameter 'n' of 'f' has the name of the constant defined at line 5", NULL, 0},
+    {"caller's integer argument not visible in a nested block",
+     HDR "def g(a) {\n  param q: f32[n]\n  return a\n}\ndef f(a, n) {\n  return g(a)\n}\nz = f(x, 3)\n", 6, 16,
+     "unknown constant 'n' in a dimension (define it with 'const n = ...') (in 'g' called at line 10) (in 'f' called at line 12)",
+     NULL, 1},
+    {"global tensor not visible in a block", HDR "def f(a) {\n  return a @ w\n}\nz = f(x)\n", 6, 14, "unknown name 'w'", NULL, 0},
 
     /* --- positions in harder places --- */
     {"error inside nested parentheses", HDR "z = relu((x @ w) + qq)\n", 5, 20, "unknown name 'qq'", NULL, 0},
@@ -834,6 +882,47 @@ START_TEST(test_constants_and_attributes)
 }
 END_TEST
 
+/* def blocks: arguments (tensors and integers), params named per call, nesting, repeat inside
+ * and around calls, a call inside an expression. */
+START_TEST(test_def_blocks)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "const B = 2\n"
+                           "input x: f32[B, 3, 8, 8]\n"
+                           "def conv(x, c_in, c_out) {\n"
+                           "  param w: f32[c_out, c_in, 3, 3]\n"
+                           "  param b: f32[c_out, 1, 1] = zeros\n"
+                           "  return relu(conv2d(x, w, pad=1) + b)\n"
+                           "}\n"
+                           "def stage(x, c_in, c_out) {\n"
+                           "  h = conv(x, c_in, c_out)\n"
+                           "  repeat 2 {\n"
+                           "    h = conv(h, c_out, c_out) + h\n"
+                           "  }\n"
+                           "  return max_pool2d(h, kernel=2)\n"
+                           "}\n"
+                           "h = stage(x, 3, 4)\n"
+                           "repeat 2 {\n"
+                           "  h = stage(h, 4, 4)\n"
+                           "}\n"
+                           "l = sum(global_avg_pool(conv(h, 4, 2)))\n"
+                           "output h\n"
+                           "minimize l\n");
+    const char *names[] = {"stage.0.conv.0.w", "stage.0.conv.0.b", "stage.0.conv.1.w", "stage.0.conv.1.b",
+                           "stage.0.conv.2.w", "stage.0.conv.2.b", "stage.1.conv.0.w", "stage.1.conv.0.b",
+                           "stage.1.conv.1.w", "stage.1.conv.1.b", "stage.1.conv.2.w", "stage.1.conv.2.b",
+                           "stage.2.conv.0.w", "stage.2.conv.0.b", "stage.2.conv.1.w", "stage.2.conv.1.b",
+                           "stage.2.conv.2.w", "stage.2.conv.2.b", "conv.0.w", "conv.0.b"};
+    ck_assert_int_eq(g->nparams, 20);
+    for (int i = 0; i < 20; i++) ck_assert_str_eq(param_node(g, i)->name, names[i]);
+    TYPE(param_node(g, 0), MG_F32, "first conv weight", 4, 3, 3, 3);
+    TYPE(param_node(g, 2), MG_F32, "second conv weight", 4, 4, 3, 3);
+    TYPE(param_node(g, 18), MG_F32, "last conv weight", 2, 4, 3, 3);
+    TYPE(output_node(g, "h"), MG_F32, "h after three stages", 2, 4, 1, 1);
+    mg_graph_free(g);
+}
+END_TEST
+
 /* Attributes are part of the structural hash. */
 START_TEST(test_attributes_change_the_hash)
 {
@@ -880,6 +969,7 @@ static Suite *parser_suite(void)
     tcase_add_test(p, test_positions_recorded_on_nodes);
     tcase_add_test(p, test_constants_and_attributes);
     tcase_add_test(p, test_attributes_change_the_hash);
+    tcase_add_test(p, test_def_blocks);
     suite_add_tcase(s, p);
     return s;
 }
