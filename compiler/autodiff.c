@@ -21,8 +21,17 @@ typedef struct ad {
 static int node_attr(ad *a, mg_op op, int n, const int *in, int i0, int i1, mg_loc loc)
 {
     if (a->failed) return -1;
-    int attr[2] = {i0, i1};
+    int attr[MG_MAX_IATTR] = {i0, i1};
     int id = mg_graph_add_op(a->g, op, n, in, attr, 1.0, loc, a->d);
+    if (id < 0) a->failed = 1;
+    else a->g->nodes[id].phase = MG_PHASE_BACKWARD;
+    return id;
+}
+
+static int node_attrs(ad *a, mg_op op, int n, const int *in, const int *iattr, mg_loc loc)
+{
+    if (a->failed) return -1;
+    int id = mg_graph_add_op(a->g, op, n, in, iattr, 1.0, loc, a->d);
     if (id < 0) a->failed = 1;
     else a->g->nodes[id].phase = MG_PHASE_BACKWARD;
     return id;
@@ -37,21 +46,24 @@ static int op2(ad *a, mg_op op, int x, int y, mg_loc loc)
     return node(a, op, 2, in, loc);
 }
 
-/* A node whose result shape is given rather than inferred (broadcast, sum_to). */
-static int shaped(ad *a, mg_op op, int x, const mg_shape *shape, double scale, mg_loc loc)
+/* A node whose result shape is given rather than inferred (broadcast, sum_to, reshape, the
+ * gradients of conv2d and avg_pool2d), with the attributes of forward node fw (or none). */
+static int shaped_n(ad *a, mg_op op, int n, const int *in, const int *iattr, const mg_shape *shape,
+                    double scale, mg_loc loc)
 {
     if (a->failed) return -1;
-    mg_shape want = *shape; /* shape may point into the node array, which the add can move */
-    int id = mg_graph_add(a->g, op, 1, &x, loc);
-    mg_node *n = &a->g->nodes[id];
-    n->type.shape = want;
-    n->fattr = scale;
-    n->phase = MG_PHASE_BACKWARD;
-    if (mg_infer_type(a->g, id, a->d) != MG_OK) {
+    int id = mg_graph_add_shaped(a->g, op, n, in, iattr, scale, shape, loc, a->d);
+    if (id < 0) {
         a->failed = 1;
         return -1;
     }
+    a->g->nodes[id].phase = MG_PHASE_BACKWARD;
     return id;
+}
+
+static int shaped(ad *a, mg_op op, int x, const mg_shape *shape, double scale, mg_loc loc)
+{
+    return shaped_n(a, op, 1, &x, NULL, shape, scale, loc);
 }
 
 /* Reduces gradient dy to the shape of forward value x (undoing broadcasting). */
@@ -160,6 +172,40 @@ mg_status mg_autodiff(mg_graph *g, mg_diag *d)
             int in[3] = {x, y, dy};
             if (a.needs[x]) accumulate(&a, x, node(&a, MG_OP_MSE_GRAD, 3, in, loc), loc);
             if (a.needs[y]) accumulate(&a, y, node_attr(&a, MG_OP_MSE_GRAD, 3, in, -1, 0, loc), loc);
+            break;
+        }
+        case MG_OP_CONV2D: {
+            /* copies: adding nodes may move the array */
+            mg_shape sx = g->nodes[x].type.shape, sw = g->nodes[y].type.shape;
+            int dyw[2] = {dy, y}, xdy[2] = {x, dy};
+            if (a.needs[x])
+                accumulate(&a, x, shaped_n(&a, MG_OP_CONV2D_GRAD_INPUT, 2, dyw, n.iattr, &sx, 1.0, loc), loc);
+            if (a.needs[y])
+                accumulate(&a, y, shaped_n(&a, MG_OP_CONV2D_GRAD_WEIGHT, 2, xdy, n.iattr, &sw, 1.0, loc), loc);
+            break;
+        }
+        case MG_OP_MAX_POOL2D: {
+            int xdy[2] = {x, dy};
+            accumulate(&a, x, node_attrs(&a, MG_OP_MAX_POOL2D_GRAD, 2, xdy, n.iattr, loc), loc);
+            break;
+        }
+        case MG_OP_AVG_POOL2D: {
+            mg_shape sx = g->nodes[x].type.shape;
+            accumulate(&a, x, shaped_n(&a, MG_OP_AVG_POOL2D_GRAD, 1, &dy, n.iattr, &sx, 1.0, loc), loc);
+            break;
+        }
+        case MG_OP_GLOBAL_AVG_POOL: {
+            /* dx = broadcast(reshape(dy, [N,C,1,1])) / (H*W) */
+            mg_shape sx = g->nodes[x].type.shape;
+            mg_shape s4 = {4, {sx.dim[0], sx.dim[1], 1, 1}};
+            int r = shaped(&a, MG_OP_RESHAPE, dy, &s4, 1.0, loc);
+            accumulate(&a, x, shaped(&a, MG_OP_BROADCAST, r, &sx, 1.0 / (double)(sx.dim[2] * sx.dim[3]), loc), loc);
+            break;
+        }
+        case MG_OP_RESHAPE:
+        case MG_OP_FLATTEN: {
+            mg_shape sx = g->nodes[x].type.shape;
+            accumulate(&a, x, shaped(&a, MG_OP_RESHAPE, dy, &sx, 1.0, loc), loc);
             break;
         }
         default:

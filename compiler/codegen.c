@@ -265,6 +265,45 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         call(c, "mgk_sum_to", dt, a, 11);
         return;
     }
+    case MG_OP_CONV2D:
+    case MG_OP_CONV2D_GRAD_INPUT:
+    case MG_OP_CONV2D_GRAD_WEIGHT: {
+        mgk_conv_geom k = mg_conv_geom(g, st->node);
+        LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
+        LLVMValueRef a[17] = {ci64(c, k.N), ci64(c, k.C), ci64(c, k.H), ci64(c, k.W), ci64(c, k.Co), ci64(c, k.KH),
+                              ci64(c, k.KW), ci64(c, k.OH), ci64(c, k.OW), ci64(c, k.stride), ci64(c, k.pad),
+                              ci64(c, k.dil), ci64(c, k.groups), x, y, out, scratch};
+        call(c, n->op == MG_OP_CONV2D ? "mgk_conv2d" : n->op == MG_OP_CONV2D_GRAD_INPUT ? "mgk_conv2d_grad_input"
+                                                                                        : "mgk_conv2d_grad_weight",
+             dt, a, 17);
+        return;
+    }
+    case MG_OP_MAX_POOL2D:
+    case MG_OP_AVG_POOL2D:
+    case MG_OP_MAX_POOL2D_GRAD:
+    case MG_OP_AVG_POOL2D_GRAD: {
+        /* geometry from the forward input: x's shape is in[0] or, for avg_pool2d_grad, the result */
+        const mg_shape *xs = n->op == MG_OP_AVG_POOL2D_GRAD ? &n->type.shape : s0;
+        int64_t H = xs->dim[2], W = xs->dim[3], K = n->iattr[0];
+        int64_t OH = mg_window_out(H, K, n->iattr[1], n->iattr[2], 1), OW = mg_window_out(W, K, n->iattr[1], n->iattr[2], 1);
+        LLVMValueRef a[11] = {ci64(c, xs->dim[0] * xs->dim[1]), ci64(c, H), ci64(c, W), ci64(c, OH), ci64(c, OW),
+                              ci64(c, K), ci64(c, n->iattr[1]), ci64(c, n->iattr[2]), x, y ? y : out, out};
+        const char *kn = n->op == MG_OP_MAX_POOL2D ? "mgk_max_pool2d" : n->op == MG_OP_AVG_POOL2D ? "mgk_avg_pool2d"
+                       : n->op == MG_OP_MAX_POOL2D_GRAD ? "mgk_max_pool2d_grad" : "mgk_avg_pool2d_grad";
+        call(c, kn, dt, a, n->op == MG_OP_MAX_POOL2D_GRAD ? 11 : 10);
+        return;
+    }
+    case MG_OP_GLOBAL_AVG_POOL: {
+        LLVMValueRef a[4] = {ci64(c, s0->dim[0] * s0->dim[1]), ci64(c, s0->dim[2] * s0->dim[3]), x, out};
+        call(c, "mgk_row_mean", dt, a, 4);
+        return;
+    }
+    case MG_OP_RESHAPE:
+    case MG_OP_FLATTEN: {
+        LLVMValueRef a[3] = {ci64(c, (int64_t)mg_node_bytes(g, st->node)), x, out};
+        call(c, "mgk_copy", MG_I32, a, 3);
+        return;
+    }
     default:
         c->failed = 1;
         mg_diag_set(c->d, n->loc, "internal error: no code generation for '%s'", mg_ops[n->op].name);

@@ -1,7 +1,7 @@
 /* layout.c — sizes and places every plan shares, whatever the schedule: where each parameter
- * (and its gradient) sits in the caller's blobs, and how much scratch a GEMM step needs. */
+ * (and its gradient) sits in the caller's blobs, and how much scratch a GEMM or convolution step needs. */
 #include "plan.h"
-#include "gemm.h"
+#include "conv.h"
 
 static int64_t align_up(int64_t x) { return (x + MG_ALIGN - 1) / MG_ALIGN * MG_ALIGN; }
 
@@ -24,3 +24,47 @@ int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node)
     return align_up(mgk_gemm_scratch_bytes(M, N, K, (int64_t)mg_dtype_size(n->type.dtype)));
 }
 
+
+mgk_conv_geom mg_conv_geom(const mg_graph *g, int node)
+{
+    const mg_node *n = &g->nodes[node];
+    /* x and w shapes: conv2d (x, w); grad_input (dy, w) with x's shape its own; grad_weight
+     * (x, dy) with w's shape its own */
+    const mg_shape *x = n->op == MG_OP_CONV2D_GRAD_INPUT ? &n->type.shape : &g->nodes[n->in[0]].type.shape;
+    const mg_shape *w = n->op == MG_OP_CONV2D_GRAD_WEIGHT ? &n->type.shape : &g->nodes[n->in[1]].type.shape;
+    mgk_conv_geom k;
+    k.N = x->dim[0];
+    k.C = x->dim[1];
+    k.H = x->dim[2];
+    k.W = x->dim[3];
+    k.Co = w->dim[0];
+    k.KH = w->dim[2];
+    k.KW = w->dim[3];
+    k.stride = n->iattr[0];
+    k.pad = n->iattr[1];
+    k.dil = n->iattr[2];
+    k.groups = n->iattr[3];
+    k.OH = mg_window_out(k.H, k.KH, k.stride, k.pad, k.dil);
+    k.OW = mg_window_out(k.W, k.KW, k.stride, k.pad, k.dil);
+    return k;
+}
+
+int64_t mg_node_scratch_bytes(const mg_graph *g, int node)
+{
+    const mg_node *n = &g->nodes[node];
+    int64_t elem = (int64_t)mg_dtype_size(n->type.dtype);
+    mgk_conv_geom k;
+    switch (n->op) {
+    case MG_OP_MATMUL: return mg_matmul_scratch_bytes(g, node);
+    case MG_OP_CONV2D:
+        k = mg_conv_geom(g, node);
+        return align_up(mgk_conv_scratch_bytes(MGK_CONV_FWD, &k, elem));
+    case MG_OP_CONV2D_GRAD_INPUT:
+        k = mg_conv_geom(g, node);
+        return align_up(mgk_conv_scratch_bytes(MGK_CONV_DX, &k, elem));
+    case MG_OP_CONV2D_GRAD_WEIGHT:
+        k = mg_conv_geom(g, node);
+        return align_up(mgk_conv_scratch_bytes(MGK_CONV_DW, &k, elem));
+    default: return 0;
+    }
+}

@@ -87,6 +87,17 @@ static const char *usage_text =
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
     "\n"
+    "model files (.mg; the README has the whole format):\n"
+    "  functions            relu tanh sigmoid exp log sum mean softmax cross_entropy mse matmul\n"
+    "                       conv2d max_pool2d avg_pool2d global_avg_pool reshape flatten\n"
+    "  attributes           integer keyword arguments, last: conv2d(x, w, stride=2, pad=1,\n"
+    "                       dilation=1, groups=1), max_pool2d(x, kernel=2, stride=2, pad=0),\n"
+    "                       reshape(x, shape=[128, -1])\n"
+    "  constants            const D = 256, then D in shapes, repeat counts, attributes and\n"
+    "                       expressions (integer + - * /)\n"
+    "  blocks               def block(x, c_in, c_out) { ... return h }, called as block(x, 1, 32);\n"
+    "                       params inside are named per call (block.0.w, block.1.w)\n"
+    "\n"
     "  -h, --help           this text;  --version  the version\n";
 
 static int usage_error(const char *fmt, const char *arg)

@@ -5,18 +5,34 @@
  *
  *   program   = { stmt NEWLINE }
  *   stmt      = "model" IDENT
+ *             | "const" IDENT "=" iexpr
  *             | "input" IDENT ":" type
  *             | "param" IDENT ":" type [ "=" init ]
  *             | "output" IDENT { "," IDENT }
  *             | "minimize" IDENT
- *             | "repeat" INT "{" { stmt NEWLINE } "}"
+ *             | "repeat" iexpr "{" { stmt NEWLINE } "}"
+ *             | "def" IDENT "(" [ IDENT { "," IDENT } ] ")" "{" { stmt NEWLINE } "return" expr "}"
  *             | IDENT "=" expr
- *   type      = ("f32" | "f64" | "i32") "[" [ INT { "," INT } ] "]"
+ *   type      = ("f32" | "f64" | "i32") "[" [ iexpr { "," iexpr } ] "]"
  *   init      = "zeros" | "ones" | "he" | "xavier" | "normal" "(" NUM ")" | "uniform" "(" NUM ")"
  *   expr      = term { ("+" | "-") term }
  *   term      = unary { ("*" | "/" | "@") unary }
  *   unary     = "-" unary | primary
- *   primary   = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")"
+ *   primary   = NUM | IDENT | IDENT "(" [ arg { "," arg } ] ")" | "(" expr ")"   (a call of an op or a def)
+ *   arg       = expr | IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]")     (attributes last)
+ *   iexpr     = iterm { ("+" | "-") iterm }          integer arithmetic on constants
+ *   iterm     = ifactor { ("*" | "/") ifactor }      ("/" rounds toward zero)
+ *   ifactor   = "-" ifactor | INT | CONST | "(" iexpr ")"
+ *
+ * Named constants (`const D = 256`) are integers usable wherever an integer is (shapes, repeat
+ * counts, attributes) and as numbers in expressions. Attributes are validated against the
+ * table `attrs` below: their names, integer type and range, defaults and required ones.
+ *
+ * A `def` block is stored as its token range and parsed anew at each call, in a scope of its
+ * own: its arguments (tensors, or integers that act as constants there), the model's constants
+ * and what the body binds. Params declared in a body are named after the call — the k-th call
+ * of `block` makes `block.k.w` (inside another block's call `stage.0.block.k.w`) — and the
+ * value of `return` is the call's value.
  */
 #include "frontend.h"
 
@@ -32,18 +48,11 @@ typedef struct binding {
     mg_loc loc;       /* where it was bound */
 } binding;
 
-typedef struct parser {
-    const char *file;
-    mg_tokens toks;
-    int pos;
-    mg_graph *g;
-    mg_diag *d;
-    binding *syms;
-    int nsyms, capsyms;
-    char suffix[256];  /* ".i.j" appended to params declared inside repeat blocks */
-    int repeat_depth;
-    mg_loc model_loc, minimize_loc;
-} parser;
+typedef struct constant {
+    const char *name; /* interned in the graph */
+    int64_t val;
+    mg_loc loc;
+} constant;
 
 /* An expression's value: a node, or a numeric literal not yet given a dtype. */
 typedef struct ev {
@@ -52,6 +61,47 @@ typedef struct ev {
     double val;
     mg_loc loc;
 } ev;
+
+enum { MAX_DEF_PARAMS = 16, MAX_DEF_DEPTH = 32 };
+
+typedef struct def_block {
+    const char *name; /* interned */
+    mg_loc loc;
+    int nparams;
+    const char *params[MAX_DEF_PARAMS];
+    mg_loc param_loc[MAX_DEF_PARAMS];
+    int body, close; /* token range of the body: (body .. close), close is the '}' */
+    int active;      /* being expanded (recursion check) */
+} def_block;
+
+typedef struct call_count {
+    char *key; /* prefix + def name */
+    int n;
+} call_count;
+
+typedef struct parser {
+    const char *file;
+    mg_tokens toks;
+    int pos;
+    mg_graph *g;
+    mg_diag *d;
+    binding *syms;
+    int nsyms, capsyms;
+    constant *consts;  /* the model's constants [0, nglobal), then the current def call's
+                          integer arguments [const_base, nconsts) */
+    int nconsts, nglobal, const_base;
+    def_block *defs;
+    int ndefs;
+    call_count *calls;
+    int ncalls;
+    char prefix[512];  /* "block.0." prepended to params declared inside def calls */
+    int def_depth;
+    int returned;      /* the current def body has executed its 'return' */
+    ev ret;
+    char suffix[256];  /* ".i.j" appended to params declared inside repeat blocks */
+    int repeat_depth;
+    mg_loc model_loc, minimize_loc;
+} parser;
 
 static mg_token *peek(parser *p) { return &p->toks.tok[p->pos]; }
 static mg_loc tok_loc(parser *p, const mg_token *t) { return (mg_loc){p->file, t->line, t->col}; }
@@ -103,7 +153,7 @@ static mg_status expect_end(parser *p)
         p->pos++;
         return MG_OK;
     }
-    if (t->kind == MG_TOK_EOF || (p->repeat_depth && is_punct(t, '}'))) return MG_OK;
+    if (t->kind == MG_TOK_EOF || ((p->repeat_depth || p->def_depth) && is_punct(t, '}'))) return MG_OK;
     return mg_diag_set(p->d, here(p), "expected end of line, got %s", describe(t, buf, sizeof buf));
 }
 
@@ -112,6 +162,23 @@ static binding *lookup(parser *p, const char *name)
     for (int i = p->nsyms - 1; i >= 0; i--)
         if (!strcmp(p->syms[i].name, name)) return &p->syms[i];
     return NULL;
+}
+
+static constant *find_const(parser *p, const char *name)
+{
+    for (int i = p->nconsts - 1; i >= p->const_base && i >= p->nglobal; i--)
+        if (!strcmp(p->consts[i].name, name)) return &p->consts[i];
+    for (int i = p->nglobal - 1; i >= 0; i--)
+        if (!strcmp(p->consts[i].name, name)) return &p->consts[i];
+    return NULL;
+}
+
+/* A tensor may not take a constant's name: uses of the name would be ambiguous. */
+static mg_status not_const(parser *p, const char *name, mg_loc loc)
+{
+    constant *c = find_const(p, name);
+    if (c) return mg_diag_set(p->d, loc, "'%s' is a constant (defined at line %d); choose another name", name, c->loc.line);
+    return MG_OK;
 }
 
 static void bind(parser *p, const char *name, int node, mg_loc loc)
@@ -170,6 +237,246 @@ static int materialize(parser *p, ev v, mg_dtype dt)
     return id;
 }
 
+/* Integer expressions over literals and named constants. `what` names what is being read,
+ * for messages ("a dimension", "attribute 'stride' of 'conv2d'"). Values stay within 2^53. */
+enum { IEXPR_MAX_DEPTH = 64 };
+static const double IEXPR_LIMIT = 9007199254740992.0;
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth);
+
+static mg_status irange(parser *p, mg_loc loc, double v, const char *what)
+{
+    if (v > IEXPR_LIMIT || v < -IEXPR_LIMIT)
+        return mg_diag_set(p->d, loc, "integer value too large in %s (at most 2^53)", what);
+    return MG_OK;
+}
+
+/* ifactor = "-" ifactor | INT | CONST | "(" iexpr ")" */
+static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int depth)
+{
+    char buf[64], name[128];
+    mg_token *t = peek(p);
+    mg_loc loc = here(p);
+    if (depth > IEXPR_MAX_DEPTH) return mg_diag_set(p->d, loc, "integer expression nested too deeply");
+    if (is_punct(t, '-')) {
+        p->pos++;
+        if (parse_ifactor(p, v, what, depth + 1)) return MG_ERR;
+        *v = -*v;
+        return MG_OK;
+    }
+    if (is_punct(t, '(')) {
+        p->pos++;
+        if (parse_iexpr(p, v, what, depth + 1)) return MG_ERR;
+        return expect_punct(p, ')', "to close '('");
+    }
+    if (t->kind == MG_TOK_NUMBER) {
+        if (!t->is_int)
+            return mg_diag_set(p->d, loc, "expected an integer for %s, got %s", what, describe(t, buf, sizeof buf));
+        if (irange(p, loc, t->num, what)) return MG_ERR;
+        *v = (int64_t)t->num;
+        p->pos++;
+        return MG_OK;
+    }
+    if (t->kind == MG_TOK_IDENT) {
+        if (expect_ident(p, "a constant", name, sizeof name)) return MG_ERR;
+        constant *c = find_const(p, name);
+        if (c) {
+            *v = c->val;
+            return MG_OK;
+        }
+        if (lookup(p, name))
+            return mg_diag_set(p->d, loc, "expected an integer for %s, got the tensor '%s'", what, name);
+        const char *best = NULL;
+        int bestd = 3;
+        for (int i = 0; i < p->nconsts; i++)
+            if ((i < p->nglobal || i >= p->const_base) && distance(name, p->consts[i].name) < bestd) {
+                bestd = distance(name, p->consts[i].name);
+                best = p->consts[i].name;
+            }
+        if (best) return mg_diag_set(p->d, loc, "unknown constant '%s' in %s (did you mean '%s'?)", name, what, best);
+        return mg_diag_set(p->d, loc, "unknown constant '%s' in %s (define it with 'const %s = ...')", name, what, name);
+    }
+    return mg_diag_set(p->d, loc, "expected an integer for %s, got %s", what, describe(t, buf, sizeof buf));
+}
+
+/* iterm = ifactor { ("*" | "/") ifactor } */
+static mg_status parse_iterm(parser *p, int64_t *v, const char *what, int depth)
+{
+    if (parse_ifactor(p, v, what, depth)) return MG_ERR;
+    while (is_punct(peek(p), '*') || is_punct(peek(p), '/')) {
+        char opc = peek(p)->start[0];
+        mg_loc loc = here(p);
+        int64_t r;
+        p->pos++;
+        if (parse_ifactor(p, &r, what, depth)) return MG_ERR;
+        if (opc == '/') {
+            if (r == 0) return mg_diag_set(p->d, loc, "division by zero in %s", what);
+            *v /= r;
+        } else {
+            if (irange(p, loc, (double)*v * (double)r, what)) return MG_ERR;
+            *v *= r;
+        }
+    }
+    return MG_OK;
+}
+
+/* iexpr = iterm { ("+" | "-") iterm } */
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth)
+{
+    if (parse_iterm(p, v, what, depth)) return MG_ERR;
+    while (is_punct(peek(p), '+') || is_punct(peek(p), '-')) {
+        char opc = peek(p)->start[0];
+        mg_loc loc = here(p);
+        int64_t r;
+        p->pos++;
+        if (parse_iterm(p, &r, what, depth)) return MG_ERR;
+        double sum = opc == '+' ? (double)*v + (double)r : (double)*v - (double)r;
+        if (irange(p, loc, sum, what)) return MG_ERR;
+        *v = opc == '+' ? *v + r : *v - r;
+    }
+    return MG_OK;
+}
+
+/* Attributes of the callable ops: name, slot in iattr, range, and a default (required ones
+ * have none; `same_as` >= 0 defaults to another attribute's value). */
+enum { ATTR_INT, ATTR_SHAPE };
+typedef struct attr_spec {
+    mg_op op;
+    const char *name;
+    int kind, slot;
+    int lo, hi;
+    int required, def, same_as;
+    const char *example;
+} attr_spec;
+
+enum { ATTR_MAX = 1 << 20 };
+static const attr_spec attrs[] = {
+    {MG_OP_CONV2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL},
+    {MG_OP_CONV2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL},
+    {MG_OP_CONV2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL},
+    {MG_OP_CONV2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL},
+    {MG_OP_MAX_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "max_pool2d(x, kernel=2)"},
+    {MG_OP_MAX_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL},
+    {MG_OP_MAX_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL},
+    {MG_OP_AVG_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "avg_pool2d(x, kernel=2)"},
+    {MG_OP_AVG_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL},
+    {MG_OP_AVG_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL},
+    {MG_OP_RESHAPE, "shape", ATTR_SHAPE, 0, 1, 0, 1, 0, -1, "reshape(x, shape=[128, -1])"},
+};
+enum { NATTRS = (int)(sizeof attrs / sizeof attrs[0]) };
+
+static const char *attr_list(mg_op op, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < NATTRS && k < n; i++)
+        if (attrs[i].op == op) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", attrs[i].name);
+    return buf;
+}
+
+/* The attributes of one call, as parsed: iattr slots and, for reshape, the target shape. */
+typedef struct call_attrs {
+    int iattr[MG_MAX_IATTR];
+    int given[NATTRS];
+    mg_shape shape;
+    int minus_one; /* index of the -1 in shape, or -1 */
+    mg_loc shape_loc;
+} call_attrs;
+
+/* IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]") inside the call of op */
+static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
+{
+    char name[128], buf[64], what[192], list[256];
+    const char *opn = mg_ops[op].name;
+    mg_loc loc = here(p);
+    if (expect_ident(p, "an attribute name", name, sizeof name)) return MG_ERR;
+    p->pos++; /* '=' */
+    int k = -1;
+    for (int i = 0; i < NATTRS; i++)
+        if (attrs[i].op == op && !strcmp(attrs[i].name, name)) k = i;
+    if (k < 0) {
+        if (!attr_list(op, list, sizeof list)[0])
+            return mg_diag_set(p->d, loc, "'%s' takes no attributes, got '%s'", opn, name);
+        const char *best = NULL;
+        int bestd = 3;
+        for (int i = 0; i < NATTRS; i++)
+            if (attrs[i].op == op && distance(name, attrs[i].name) < bestd) {
+                bestd = distance(name, attrs[i].name);
+                best = attrs[i].name;
+            }
+        if (best)
+            return mg_diag_set(p->d, loc, "unknown attribute '%s' of '%s' (did you mean '%s'?)", name, opn, best);
+        return mg_diag_set(p->d, loc, "unknown attribute '%s' of '%s'; its attributes are %s", name, opn, list);
+    }
+    const attr_spec *a = &attrs[k];
+    if (ca->given[k]) return mg_diag_set(p->d, loc, "attribute '%s' of '%s' given twice", name, opn);
+    ca->given[k] = 1;
+    snprintf(what, sizeof what, "attribute '%s' of '%s'", name, opn);
+    mg_loc vloc = here(p);
+    if (a->kind == ATTR_SHAPE) {
+        if (!is_punct(peek(p), '['))
+            return mg_diag_set(p->d, vloc, "%s must be a list of integers like [128, -1], got %s", what,
+                               describe(peek(p), buf, sizeof buf));
+        p->pos++;
+        ca->shape.rank = 0;
+        ca->minus_one = -1;
+        ca->shape_loc = vloc;
+        while (!is_punct(peek(p), ']')) {
+            mg_loc dloc = here(p);
+            int64_t v;
+            if (ca->shape.rank == MG_MAX_RANK)
+                return mg_diag_set(p->d, dloc, "%s has more than %d dimensions", what, MG_MAX_RANK);
+            if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+            if (v == -1) {
+                if (ca->minus_one >= 0)
+                    return mg_diag_set(p->d, dloc, "%s may contain -1 (the inferred dimension) only once", what);
+                ca->minus_one = ca->shape.rank;
+            } else if (v < 1)
+                return mg_diag_set(p->d, dloc, "%s needs positive dimensions (or one -1), got %lld", what, (long long)v);
+            ca->shape.dim[ca->shape.rank++] = v;
+            if (is_punct(peek(p), ',')) {
+                p->pos++;
+                continue;
+            }
+            if (!is_punct(peek(p), ']'))
+                return mg_diag_set(p->d, here(p), "expected ',' or ']' in %s, got %s", what,
+                                   describe(peek(p), buf, sizeof buf));
+        }
+        p->pos++;
+        return MG_OK;
+    }
+    if (is_punct(peek(p), '['))
+        return mg_diag_set(p->d, vloc, "%s must be an integer, got a list", what);
+    int64_t v;
+    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    if (v < a->lo) return mg_diag_set(p->d, vloc, "%s must be at least %d, got %lld", what, a->lo, (long long)v);
+    if (v > a->hi) return mg_diag_set(p->d, vloc, "%s must be at most %d, got %lld", what, a->hi, (long long)v);
+    ca->iattr[a->slot] = (int)v;
+    return MG_OK;
+}
+
+/* Fills defaults and reports a missing required attribute at the call. */
+static mg_status finish_attrs(parser *p, mg_op op, mg_loc loc, call_attrs *ca)
+{
+    for (int i = 0; i < NATTRS; i++) {
+        const attr_spec *a = &attrs[i];
+        if (a->op != op || ca->given[i]) continue;
+        if (a->required)
+            return mg_diag_set(p->d, loc, "'%s' needs the attribute '%s' (e.g. %s)", mg_ops[op].name, a->name,
+                               a->example);
+    }
+    for (int i = 0; i < NATTRS; i++) {
+        const attr_spec *a = &attrs[i];
+        if (a->op != op || ca->given[i] || a->same_as >= 0) continue;
+        ca->iattr[a->slot] = a->def;
+    }
+    for (int i = 0; i < NATTRS; i++) {
+        const attr_spec *a = &attrs[i];
+        if (a->op != op || ca->given[i] || a->same_as < 0) continue;
+        ca->iattr[a->slot] = ca->iattr[a->same_as];
+    }
+    return MG_OK;
+}
+
 static mg_status parse_expr(parser *p, ev *out);
 
 static const char *callable_list(char *buf, size_t n)
@@ -180,6 +487,161 @@ static const char *callable_list(char *buf, size_t n)
         if (mg_ops[i].callable) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", mg_ops[i].name);
     return buf;
 }
+
+static def_block *find_def(parser *p, const char *name)
+{
+    for (int i = 0; i < p->ndefs; i++)
+        if (!strcmp(p->defs[i].name, name)) return &p->defs[i];
+    return NULL;
+}
+
+static mg_status parse_stmt(parser *p);
+
+/* The number of earlier calls of def `name` under the current prefix (and counts this one). */
+static int next_call(parser *p, const char *name)
+{
+    char key[700];
+    snprintf(key, sizeof key, "%s%s", p->prefix, name);
+    for (int i = 0; i < p->ncalls; i++)
+        if (!strcmp(p->calls[i].key, key)) return p->calls[i].n++;
+    call_count *c = realloc(p->calls, (size_t)(p->ncalls + 1) * sizeof *c);
+    if (!c) abort();
+    p->calls = c;
+    c[p->ncalls].key = strdup(key);
+    if (!c[p->ncalls].key) abort();
+    c[p->ncalls].n = 1;
+    p->ncalls++;
+    return 0;
+}
+
+/* Appends " (in 'block' called at line N)" so an error in a body says which call it came from. */
+static mg_status in_call(parser *p, const def_block *db, mg_loc call)
+{
+    if (p->d) {
+        size_t k = strlen(p->d->msg);
+        snprintf(p->d->msg + k, sizeof p->d->msg - k, " (in '%s' called at line %d)", db->name, call.line);
+    }
+    return MG_ERR;
+}
+
+/* NAME "(" [ expr { "," expr } ] ")" where NAME is a def: binds the arguments in a new scope,
+ * parses the body once more and yields its return value. */
+static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
+{
+    char buf[64];
+    ev args[MAX_DEF_PARAMS];
+    int nargs = 0;
+    mg_loc aloc[MAX_DEF_PARAMS];
+    p->pos++; /* '(' */
+    if (!is_punct(peek(p), ')')) {
+        for (;;) {
+            mg_token *at = peek(p);
+            if (at->kind == MG_TOK_IDENT && is_punct(&p->toks.tok[p->pos + 1], '='))
+                return mg_diag_set(p->d, here(p), "'%s' is a def block: its arguments are positional, not "
+                                   "attributes", db->name);
+            if (nargs == MAX_DEF_PARAMS)
+                return mg_diag_set(p->d, here(p), "too many arguments to '%s'", db->name);
+            aloc[nargs] = here(p);
+            if (parse_expr(p, &args[nargs++])) return MG_ERR;
+            if (!is_punct(peek(p), ',')) break;
+            p->pos++;
+        }
+    }
+    if (expect_punct(p, ')', "to close the argument list")) return MG_ERR;
+    if (nargs != db->nparams) {
+        char list[512];
+        size_t k = 0;
+        list[0] = 0;
+        for (int i = 0; i < db->nparams && k < sizeof list; i++)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", db->params[i]);
+        return mg_diag_set(p->d, loc, "'%s' takes %d argument%s (%s), got %d", db->name, db->nparams,
+                           db->nparams == 1 ? "" : "s", list, nargs);
+    }
+    if (db->active)
+        return mg_diag_set(p->d, loc, "recursive call of '%s' (a def block may not call itself, directly or "
+                           "through other blocks)", db->name);
+    if (p->def_depth == MAX_DEF_DEPTH)
+        return mg_diag_set(p->d, loc, "def blocks nested deeper than %d", MAX_DEF_DEPTH);
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].lit && args[i].val != (double)(int64_t)args[i].val)
+            return mg_diag_set(p->d, aloc[i], "argument '%s' of '%s' must be a tensor or an integer, got %g",
+                               db->params[i], db->name, args[i].val);
+        constant *c = NULL;
+        for (int j = 0; j < p->nglobal; j++)
+            if (!strcmp(p->consts[j].name, db->params[i])) c = &p->consts[j];
+        if (c)
+            return mg_diag_set(p->d, db->param_loc[i], "parameter '%s' of '%s' has the name of the constant "
+                               "defined at line %d", db->params[i], db->name, c->loc.line);
+    }
+    /* the new scope: saved state is restored on return */
+    int k = next_call(p, db->name);
+    binding *saved_syms = p->syms;
+    int saved_n = p->nsyms, saved_cap = p->capsyms, saved_nconsts = p->nconsts, saved_pos = p->pos;
+    int saved_base = p->const_base;
+    int saved_repeat = p->repeat_depth, saved_returned = p->returned;
+    ev saved_ret = p->ret;
+    char saved_suffix[sizeof p->suffix], saved_prefix[sizeof p->prefix];
+    memcpy(saved_suffix, p->suffix, sizeof saved_suffix);
+    memcpy(saved_prefix, p->prefix, sizeof saved_prefix);
+    size_t pl = strlen(p->prefix);
+    snprintf(p->prefix + pl, sizeof p->prefix - pl, "%s.%d.", db->name, k);
+    p->suffix[0] = 0;
+    p->syms = NULL;
+    p->nsyms = p->capsyms = 0;
+    p->repeat_depth = 0;
+    p->returned = 0;
+    p->const_base = p->nconsts; /* the caller's integer arguments are not visible */
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].lit) {
+            constant *cs = realloc(p->consts, (size_t)(p->nconsts + 1) * sizeof *cs);
+            if (!cs) abort();
+            p->consts = cs;
+            cs[p->nconsts++] = (constant){db->params[i], (int64_t)args[i].val, db->param_loc[i]};
+        } else {
+            bind(p, db->params[i], args[i].node, db->param_loc[i]);
+        }
+    }
+    db->active = 1;
+    p->def_depth++;
+    mg_status st = MG_OK;
+    p->pos = db->body;
+    while (st == MG_OK && p->pos < db->close) {
+        if (peek(p)->kind == MG_TOK_NEWLINE) {
+            p->pos++;
+            continue;
+        }
+        if (p->returned) {
+            st = mg_diag_set(p->d, here(p), "statement after 'return' in '%s' (return comes last)", db->name);
+            break;
+        }
+        st = parse_stmt(p);
+    }
+    if (st == MG_OK && p->pos != db->close)
+        st = mg_diag_set(p->d, here(p), "expected '}' to close the def block, got %s", describe(peek(p), buf, sizeof buf));
+    if (st == MG_OK && !p->returned)
+        st = mg_diag_set(p->d, (mg_loc){p->file, p->toks.tok[db->close].line, p->toks.tok[db->close].col},
+                         "'%s' ends without 'return VALUE'", db->name);
+    if (st != MG_OK) in_call(p, db, loc);
+    *out = p->ret;
+    out->loc = loc;
+    p->def_depth--;
+    db->active = 0;
+    free(p->syms);
+    p->syms = saved_syms;
+    p->nsyms = saved_n;
+    p->capsyms = saved_cap;
+    p->nconsts = saved_nconsts;
+    p->const_base = saved_base;
+    p->pos = saved_pos;
+    p->repeat_depth = saved_repeat;
+    p->returned = saved_returned;
+    p->ret = saved_ret;
+    memcpy(p->suffix, saved_suffix, sizeof saved_suffix);
+    memcpy(p->prefix, saved_prefix, sizeof saved_prefix);
+    return st;
+}
+
+static mg_status parse_expr(parser *p, ev *out);
 
 /* primary = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")" */
 static mg_status parse_primary(parser *p, ev *out)
@@ -204,6 +666,8 @@ static mg_status parse_primary(parser *p, ev *out)
         return mg_diag_set(p->d, loc, "expected an expression, got %s", describe(t, buf, sizeof buf));
     if (expect_ident(p, "a name", name, sizeof name)) return MG_ERR;
     if (is_punct(peek(p), '(')) {
+        def_block *db = find_def(p, name);
+        if (db) return call_def(p, db, loc, out);
         int op = -1;
         for (int i = 0; i < MG_OP_COUNT; i++)
             if (mg_ops[i].callable && !strcmp(mg_ops[i].name, name)) op = i;
@@ -216,6 +680,11 @@ static mg_status parse_primary(parser *p, ev *out)
                     bestd = distance(name, mg_ops[i].name);
                     best = mg_ops[i].name;
                 }
+            for (int i = 0; i < p->ndefs; i++)
+                if (distance(name, p->defs[i].name) < bestd) {
+                    bestd = distance(name, p->defs[i].name);
+                    best = p->defs[i].name;
+                }
             if (best)
                 return mg_diag_set(p->d, loc, "unknown function '%s' (did you mean '%s'?)", name, best);
             return mg_diag_set(p->d, loc, "unknown function '%s'; known functions: %s", name,
@@ -223,12 +692,23 @@ static mg_status parse_primary(parser *p, ev *out)
         }
         p->pos++;
         ev args[MG_MAX_INPUTS];
-        int nargs = 0;
+        int nargs = 0, nattrs = 0;
+        call_attrs ca;
+        memset(&ca, 0, sizeof ca);
         if (!is_punct(peek(p), ')')) {
             for (;;) {
-                if (nargs == MG_MAX_INPUTS)
-                    return mg_diag_set(p->d, here(p), "too many arguments to '%s'", name);
-                if (parse_expr(p, &args[nargs++])) return MG_ERR;
+                mg_token *at = peek(p);
+                if (at->kind == MG_TOK_IDENT && is_punct(&p->toks.tok[p->pos + 1], '=')) {
+                    if (parse_attr(p, (mg_op)op, &ca)) return MG_ERR;
+                    nattrs++;
+                } else {
+                    if (nattrs)
+                        return mg_diag_set(p->d, here(p), "positional argument after an attribute in the call "
+                                           "of '%s' (attributes come last)", name);
+                    if (nargs == MG_MAX_INPUTS)
+                        return mg_diag_set(p->d, here(p), "too many arguments to '%s'", name);
+                    if (parse_expr(p, &args[nargs++])) return MG_ERR;
+                }
                 if (!is_punct(peek(p), ',')) break;
                 p->pos++;
             }
@@ -237,14 +717,39 @@ static mg_status parse_primary(parser *p, ev *out)
         if (nargs != mg_ops[op].ninputs)
             return mg_diag_set(p->d, loc, "'%s' takes %d argument%s, got %d", name, mg_ops[op].ninputs,
                                mg_ops[op].ninputs == 1 ? "" : "s", nargs);
+        if (finish_attrs(p, (mg_op)op, loc, &ca)) return MG_ERR;
         mg_dtype dt = MG_F32;
         for (int i = 0; i < nargs; i++)
             if (!args[i].lit) dt = p->g->nodes[args[i].node].type.dtype == MG_I32 ? dt : p->g->nodes[args[i].node].type.dtype;
         int in[MG_MAX_INPUTS];
         for (int i = 0; i < nargs; i++) in[i] = materialize(p, args[i], dt);
         if (check_size(p, loc)) return MG_ERR;
-        out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, NULL, 1.0, loc, p->d);
+        if (op == MG_OP_RESHAPE) {
+            /* resolve the -1 against the operand's element count */
+            char sa[128];
+            const mg_shape *xs = &p->g->nodes[in[0]].type.shape;
+            int64_t have = mg_shape_numel(xs), known = 1;
+            for (int i = 0; i < ca.shape.rank; i++)
+                if (i != ca.minus_one) known *= ca.shape.dim[i];
+            if (ca.minus_one >= 0) {
+                if (have % known)
+                    return mg_diag_set(p->d, ca.shape_loc, "cannot reshape %s (%lld elements) to a shape with "
+                                       "%lld elements per -1 entry: %lld is not a multiple of %lld",
+                                       mg_shape_str(xs, sa, sizeof sa), (long long)have, (long long)known,
+                                       (long long)have, (long long)known);
+                ca.shape.dim[ca.minus_one] = have / known;
+            }
+            out->node = mg_graph_add_shaped(p->g, MG_OP_RESHAPE, 1, in, NULL, 1.0, &ca.shape, loc, p->d);
+            return out->node < 0 ? MG_ERR : MG_OK;
+        }
+        out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, 1.0, loc, p->d);
         return out->node < 0 ? MG_ERR : MG_OK;
+    }
+    constant *cst = find_const(p, name);
+    if (cst) {
+        out->lit = 1;
+        out->val = (double)cst->val;
+        return MG_OK;
     }
     binding *b = lookup(p, name);
     if (!b) {
@@ -350,19 +855,24 @@ static mg_status parse_type(parser *p, mg_type *t)
     double numel = 1;
     while (!is_punct(peek(p), ']')) {
         tk = peek(p);
-        if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1)
-            return mg_diag_set(p->d, here(p), "expected a positive integer dimension, got %s",
+        mg_loc dloc = here(p);
+        /* a literal is checked as written; an expression of constants by its value */
+        if ((tk->kind == MG_TOK_NUMBER && (!tk->is_int || tk->num < 1)) ||
+            (tk->kind != MG_TOK_NUMBER && tk->kind != MG_TOK_IDENT && !is_punct(tk, '(')))
+            return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %s",
                                describe(tk, buf, sizeof buf));
-        if (tk->num > 1e12)
-            return mg_diag_set(p->d, here(p), "dimension %s is too large (at most 10^12)",
-                               describe(tk, buf, sizeof buf));
+        int64_t v;
+        if (parse_iexpr(p, &v, "a dimension", 0)) return MG_ERR;
+        if (v < 1)
+            return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %lld", (long long)v);
+        if (v > 1000000000000LL)
+            return mg_diag_set(p->d, dloc, "dimension %lld is too large (at most 10^12)", (long long)v);
         if (t->shape.rank == MG_MAX_RANK)
-            return mg_diag_set(p->d, here(p), "more than %d dimensions", MG_MAX_RANK);
-        t->shape.dim[t->shape.rank++] = (int64_t)tk->num;
-        numel *= tk->num;
+            return mg_diag_set(p->d, dloc, "more than %d dimensions", MG_MAX_RANK);
+        t->shape.dim[t->shape.rank++] = v;
+        numel *= (double)v;
         if (numel > (double)(1LL << 40))
-            return mg_diag_set(p->d, here(p), "tensor too large (more than 2^40 elements)");
-        p->pos++;
+            return mg_diag_set(p->d, dloc, "tensor too large (more than 2^40 elements)");
         if (is_punct(peek(p), ',')) {
             p->pos++;
             continue;
@@ -377,13 +887,15 @@ static mg_status parse_type(parser *p, mg_type *t)
 
 static mg_status declare(parser *p, mg_op op)
 {
-    char name[128], full[400];
+    char name[128], full[1024];
     mg_loc kw = here(p);
     p->pos++;
     mg_loc loc = here(p);
     if (expect_ident(p, op == MG_OP_INPUT ? "an input name" : "a parameter name", name, sizeof name))
         return MG_ERR;
-    snprintf(full, sizeof full, "%s%s", name, op == MG_OP_PARAM ? p->suffix : "");
+    if (not_const(p, name, loc)) return MG_ERR;
+    if (op == MG_OP_PARAM) snprintf(full, sizeof full, "%s%s%s", p->prefix, name, p->suffix);
+    else snprintf(full, sizeof full, "%s", name);
     mg_graph *g = p->g;
     for (int i = 0; i < g->ninputs + g->nparams; i++) {
         const mg_node *o = &g->nodes[i < g->ninputs ? g->inputs[i] : g->params[i - g->ninputs]];
@@ -458,14 +970,18 @@ static mg_status parse_repeat(parser *p)
     mg_loc kw = here(p);
     p->pos++;
     mg_token *tk = peek(p);
-    if (tk->kind != MG_TOK_NUMBER || !tk->is_int || tk->num < 1)
-        return mg_diag_set(p->d, here(p), "expected a repeat count (a positive integer), got %s",
+    mg_loc cloc = here(p);
+    if ((tk->kind == MG_TOK_NUMBER && (!tk->is_int || tk->num < 1)) ||
+        (tk->kind != MG_TOK_NUMBER && tk->kind != MG_TOK_IDENT && !is_punct(tk, '(')))
+        return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %s",
                            describe(tk, buf, sizeof buf));
-    if (tk->num > 1e6)
-        return mg_diag_set(p->d, here(p), "repeat count %s is too large (at most 1000000)",
-                           describe(tk, buf, sizeof buf));
-    int count = (int)tk->num;
-    p->pos++;
+    int64_t cnt;
+    if (parse_iexpr(p, &cnt, "a repeat count", 0)) return MG_ERR;
+    if (cnt < 1)
+        return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %lld", (long long)cnt);
+    if (cnt > 1000000)
+        return mg_diag_set(p->d, cloc, "repeat count %lld is too large (at most 1000000)", (long long)cnt);
+    int count = (int)cnt;
     if (expect_punct(p, '{', "to open the repeated block")) return MG_ERR;
     if (p->repeat_depth == MAX_REPEAT_DEPTH)
         return mg_diag_set(p->d, kw, "repeat blocks nested deeper than %d", MAX_REPEAT_DEPTH);
@@ -495,6 +1011,92 @@ static mg_status parse_repeat(parser *p)
     return expect_end(p);
 }
 
+/* "const" IDENT "=" iexpr */
+static mg_status parse_const(parser *p)
+{
+    char name[128], what[192];
+    p->pos++;
+    mg_loc loc = here(p);
+    if (expect_ident(p, "a constant name", name, sizeof name)) return MG_ERR;
+    constant *c = find_const(p, name);
+    if (c) return mg_diag_set(p->d, loc, "constant '%s' is already defined (at line %d)", name, c->loc.line);
+    binding *b = lookup(p, name);
+    if (b) return mg_diag_set(p->d, loc, "'%s' already names a tensor (bound at line %d)", name, b->loc.line);
+    if (expect_punct(p, '=', "after the constant's name")) return MG_ERR;
+    snprintf(what, sizeof what, "constant '%s'", name);
+    int64_t v;
+    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    constant *cs = realloc(p->consts, (size_t)(p->nconsts + 1) * sizeof *cs);
+    if (!cs) abort();
+    p->consts = cs;
+    cs[p->nconsts++] = (constant){mg_graph_intern(p->g, name), v, loc};
+    p->nglobal = p->const_base = p->nconsts; /* constants are only defined at the top level */
+    return expect_end(p);
+}
+
+/* "def" IDENT "(" [ IDENT { "," IDENT } ] ")" "{" ... "}" — stored, parsed at each call */
+static mg_status parse_def(parser *p)
+{
+    char name[128], pname[128];
+    mg_loc kw = here(p);
+    p->pos++;
+    mg_loc loc = here(p);
+    if (expect_ident(p, "the block's name", name, sizeof name)) return MG_ERR;
+    for (int i = 0; i < MG_OP_COUNT; i++)
+        if (mg_ops[i].callable && !strcmp(mg_ops[i].name, name))
+            return mg_diag_set(p->d, loc, "'%s' is a built-in function; choose another name for the block", name);
+    def_block *old = find_def(p, name);
+    if (old) return mg_diag_set(p->d, loc, "def block '%s' is already defined (at line %d)", name, old->loc.line);
+    def_block db;
+    memset(&db, 0, sizeof db);
+    db.name = mg_graph_intern(p->g, name);
+    db.loc = loc;
+    if (expect_punct(p, '(', "after the block's name (def NAME(ARGS) { ... })")) return MG_ERR;
+    if (!is_punct(peek(p), ')')) {
+        for (;;) {
+            mg_loc ploc = here(p);
+            if (expect_ident(p, "an argument name", pname, sizeof pname)) return MG_ERR;
+            for (int i = 0; i < db.nparams; i++)
+                if (!strcmp(db.params[i], pname))
+                    return mg_diag_set(p->d, ploc, "argument '%s' of '%s' named twice", pname, name);
+            if (db.nparams == MAX_DEF_PARAMS)
+                return mg_diag_set(p->d, ploc, "more than %d arguments", MAX_DEF_PARAMS);
+            db.param_loc[db.nparams] = ploc;
+            db.params[db.nparams++] = mg_graph_intern(p->g, pname);
+            if (!is_punct(peek(p), ',')) break;
+            p->pos++;
+        }
+    }
+    if (expect_punct(p, ')', "to close the argument list") || expect_punct(p, '{', "to open the block's body"))
+        return MG_ERR;
+    int depth = 1, close = -1;
+    for (int i = p->pos; i < p->toks.n && close < 0; i++) {
+        if (is_punct(&p->toks.tok[i], '{')) depth++;
+        if (is_punct(&p->toks.tok[i], '}') && --depth == 0) close = i;
+    }
+    if (close < 0) return mg_diag_set(p->d, kw, "'def' block is never closed with '}'");
+    db.body = p->pos;
+    db.close = close;
+    def_block *ds = realloc(p->defs, (size_t)(p->ndefs + 1) * sizeof *ds);
+    if (!ds) abort();
+    p->defs = ds;
+    ds[p->ndefs++] = db;
+    p->pos = close + 1;
+    return expect_end(p);
+}
+
+/* "return" expr — the value of the def call; the body's last statement */
+static mg_status parse_return(parser *p)
+{
+    mg_loc loc = here(p);
+    if (!p->def_depth) return mg_diag_set(p->d, loc, "'return' outside a def block");
+    if (p->repeat_depth) return mg_diag_set(p->d, loc, "'return' inside a repeat block (return comes last in the def body)");
+    p->pos++;
+    if (parse_expr(p, &p->ret)) return MG_ERR;
+    p->returned = 1;
+    return expect_end(p);
+}
+
 static mg_status parse_stmt(parser *p)
 {
     char buf[64], name[128];
@@ -503,15 +1105,21 @@ static mg_status parse_stmt(parser *p)
     mg_loc loc = here(p);
     int in_repeat = p->repeat_depth > 0;
     if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
-                                    is_word(t, "minimize")) &&
+                                    is_word(t, "minimize") || is_word(t, "const")) &&
         in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
         return mg_diag_set(p->d, loc, "'%.*s' is not allowed inside a repeat block", t->len, t->start);
+    if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
+                                    is_word(t, "minimize") || is_word(t, "const") || is_word(t, "def")) &&
+        p->def_depth && !is_punct(&p->toks.tok[p->pos + 1], '='))
+        return mg_diag_set(p->d, loc, "'%.*s' is not allowed inside a def block", t->len, t->start);
+    if (is_word(t, "def") && in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
+        return mg_diag_set(p->d, loc, "'def' is not allowed inside a repeat block");
     if (!g->model_name && !is_word(t, "model"))
         return mg_diag_set(p->d, loc, "expected 'model NAME' as the first statement, got %s",
                            describe(t, buf, sizeof buf));
     if (t->kind == MG_TOK_IDENT && is_punct(&p->toks.tok[p->pos + 1], '=')) {
         /* IDENT "=" expr */
-        if (expect_ident(p, "a name", name, sizeof name)) return MG_ERR;
+        if (expect_ident(p, "a name", name, sizeof name) || not_const(p, name, loc)) return MG_ERR;
         p->pos++;
         ev v;
         if (parse_expr(p, &v)) return MG_ERR;
@@ -530,6 +1138,9 @@ static mg_status parse_stmt(parser *p)
         p->model_loc = loc;
         return expect_end(p);
     }
+    if (is_word(t, "const")) return parse_const(p);
+    if (is_word(t, "def")) return parse_def(p);
+    if (is_word(t, "return")) return parse_return(p);
     if (is_word(t, "input")) return declare(p, MG_OP_INPUT);
     if (is_word(t, "param")) return declare(p, MG_OP_PARAM);
     if (is_word(t, "repeat")) return parse_repeat(p);
@@ -575,8 +1186,8 @@ static mg_status parse_stmt(parser *p)
         p->minimize_loc = loc;
         return expect_end(p);
     }
-    return mg_diag_set(p->d, loc, "expected a statement (model, input, param, output, minimize, "
-                       "repeat, or NAME = expression), got %s", describe(t, buf, sizeof buf));
+    return mg_diag_set(p->d, loc, "expected a statement (model, const, input, param, output, minimize, "
+                       "repeat, def, or NAME = expression), got %s", describe(t, buf, sizeof buf));
 }
 
 mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out, mg_diag *d)
@@ -611,6 +1222,10 @@ mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out
     }
     free(p.toks.tok);
     free(p.syms);
+    free(p.consts);
+    free(p.defs);
+    for (int i = 0; i < p.ncalls; i++) free(p.calls[i].key);
+    free(p.calls);
     if (st != MG_OK) {
         /* locations in d point into the graph's copy of the file name: keep it valid */
         if (d) d->loc.file = file;

@@ -7,6 +7,7 @@
 #ifndef MG_PLAN_H
 #define MG_PLAN_H
 #include "budget.h"
+#include "conv.h"
 #include "ir.h"
 
 enum { MG_ALIGN = 64 }; /* every buffer and parameter starts on a cache line */
@@ -205,4 +206,8 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
 
 /* GEMM scratch bytes for a matmul node (the kernels' contract). */
 int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node);
+/* Kernel scratch bytes of any node (GEMM packing, im2col patches), 0 for kernels without. */
+int64_t mg_node_scratch_bytes(const mg_graph *g, int node);
+/* The kernel geometry of a conv2d, conv2d_grad_input or conv2d_grad_weight node. */
+mgk_conv_geom mg_conv_geom(const mg_graph *g, int node);
 #endif

@@ -126,7 +126,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
         if (is_leaf(nd->op) || !needed[i]) continue;
         p->target[i] = 1;
         p->cost[i] = mg_node_flops(g, i);
-        if (nd->op == MG_OP_MATMUL) p->scratch[i] = mg_matmul_scratch_bytes(g, i);
+        p->scratch[i] = mg_node_scratch_bytes(g, i);
         if (p->home[i].mem == MG_MEM_NONE) p->bytes[i] = align_up((int64_t)mg_node_bytes(g, i));
         p->evictable[i] = p->bytes[i] && i < g->nforward && !p->keep_to_end[i];
     }

@@ -17,6 +17,28 @@ double mg_node_flops(const mg_graph *g, int id)
         double k = (double)(n->iattr[0] ? a->dim[0] : a->dim[1]);
         return 2.0 * out * k;
     }
+    case MG_OP_CONV2D: { /* 2 * out * (C_in/groups * kh * kw) */
+        const mg_shape *w = &g->nodes[n->in[1]].type.shape;
+        return 2.0 * out * (double)(w->dim[1] * w->dim[2] * w->dim[3]);
+    }
+    case MG_OP_CONV2D_GRAD_INPUT: { /* as the forward: 2 * dy * (C_in/groups * kh * kw) */
+        const mg_shape *w = &g->nodes[n->in[1]].type.shape;
+        return 2.0 * in0 * (double)(w->dim[1] * w->dim[2] * w->dim[3]);
+    }
+    case MG_OP_CONV2D_GRAD_WEIGHT: { /* 2 * dw * N * OH * OW */
+        const mg_shape *dy = &g->nodes[n->in[1]].type.shape;
+        return 2.0 * out * (double)(dy->dim[0] * dy->dim[2] * dy->dim[3]);
+    }
+    case MG_OP_MAX_POOL2D:
+    case MG_OP_AVG_POOL2D: return out * (double)n->iattr[0] * (double)n->iattr[0];
+    case MG_OP_MAX_POOL2D_GRAD:
+    case MG_OP_AVG_POOL2D_GRAD: {
+        const mg_shape *dy = &g->nodes[n->in[n->ninputs - 1]].type.shape;
+        return (double)mg_shape_numel(dy) * (double)n->iattr[0] * (double)n->iattr[0];
+    }
+    case MG_OP_GLOBAL_AVG_POOL: return in0;
+    case MG_OP_RESHAPE:
+    case MG_OP_FLATTEN: return 0;
     case MG_OP_TANH:
     case MG_OP_SIGMOID:
     case MG_OP_EXP:

@@ -86,14 +86,20 @@ int mg_graph_add(mg_graph *g, mg_op op, int ninputs, const int *in, mg_loc loc)
     return g->n++;
 }
 
-int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int iattr[2],
+int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int *iattr,
                     double fattr, mg_loc loc, mg_diag *d)
 {
+    return mg_graph_add_shaped(g, op, ninputs, in, iattr, fattr, NULL, loc, d);
+}
+
+int mg_graph_add_shaped(mg_graph *g, mg_op op, int ninputs, const int *in, const int *iattr,
+                        double fattr, const mg_shape *shape, mg_loc loc, mg_diag *d)
+{
+    mg_shape want = {0};
+    if (shape) want = *shape; /* shape may point into the node array, which the add can move */
     int id = mg_graph_add(g, op, ninputs, in, loc);
-    if (iattr) {
-        g->nodes[id].iattr[0] = iattr[0];
-        g->nodes[id].iattr[1] = iattr[1];
-    }
+    if (iattr) memcpy(g->nodes[id].iattr, iattr, sizeof g->nodes[id].iattr);
+    if (shape) g->nodes[id].type.shape = want;
     g->nodes[id].fattr = fattr;
     if (mg_infer_type(g, id, d) != MG_OK) {
         g->n--; /* drop the ill-typed node */

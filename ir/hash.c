@@ -44,8 +44,14 @@ uint64_t mg_graph_hash(const mg_graph *g)
         put_u64(st, (uint64_t)nd->type.dtype);
         put_u64(st, (uint64_t)nd->type.shape.rank);
         for (int k = 0; k < nd->type.shape.rank; k++) put_u64(st, (uint64_t)nd->type.shape.dim[k]);
+        /* every attribute; slots 2.. only when one is set, so that models without such
+         * attributes keep the hash (and parameter files) they had before those slots existed */
         put_u64(st, (uint64_t)(int64_t)nd->iattr[0]);
         put_u64(st, (uint64_t)(int64_t)nd->iattr[1]);
+        int more = 0;
+        for (int k = 2; k < MG_MAX_IATTR; k++) more |= nd->iattr[k] != 0;
+        if (more)
+            for (int k = 2; k < MG_MAX_IATTR; k++) put_u64(st, (uint64_t)(int64_t)nd->iattr[k]);
         put_f64(st, nd->fattr);
         if (nd->op == MG_OP_INPUT || nd->op == MG_OP_PARAM) {
             put_str(st, nd->name);

@@ -14,7 +14,7 @@
 /* Codes match the generated headers' MG_F32/MG_F64/MG_I32. */
 typedef enum { MG_F32 = 0, MG_F64 = 1, MG_I32 = 2 } mg_dtype;
 
-enum { MG_MAX_RANK = 8, MG_MAX_INPUTS = 4 };
+enum { MG_MAX_RANK = 8, MG_MAX_INPUTS = 4, MG_MAX_IATTR = 8 };
 
 typedef struct mg_shape {
     int rank;
@@ -68,7 +68,7 @@ typedef struct mg_node {
     int ninputs;
     int in[MG_MAX_INPUTS];
     mg_type type;
-    int iattr[2];
+    int iattr[MG_MAX_IATTR]; /* integer attributes; their meaning per op is in ops.def */
     double fattr;
     const char *name; /* the user's name for this value, or NULL; owned by the graph */
     mg_loc loc;
@@ -104,9 +104,15 @@ void mg_graph_free(mg_graph *g);
 const char *mg_graph_intern(mg_graph *g, const char *s);
 /* Appends a node (inputs must already exist); returns its id. The type is left zeroed. */
 int mg_graph_add(mg_graph *g, mg_op op, int ninputs, const int *in, mg_loc loc);
-/* Appends a node and infers its type; on a shape/dtype error fills d and returns -1. */
-int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int iattr[2],
+/* Appends a node and infers its type; on a shape/dtype error fills d and returns -1.
+ * iattr is NULL (all zero) or MG_MAX_IATTR integers. */
+int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int *iattr,
                     double fattr, mg_loc loc, mg_diag *d);
+/* Like mg_graph_add_op for ops whose result shape is given by their creator rather than
+ * inferred (broadcast, sum_to, reshape, the gradients of conv2d and avg_pool2d): inference
+ * checks that shape against the operands. */
+int mg_graph_add_shaped(mg_graph *g, mg_op op, int ninputs, const int *in, const int *iattr,
+                        double fattr, const mg_shape *shape, mg_loc loc, mg_diag *d);
 
 /* shape.c */
 size_t mg_dtype_size(mg_dtype t);
@@ -120,6 +126,8 @@ int mg_shape_broadcast(const mg_shape *a, const mg_shape *b, mg_shape *out);
 /* Infers the result type of node id (its inputs typed already); fills d on error. */
 mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d);
 size_t mg_node_bytes(const mg_graph *g, int id);
+/* Output extent of a convolution or pooling window along one axis (< 1 if none fits). */
+int64_t mg_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil);
 /* cost.c: floating-point operations one evaluation of node id performs. */
 double mg_node_flops(const mg_graph *g, int id);
 

@@ -91,6 +91,74 @@ static mg_status same_shape(const mg_node *n, const mg_type *a, const mg_type *b
     return MG_OK;
 }
 
+int64_t mg_window_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil)
+{
+    if (stride < 1) return 0;
+    int64_t span = dil * (k - 1) + 1, room = in + 2 * pad - span;
+    return room < 0 ? 0 : room / stride + 1;
+}
+
+/* The result shape of conv2d over input x and weight w (iattr: stride, pad, dilation, groups). */
+static mg_status conv_shape(const mg_node *n, const mg_shape *x, const mg_shape *w, mg_shape *out,
+                            mg_diag *d)
+{
+    char sa[128], sb[128];
+    int stride = n->iattr[0], pad = n->iattr[1], dil = n->iattr[2], groups = n->iattr[3];
+    if (x->rank != 4)
+        return mg_diag_set(d, n->loc, "conv2d needs an input of shape [N,C,H,W], got %s",
+                           mg_shape_str(x, sa, sizeof sa));
+    if (w->rank != 4)
+        return mg_diag_set(d, n->loc, "conv2d needs a weight of shape [C_out,C_in/groups,kh,kw], got %s",
+                           mg_shape_str(w, sa, sizeof sa));
+    if (stride < 1 || pad < 0 || dil < 1 || groups < 1)
+        return mg_diag_set(d, n->loc, "conv2d attributes out of range (stride %d, pad %d, dilation %d, groups %d)",
+                           stride, pad, dil, groups);
+    if (x->dim[1] % groups || w->dim[0] % groups)
+        return mg_diag_set(d, n->loc, "conv2d groups=%d must divide the input channels (%lld) and the output "
+                           "channels (%lld)", groups, (long long)x->dim[1], (long long)w->dim[0]);
+    if (w->dim[1] != x->dim[1] / groups)
+        return mg_diag_set(d, n->loc, "conv2d weight %s needs %lld input channels per group (input %s, groups=%d), "
+                           "got %lld", mg_shape_str(w, sa, sizeof sa), (long long)(x->dim[1] / groups),
+                           mg_shape_str(x, sb, sizeof sb), groups, (long long)w->dim[1]);
+    int64_t oh = mg_window_out(x->dim[2], w->dim[2], stride, pad, dil);
+    int64_t ow = mg_window_out(x->dim[3], w->dim[3], stride, pad, dil);
+    if (oh < 1 || ow < 1)
+        return mg_diag_set(d, n->loc, "conv2d kernel %lldx%lld (dilation %d) does not fit the input %s padded by %d",
+                           (long long)w->dim[2], (long long)w->dim[3], dil, mg_shape_str(x, sa, sizeof sa), pad);
+    *out = (mg_shape){4, {x->dim[0], w->dim[0], oh, ow}};
+    return MG_OK;
+}
+
+/* The result shape of a pooling op over x (iattr: kernel, stride, pad). */
+static mg_status pool_shape(const mg_node *n, const char *op, const mg_shape *x, mg_shape *out, mg_diag *d)
+{
+    char sa[128];
+    int k = n->iattr[0], stride = n->iattr[1], pad = n->iattr[2];
+    if (x->rank != 4)
+        return mg_diag_set(d, n->loc, "%s needs an input of shape [N,C,H,W], got %s", op,
+                           mg_shape_str(x, sa, sizeof sa));
+    if (k < 1 || stride < 1 || pad < 0)
+        return mg_diag_set(d, n->loc, "%s attributes out of range (kernel %d, stride %d, pad %d)", op, k, stride, pad);
+    if (2 * pad > k)
+        return mg_diag_set(d, n->loc, "%s pad=%d is more than half the kernel (%d)", op, pad, k);
+    int64_t oh = mg_window_out(x->dim[2], k, stride, pad, 1), ow = mg_window_out(x->dim[3], k, stride, pad, 1);
+    if (oh < 1 || ow < 1)
+        return mg_diag_set(d, n->loc, "%s kernel %d does not fit the input %s padded by %d", op, k,
+                           mg_shape_str(x, sa, sizeof sa), pad);
+    *out = (mg_shape){4, {x->dim[0], x->dim[1], oh, ow}};
+    return MG_OK;
+}
+
+/* A gradient op's upstream gradient must have the shape the forward op produced. */
+static mg_status grad_matches(const mg_node *n, const mg_shape *want, const mg_shape *dy, mg_diag *d)
+{
+    char sa[128], sb[128];
+    if (!mg_shape_eq(want, dy))
+        return mg_diag_set(d, n->loc, "'%s' got an upstream gradient of shape %s, expected %s", opname(n),
+                           mg_shape_str(dy, sa, sizeof sa), mg_shape_str(want, sb, sizeof sb));
+    return MG_OK;
+}
+
 mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
 {
     mg_node *n = &g->nodes[id];
@@ -212,6 +280,74 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r.shape = n->type.shape;
         break;
     }
+    case MG_OP_CONV2D:
+        if (need_float(n, t[0], "input", d) || need_float(n, t[1], "weight", d) || same_dtype(n, t[0], t[1], d) ||
+            conv_shape(n, &t[0]->shape, &t[1]->shape, &r.shape, d))
+            return MG_ERR;
+        r.dtype = t[0]->dtype;
+        break;
+    case MG_OP_CONV2D_GRAD_INPUT: { /* (dy, w), x's shape preset */
+        mg_shape y;
+        if (same_dtype(n, t[0], t[1], d) || conv_shape(n, &n->type.shape, &t[1]->shape, &y, d) ||
+            grad_matches(n, &y, &t[0]->shape, d))
+            return MG_ERR;
+        r.dtype = t[0]->dtype;
+        r.shape = n->type.shape;
+        break;
+    }
+    case MG_OP_CONV2D_GRAD_WEIGHT: { /* (x, dy), w's shape preset */
+        mg_shape y;
+        if (same_dtype(n, t[0], t[1], d) || conv_shape(n, &t[0]->shape, &n->type.shape, &y, d) ||
+            grad_matches(n, &y, &t[1]->shape, d))
+            return MG_ERR;
+        r.dtype = t[0]->dtype;
+        r.shape = n->type.shape;
+        break;
+    }
+    case MG_OP_MAX_POOL2D:
+    case MG_OP_AVG_POOL2D:
+        if (need_float(n, t[0], "input", d) || pool_shape(n, opname(n), &t[0]->shape, &r.shape, d)) return MG_ERR;
+        r.dtype = t[0]->dtype;
+        break;
+    case MG_OP_MAX_POOL2D_GRAD: { /* (x, dy) */
+        mg_shape y;
+        if (same_dtype(n, t[0], t[1], d) || pool_shape(n, "max_pool2d", &t[0]->shape, &y, d) ||
+            grad_matches(n, &y, &t[1]->shape, d))
+            return MG_ERR;
+        r = *t[0];
+        break;
+    }
+    case MG_OP_AVG_POOL2D_GRAD: { /* dy, x's shape preset */
+        mg_shape y;
+        if (pool_shape(n, "avg_pool2d", &n->type.shape, &y, d) || grad_matches(n, &y, &t[0]->shape, d))
+            return MG_ERR;
+        r.dtype = t[0]->dtype;
+        r.shape = n->type.shape;
+        break;
+    }
+    case MG_OP_GLOBAL_AVG_POOL:
+        if (need_float(n, t[0], "input", d)) return MG_ERR;
+        if (t[0]->shape.rank != 4)
+            return mg_diag_set(d, n->loc, "global_avg_pool needs an input of shape [N,C,H,W], got %s",
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa));
+        r.dtype = t[0]->dtype;
+        r.shape = (mg_shape){2, {t[0]->shape.dim[0], t[0]->shape.dim[1]}};
+        break;
+    case MG_OP_RESHAPE:
+        if (mg_shape_numel(&n->type.shape) != mg_shape_numel(&t[0]->shape))
+            return mg_diag_set(d, n->loc, "cannot reshape %s (%lld elements) to %s (%lld elements)",
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa), (long long)mg_shape_numel(&t[0]->shape),
+                               mg_shape_str(&n->type.shape, sb, sizeof sb), (long long)mg_shape_numel(&n->type.shape));
+        r.dtype = t[0]->dtype;
+        r.shape = n->type.shape;
+        break;
+    case MG_OP_FLATTEN:
+        if (t[0]->shape.rank < 2)
+            return mg_diag_set(d, n->loc, "flatten needs at least two axes [N, ...], got %s",
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa));
+        r.dtype = t[0]->dtype;
+        r.shape = (mg_shape){2, {t[0]->shape.dim[0], mg_shape_numel(&t[0]->shape) / t[0]->shape.dim[0]}};
+        break;
     case MG_OP_COUNT:
         return mg_diag_set(d, n->loc, "invalid op");
     }

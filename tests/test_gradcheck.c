@@ -57,6 +57,34 @@ static const gcase cases[] = {
                      "loss = mean(h * h)\n"},
     {"repeat_params", "input x: f64[4,3]\ninput y: i32[4]\nh = x\nrepeat 2 {\n param w: f64[3,3] = xavier\n param b: f64[3] = normal(0.1)\n"
                       " h = sigmoid(h @ w + b)\n}\nloss = cross_entropy(h, y)\n"},
+    {"conv2d", "param x: f64[2,3,5,5] = normal(1)\nparam w: f64[4,3,3,3] = normal(0.5)\n"
+               "loss = sum(tanh(conv2d(x, w, pad=1)))\n"},
+    {"conv2d_stride_dilation", "param x: f64[1,2,9,8] = normal(1)\nparam w: f64[3,2,3,3] = normal(0.5)\n"
+                               "loss = sum(tanh(conv2d(x, w, stride=2, pad=2, dilation=2)))\n"},
+    {"conv2d_groups", "param x: f64[2,4,5,5] = normal(1)\nparam w: f64[6,2,3,3] = normal(0.5)\n"
+                      "loss = sum(tanh(conv2d(x, w, stride=2, pad=1, groups=2)))\n"},
+    {"conv2d_depthwise_rect", "param x: f64[1,3,6,5] = normal(1)\nparam w: f64[3,1,2,3] = normal(0.5)\n"
+                              "loss = sum(tanh(conv2d(x, w, stride=2, pad=1, groups=3)))\n"},
+    {"conv2d_1x1", "param x: f64[2,3,4,4] = normal(1)\nparam w: f64[5,3,1,1] = normal(0.5)\n"
+                   "loss = sum(tanh(conv2d(x, w)))\n"},
+    {"conv2d_bias_chain", "input x: f64[2,2,6,6]\ninput y: i32[2]\nconst C = 3\n"
+                          "param w: f64[C,2,3,3] = normal(0.5)\nparam b: f64[C,1,1] = normal(0.1)\n"
+                          "param v: f64[C,C,3,3] = normal(0.3)\nparam u: f64[C * 3 * 3, 3] = normal(0.3)\n"
+                          "h = relu(conv2d(x, w) + b)\nh = conv2d(h, v, pad=1)\n"
+                          "loss = cross_entropy(flatten(max_pool2d(h, kernel=2, stride=1)) @ u, y)\n"},
+    {"max_pool2d", "param x: f64[2,3,6,6] = normal(1)\nloss = sum(tanh(max_pool2d(x, kernel=2)) * max_pool2d(x, kernel=2))\n"},
+    {"max_pool2d_pad_overlap", "param x: f64[1,2,7,7] = normal(1)\n"
+                               "loss = sum(sigmoid(max_pool2d(x, kernel=3, stride=2, pad=1)))\n"},
+    {"avg_pool2d", "param x: f64[2,2,7,7] = normal(1)\n"
+                   "loss = sum(tanh(avg_pool2d(x, kernel=3, stride=2, pad=1)))\n"},
+    {"global_avg_pool", "param x: f64[2,3,4,5] = normal(1)\nloss = sum(tanh(global_avg_pool(x * x)))\n"},
+    {"reshape_flatten", "param x: f64[2,3,4] = normal(1)\nparam w: f64[12,2] = normal(1)\n"
+                        "h = reshape(x, shape=[-1, 4, 3])\nloss = sum(tanh(flatten(h * h) @ w)) + sum(reshape(x, shape=[24]))\n"},
+    {"def_blocks", "input x: f64[2,2,5,5]\n"
+                   "def unit(x, c_in, c_out) {\n param w: f64[c_out, c_in, 3, 3] = normal(0.4)\n"
+                   " param b: f64[c_out, 1, 1] = normal(0.1)\n return tanh(conv2d(x, w, pad=1) + b)\n}\n"
+                   "h = unit(x, 2, 3)\nrepeat 2 {\n h = unit(h, 3, 3) + h\n}\n"
+                   "loss = mean(global_avg_pool(h * h)) + sum(avg_pool2d(h, kernel=2, stride=1))\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
 };
 

@@ -19,6 +19,12 @@
 #include "testutil.h"
 
 /* Lines 1-4 of most cases; the statement under test is then on line 5. */
+/* HDR plus an image batch (line 5) and a conv weight (line 6); the statement is on line 7. */
+#define CHDR HDR "input im: f32[2, 3, 8, 8]\n" "param k: f32[4, 3, 3, 3]\n"
+
+/* HDR plus a block on lines 5-9: lin(a, n) = a @ (a [n, 2] param) */
+#define DEF HDR "def lin(a, n) {\n" "  param v: f32[n, 2]\n" "  h = a @ v\n" "  return h\n" "}\n"
+
 #define HDR                                                                                        \
     "model m\n"            /* 1 */                                                                 \
     "input x: f32[4, 3]\n" /* 2 */                                                                 \
@@ -67,7 +73,7 @@ static const err_case errors[] = {
     {"model without a name", "model\n", 1, 6, "expected the model's name, got end of line", NULL, 0},
     {"number as a name", "model m\ninput 3: f32[3]\n", 2, 7, "expected an input name, got '3'", NULL, 0},
     {"statement starting with an operator", HDR "+ x\n", 5, 1,
-     "expected a statement (model, input, param, output, minimize, repeat, or NAME = expression), got '+'",
+     "expected a statement (model, const, input, param, output, minimize, repeat, def, or NAME = expression), got '+'",
      NULL, 0},
     {"statement that is a bare number", HDR "42\n", 5, 1, "expected a statement", NULL, 0},
     {"unclosed repeat block", HDR "repeat 2 {\n  param q: f32[3]\n", 5, 1,
@@ -217,6 +223,143 @@ static const err_case errors[] = {
      NULL, 0},
     {"mse dtype mismatch", HDR "param v: f64[4, 3]\nl = mse(x, v)\n", 6, 5, "operands of 'mse' have different dtypes f32 and f64",
      NULL, 0},
+
+    /* --- attributes of calls --- */
+    {"unknown attribute with hint", CHDR "z = conv2d(im, k, strid=2)\n", 7, 19,
+     "unknown attribute 'strid' of 'conv2d' (did you mean 'stride'?)", NULL, 0},
+    {"unknown attribute lists the known ones", CHDR "z = conv2d(im, k, zzzzzz=2)\n", 7, 19,
+     "unknown attribute 'zzzzzz' of 'conv2d'; its attributes are stride, pad, dilation, groups", NULL, 1},
+    {"attribute of an op without attributes", HDR "z = relu(x, alpha=2)\n", 5, 13, "'relu' takes no attributes, got 'alpha'",
+     NULL, 1},
+    {"attribute of the wrong type (fraction)", CHDR "z = conv2d(im, k, stride=1.5)\n", 7, 26,
+     "expected an integer for attribute 'stride' of 'conv2d', got '1.5'", NULL, 1},
+    {"attribute of the wrong type (tensor)", CHDR "z = conv2d(im, k, pad=x)\n", 7, 23,
+     "expected an integer for attribute 'pad' of 'conv2d', got the tensor 'x'", NULL, 1},
+    {"attribute of the wrong type (list)", CHDR "z = conv2d(im, k, stride=[1, 2])\n", 7, 26,
+     "attribute 'stride' of 'conv2d' must be an integer, got a list", NULL, 1},
+    {"attribute out of range", CHDR "z = conv2d(im, k, stride=0)\n", 7, 26,
+     "attribute 'stride' of 'conv2d' must be at least 1, got 0", NULL, 1},
+    {"attribute out of range (expression)", CHDR "z = conv2d(im, k, pad=1 - 2)\n", 7, 23,
+     "attribute 'pad' of 'conv2d' must be at least 0, got -1", NULL, 1},
+    {"attribute too large", CHDR "z = conv2d(im, k, dilation=2000000)\n", 7, 28,
+     "attribute 'dilation' of 'conv2d' must be at most 1048576, got 2000000", NULL, 1},
+    {"required attribute missing", CHDR "z = max_pool2d(im)\n", 7, 5,
+     "'max_pool2d' needs the attribute 'kernel' (e.g. max_pool2d(x, kernel=2))", NULL, 1},
+    {"attribute given twice", CHDR "z = max_pool2d(im, kernel=2, kernel=3)\n", 7, 30,
+     "attribute 'kernel' of 'max_pool2d' given twice", NULL, 1},
+    {"positional argument after an attribute", CHDR "z = conv2d(im, stride=2, k)\n", 7, 26,
+     "positional argument after an attribute in the call of 'conv2d'", NULL, 0},
+    {"attribute name that is not a name", CHDR "z = conv2d(im, k, 2=2)\n", 7, 20,
+     "expected ')' to close the argument list, got '='", NULL, 1},
+
+    /* --- convolution, pooling and reshape shapes --- */
+    {"conv2d channel mismatch", CHDR "param k2: f32[4, 2, 3, 3]\nz = conv2d(im, k2)\n", 8, 5,
+     "conv2d weight [4,2,3,3] needs 3 input channels per group (input [2,3,8,8], groups=1), got 2", NULL, 1},
+    {"conv2d groups not dividing the channels", CHDR "z = conv2d(im, k, groups=2)\n", 7, 5,
+     "conv2d groups=2 must divide the input channels (3) and the output channels (4)", NULL, 1},
+    {"conv2d kernel larger than the input", CHDR "param k3: f32[4, 3, 9, 9]\nz = conv2d(im, k3)\n", 8, 5,
+     "conv2d kernel 9x9 (dilation 1) does not fit the input [2,3,8,8] padded by 0", NULL, 1},
+    {"conv2d dilated kernel too large", CHDR "z = conv2d(im, k, dilation=4)\n", 7, 5,
+     "conv2d kernel 3x3 (dilation 4) does not fit the input [2,3,8,8] padded by 0", NULL, 1},
+    {"conv2d of a matrix", CHDR "z = conv2d(x, k)\n", 7, 5, "conv2d needs an input of shape [N,C,H,W], got [4,3]", NULL, 1},
+    {"conv2d with a matrix weight", CHDR "z = conv2d(im, w)\n", 7, 5,
+     "conv2d needs a weight of shape [C_out,C_in/groups,kh,kw], got [3,2]", NULL, 1},
+    {"conv2d dtype mismatch", CHDR "param k4: f64[4, 3, 3, 3]\nz = conv2d(im, k4)\n", 8, 5,
+     "operands of 'conv2d' have different dtypes f32 and f64", NULL, 1},
+    {"max_pool2d pad more than half the kernel", CHDR "z = max_pool2d(im, kernel=2, pad=2)\n", 7, 5,
+     "max_pool2d pad=2 is more than half the kernel (2)", NULL, 1},
+    {"avg_pool2d window larger than the input", CHDR "z = avg_pool2d(im, kernel=9)\n", 7, 5,
+     "avg_pool2d kernel 9 does not fit the input [2,3,8,8] padded by 0", NULL, 1},
+    {"max_pool2d of a matrix", CHDR "z = max_pool2d(x, kernel=2)\n", 7, 5,
+     "max_pool2d needs an input of shape [N,C,H,W], got [4,3]", NULL, 1},
+    {"global_avg_pool of a matrix", CHDR "z = global_avg_pool(x)\n", 7, 5,
+     "global_avg_pool needs an input of shape [N,C,H,W], got [4,3]", NULL, 1},
+    {"reshape with -1 that does not divide", CHDR "z = reshape(im, shape=[5, -1])\n", 7, 23,
+     "cannot reshape [2,3,8,8] (384 elements) to a shape with 5 elements per -1 entry", NULL, 0},
+    {"reshape to another element count", CHDR "z = reshape(im, shape=[5, 5])\n", 7, 5,
+     "cannot reshape [2,3,8,8] (384 elements) to [5,5] (25 elements)", NULL, 1},
+    {"reshape with two -1", CHDR "z = reshape(im, shape=[-1, -1])\n", 7, 28,
+     "attribute 'shape' of 'reshape' may contain -1 (the inferred dimension) only once", NULL, 1},
+    {"reshape with a zero dimension", CHDR "z = reshape(im, shape=[0, -1])\n", 7, 24,
+     "attribute 'shape' of 'reshape' needs positive dimensions (or one -1), got 0", NULL, 1},
+    {"reshape without a shape", CHDR "z = reshape(im)\n", 7, 5,
+     "'reshape' needs the attribute 'shape' (e.g. reshape(x, shape=[128, -1]))", NULL, 1},
+    {"reshape with a number for a shape", CHDR "z = reshape(im, shape=3)\n", 7, 23,
+     "attribute 'shape' of 'reshape' must be a list of integers like [128, -1], got '3'", NULL, 1},
+    {"flatten of a vector", HDR "param v: f32[3]\nz = flatten(v)\n", 6, 5, "flatten needs at least two axes [N, ...], got [3]",
+     NULL, 1},
+
+    /* --- named constants --- */
+    {"unknown constant in a shape", HDR "param q: f32[D, 3]\n", 5, 14,
+     "unknown constant 'D' in a dimension (define it with 'const D = ...')", NULL, 1},
+    {"unknown constant with hint", HDR "const DIM = 4\nparam q: f32[DIMM]\n", 6, 14,
+     "unknown constant 'DIMM' in a dimension (did you mean 'DIM'?)", NULL, 1},
+    {"tensor used as a dimension", HDR "param q: f32[x]\n", 5, 14, "expected an integer for a dimension, got the tensor 'x'",
+     NULL, 1},
+    {"constant defined twice", HDR "const D = 1\nconst D = 2\n", 6, 7, "constant 'D' is already defined (at line 5)", NULL, 1},
+    {"constant named like a tensor", HDR "const x = 1\n", 5, 7, "'x' already names a tensor (bound at line 2)", NULL, 1},
+    {"tensor named like a constant", HDR "const D = 2\nD = x @ w\n", 6, 1,
+     "'D' is a constant (defined at line 5); choose another name", NULL, 1},
+    {"param named like a constant", HDR "const D = 2\nparam D: f32[3]\n", 6, 7,
+     "'D' is a constant (defined at line 5); choose another name", NULL, 1},
+    {"fractional constant", HDR "const D = 2.5\n", 5, 11, "expected an integer for constant 'D', got '2.5'", NULL, 1},
+    {"constant divided by zero", HDR "const D = 4 / (2 - 2)\n", 5, 13, "division by zero in constant 'D'", NULL, 1},
+    {"constant overflowing", HDR "const D = 100000000 * 100000000\n", 5, 21, "integer value too large in constant 'D'",
+     NULL, 0},
+    {"constant without '='", HDR "const D 3\n", 5, 9, "expected '=' after the constant's name, got '3'", NULL, 1},
+    {"dimension expression that is not positive", HDR "const D = 2\nparam q: f32[D - 2]\n", 6, 14,
+     "expected a positive integer dimension, got 0", NULL, 1},
+    {"dimension expression with a bad operand", HDR "const D = 2\nparam q: f32[D * 1.5]\n", 6, 18,
+     "expected an integer for a dimension, got '1.5'", NULL, 1},
+    {"repeat count from a constant that is 0", HDR "const N = 0\nrepeat N {\n}\n", 6, 8,
+     "expected a repeat count (a positive integer), got 0", NULL, 1},
+    {"const inside repeat", HDR "repeat 2 {\n  const D = 1\n}\n", 6, 3, "'const' is not allowed inside a repeat block",
+     NULL, 1},
+
+    /* --- def blocks (DEF is lines 5-9; calls from line 10) --- */
+    {"def called with too few arguments", DEF "z = lin(x)\n", 10, 5, "'lin' takes 2 arguments (a, n), got 1", NULL, 1},
+    {"def called with too many arguments", DEF "z = lin(x, 2, 3)\n", 10, 5, "'lin' takes 2 arguments (a, n), got 3",
+     NULL, 1},
+    {"unknown block with hint", DEF "z = lim(x, 2)\n", 10, 5, "unknown function 'lim' (did you mean 'lin'?)", NULL, 1},
+    {"block called before it is defined", HDR "z = lin(x, 2)\n", 5, 5, "unknown function 'lin'", NULL, 0},
+    {"recursive block", HDR "def f(a) {\n  return f(a)\n}\nz = f(x)\n", 6, 10,
+     "recursive call of 'f' (a def block may not call itself, directly or through other blocks) (in 'f' called at line 8)",
+     NULL, 1},
+    {"mutually recursive blocks", HDR "def f(a) {\n  return g(a)\n}\ndef g(a) {\n  return f(a)\n}\nz = f(x)\n", 9, 10,
+     "recursive call of 'f'", NULL, 0},
+    {"error in a block names the call", DEF "z = lin(x, 5)\n", 7, 9,
+     "matmul shapes [4,3] @ [5,2] do not agree (3 vs 5) (in 'lin' called at line 10)", NULL, 1},
+    {"error in the second call of a block", DEF "z = lin(x, 3)\nq = lin(z, 3)\n", 7, 9,
+     "matmul shapes [4,2] @ [3,2] do not agree (2 vs 3) (in 'lin' called at line 11)", NULL, 1},
+    {"fractional integer argument", DEF "z = lin(x, 2.5)\n", 10, 12, "argument 'n' of 'lin' must be a tensor or an integer, got 2.5",
+     NULL, 1},
+    {"attribute-style argument to a block", DEF "z = lin(x, n=3)\n", 10, 12,
+     "'lin' is a def block: its arguments are positional, not attributes", NULL, 1},
+    {"block without return", HDR "def f(a) {\n  b = a\n}\nz = f(x)\n", 7, 1, "'f' ends without 'return VALUE' (in 'f' called at line 8)",
+     NULL, 1},
+    {"statement after return", HDR "def f(a) {\n  return a\n  b = a\n}\nz = f(x)\n", 7, 3,
+     "statement after 'return' in 'f' (return comes last)", NULL, 0},
+    {"return outside a block", HDR "return x\n", 5, 1, "'return' outside a def block", NULL, 1},
+    {"return inside a repeat of a block", HDR "def f(a) {\n  repeat 2 {\n    return a\n  }\n}\nz = f(x)\n", 7, 5,
+     "'return' inside a repeat block", NULL, 0},
+    {"block named like a built-in", HDR "def relu(a) {\n  return a\n}\n", 5, 5,
+     "'relu' is a built-in function; choose another name for the block", NULL, 1},
+    {"block defined twice", DEF "def lin(a) {\n  return a\n}\n", 10, 5, "def block 'lin' is already defined (at line 5)", NULL, 1},
+    {"argument named twice", HDR "def f(a, a) {\n  return a\n}\n", 5, 10, "argument 'a' of 'f' named twice", NULL, 1},
+    {"block never closed", HDR "def f(a) {\n  return a\n", 5, 1, "'def' block is never closed with '}'", NULL, 1},
+    {"block without braces", HDR "def f(a)\n  return a\n", 5, 9, "expected '{' to open the block's body", NULL, 0},
+    {"input inside a block", HDR "def f(a) {\n  input q: f32[3]\n  return a\n}\nz = f(x)\n", 6, 3,
+     "'input' is not allowed inside a def block", NULL, 0},
+    {"def inside a block", HDR "def f(a) {\n  def g(b) {\n  }\n  return a\n}\nz = f(x)\n", 6, 3,
+     "'def' is not allowed inside a def block", NULL, 0},
+    {"def inside a repeat", HDR "repeat 2 {\n  def g(b) {\n  }\n}\n", 6, 3, "'def' is not allowed inside a repeat block", NULL, 1},
+    {"block argument named like a constant", HDR "const n = 3\ndef f(n) {\n  return n\n}\nz = f(x)\n", 6, 7,
+     "parameter 'n' of 'f' has the name of the constant defined at line 5", NULL, 0},
+    {"caller's integer argument not visible in a nested block",
+     HDR "def g(a) {\n  param q: f32[n]\n  return a\n}\ndef f(a, n) {\n  return g(a)\n}\nz = f(x, 3)\n", 6, 16,
+     "unknown constant 'n' in a dimension (define it with 'const n = ...') (in 'g' called at line 10) (in 'f' called at line 12)",
+     NULL, 1},
+    {"global tensor not visible in a block", HDR "def f(a) {\n  return a @ w\n}\nz = f(x)\n", 6, 14, "unknown name 'w'", NULL, 0},
 
     /* --- positions in harder places --- */
     {"error inside nested parentheses", HDR "z = relu((x @ w) + qq)\n", 5, 20, "unknown name 'qq'", NULL, 0},
@@ -685,6 +828,119 @@ START_TEST(test_positions_recorded_on_nodes)
 }
 END_TEST
 
+
+/* Named constants in shapes, repeat counts, attributes and expressions; attributes of calls. */
+START_TEST(test_constants_and_attributes)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "const B = 2\n"
+                           "const C = 3\n"
+                           "const K = C\n"
+                           "const HALF = (C * 4 + 1) / 2\n" /* 13 / 2 = 6 */
+                           "input x: f32[B, C, HALF + 2, 8]\n"
+                           "param w: f32[2 * C, C / K, K, K]\n"
+                           "z = conv2d(x, w, stride=K - 1, pad=1, dilation=1, groups=C)\n"
+                           "p = max_pool2d(z, kernel=2)\n"
+                           "a = avg_pool2d(z, kernel=3, stride=1, pad=1)\n"
+                           "r = reshape(p, shape=[B, -1])\n"
+                           "f = flatten(a)\n"
+                           "h = x\n"
+                           "repeat B * 2 - 1 {\n"
+                           "  h = h * C\n"
+                           "}\n"
+                           "l = sum(r) + mean(f) + sum(h) + sum(global_avg_pool(z))\n"
+                           "output z, p, a, r, f, h\n"
+                           "minimize l\n");
+    const mg_node *x = &g->nodes[g->inputs[0]];
+    TYPE(x, MG_F32, "x", 2, 3, 8, 8);
+    TYPE(param_node(g, 0), MG_F32, "w", 6, 1, 3, 3);
+    const mg_node *z = output_node(g, "z");
+    ck_assert_int_eq(z->op, MG_OP_CONV2D);
+    ck_assert_int_eq(z->iattr[0], 2); /* stride */
+    ck_assert_int_eq(z->iattr[1], 1); /* pad */
+    ck_assert_int_eq(z->iattr[2], 1); /* dilation */
+    ck_assert_int_eq(z->iattr[3], 3); /* groups */
+    TYPE(z, MG_F32, "z", 2, 6, 4, 4);
+    const mg_node *p = output_node(g, "p");
+    ck_assert_int_eq(p->iattr[0], 2);
+    ck_assert_int_eq(p->iattr[1], 2); /* stride defaults to the kernel */
+    ck_assert_int_eq(p->iattr[2], 0);
+    TYPE(p, MG_F32, "p", 2, 6, 2, 2);
+    TYPE(output_node(g, "a"), MG_F32, "a", 2, 6, 4, 4);
+    TYPE(output_node(g, "r"), MG_F32, "r", 2, 24);
+    TYPE(output_node(g, "f"), MG_F32, "f", 2, 96);
+    /* repeat 3: h = ((x * 3) * 3) * 3 */
+    const mg_node *h = output_node(g, "h");
+    int n = 0;
+    while (h->op == MG_OP_MUL) {
+        ck_assert_double_eq(g->nodes[h->in[1]].fattr, 3.0);
+        h = &g->nodes[h->in[0]];
+        n++;
+    }
+    ck_assert_int_eq(n, 3);
+    mg_graph_free(g);
+}
+END_TEST
+
+/* def blocks: arguments (tensors and integers), params named per call, nesting, repeat inside
+ * and around calls, a call inside an expression. */
+START_TEST(test_def_blocks)
+{
+    mg_graph *g = parse_ok("model m\n"
+                           "const B = 2\n"
+                           "input x: f32[B, 3, 8, 8]\n"
+                           "def conv(x, c_in, c_out) {\n"
+                           "  param w: f32[c_out, c_in, 3, 3]\n"
+                           "  param b: f32[c_out, 1, 1] = zeros\n"
+                           "  return relu(conv2d(x, w, pad=1) + b)\n"
+                           "}\n"
+                           "def stage(x, c_in, c_out) {\n"
+                           "  h = conv(x, c_in, c_out)\n"
+                           "  repeat 2 {\n"
+                           "    h = conv(h, c_out, c_out) + h\n"
+                           "  }\n"
+                           "  return max_pool2d(h, kernel=2)\n"
+                           "}\n"
+                           "h = stage(x, 3, 4)\n"
+                           "repeat 2 {\n"
+                           "  h = stage(h, 4, 4)\n"
+                           "}\n"
+                           "l = sum(global_avg_pool(conv(h, 4, 2)))\n"
+                           "output h\n"
+                           "minimize l\n");
+    const char *names[] = {"stage.0.conv.0.w", "stage.0.conv.0.b", "stage.0.conv.1.w", "stage.0.conv.1.b",
+                           "stage.0.conv.2.w", "stage.0.conv.2.b", "stage.1.conv.0.w", "stage.1.conv.0.b",
+                           "stage.1.conv.1.w", "stage.1.conv.1.b", "stage.1.conv.2.w", "stage.1.conv.2.b",
+                           "stage.2.conv.0.w", "stage.2.conv.0.b", "stage.2.conv.1.w", "stage.2.conv.1.b",
+                           "stage.2.conv.2.w", "stage.2.conv.2.b", "conv.0.w", "conv.0.b"};
+    ck_assert_int_eq(g->nparams, 20);
+    for (int i = 0; i < 20; i++) ck_assert_str_eq(param_node(g, i)->name, names[i]);
+    TYPE(param_node(g, 0), MG_F32, "first conv weight", 4, 3, 3, 3);
+    TYPE(param_node(g, 2), MG_F32, "second conv weight", 4, 4, 3, 3);
+    TYPE(param_node(g, 18), MG_F32, "last conv weight", 2, 4, 3, 3);
+    TYPE(output_node(g, "h"), MG_F32, "h after three stages", 2, 4, 1, 1);
+    mg_graph_free(g);
+}
+END_TEST
+
+/* Attributes are part of the structural hash. */
+START_TEST(test_attributes_change_the_hash)
+{
+    const char *fmt = "model m\ninput x: f32[1, 2, 6, 6]\nparam w: f32[2, 2, 3, 3]\n"
+                      "l = sum(conv2d(x, w, %s))\nminimize l\n";
+    const char *variants[] = {"pad=0", "pad=1", "stride=2", "dilation=2", "pad=2"};
+    uint64_t h[5];
+    for (int i = 0; i < 5; i++) {
+        char src[512];
+        snprintf(src, sizeof src, fmt, variants[i]);
+        mg_graph *g = parse_ok(src);
+        h[i] = mg_graph_hash(g);
+        mg_graph_free(g);
+        for (int j = 0; j < i; j++) ck_assert_msg(h[i] != h[j], "%s and %s hash alike", variants[i], variants[j]);
+    }
+}
+END_TEST
+
 static Suite *parser_suite(void)
 {
     Suite *s = suite_create("parser");
@@ -711,6 +967,9 @@ static Suite *parser_suite(void)
     tcase_add_test(p, test_literal_constants);
     tcase_add_test(p, test_node_types);
     tcase_add_test(p, test_positions_recorded_on_nodes);
+    tcase_add_test(p, test_constants_and_attributes);
+    tcase_add_test(p, test_attributes_change_the_hash);
+    tcase_add_test(p, test_def_blocks);
     suite_add_tcase(s, p);
     return s;
 }

@@ -16,6 +16,7 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -371,6 +372,66 @@ START_TEST(test_bit_identical_mlp_deep)
 }
 END_TEST
 
+/* The convolutional example: store-all, 50% and the minimum feasible budget where the planner
+ * meets them, and the sqrt solver (which recomputes forward convolutions and pools) all give
+ * bit-identical loss and gradients. At these shapes the backward step of the first layer needs
+ * three [128,32,28,28] tensors at once, so the minimum feasible budget is the store-all one and
+ * 50% is refused with both figures; the sqrt schedule is the recomputing point. */
+START_TEST(test_bit_identical_cnn_fmnist)
+{
+    char path[4096], *out = NULL, cmd[9000];
+    snprintf(path, sizeof path, "%s/examples/cnn_fmnist.mg", MG_SOURCE_DIR);
+    char *src = tu_read(path);
+    ck_assert_msg(src != NULL, "cannot read %s", path);
+    char *dir = tu_tmpdir(), mpath[4300];
+    snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
+    ck_assert(tu_write(mpath, src) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json --no-cache", MG_MEMGRAD, mpath);
+    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
+    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    free(out);
+    ck_assert_msg(minf > 0 && minf <= all, "minimum %lld, store-all %lld", minf, all);
+
+    char half[64], minb[64], sqrtb[96];
+    snprintf(half, sizeof half, "%lldB", all / 2);
+    snprintf(minb, sizeof minb, "%lldB", minf);
+    snprintf(sqrtb, sizeof sqrtb, "%lldB --solver sqrt", all);
+    if (all / 2 < minf) { /* refused, naming both figures */
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --no-cache", mpath, half), 1);
+        ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
+        free(out);
+    }
+    const char *budgets[4] = {NULL, all / 2 >= minf ? half : NULL, minb, sqrtb};
+    long long caps[4] = {0, all / 2, minf, all};
+    size_t pb = 0;
+    void *ref = malloc(1 << 26);
+    memset(ref, 0xa5, 1 << 26);
+    float ref_loss = step_at(dir, "b0", "cnn_fmnist", src, NULL, ref, &pb, 0);
+    int recomputed = 0;
+    for (int i = 1; i < 4; i++) {
+        if (!budgets[i]) continue;
+        char tag[16];
+        snprintf(tag, sizeof tag, "b%d", i);
+        void *grads = malloc(1 << 26);
+        memset(grads, 0xa5, 1 << 26);
+        float loss = step_at(dir, tag, "cnn_fmnist", src, budgets[i], grads, &pb, caps[i]);
+        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "cnn_fmnist at %s: loss %.9g vs %.9g at store-all",
+                      budgets[i], loss, ref_loss);
+        ck_assert_msg(memcmp(grads, ref, pb) == 0, "cnn_fmnist at %s: gradients differ from store-all", budgets[i]);
+        free(grads);
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, budgets[i]), 0);
+        recomputed += json_figure(out, "flops_executed") > json_figure(out, "flops_once");
+        free(out);
+    }
+    ck_assert_msg(recomputed > 0, "cnn_fmnist: no plan recomputed");
+    ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
+    free(ref);
+    free(src);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* residual adds, a U-Net-style long skip, a value read by many later ops, uneven widths */
 START_TEST(test_bit_identical_skips)
 {
@@ -632,6 +693,7 @@ static Suite *planner_suite(void)
     TCase *e = tcase_create("end_to_end");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_bit_identical_mlp_deep);
+    tcase_add_test(e, test_bit_identical_cnn_fmnist);
     tcase_add_test(e, test_bit_identical_skips);
     tcase_add_test(e, test_arena_waste_on_examples);
     tcase_add_test(e, test_solvers_on_the_command_line);

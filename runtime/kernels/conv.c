@@ -1,0 +1,32 @@
+/* conv.c — convolution and pooling kernels, f32 and f64 (conv_impl.h, instantiated twice).
+ *
+ * Convolutions go through the blocked GEMM (gemm.c) on an im2col patch matrix built in the
+ * scratch the planner reserved (contract and sizes: conv.h). Every reduction runs in a fixed
+ * order — over images, then groups, then GEMM blocks — so results are bit-identical however
+ * often the planner recomputes a value. Pooling windows skip padding: max pooling treats it as
+ * -inf (its gradient goes to the first maximum of a window), average pooling divides by the
+ * full kernel area (PyTorch's count_include_pad). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "conv.h"
+
+#define MGK_GEOM_PARAMS                                                                            \
+    int64_t N, int64_t C, int64_t H, int64_t W, int64_t Co, int64_t KH, int64_t KW, int64_t OH,    \
+        int64_t OW, int64_t stride, int64_t pad, int64_t dil, int64_t groups
+#define MGK_GEOM_INIT {N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups}
+
+static inline void *mgk_conv_align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+#define T float
+#define SFX(name) name##_f32
+#include "conv_impl.h"
+#undef T
+#undef SFX
+
+#define T double
+#define SFX(name) name##_f64
+#include "conv_impl.h"
+#undef T
+#undef SFX

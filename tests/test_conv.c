@@ -1,0 +1,227 @@
+/* test_conv.c — the convolution and pooling kernels (runtime/kernels/conv.c), compiled natively
+ * (and so under ASan + UBSan in the sanitizer build, which the bitcode the compiler embeds is not).
+ *
+ * Why it exists: the planner reserves exactly mgk_conv_scratch_bytes() for a convolution's
+ * im2col patches and GEMM packing; a kernel that wrote past that would silently corrupt another
+ * tensor of the workspace. Each random geometry (stride, padding, dilation, groups, 1x1 direct
+ * and rectangular kernels) runs the three convolution kernels in f32 and f64 with the scratch at
+ * a misaligned start and guard bytes after it, compares with naive loops in double, and checks
+ * that a second call is bitwise identical. Pooling kernels run on exactly sized buffers against
+ * naive loops too. Gradients themselves are checked end to end in test_gradcheck.c.
+ */
+#include "testutil.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/kernels/conv.c"
+#include "../runtime/kernels/gemm.c"
+
+static uint64_t rs = 88172645463325252ULL;
+static uint64_t rnext(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return rs;
+}
+static int64_t rint_(int64_t lo, int64_t hi) { return lo + (int64_t)(rnext() % (uint64_t)(hi - lo + 1)); }
+static double rval(void) { return (double)(rnext() >> 11) / 9007199254740992.0 * 2 - 1; }
+
+static double get(const void *p, int64_t i, int is64) { return is64 ? ((const double *)p)[i] : ((const float *)p)[i]; }
+
+static void *rand_buf(int64_t n, int is64)
+{
+    void *p = malloc((size_t)n * (is64 ? 8 : 4));
+    for (int64_t i = 0; i < n; i++) {
+        if (is64) ((double *)p)[i] = rval();
+        else ((float *)p)[i] = (float)rval();
+    }
+    return p;
+}
+
+/* the IR's mg_window_out, restated so this test needs nothing but the kernels */
+static int64_t mg_window_out_ref(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil)
+{
+    int64_t room = in + 2 * pad - (dil * (k - 1) + 1);
+    return room < 0 ? 0 : room / stride + 1;
+}
+
+enum { GUARD = 256 };
+
+/* scratch of exactly `bytes` at an odd offset, followed by guard bytes */
+static unsigned char *scratch_new(int64_t bytes, void **start)
+{
+    unsigned char *raw = malloc((size_t)bytes + GUARD + 8);
+    memset(raw, 0x5c, (size_t)bytes + GUARD + 8);
+    *start = raw + 3;
+    return raw;
+}
+static void scratch_check(unsigned char *raw, int64_t bytes, const char *what)
+{
+    for (int64_t i = 0; i < GUARD; i++)
+        ck_assert_msg(raw[3 + bytes + i] == 0x5c, "%s wrote %lld bytes past its scratch", what, (long long)i + 1);
+    ck_assert_msg(raw[0] == 0x5c && raw[1] == 0x5c && raw[2] == 0x5c, "%s wrote before its scratch", what);
+}
+
+/* input index of output (oh, ow) and kernel tap (i, j), or -1 in the padding */
+static int64_t tap(const mgk_conv_geom *g, int64_t n, int64_t c, int64_t oh, int64_t ow, int64_t i, int64_t j)
+{
+    int64_t ih = oh * g->stride - g->pad + i * g->dil, iw = ow * g->stride - g->pad + j * g->dil;
+    if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) return -1;
+    return ((n * g->C + c) * g->H + ih) * g->W + iw;
+}
+
+static void check_close(const void *got, const double *ref, const double *mag, int64_t n, int is64, const char *what)
+{
+    double u = is64 ? 1.1e-16 : 6e-8;
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs(get(got, i, is64) - ref[i]);
+        ck_assert_msg(err <= 64 * u * (mag[i] + 1e-30) * 16 + 1e-300, "%s[%lld]: %.17g vs %.17g", what, (long long)i,
+                      get(got, i, is64), ref[i]);
+    }
+}
+
+START_TEST(test_conv_kernels)
+{
+    rs += (uint64_t)_i * 7919;
+    for (int is64 = 0; is64 < 2; is64++) {
+        mgk_conv_geom g;
+        g.groups = rint_(1, 3);
+        g.C = g.groups * rint_(1, 3);
+        g.Co = g.groups * rint_(1, 3);
+        g.N = rint_(1, 3);
+        g.KH = rint_(1, 4);
+        g.KW = rint_(1, 4);
+        g.stride = rint_(1, 3);
+        g.pad = rint_(0, 2);
+        g.dil = rint_(1, 2);
+        if (_i % 4 == 0) g.KH = g.KW = 1, g.stride = 1, g.pad = 0; /* the direct path */
+        g.H = g.dil * (g.KH - 1) + 1 + rint_(0, 7);
+        g.W = g.dil * (g.KW - 1) + 1 + rint_(0, 7);
+        g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
+        g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
+        int64_t Cg = g.C / g.groups, Cog = g.Co / g.groups;
+        int64_t nx = g.N * g.C * g.H * g.W, nw = g.Co * Cg * g.KH * g.KW, ny = g.N * g.Co * g.OH * g.OW;
+        void *x = rand_buf(nx, is64), *w = rand_buf(nw, is64), *dy = rand_buf(ny, is64);
+        void *y = rand_buf(ny, is64), *dx = rand_buf(nx, is64), *dw = rand_buf(nw, is64);
+        double *ry = calloc((size_t)ny, 8), *my = calloc((size_t)ny, 8), *rdx = calloc((size_t)nx, 8),
+               *mdx = calloc((size_t)nx, 8), *rdw = calloc((size_t)nw, 8), *mdw = calloc((size_t)nw, 8);
+        for (int64_t n = 0; n < g.N; n++)
+            for (int64_t co = 0; co < g.Co; co++)
+                for (int64_t oh = 0; oh < g.OH; oh++)
+                    for (int64_t ow = 0; ow < g.OW; ow++) {
+                        int64_t yi = ((n * g.Co + co) * g.OH + oh) * g.OW + ow, gr = co / Cog;
+                        for (int64_t c = 0; c < Cg; c++)
+                            for (int64_t i = 0; i < g.KH; i++)
+                                for (int64_t j = 0; j < g.KW; j++) {
+                                    int64_t xi = tap(&g, n, gr * Cg + c, oh, ow, i, j);
+                                    if (xi < 0) continue;
+                                    int64_t wi = ((co * Cg + c) * g.KH + i) * g.KW + j;
+                                    double a = get(x, xi, is64), b = get(w, wi, is64), d = get(dy, yi, is64);
+                                    ry[yi] += a * b, my[yi] += fabs(a * b);
+                                    rdx[xi] += b * d, mdx[xi] += fabs(b * d);
+                                    rdw[wi] += a * d, mdw[wi] += fabs(a * d);
+                                }
+                    }
+        const char *names[3] = {"conv2d", "conv2d_grad_input", "conv2d_grad_weight"};
+        for (int kind = 0; kind < 3; kind++) {
+            int64_t bytes = mgk_conv_scratch_bytes(kind, &g, is64 ? 8 : 4);
+            void *s;
+            unsigned char *raw = scratch_new(bytes, &s);
+            void *out = kind == 0 ? y : kind == 1 ? dx : dw;
+            int64_t nout = kind == 0 ? ny : kind == 1 ? nx : nw;
+            for (int rep = 0; rep < 2; rep++) {
+                void *first = NULL;
+                if (rep) {
+                    first = malloc((size_t)nout * (is64 ? 8 : 4));
+                    memcpy(first, out, (size_t)nout * (is64 ? 8 : 4));
+                }
+#define GEOM g.N, g.C, g.H, g.W, g.Co, g.KH, g.KW, g.OH, g.OW, g.stride, g.pad, g.dil, g.groups
+                if (is64) {
+                    if (kind == 0) mgk_conv2d_f64(GEOM, x, w, y, s);
+                    else if (kind == 1) mgk_conv2d_grad_input_f64(GEOM, dy, w, dx, s);
+                    else mgk_conv2d_grad_weight_f64(GEOM, x, dy, dw, s);
+                } else {
+                    if (kind == 0) mgk_conv2d_f32(GEOM, x, w, y, s);
+                    else if (kind == 1) mgk_conv2d_grad_input_f32(GEOM, dy, w, dx, s);
+                    else mgk_conv2d_grad_weight_f32(GEOM, x, dy, dw, s);
+                }
+                scratch_check(raw, bytes, names[kind]);
+                if (rep) {
+                    ck_assert_msg(!memcmp(first, out, (size_t)nout * (is64 ? 8 : 4)), "%s is not deterministic",
+                                  names[kind]);
+                    free(first);
+                }
+            }
+            free(raw);
+        }
+        check_close(y, ry, my, ny, is64, "conv2d");
+        check_close(dx, rdx, mdx, nx, is64, "conv2d_grad_input");
+        check_close(dw, rdw, mdw, nw, is64, "conv2d_grad_weight");
+        free(x), free(w), free(dy), free(y), free(dx), free(dw);
+        free(ry), free(my), free(rdx), free(mdx), free(rdw), free(mdw);
+    }
+}
+END_TEST
+
+START_TEST(test_pool_kernels)
+{
+    rs += (uint64_t)_i * 104729;
+    int64_t P = rint_(1, 4), K = rint_(1, 4), stride = rint_(1, 3), pad = rint_(0, K / 2);
+    int64_t H = K + rint_(0, 6), W = K + rint_(0, 6);
+    int64_t OH = mg_window_out_ref(H, K, stride, pad, 1), OW = mg_window_out_ref(W, K, stride, pad, 1);
+    double *x = rand_buf(P * H * W, 1), *dy = rand_buf(P * OH * OW, 1);
+    double *y = malloc((size_t)(P * OH * OW) * 8), *dx = malloc((size_t)(P * H * W) * 8);
+    double *rdx = calloc((size_t)(P * H * W), 8);
+    mgk_max_pool2d_f64(P, H, W, OH, OW, K, stride, pad, x, y);
+    mgk_max_pool2d_grad_f64(P, H, W, OH, OW, K, stride, pad, x, dy, dx);
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                double best = -INFINITY;
+                int64_t arg = -1;
+                for (int64_t i = 0; i < K; i++)
+                    for (int64_t j = 0; j < K; j++) {
+                        int64_t ih = oh * stride - pad + i, iw = ow * stride - pad + j;
+                        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                        if (x[(p * H + ih) * W + iw] > best) best = x[(p * H + ih) * W + iw], arg = (p * H + ih) * W + iw;
+                    }
+                ck_assert(y[(p * OH + oh) * OW + ow] == best);
+                rdx[arg] += dy[(p * OH + oh) * OW + ow];
+            }
+    for (int64_t i = 0; i < P * H * W; i++) ck_assert(dx[i] == rdx[i]);
+    mgk_avg_pool2d_f64(P, H, W, OH, OW, K, stride, pad, x, y);
+    mgk_avg_pool2d_grad_f64(P, H, W, OH, OW, K, stride, pad, dy, dx);
+    memset(rdx, 0, (size_t)(P * H * W) * 8);
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                double s = 0;
+                for (int64_t i = 0; i < K; i++)
+                    for (int64_t j = 0; j < K; j++) {
+                        int64_t ih = oh * stride - pad + i, iw = ow * stride - pad + j;
+                        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                        s += x[(p * H + ih) * W + iw];
+                        rdx[(p * H + ih) * W + iw] += dy[(p * OH + oh) * OW + ow] / (double)(K * K);
+                    }
+                ck_assert(fabs(y[(p * OH + oh) * OW + ow] - s / (double)(K * K)) < 1e-14);
+            }
+    for (int64_t i = 0; i < P * H * W; i++) ck_assert(fabs(dx[i] - rdx[i]) < 1e-14);
+    free(x), free(dy), free(y), free(dx), free(rdx);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("conv");
+    TCase *tc = tcase_create("kernels");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_conv_kernels, 0, 40);
+    tcase_add_loop_test(tc, test_pool_kernels, 0, 40);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
