@@ -87,7 +87,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
                           mg_diag *d)
 {
     *out = NULL;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
     mg_plan *p = NULL;
     if (solver == MG_SOLVER_STORE_ALL || solver == MG_SOLVER_AUTO) {
         if (build(pr, &all, &p, d)) return MG_ERR;
@@ -99,14 +99,14 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         if (solver == MG_SOLVER_STORE_ALL) return MG_OK;
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
-        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep};
+        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0};
         if (build(pr, &chk, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
-    for (int pol = 0; pol < MG_EVICT_NPOLICIES; pol++) {
-        mg_sched_opts o = {budget, (mg_evict_policy)pol, NULL};
+    for (int i = 0; i < 2 * MG_EVICT_NPOLICIES; i++) {
+        mg_sched_opts o = {budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL, i < MG_EVICT_NPOLICIES};
         if (fit(pr, o, budget, &p, d)) {
             mg_plan_free(*out);
             *out = NULL;
@@ -140,10 +140,10 @@ static int64_t working_set_bound(const mg_problem *pr)
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
-                                            MG_EVICT_COST_SIZE_DIST2};
+                                            MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
     *out = NULL;
-    for (int i = 0; i < MG_EVICT_NPOLICIES && !*out; i++) {
-        mg_sched_opts o = {budget, tight[i], NULL};
+    for (int i = 0; i < 2 * MG_EVICT_NPOLICIES && !*out; i++) {
+        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
         if (fit(pr, o, budget, out, d)) return MG_ERR;
     }
     return MG_OK;
@@ -158,7 +158,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
