@@ -35,25 +35,83 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
     return MG_OK;
 }
 
-/* A plan under opts whose workspace, allocator waste included, is at most budget. */
-static mg_status fit(const mg_problem *pr, mg_sched_opts opts, int64_t budget, mg_plan **out, mg_diag *d)
+/* A plan under opts whose workspace, allocator waste included, is at most budget. first, when
+ * not NULL, is the (unplaced) schedule under opts at cap budget, already made by the caller;
+ * fit takes it over. */
+static mg_status fit(const mg_problem *pr, mg_sched_opts opts, int64_t budget, mg_plan *first, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < 16 && cap > 0; it++) {
         opts.cap = cap;
-        mg_plan *p;
-        if (build(pr, &opts, &p, d)) return MG_ERR;
+        mg_plan *p = it == 0 ? first : NULL;
+        if (p) {
+            if (mg_arena_assign(p, d)) {
+                mg_plan_free(p);
+                return MG_ERR;
+            }
+        } else if (build(pr, &opts, &p, d)) {
+            return MG_ERR;
+        }
         if (!p) return MG_OK;
         if (p->workspace_bytes <= budget) {
             *out = p;
             return MG_OK;
         }
+        /* every cap from the schedule's peak up gives this very schedule: go below the peak */
         int64_t over = p->workspace_bytes - budget;
         cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
         mg_plan_free(p);
     }
     return MG_OK;
+}
+
+/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing. */
+enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES };
+typedef struct variant {
+    mg_sched_opts o;
+    mg_plan *p; /* its schedule at cap budget (not yet placed), or NULL when it has none */
+} variant;
+
+static int variant_cmp(const void *a, const void *b)
+{
+    const mg_plan *p = ((const variant *)a)->p, *q = ((const variant *)b)->p;
+    if (!p || !q) return !p - !q;
+    if (p->flops_executed != q->flops_executed) return p->flops_executed < q->flops_executed ? -1 : 1;
+    if (p->peak_live_bytes != q->peak_live_bytes) return p->peak_live_bytes < q->peak_live_bytes ? -1 : 1;
+    return 0;
+}
+
+/* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
+ * cheapest first; returns how many have a schedule. */
+static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, mg_diag *d)
+{
+    int n = 0;
+    for (int i = 0; i < NVARIANTS; i++) {
+        v[i].o = (mg_sched_opts){budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL, i < MG_EVICT_NPOLICIES};
+        v[i].p = NULL;
+        if (mg_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        if (v[i].p) {
+            /* peak live bytes without placing: what the arena cannot go below */
+            mg_plan *p = v[i].p;
+            int64_t *delta = calloc((size_t)p->nsteps + 1, sizeof *delta), live = 0, peak = 0;
+            if (!delta) abort();
+            for (int b = 0; b < p->nbufs; b++) {
+                delta[p->bufs[b].first] += p->bufs[b].bytes;
+                delta[p->bufs[b].last + 1] -= p->bufs[b].bytes;
+            }
+            for (int s = 0; s < p->nsteps; s++) {
+                live += delta[s];
+                if (live > peak) peak = live;
+            }
+            free(delta);
+            p->peak_live_bytes = peak;
+            n++;
+        }
+    }
+    qsort(v, NVARIANTS, sizeof *v, variant_cmp);
+    return n;
 }
 
 /* Keeps the better of *best and p (fewer FLOPs, then a smaller workspace); frees the other. */
@@ -89,14 +147,14 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     *out = NULL;
     mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
     mg_plan *p = NULL;
-    if (solver == MG_SOLVER_STORE_ALL || solver == MG_SOLVER_AUTO) {
+    if (solver == MG_SOLVER_STORE_ALL) { /* (mg_solve has tried store-all before auto) */
         if (build(pr, &all, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) {
             *out = p;
             return MG_OK;
         }
         mg_plan_free(p);
-        if (solver == MG_SOLVER_STORE_ALL) return MG_OK;
+        return MG_OK;
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
         mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0};
@@ -105,16 +163,24 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
-    for (int i = 0; i < 2 * MG_EVICT_NPOLICIES; i++) {
-        mg_sched_opts o = {budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL, i < MG_EVICT_NPOLICIES};
-        if (fit(pr, o, budget, &p, d)) {
-            mg_plan_free(*out);
-            *out = NULL;
-            return MG_ERR;
+    /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
+     * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
+    variant v[NVARIANTS];
+    int nv = schedule_variants(pr, budget, v, d);
+    mg_status st = MG_OK;
+    for (int i = 0; i < nv; i++) {
+        if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
+            mg_plan_free(v[i].p);
+            continue;
         }
+        if ((st = fit(pr, v[i].o, budget, v[i].p, &p, d))) continue;
         keep_better(out, p);
     }
-    return MG_OK;
+    if (st) {
+        mg_plan_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* No schedule can hold less than what one step needs at once: its operands in the workspace,
@@ -136,17 +202,24 @@ static int64_t working_set_bound(const mg_problem *pr)
     return best;
 }
 
-/* Some plan within budget, from the policies that do best when memory is tightest. */
+/* Some plan within budget: the variants that schedule under it, least peak first. */
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, mg_plan **out, mg_diag *d)
 {
-    static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
-                                            MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
     *out = NULL;
-    for (int i = 0; i < 2 * MG_EVICT_NPOLICIES && !*out; i++) {
-        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
-        if (fit(pr, o, budget, out, d)) return MG_ERR;
+    variant v[NVARIANTS];
+    int nv = schedule_variants(pr, budget, v, d);
+    mg_status st = MG_OK;
+    for (int i = 0; i < nv; i++) { /* least peak first: the likeliest to fit once placed */
+        for (int j = i + 1; j < nv; j++)
+            if (v[j].p->peak_live_bytes < v[i].p->peak_live_bytes) {
+                variant t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+            }
+        if (st || *out) mg_plan_free(v[i].p);
+        else st = fit(pr, v[i].o, budget, v[i].p, out, d);
     }
-    return MG_OK;
+    return st;
 }
 
 mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, mg_solution *out,

@@ -54,6 +54,10 @@ typedef struct sim {
     int *uptr;             /* per node: first use not yet passed */
     int *lock;             /* per node: > 0 while an op being prepared needs it */
     int *cand, *cand_pos, ncand; /* resident evictable values */
+    struct hent { double key; int node, ver; } *heap; /* candidates by (possibly stale) score */
+    int nheap, capheap;
+    int *ver;              /* per node: the version its valid heap entry carries */
+    int *aside, naside;    /* locked candidates popped while choosing a victim */
     int *stack, *stack_in; /* recomputation stack: node and next input to ensure */
     int *order, *mark, stamp; /* the dropped values one target needs, inputs first; visit marks */
     double *rc;            /* per dropped node: what bringing it back cost when it was dropped */
@@ -93,10 +97,57 @@ static int next_use(const sim *s, int v)
     return k < s->use_start[v + 1] ? s->uses[k] : INT32_MAX;
 }
 
+static int hless(const struct hent *a, const struct hent *b)
+{
+    return a->key < b->key || (a->key == b->key && a->node < b->node);
+}
+
+static void heap_push(sim *s, struct hent e)
+{
+    if (s->nheap == s->capheap) {
+        s->capheap = s->capheap ? 2 * s->capheap : 256;
+        s->heap = realloc(s->heap, (size_t)s->capheap * sizeof *s->heap);
+        if (!s->heap) abort();
+    }
+    int i = s->nheap++;
+    while (i > 0 && hless(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = e;
+}
+
+static struct hent heap_pop(sim *s)
+{
+    struct hent top = s->heap[0], e = s->heap[--s->nheap];
+    int i = 0, n = s->nheap;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && hless(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!hless(&s->heap[c], &e)) break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n > 0) s->heap[i] = e;
+    return top;
+}
+
+static double score(const sim *s, int v);
+
+/* (Re)files candidate v under its score now. Scores only grow as time passes and values are
+ * dropped; whatever can lower one (a use passed, an input brought back) refiles the value. */
+static void refile(sim *s, int v)
+{
+    if (s->cand_pos[v] < 0) return;
+    heap_push(s, (struct hent){score(s, v), v, ++s->ver[v]});
+}
+
 static void cand_add(sim *s, int v)
 {
     s->cand_pos[v] = s->ncand;
     s->cand[s->ncand++] = v;
+    refile(s, v);
 }
 
 static void cand_remove(sim *s, int v)
@@ -150,32 +201,47 @@ static int use_time(const sim *s, int v)
     return t;
 }
 
-/* Drops values until need more bytes fit under the cap; 0 when that is impossible. */
+/* The eviction score of candidate v under the policy: the lower, the sooner it is dropped. */
+static double score(const sim *s, int v)
+{
+    double dist = (double)use_time(s, v) - s->now + 1, size = (double)s->pr->bytes[v] + 1;
+    switch (s->o->policy) {
+    case MG_EVICT_SIZE_DIST: return 1.0 / (size * dist);
+    case MG_EVICT_COST_SIZE: return recompute_cost(s, v) / size;
+    case MG_EVICT_COST_SIZE_DIST2: return recompute_cost(s, v) / (size * dist * dist);
+    case MG_EVICT_COST_SIZE_SQRTDIST: return recompute_cost(s, v) / (size * sqrt(dist));
+    default: return recompute_cost(s, v) / (size * dist);
+    }
+}
+
+/* Drops values until need more bytes fit under the cap; 0 when that is impossible. The victim
+ * is the unlocked candidate of least score: heap entries are lower bounds of their scores, so
+ * the top is rescored and refiled until it stays on top. */
 static int make_room(sim *s, int64_t need)
 {
-    while (s->live + need > s->o->cap) {
-        int best = -1;
-        double best_score = 0;
-        for (int i = 0; i < s->ncand; i++) {
-            int v = s->cand[i];
-            if (s->lock[v]) continue;
-            double dist = (double)use_time(s, v) - s->now + 1, size = (double)s->pr->bytes[v] + 1, score;
-            switch (s->o->policy) {
-            case MG_EVICT_SIZE_DIST: score = 1.0 / (size * dist); break;
-            case MG_EVICT_COST_SIZE: score = recompute_cost(s, v) / size; break;
-            case MG_EVICT_COST_SIZE_DIST2: score = recompute_cost(s, v) / (size * dist * dist); break;
-            case MG_EVICT_COST_SIZE_SQRTDIST: score = recompute_cost(s, v) / (size * sqrt(dist)); break;
-            default: score = recompute_cost(s, v) / (size * dist); break;
+    int ok = 1;
+    while (ok && s->live + need > s->o->cap) {
+        ok = 0;
+        while (s->nheap > 0) {
+            struct hent e = heap_pop(s);
+            int v = e.node;
+            if (e.ver != s->ver[v] || s->cand_pos[v] < 0) continue; /* stale */
+            if (s->lock[v]) {
+                s->aside[s->naside++] = v;
+                continue;
             }
-            if (best < 0 || score < best_score) {
-                best = v;
-                best_score = score;
+            double sc = score(s, v);
+            if (sc > e.key && s->nheap > 0 && sc > s->heap[0].key) {
+                heap_push(s, (struct hent){sc, v, ++s->ver[v]});
+                continue;
             }
+            release(s, v);
+            ok = 1;
+            break;
         }
-        if (best < 0) return 0;
-        release(s, best);
+        while (s->naside > 0) refile(s, s->aside[--s->naside]);
     }
-    return 1;
+    return ok;
 }
 
 /* Runs node v now (its inputs resident and locked): allocates its output, evicting if needed. */
@@ -198,6 +264,10 @@ static int compute(sim *s, int v, int recompute)
     }
     s->where[v] = sp->out;
     s->last_read[v] = step;
+    if (recompute) /* cheaper to drop what reads v now; and (lazy) what v reads is needed later */
+        for (int k = s->out_start[v]; k < s->out_start[v + 1]; k++) refile(s, s->out[k]);
+    if (recompute && s->o->lazy)
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) refile(s, pr->in[k]);
     for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) s->last_read[pr->in[k]] = step;
     s->p->flops_executed += pr->cost[v];
     return 1;
@@ -267,6 +337,7 @@ static void after_target(sim *s, int t, int pos)
         int u = pr->in[k];
         s->lock[u]--;
         while (next_use(s, u) <= pos) s->uptr[u]++;
+        refile(s, u);
     }
     for (int k = a; k <= b; k++) {
         int u = k < b ? pr->in[k] : t;
@@ -302,6 +373,8 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     s.lock = xcalloc((size_t)n, sizeof *s.lock);
     s.cand = xcalloc((size_t)n, sizeof *s.cand);
     s.cand_pos = xcalloc((size_t)n, sizeof *s.cand_pos);
+    s.ver = xcalloc((size_t)n, sizeof *s.ver);
+    s.aside = xcalloc((size_t)n, sizeof *s.aside);
     s.stack = xcalloc((size_t)n + 1, sizeof *s.stack);
     s.stack_in = xcalloc((size_t)n + 1, sizeof *s.stack_in);
     s.order = xcalloc((size_t)n + 1, sizeof *s.order);
@@ -369,6 +442,9 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     free(s.lock);
     free(s.cand);
     free(s.cand_pos);
+    free(s.ver);
+    free(s.aside);
+    free(s.heap);
     free(s.stack);
     free(s.stack_in);
     free(s.order);
