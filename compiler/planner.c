@@ -45,15 +45,12 @@ static mg_status fit(const mg_problem *pr, mg_sched_opts opts, int64_t budget, m
     for (int it = 0; it < 16 && cap > 0; it++) {
         opts.cap = cap;
         mg_plan *p = it == 0 ? first : NULL;
-        if (p) {
-            if (mg_arena_assign(p, d)) {
-                mg_plan_free(p);
-                return MG_ERR;
-            }
-        } else if (build(pr, &opts, &p, d)) {
+        if (!p && mg_schedule(pr, &opts, &p, d)) return MG_ERR;
+        if (!p) return MG_OK;
+        if (mg_arena_assign(p, d)) {
+            mg_plan_free(p);
             return MG_ERR;
         }
-        if (!p) return MG_OK;
         if (p->workspace_bytes <= budget) {
             *out = p;
             return MG_OK;
@@ -202,24 +199,20 @@ static int64_t working_set_bound(const mg_problem *pr)
     return best;
 }
 
-/* Some plan within budget: the variants that schedule under it, least peak first. */
+/* Some plan within budget: the first variant, most frugal first, that schedules under it and
+ * still fits once placed. */
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, mg_plan **out, mg_diag *d)
 {
+    static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
+                                            MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
     *out = NULL;
-    variant v[NVARIANTS];
-    int nv = schedule_variants(pr, budget, v, d);
-    mg_status st = MG_OK;
-    for (int i = 0; i < nv; i++) { /* least peak first: the likeliest to fit once placed */
-        for (int j = i + 1; j < nv; j++)
-            if (v[j].p->peak_live_bytes < v[i].p->peak_live_bytes) {
-                variant t = v[i];
-                v[i] = v[j];
-                v[j] = t;
-            }
-        if (st || *out) mg_plan_free(v[i].p);
-        else st = fit(pr, v[i].o, budget, v[i].p, out, d);
+    for (int i = 0; i < NVARIANTS && !*out; i++) {
+        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
+        mg_plan *p;
+        if (mg_schedule(pr, &o, &p, d)) return MG_ERR;
+        if (p && fit(pr, o, budget, p, out, d)) return MG_ERR;
     }
-    return st;
+    return MG_OK;
 }
 
 mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, mg_solution *out,
