@@ -6,9 +6,11 @@
  *              drop the rest after the forward pass, recompute each segment when the backward
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
- *              the budget-driven schedules under every eviction policy and of sqrt, each
- *              fitted to the budget by lowering the scheduler's cap by whatever the arena
- *              added on top of the live bytes. Never worse than sqrt or store-all where they fit.
+ *              the budget-driven schedules under every eviction policy (with lazy and eager
+ *              freeing) and of sqrt. All are scheduled first (cheap); only the cheapest are
+ *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
+ *              by whatever the arena added on top of the live bytes. Never worse than sqrt or
+ *              store-all where they fit.
  *   exact      not implemented yet: refused with a clear error.
  *
  * The minimum feasible budget is found by bisection over budgets with the same machinery; a
