@@ -61,9 +61,9 @@ typedef struct sim {
     int *stack, *stack_in; /* recomputation stack: node and next input to ensure */
     int *order, *mark, stamp; /* the dropped values one target needs, inputs first; visit marks */
     double *rc;            /* per dropped node: what bringing it back cost when it was dropped */
-    double rc_cap;
-    int *zlast;
-    int *out_start, *out;  /* CSR: the consumers of each node */            /* per node: last target position reading an evictable consumer of it */         /* no recomputation costs more than running every target once */
+    double rc_cap;         /* no recomputation costs more than running every target once */
+    int *zlast;            /* per node: last target position reading an evictable consumer of it */
+    int *out_start, *out;  /* CSR: the consumers of each node */
     int64_t step_limit;
 } sim;
 
@@ -189,7 +189,6 @@ static int use_time(const sim *s, int v)
 {
     int t = next_use(s, v);
     if (t != INT32_MAX || !s->o->lazy) return t;
-    const mg_problem *pr = s->pr;
     for (int k = s->out_start[v]; k < s->out_start[v + 1]; k++) {
         int c = s->out[k];
         if (s->where[c].mem == MG_MEM_NONE) {
@@ -197,7 +196,6 @@ static int use_time(const sim *s, int v)
             if (u < t) t = u;
         }
     }
-    (void)pr;
     return t;
 }
 
