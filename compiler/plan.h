@@ -91,13 +91,15 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
 /* How the scheduler chooses what to keep. A cap of INT64_MAX never evicts: that is the
  * store-all schedule. */
 typedef enum { MG_EVICT_COST_SIZE_DIST, MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE, MG_EVICT_COST_SIZE_DIST2,
-               MG_EVICT_NPOLICIES } mg_evict_policy;
+               MG_EVICT_COST_SIZE_SQRTDIST, MG_EVICT_NPOLICIES } mg_evict_policy;
 
 typedef struct mg_sched_opts {
     int64_t cap;               /* live workspace bytes the schedule may hold at any step */
     mg_evict_policy policy;    /* which resident value to drop when over the cap */
     const char *keep;          /* optional, per node: forward values not marked are dropped as
                                   soon as only the backward pass still needs them (checkpointing) */
+    int lazy;                  /* keep a dead value while a droppable value it feeds is still needed,
+                                  until memory is short (cheaper recomputation) */
 } mg_sched_opts;
 
 /* plan_build.c: records a schedule as a plan. Every solver drives one of these: compute a

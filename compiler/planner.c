@@ -6,11 +6,12 @@
  *              drop the rest after the forward pass, recompute each segment when the backward
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
- *              the budget-driven schedules under every eviction policy, of sqrt, and of the
- *              exact search over (stage, resident set) where the problem is small enough
- *              (sched_search.c), each fitted to the budget by lowering the cap by whatever the
- *              arena added on top of the live bytes. Never worse than sqrt or store-all where
- *              they fit.
+ *              the budget-driven schedules under every eviction policy (with lazy and eager
+ *              freeing) and of sqrt. All are scheduled first (cheap); only the cheapest are
+ *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
+ *              by whatever the arena added on top of the live bytes; and, where the problem
+ *              is small enough, the exact search over (stage, resident set) (sched_search.c),
+ *              whose plan is optimal. Never worse than sqrt or store-all where they fit.
  *   exact      store-all when it fits; otherwise Checkmate's MILP (solve_exact.c) within the
  *              time limit, started from auto's plan: the better of the two is returned, and it
  *              is marked optimal when the search finished at the budget itself.
@@ -35,23 +36,30 @@ typedef struct search_memo {
     int too_big;            /* the search ran out of states: the problem is left to the heuristics */
 } search_memo;
 
-/* Schedules under opts (NULL: by the exact search, sched_search.c) with opts->cap replaced by
- * cap, and places the buffers; *out is NULL when the cap cannot be met. Only the plan a solver
- * returns is verified (in mg_solve), not every candidate it tries. */
-static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, int64_t cap, search_memo *memo, mg_plan **out,
-                       mg_diag *d)
+/* One schedule under cap, not yet placed: the eviction scheduler under opts, or (opts NULL) the
+ * exact search. */
+static mg_status schedule(const mg_problem *pr, const mg_sched_opts *opts, int64_t cap, search_memo *memo,
+                          mg_plan **out, mg_diag *d)
 {
-    mg_sched_opts o = opts ? *opts : (mg_sched_opts){0};
-    o.cap = cap;
     *out = NULL;
     if (opts) {
-        if (mg_schedule(pr, &o, out, d)) return MG_ERR;
-    } else if (!memo->too_big && cap > memo->infeasible_cap) {
-        int complete;
-        if (mg_schedule_search(pr, cap, SEARCH_STATES, out, &complete, d)) return MG_ERR;
-        if (!complete) memo->too_big = 1;
-        else if (!*out) memo->infeasible_cap = cap;
+        mg_sched_opts o = *opts;
+        o.cap = cap;
+        return mg_schedule(pr, &o, out, d);
     }
+    if (memo->too_big || cap <= memo->infeasible_cap) return MG_OK;
+    int complete;
+    if (mg_schedule_search(pr, cap, SEARCH_STATES, out, &complete, d)) return MG_ERR;
+    if (!complete) memo->too_big = 1;
+    else if (!*out) memo->infeasible_cap = cap;
+    return MG_OK;
+}
+
+/* Schedules under opts and places the buffers; *out is NULL when the cap cannot be met. Only
+ * the plan a solver returns is verified (in mg_solve), not every candidate it tries. */
+static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
+{
+    if (mg_schedule(pr, opts, out, d)) return MG_ERR;
     if (*out && mg_arena_assign(*out, d)) {
         mg_plan_free(*out);
         *out = NULL;
@@ -61,26 +69,80 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, int64_t 
 }
 
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
- * most budget. */
-static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan **out,
-                     int *first, mg_diag *d)
+ * most budget. first, when not NULL, is the (unplaced) schedule under opts at cap budget,
+ * already made by the caller; fit takes it over. */
+static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan *first,
+                     mg_plan **out, int *at_budget, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < 16 && cap > 0; it++) {
-        mg_plan *p;
-        if (build(pr, opts, cap, memo, &p, d)) return MG_ERR;
+        mg_plan *p = it == 0 ? first : NULL;
+        if (!p && schedule(pr, opts, cap, memo, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
+        if (mg_arena_assign(p, d)) {
+            mg_plan_free(p);
+            return MG_ERR;
+        }
         if (p->workspace_bytes <= budget) {
             *out = p;
-            if (first) *first = it == 0; /* scheduled under the budget itself, not a lower cap */
+            if (at_budget) *at_budget = it == 0; /* scheduled under the budget itself */
             return MG_OK;
         }
+        /* every cap from the schedule's peak up gives this very schedule: go below the peak */
         int64_t over = p->workspace_bytes - budget;
         cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
         mg_plan_free(p);
     }
     return MG_OK;
+}
+
+/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing. */
+enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES };
+typedef struct variant {
+    mg_sched_opts o;
+    mg_plan *p; /* its schedule at cap budget (not yet placed), or NULL when it has none */
+} variant;
+
+static int variant_cmp(const void *a, const void *b)
+{
+    const mg_plan *p = ((const variant *)a)->p, *q = ((const variant *)b)->p;
+    if (!p || !q) return !p - !q;
+    if (p->flops_executed != q->flops_executed) return p->flops_executed < q->flops_executed ? -1 : 1;
+    if (p->peak_live_bytes != q->peak_live_bytes) return p->peak_live_bytes < q->peak_live_bytes ? -1 : 1;
+    return 0;
+}
+
+/* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
+ * cheapest first; returns how many have a schedule. */
+static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, mg_diag *d)
+{
+    int n = 0;
+    for (int i = 0; i < NVARIANTS; i++) {
+        v[i].o = (mg_sched_opts){budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL, i < MG_EVICT_NPOLICIES};
+        v[i].p = NULL;
+        if (mg_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        if (v[i].p) {
+            /* peak live bytes without placing: what the arena cannot go below */
+            mg_plan *p = v[i].p;
+            int64_t *delta = calloc((size_t)p->nsteps + 1, sizeof *delta), live = 0, peak = 0;
+            if (!delta) abort();
+            for (int b = 0; b < p->nbufs; b++) {
+                delta[p->bufs[b].first] += p->bufs[b].bytes;
+                delta[p->bufs[b].last + 1] -= p->bufs[b].bytes;
+            }
+            for (int s = 0; s < p->nsteps; s++) {
+                live += delta[s];
+                if (live > peak) peak = live;
+            }
+            free(delta);
+            p->peak_live_bytes = peak;
+            n++;
+        }
+    }
+    qsort(v, NVARIANTS, sizeof *v, variant_cmp);
+    return n;
 }
 
 /* Keeps the better of *best and p (fewer FLOPs, then a smaller workspace); frees the other. */
@@ -117,37 +179,49 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
 {
     *out = NULL;
     *optimal = 0;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
     mg_plan *p = NULL;
-    if (solver == MG_SOLVER_STORE_ALL || solver == MG_SOLVER_AUTO) {
-        if (build(pr, &all, INT64_MAX, memo, &p, d)) return MG_ERR;
+    if (solver == MG_SOLVER_STORE_ALL) { /* (mg_solve has tried store-all before auto) */
+        if (build(pr, &all, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) {
             *out = p;
             return MG_OK;
         }
         mg_plan_free(p);
-        if (solver == MG_SOLVER_STORE_ALL) return MG_OK;
+        return MG_OK;
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
-        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep};
-        if (build(pr, &chk, INT64_MAX, memo, &p, d)) return MG_ERR;
+        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0};
+        if (build(pr, &chk, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
-    for (int pol = 0; pol <= MG_EVICT_NPOLICIES; pol++) {
-        mg_sched_opts o = {budget, (mg_evict_policy)pol, NULL};
-        /* after the policies, the exact search: optimal where the problem is small enough */
-        int first = 0;
-        if (fit(pr, pol < MG_EVICT_NPOLICIES ? &o : NULL, budget, memo, &p, &first, d)) {
-            mg_plan_free(*out);
-            *out = NULL;
-            return MG_ERR;
+    /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
+     * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
+    variant v[NVARIANTS];
+    int nv = schedule_variants(pr, budget, v, d);
+    mg_status st = MG_OK;
+    for (int i = 0; i < nv; i++) {
+        if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
+            mg_plan_free(v[i].p);
+            continue;
         }
-        if (pol == MG_EVICT_NPOLICIES && p && first) *optimal = 1;
+        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, &p, NULL, d))) continue;
         keep_better(out, p);
     }
-    return MG_OK;
+    if (!st) { /* the exact search last: optimal where the problem is small enough */
+        int at_budget = 0;
+        if (!(st = fit(pr, NULL, budget, memo, NULL, &p, &at_budget, d))) {
+            if (p && at_budget) *optimal = 1;
+            keep_better(out, p);
+        }
+    }
+    if (st) {
+        mg_plan_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* The exact solver under budget, auto's plan as the incumbent. The program caps peak live
@@ -214,16 +288,20 @@ static int64_t working_set_bound(const mg_problem *pr)
     return best;
 }
 
-/* Some plan within budget, from the policies that do best when memory is tightest. */
+/* Some plan within budget: the first variant, most frugal first, that schedules under it and
+ * still fits once placed. */
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
-                                            MG_EVICT_COST_SIZE_DIST2};
+                                            MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
     *out = NULL;
-    for (int i = 0; i <= MG_EVICT_NPOLICIES && !*out; i++) {
-        mg_sched_opts o = {budget, i < MG_EVICT_NPOLICIES ? tight[i] : MG_EVICT_COST_SIZE_DIST, NULL};
-        if (fit(pr, i < MG_EVICT_NPOLICIES ? &o : NULL, budget, memo, out, NULL, d)) return MG_ERR; /* last: the search */
+    for (int i = 0; i < NVARIANTS && !*out; i++) {
+        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
+        mg_plan *p;
+        if (mg_schedule(pr, &o, &p, d)) return MG_ERR;
+        if (p && fit(pr, &o, budget, memo, p, out, NULL, d)) return MG_ERR;
     }
+    if (!*out && fit(pr, NULL, budget, memo, NULL, out, NULL, d)) return MG_ERR; /* last: the exact search */
     return MG_OK;
 }
 
@@ -234,9 +312,9 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
     search_memo memo = {-1, 0};
-    if ((st = build(pr, &all, INT64_MAX, &memo, &sa, d))) goto done;
+    if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     out->lower_bound = sa->flops_once; /* every op runs at least once */
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {

@@ -8,13 +8,19 @@
  * scheduler drops a resident forward value that the current op does not need, chosen by the
  * eviction policy from what the static schedule knows: its recomputation cost, its size and
  * how far away its next use is. Backward values are computed exactly once and never dropped.
- * Values are freed after their last use. With an unbounded cap nothing is ever dropped: that
- * is the store-all schedule.
+ * Values are freed after their last use; with `lazy`, a value past its last use stays while a
+ * droppable value it feeds is still needed, as the first thing dropped when memory is short
+ * (so recomputing that value need not recompute its whole ancestry). Before a target runs, the
+ * dropped values it needs are collected and everything they read is locked, so preparing one
+ * target never drops what it is about to read (no thrashing). The cost of dropping a value
+ * counts the dropped inputs it would have to bring back too (DTR's evicted neighbourhood).
+ * With an unbounded cap nothing is ever dropped: that is the store-all schedule.
  *
  * The scheduler sees only the planning problem (problem.c): inputs, bytes, costs, and which
  * values may be dropped; it knows nothing of ops or shapes. */
 #include "plan.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +46,16 @@ typedef struct sim {
     int *uptr;             /* per node: first use not yet passed */
     int *lock;             /* per node: > 0 while an op being prepared needs it */
     int *cand, *cand_pos, ncand; /* resident evictable values */
+    struct hent { double key; int node, ver; } *heap; /* candidates by (possibly stale) score */
+    int nheap, capheap;
+    int *ver;              /* per node: the version its valid heap entry carries */
+    int *aside, naside;    /* locked candidates popped while choosing a victim */
     int *stack, *stack_in; /* recomputation stack: node and next input to ensure */
+    int *order, *mark, stamp; /* the dropped values one target needs, inputs first; visit marks */
+    double *rc;            /* per dropped node: what bringing it back cost when it was dropped */
+    double rc_cap;         /* no recomputation costs more than running every target once */
+    int *zlast;            /* per node: last target position reading an evictable consumer of it */
+    int *out_start, *out;  /* CSR: the consumers of each node */
     int64_t step_limit;
 } sim;
 
@@ -74,10 +89,57 @@ static int next_use(const sim *s, int v)
     return k < s->use_start[v + 1] ? s->uses[k] : INT32_MAX;
 }
 
+static int hless(const struct hent *a, const struct hent *b)
+{
+    return a->key < b->key || (a->key == b->key && a->node < b->node);
+}
+
+static void heap_push(sim *s, struct hent e)
+{
+    if (s->nheap == s->capheap) {
+        s->capheap = s->capheap ? 2 * s->capheap : 256;
+        s->heap = realloc(s->heap, (size_t)s->capheap * sizeof *s->heap);
+        if (!s->heap) abort();
+    }
+    int i = s->nheap++;
+    while (i > 0 && hless(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = e;
+}
+
+static struct hent heap_pop(sim *s)
+{
+    struct hent top = s->heap[0], e = s->heap[--s->nheap];
+    int i = 0, n = s->nheap;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && hless(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!hless(&s->heap[c], &e)) break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n > 0) s->heap[i] = e;
+    return top;
+}
+
+static double score(const sim *s, int v);
+
+/* (Re)files candidate v under its score now. Scores only grow as time passes and values are
+ * dropped; whatever can lower one (a use passed, an input brought back) refiles the value. */
+static void refile(sim *s, int v)
+{
+    if (s->cand_pos[v] < 0) return;
+    heap_push(s, (struct hent){score(s, v), v, ++s->ver[v]});
+}
+
 static void cand_add(sim *s, int v)
 {
     s->cand_pos[v] = s->ncand;
     s->cand[s->ncand++] = v;
+    refile(s, v);
 }
 
 static void cand_remove(sim *s, int v)
@@ -88,11 +150,24 @@ static void cand_remove(sim *s, int v)
     s->cand_pos[v] = -1;
 }
 
+/* The cost of bringing v back now: its own cost and what bringing back its dropped inputs
+ * cost when they were dropped (an estimate that counts shared ancestors more than once, so it
+ * is capped at the cost of running everything once). */
+static double recompute_cost(const sim *s, int v)
+{
+    const mg_problem *pr = s->pr;
+    double c = pr->cost[v] + 1;
+    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
+        if (s->where[pr->in[k]].mem == MG_MEM_NONE) c += s->rc[pr->in[k]];
+    return c < s->rc_cap ? c : s->rc_cap;
+}
+
 /* Drops the resident workspace value v: its buffer ends at the last step that read it. */
 static void release(sim *s, int v)
 {
     mg_place *w = &s->where[v];
     if (w->mem != MG_MEM_WS) return;
+    s->rc[v] = recompute_cost(s, v);
     mg_buffer *b = &s->p->bufs[w->index];
     b->last = s->last_read[v] > b->first ? s->last_read[v] : b->first;
     s->live -= b->bytes;
@@ -100,41 +175,63 @@ static void release(sim *s, int v)
     w->mem = MG_MEM_NONE;
 }
 
-/* The cost of bringing v back: its own FLOPs and those of its inputs that are gone too. */
-static double recompute_cost(const sim *s, int v)
+/* When v will be read next: by a target, or, for a value kept after its last use (lazy), by
+ * the recomputation of a dropped value it feeds that a target still needs. */
+static int use_time(const sim *s, int v)
 {
-    const mg_problem *pr = s->pr;
-    double c = pr->cost[v] + 1;
-    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
-        if (s->where[pr->in[k]].mem == MG_MEM_NONE) c += pr->cost[pr->in[k]];
-    return c;
+    int t = next_use(s, v);
+    if (t != INT32_MAX || !s->o->lazy) return t;
+    for (int k = s->out_start[v]; k < s->out_start[v + 1]; k++) {
+        int c = s->out[k];
+        if (s->where[c].mem == MG_MEM_NONE) {
+            int u = next_use(s, c);
+            if (u < t) t = u;
+        }
+    }
+    return t;
 }
 
-/* Drops values until need more bytes fit under the cap; 0 when that is impossible. */
+/* The eviction score of candidate v under the policy: the lower, the sooner it is dropped. */
+static double score(const sim *s, int v)
+{
+    double dist = (double)use_time(s, v) - s->now + 1, size = (double)s->pr->bytes[v] + 1;
+    switch (s->o->policy) {
+    case MG_EVICT_SIZE_DIST: return 1.0 / (size * dist);
+    case MG_EVICT_COST_SIZE: return recompute_cost(s, v) / size;
+    case MG_EVICT_COST_SIZE_DIST2: return recompute_cost(s, v) / (size * dist * dist);
+    case MG_EVICT_COST_SIZE_SQRTDIST: return recompute_cost(s, v) / (size * sqrt(dist));
+    default: return recompute_cost(s, v) / (size * dist);
+    }
+}
+
+/* Drops values until need more bytes fit under the cap; 0 when that is impossible. The victim
+ * is the unlocked candidate of least score: heap entries are lower bounds of their scores, so
+ * the top is rescored and refiled until it stays on top. */
 static int make_room(sim *s, int64_t need)
 {
-    while (s->live + need > s->o->cap) {
-        int best = -1;
-        double best_score = 0;
-        for (int i = 0; i < s->ncand; i++) {
-            int v = s->cand[i];
-            if (s->lock[v]) continue;
-            double dist = (double)next_use(s, v) - s->now + 1, size = (double)s->pr->bytes[v] + 1, score;
-            switch (s->o->policy) {
-            case MG_EVICT_SIZE_DIST: score = 1.0 / (size * dist); break;
-            case MG_EVICT_COST_SIZE: score = recompute_cost(s, v) / size; break;
-            case MG_EVICT_COST_SIZE_DIST2: score = recompute_cost(s, v) / (size * dist * dist); break;
-            default: score = recompute_cost(s, v) / (size * dist); break;
+    int ok = 1;
+    while (ok && s->live + need > s->o->cap) {
+        ok = 0;
+        while (s->nheap > 0) {
+            struct hent e = heap_pop(s);
+            int v = e.node;
+            if (e.ver != s->ver[v] || s->cand_pos[v] < 0) continue; /* stale */
+            if (s->lock[v]) {
+                s->aside[s->naside++] = v;
+                continue;
             }
-            if (best < 0 || score < best_score) {
-                best = v;
-                best_score = score;
+            double sc = score(s, v);
+            if (sc > e.key && s->nheap > 0 && sc > s->heap[0].key) {
+                heap_push(s, (struct hent){sc, v, ++s->ver[v]});
+                continue;
             }
+            release(s, v);
+            ok = 1;
+            break;
         }
-        if (best < 0) return 0;
-        release(s, best);
+        while (s->naside > 0) refile(s, s->aside[--s->naside]);
     }
-    return 1;
+    return ok;
 }
 
 /* Runs node v now (its inputs resident and locked): allocates its output, evicting if needed. */
@@ -157,36 +254,47 @@ static int compute(sim *s, int v, int recompute)
     }
     s->where[v] = sp->out;
     s->last_read[v] = step;
+    if (recompute) /* cheaper to drop what reads v now; and (lazy) what v reads is needed later */
+        for (int k = s->out_start[v]; k < s->out_start[v + 1]; k++) refile(s, s->out[k]);
+    if (recompute && s->o->lazy)
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) refile(s, pr->in[k]);
     for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) s->last_read[pr->in[k]] = step;
     s->p->flops_executed += pr->cost[v];
     return 1;
 }
 
-/* Makes every input of target t resident and locked, recomputing dropped ones depth first. */
+/* Makes every input of target t resident and locked. First the dropped values t needs are
+ * collected (depth first, through dropped values only, down to resident ones), and every value
+ * they and t read is locked once per read; then they are recomputed inputs first, each
+ * unlocking its inputs. So nothing this preparation still needs is dropped during it, and
+ * each value is recomputed at most once per target. */
 static int ensure_inputs(sim *s, int t)
 {
     const mg_problem *pr = s->pr;
-    int sp = 0;
+    int sp = 0, nr = 0, stamp = ++s->stamp;
     s->stack[sp] = t;
     s->stack_in[sp++] = 0;
+    s->mark[t] = stamp;
     while (sp > 0) {
         int v = s->stack[sp - 1], k = s->stack_in[sp - 1];
         if (k < pr->in_start[v + 1] - pr->in_start[v]) {
             s->stack_in[sp - 1]++;
             int u = pr->in[pr->in_start[v] + k];
-            if (s->where[u].mem != MG_MEM_NONE) {
-                s->lock[u]++;
-            } else {
+            s->lock[u]++;
+            if (s->where[u].mem == MG_MEM_NONE && s->mark[u] != stamp) {
+                s->mark[u] = stamp;
                 s->stack[sp] = u;
                 s->stack_in[sp++] = 0;
             }
             continue;
         }
         sp--;
-        if (v == t) return 1; /* inputs ready; the caller runs t */
+        if (v != t) s->order[nr++] = v;
+    }
+    for (int i = 0; i < nr; i++) {
+        int v = s->order[i];
         if (!compute(s, v, 1)) return 0;
         for (int j = pr->in_start[v]; j < pr->in_start[v + 1]; j++) s->lock[pr->in[j]]--;
-        s->lock[v]++;
     }
     return 1;
 }
@@ -219,14 +327,24 @@ static void after_target(sim *s, int t, int pos)
         int u = pr->in[k];
         s->lock[u]--;
         while (next_use(s, u) <= pos) s->uptr[u]++;
+        refile(s, u);
     }
     for (int k = a; k <= b; k++) {
         int u = k < b ? pr->in[k] : t;
         if (s->where[u].mem != MG_MEM_WS || pr->keep_to_end[u]) continue;
         int nu = next_use(s, u);
+        if (nu == INT32_MAX && s->o->lazy && pr->evictable[u] && s->zlast[u] > pos) continue; /* may help recompute */
         if (nu == INT32_MAX || (s->o->keep && !s->o->keep[u] && pr->evictable[u] && pos < s->nfwd_targets &&
-                                nu >= s->nfwd_targets))
+                                nu >= s->nfwd_targets)) {
             release(s, u);
+            if (nu == INT32_MAX && s->o->lazy) /* u is dead: so are the values kept only to recompute it */
+                for (int j = pr->in_start[u]; j < pr->in_start[u + 1]; j++) {
+                    int w = pr->in[j];
+                    if (s->where[w].mem == MG_MEM_WS && !pr->keep_to_end[w] && s->zlast[w] <= pos &&
+                        next_use(s, w) == INT32_MAX && !s->lock[w])
+                        release(s, w);
+                }
+        }
     }
 }
 
@@ -245,8 +363,13 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     s.lock = xcalloc((size_t)n, sizeof *s.lock);
     s.cand = xcalloc((size_t)n, sizeof *s.cand);
     s.cand_pos = xcalloc((size_t)n, sizeof *s.cand_pos);
+    s.ver = xcalloc((size_t)n, sizeof *s.ver);
+    s.aside = xcalloc((size_t)n, sizeof *s.aside);
     s.stack = xcalloc((size_t)n + 1, sizeof *s.stack);
     s.stack_in = xcalloc((size_t)n + 1, sizeof *s.stack_in);
+    s.order = xcalloc((size_t)n + 1, sizeof *s.order);
+    s.mark = xcalloc((size_t)n + 1, sizeof *s.mark);
+    s.rc = xcalloc((size_t)n + 1, sizeof *s.rc);
     int *targets = xcalloc((size_t)n, sizeof *targets);
     for (int i = 0; i < n; i++) {
         s.cand_pos[i] = -1;
@@ -259,7 +382,24 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
         targets[s.ntargets++] = i;
         p->flops_once += pr->cost[i];
     }
+    s.rc_cap = p->flops_once + n;
     build_uses(&s, targets);
+    s.out_start = xcalloc((size_t)n + 1, sizeof *s.out_start);
+    s.out = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
+    for (int k = 0; k < pr->in_start[n]; k++) s.out_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) s.out_start[v + 1] += s.out_start[v];
+    int *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    for (int c = 0; c < n; c++)
+        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) s.out[s.out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
+    free(fill);
+    s.zlast = xcalloc((size_t)n + 1, sizeof *s.zlast);
+    for (int v = 0; v < n; v++) s.zlast[v] = -1;
+    for (int c = 0; c < n; c++) {
+        int last = s.use_start[c + 1] > s.use_start[c] ? s.uses[s.use_start[c + 1] - 1] : -1;
+        if (!pr->evictable[c]) continue;
+        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++)
+            if (last > s.zlast[pr->in[k]]) s.zlast[pr->in[k]] = last;
+    }
     /* a generous bound on recomputation, so pathological graphs fail instead of running away */
     s.step_limit = (int64_t)s.ntargets * 8 + 10000;
 
@@ -292,8 +432,17 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     free(s.lock);
     free(s.cand);
     free(s.cand_pos);
+    free(s.ver);
+    free(s.aside);
+    free(s.heap);
     free(s.stack);
     free(s.stack_in);
+    free(s.order);
+    free(s.mark);
+    free(s.rc);
+    free(s.zlast);
+    free(s.out_start);
+    free(s.out);
     free(targets);
     (void)d;
     if (!ok) {

@@ -584,6 +584,28 @@ START_TEST(test_benchmark_graphs)
 }
 END_TEST
 
+/* Moccasin's layered DAGs at fractions of their no-recompute peak (the store-all schedule's
+ * peak live bytes): budgets at which the scheduler used to thrash into its step limit now get
+ * verified plans within the budget. */
+START_TEST(test_layered_dags_under_the_peak)
+{
+    static const struct { const char *graph; int percent; } cases[] = {
+        {"layered_n250.json", 90}, {"layered_n500.json", 90}, {"layered_n500.json", 80}};
+    for (int i = 0; i < 3; i++) {
+        char *out, path[4096];
+        snprintf(path, sizeof path, "%s/bench/data/layered/%s", MG_SOURCE_DIR, cases[i].graph);
+        ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --format json --no-cache", path), 0);
+        long long peak = json_figure(out, "peak_live_bytes"), budget = peak * cases[i].percent / 100;
+        free(out);
+        int rc = tu_memgrad(&out, "plan --graph '%s' --budget %lldB --verify --format json --no-cache", path, budget);
+        ck_assert_msg(rc == 0, "%s at %d%% of the peak: %s", cases[i].graph, cases[i].percent, out);
+        ck_assert_msg(strstr(out, "plan verified"), "%s", out);
+        ck_assert_msg(json_figure(out, "workspace_bytes") <= budget, "%s over budget", cases[i].graph);
+        free(out);
+    }
+}
+END_TEST
+
 START_TEST(test_graph_import_errors)
 {
     char *dir = tu_tmpdir(), path[4200], *out;
@@ -700,6 +722,7 @@ static Suite *planner_suite(void)
     tcase_add_test(e, test_plan_json_figures);
     tcase_add_test(e, test_sweep);
     tcase_add_test(e, test_benchmark_graphs);
+    tcase_add_test(e, test_layered_dags_under_the_peak);
     tcase_add_test(e, test_graph_import_errors);
     tcase_add_test(e, test_plan_cache);
     suite_add_tcase(s, e);
