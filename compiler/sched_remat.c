@@ -35,13 +35,9 @@ static void *xcalloc(size_t n, size_t sz)
 typedef struct sim {
     const mg_problem *pr;
     const mg_sched_opts *o;
-    mg_plan *p;
-    int capsteps, capbufs;
-    int64_t live;          /* bytes of workspace buffers resident now */
+    mg_plan_builder b;     /* the plan so far, where each value is, the live bytes */
     int now;               /* position of the current target */
     int ntargets, nfwd_targets;
-    mg_place *where;       /* per node: where its value is now (mem NONE: not resident) */
-    int *last_read;        /* per node: last step that read the resident instance */
     int *use_start, *uses; /* per node: positions of the targets that read it (CSR) */
     int *uptr;             /* per node: first use not yet passed */
     int *lock;             /* per node: > 0 while an op being prepared needs it */
@@ -58,30 +54,6 @@ typedef struct sim {
     int *out_start, *out;  /* CSR: the consumers of each node */
     int64_t step_limit;
 } sim;
-
-static int add_step(sim *s, mg_step st)
-{
-    mg_plan *p = s->p;
-    if (p->nsteps == s->capsteps) {
-        s->capsteps = s->capsteps ? 2 * s->capsteps : 256;
-        p->steps = realloc(p->steps, (size_t)s->capsteps * sizeof *p->steps);
-        if (!p->steps) abort();
-    }
-    p->steps[p->nsteps] = st;
-    return p->nsteps++;
-}
-
-static int add_buffer(sim *s, int64_t bytes, int step, int node)
-{
-    mg_plan *p = s->p;
-    if (p->nbufs == s->capbufs) {
-        s->capbufs = s->capbufs ? 2 * s->capbufs : 256;
-        p->bufs = realloc(p->bufs, (size_t)s->capbufs * sizeof *p->bufs);
-        if (!p->bufs) abort();
-    }
-    p->bufs[p->nbufs] = (mg_buffer){bytes, step, step, -1, node};
-    return p->nbufs++;
-}
 
 static int next_use(const sim *s, int v)
 {
@@ -158,21 +130,17 @@ static double recompute_cost(const sim *s, int v)
     const mg_problem *pr = s->pr;
     double c = pr->cost[v] + 1;
     for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
-        if (s->where[pr->in[k]].mem == MG_MEM_NONE) c += s->rc[pr->in[k]];
+        if (s->b.where[pr->in[k]].mem == MG_MEM_NONE) c += s->rc[pr->in[k]];
     return c < s->rc_cap ? c : s->rc_cap;
 }
 
 /* Drops the resident workspace value v: its buffer ends at the last step that read it. */
 static void release(sim *s, int v)
 {
-    mg_place *w = &s->where[v];
-    if (w->mem != MG_MEM_WS) return;
+    if (s->b.where[v].mem != MG_MEM_WS) return;
     s->rc[v] = recompute_cost(s, v);
-    mg_buffer *b = &s->p->bufs[w->index];
-    b->last = s->last_read[v] > b->first ? s->last_read[v] : b->first;
-    s->live -= b->bytes;
+    mg_pb_release(&s->b, v);
     if (s->cand_pos[v] >= 0) cand_remove(s, v);
-    w->mem = MG_MEM_NONE;
 }
 
 /* When v will be read next: by a target, or, for a value kept after its last use (lazy), by
@@ -183,7 +151,7 @@ static int use_time(const sim *s, int v)
     if (t != INT32_MAX || !s->o->lazy) return t;
     for (int k = s->out_start[v]; k < s->out_start[v + 1]; k++) {
         int c = s->out[k];
-        if (s->where[c].mem == MG_MEM_NONE) {
+        if (s->b.where[c].mem == MG_MEM_NONE) {
             int u = next_use(s, c);
             if (u < t) t = u;
         }
@@ -210,7 +178,7 @@ static double score(const sim *s, int v)
 static int make_room(sim *s, int64_t need)
 {
     int ok = 1;
-    while (ok && s->live + need > s->o->cap) {
+    while (ok && s->b.live + need > s->o->cap) {
         ok = 0;
         while (s->nheap > 0) {
             struct hent e = heap_pop(s);
@@ -238,28 +206,14 @@ static int make_room(sim *s, int64_t need)
 static int compute(sim *s, int v, int recompute)
 {
     const mg_problem *pr = s->pr;
-    int64_t bytes = pr->bytes[v], scratch = pr->scratch[v];
-    if (s->p->nsteps >= s->step_limit) return 0;
-    if (!make_room(s, bytes + scratch)) return 0;
-    mg_step st = {MG_STEP_COMPUTE, v, pr->home[v], {{0}}, -1, recompute};
-    for (int k = pr->in_start[v]; k < pr->in_start[v + 1] && k - pr->in_start[v] < MG_MAX_INPUTS; k++)
-        st.in[k - pr->in_start[v]] = s->where[pr->in[k]];
-    int step = add_step(s, st);
-    mg_step *sp = &s->p->steps[step];
-    if (scratch) sp->scratch = add_buffer(s, scratch, step, -1);
-    if (pr->home[v].mem == MG_MEM_NONE) {
-        sp->out = (mg_place){MG_MEM_WS, add_buffer(s, bytes, step, v), 0};
-        s->live += bytes;
-        if (pr->evictable[v]) cand_add(s, v);
-    }
-    s->where[v] = sp->out;
-    s->last_read[v] = step;
+    if (s->b.p->nsteps >= s->step_limit) return 0;
+    if (!make_room(s, pr->bytes[v] + pr->scratch[v])) return 0;
+    mg_pb_compute(&s->b, v, recompute);
+    if (s->b.where[v].mem == MG_MEM_WS && pr->evictable[v]) cand_add(s, v);
     if (recompute) /* cheaper to drop what reads v now; and (lazy) what v reads is needed later */
         for (int k = s->out_start[v]; k < s->out_start[v + 1]; k++) refile(s, s->out[k]);
     if (recompute && s->o->lazy)
         for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) refile(s, pr->in[k]);
-    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) s->last_read[pr->in[k]] = step;
-    s->p->flops_executed += pr->cost[v];
     return 1;
 }
 
@@ -281,7 +235,7 @@ static int ensure_inputs(sim *s, int t)
             s->stack_in[sp - 1]++;
             int u = pr->in[pr->in_start[v] + k];
             s->lock[u]++;
-            if (s->where[u].mem == MG_MEM_NONE && s->mark[u] != stamp) {
+            if (s->b.where[u].mem == MG_MEM_NONE && s->mark[u] != stamp) {
                 s->mark[u] = stamp;
                 s->stack[sp] = u;
                 s->stack_in[sp++] = 0;
@@ -331,7 +285,7 @@ static void after_target(sim *s, int t, int pos)
     }
     for (int k = a; k <= b; k++) {
         int u = k < b ? pr->in[k] : t;
-        if (s->where[u].mem != MG_MEM_WS || pr->keep_to_end[u]) continue;
+        if (s->b.where[u].mem != MG_MEM_WS || pr->keep_to_end[u]) continue;
         int nu = next_use(s, u);
         if (nu == INT32_MAX && s->o->lazy && pr->evictable[u] && s->zlast[u] > pos) continue; /* may help recompute */
         if (nu == INT32_MAX || (s->o->keep && !s->o->keep[u] && pr->evictable[u] && pos < s->nfwd_targets &&
@@ -340,7 +294,7 @@ static void after_target(sim *s, int t, int pos)
             if (nu == INT32_MAX && s->o->lazy) /* u is dead: so are the values kept only to recompute it */
                 for (int j = pr->in_start[u]; j < pr->in_start[u + 1]; j++) {
                     int w = pr->in[j];
-                    if (s->where[w].mem == MG_MEM_WS && !pr->keep_to_end[w] && s->zlast[w] <= pos &&
+                    if (s->b.where[w].mem == MG_MEM_WS && !pr->keep_to_end[w] && s->zlast[w] <= pos &&
                         next_use(s, w) == INT32_MAX && !s->lock[w])
                         release(s, w);
                 }
@@ -352,13 +306,8 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
 {
     int n = pr->n;
     *out = NULL;
-    mg_plan *p = xcalloc(1, sizeof *p);
-    p->g = pr->g;
-    p->kind = pr->kind;
-    p->result = pr->result;
-    sim s = {.pr = pr, .o = opts, .p = p};
-    s.where = xcalloc((size_t)n, sizeof *s.where);
-    s.last_read = xcalloc((size_t)n, sizeof *s.last_read);
+    sim s = {.pr = pr, .o = opts};
+    mg_pb_init(&s.b, pr);
     s.uptr = xcalloc((size_t)n, sizeof *s.uptr);
     s.lock = xcalloc((size_t)n, sizeof *s.lock);
     s.cand = xcalloc((size_t)n, sizeof *s.cand);
@@ -373,16 +322,11 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     int *targets = xcalloc((size_t)n, sizeof *targets);
     for (int i = 0; i < n; i++) {
         s.cand_pos[i] = -1;
-        if (!pr->target[i]) {
-            s.where[i] = pr->home[i];
-            if (s.where[i].mem == MG_MEM_NONE) s.where[i].mem = MG_MEM_CONST; /* an always-resident leaf */
-            continue;
-        }
+        if (!pr->target[i]) continue;
         if (i < pr->nfwd) s.nfwd_targets++;
         targets[s.ntargets++] = i;
-        p->flops_once += pr->cost[i];
     }
-    s.rc_cap = p->flops_once + n;
+    s.rc_cap = s.b.p->flops_once + n;
     build_uses(&s, targets);
     s.out_start = xcalloc((size_t)n + 1, sizeof *s.out_start);
     s.out = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
@@ -410,22 +354,8 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
         ok = ensure_inputs(&s, t) && compute(&s, t, 0);
         if (ok) after_target(&s, t, i);
     }
-    if (ok) {
-        for (int k = 0; k < pr->nfinal; k++) {
-            mg_step st = pr->final[k];
-            if (st.kind == MG_STEP_COPY) st.in[0] = s.where[st.node];
-            int step = add_step(&s, st);
-            if (st.kind == MG_STEP_COPY) s.last_read[st.node] = step;
-        }
-        if (p->result >= 0) {
-            p->result_at = s.where[p->result];
-            s.last_read[p->result] = p->nsteps - 1;
-        }
-        for (int v = 0; v < n; v++) release(&s, v);
-    }
-
-    free(s.where);
-    free(s.last_read);
+    if (ok) *out = mg_pb_finish(&s.b);
+    else mg_pb_discard(&s.b);
     free(s.use_start);
     free(s.uses);
     free(s.uptr);
@@ -445,10 +375,5 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     free(s.out);
     free(targets);
     (void)d;
-    if (!ok) {
-        mg_plan_free(p);
-        return MG_OK;
-    }
-    *out = p;
     return MG_OK;
 }
