@@ -53,12 +53,7 @@ static void root_setup(void)
     }
 }
 
-static void root_teardown(void)
-{
-    tu_rmtree(root);
-    free(root);
-    root = NULL;
-}
+static void root_teardown(void) { tu_dir_free(&root); }
 
 static void setup(void)
 {
@@ -67,22 +62,9 @@ static void setup(void)
     ck_assert_msg(mkdtemp(dir) != NULL, "cannot create a directory in %s", root);
 }
 
-static void teardown(void)
-{
-    tu_rmtree(dir);
-    free(dir);
-    dir = NULL;
-}
+static void teardown(void) { tu_dir_free(&dir); }
 
-/* dir/name, in a static ring of buffers so a few can be live at once. */
-static const char *path(const char *name)
-{
-    static char bufs[8][4200];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
+static const char *path(const char *name) { return tu_path(dir, name); }
 
 static const char *write_model(const char *name, const char *text)
 {

@@ -32,21 +32,9 @@ static void setup(void)
     ck_assert_msg(dir != NULL, "cannot create a temporary directory");
 }
 
-static void teardown(void)
-{
-    tu_rmtree(dir);
-    free(dir);
-    dir = NULL;
-}
+static void teardown(void) { tu_dir_free(&dir); }
 
-static const char *path(const char *name)
-{
-    static char bufs[8][4200];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, 4200, "%s/%s", dir, name);
-    return b;
-}
+static const char *path(const char *name) { return tu_path(dir, name); }
 
 static const char *deep(void)
 {

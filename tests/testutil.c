@@ -133,3 +133,19 @@ int tu_memgrad(char **out, const char *fmt, ...)
     va_end(ap);
     return rc;
 }
+
+const char *tu_path(const char *dir, const char *name)
+{
+    static char bufs[8][4200];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+    return b;
+}
+
+void tu_dir_free(char **dir)
+{
+    if (*dir) tu_rmtree(*dir);
+    free(*dir);
+    *dir = NULL;
+}

@@ -11,6 +11,10 @@
 /* A fresh directory under $TMPDIR (or /tmp); free with tu_rmtree + free. */
 char *tu_tmpdir(void);
 void tu_rmtree(const char *dir);
+/* dir/name, in a static ring of 8 buffers so a few can be live at once. */
+const char *tu_path(const char *dir, const char *name);
+/* Removes *dir and everything in it, frees it and sets it to NULL. */
+void tu_dir_free(char **dir);
 /* Writes text to path; returns 0 on success. */
 int tu_write(const char *path, const char *text);
 /* Reads a whole file (NUL-terminated, malloc'd) or NULL. */
