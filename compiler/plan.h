@@ -150,7 +150,8 @@ typedef struct mg_exact_result {
     mg_plan *plan;
     double lower_bound;
     int proven, infeasible;
-    int crashed;           /* the solver process died or hung (CBC's own assertions): no result */
+    int crashed;           /* the solver process died (CBC's own assertions) or overran: no result */
+    int timed_out;         /* ... because it overran the time limit and was stopped */
 } mg_exact_result;
 mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, mg_exact_result *out,
                          mg_diag *d);

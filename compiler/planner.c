@@ -250,7 +250,10 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
             return MG_ERR;
         }
         if (r.crashed) {
-            out->note = "the MILP solver (CBC) failed on this program; the plan is auto's, optimality unknown";
+            out->note = r.timed_out ? "the MILP solver (CBC) did not stop at the time limit and was stopped; the plan "
+                                      "is auto's, optimality unknown"
+                                    : "the MILP solver (CBC) failed on this program; the plan is auto's, optimality "
+                                      "unknown";
             break;
         }
         if (it == 0 && r.lower_bound > out->lower_bound) out->lower_bound = r.lower_bound;

@@ -146,7 +146,7 @@ static Cbc_Model *to_cbc(const lp *m)
 
 /* What a solve reports back to the parent process. */
 typedef struct outcome {
-    int crashed, proven, infeasible, has_x;
+    int crashed, timed_out, proven, infeasible, has_x;
     double bound; /* scaled by the cost scale */
 } outcome;
 
@@ -155,6 +155,7 @@ typedef struct outcome {
  * not the user's compiler process. The child writes the outcome and the solution to a pipe. */
 static void child_solve(const lp *m, double time_limit, double cutoff, int cautious, int fd)
 {
+    double end = mg_seconds() + time_limit; /* loading the program into CBC counts too */
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) { /* CBC's assertion messages are not the user's business: the parent reports */
         dup2(null, 1);
@@ -166,7 +167,9 @@ static void child_solve(const lp *m, double time_limit, double cutoff, int cauti
     Cbc_setParameter(cbc, "log", "0");
     Cbc_setParameter(cbc, "slog", "0");
     Cbc_setParameter(cbc, "timeMode", "elapsed"); /* the limit is the user's wall clock, not CPU time */
-    Cbc_setMaximumSeconds(cbc, time_limit > 0 ? time_limit : 1e-3);
+    /* CBC reads its clock only between phases and overruns by a few seconds: aim short */
+    double left = 0.85 * (end - mg_seconds()) - 0.5;
+    Cbc_setMaximumSeconds(cbc, left > 0.2 ? left : 0.2);
     Cbc_setAllowableGap(cbc, 1e-9);
     Cbc_setAllowableFractionGap(cbc, 1e-9);
     if (cutoff < 1e300) Cbc_setCutoff(cbc, cutoff);
@@ -203,7 +206,7 @@ static mg_status solve_isolated(const lp *m, double time_limit, double cutoff, i
     close(fd[1]);
     size_t want = sizeof *r, got = 0, total = sizeof *r;
     char *head = (char *)r;
-    double deadline = mg_seconds() + time_limit * 1.2 + 5;
+    double deadline = mg_seconds() + time_limit * 1.1 + 4; /* a CBC that hangs, not one that is late */
     int killed = 0;
     for (;;) {
         int wait_ms = (int)((deadline - mg_seconds()) * 1000);
@@ -225,7 +228,7 @@ static mg_status solve_isolated(const lp *m, double time_limit, double cutoff, i
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (killed || got != total || !WIFEXITED(status) || WEXITSTATUS(status) != 0) *r = (outcome){.crashed = 1};
+    if (killed || got != total || !WIFEXITED(status) || WEXITSTATUS(status) != 0) *r = (outcome){.crashed = 1, .timed_out = killed};
     return MG_OK;
 }
 
@@ -440,7 +443,7 @@ static mg_plan *rebuild(const model *md, const double *x)
 mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, mg_exact_result *out,
                          mg_diag *d)
 {
-    *out = (mg_exact_result){NULL, -1, 0, 0, 0};
+    *out = (mg_exact_result){.plan = NULL, .lower_bound = -1};
     model md;
     if (!model_init(&md, pr, (size_t)4 << 20)) {
         int T = md.T;
@@ -460,11 +463,12 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
     outcome r;
     double end = mg_seconds() + time_limit, scaled_cutoff = cutoff < 1e300 ? cutoff / cscale * (1 - 1e-9) : HUGE_VAL;
     mg_status st = solve_isolated(&m, time_limit, scaled_cutoff, 0, &r, x, d);
-    if (!st && r.crashed && end - mg_seconds() > 0.1) /* once more, the way that avoids CBC's known crashes */
+    if (!st && r.crashed && !r.timed_out && end - mg_seconds() > 0.1) /* once more, the way that avoids CBC's known crashes */
         st = solve_isolated(&m, end - mg_seconds(), scaled_cutoff, 1, &r, x, d);
     lp_free(&m);
     if (!st && r.crashed) {
         out->crashed = 1;
+        out->timed_out = r.timed_out;
     } else if (!st) {
         out->proven = r.proven;
         out->infeasible = r.infeasible;
