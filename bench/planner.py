@@ -147,6 +147,38 @@ def examples(mg, lines):
     lines.append("")
 
 
+def torch_checkpoint(mg, lines):
+    """checkpoint_sequential beside memgrad on mlp_deep, each at the same fraction of its own
+    store-all memory (torch: activations autograd saves; memgrad: the whole workspace)."""
+    lines.append("## Beside PyTorch checkpoint_sequential (mlp_deep)\n")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MG_BENCH_THREADS="1")
+    p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "torch_checkpoint.py"), "5"], capture_output=True,
+                       text=True, env=env)
+    if p.returncode != 0:
+        lines.append(f"not run: bench/torch_checkpoint.py failed ({p.stderr.strip().splitlines()[-1:]}); "
+                     "bench/run.sh installs python3-torch\n")
+        return
+    rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    base = rows[0]["saved_peak_bytes"]
+    f = os.path.join(ROOT, "examples", "mlp_deep.mg")
+    all_b = plan(mg, f, repeat=1)["store_all_workspace_bytes"]
+    # checkpoint_sequential recomputes the forward pass of every segment but the last; the
+    # backward pass costs about twice the forward, so a step is about 3 forward passes
+    lines.append("torch's memory is the activations autograd saves (weights excluded), relative to no "
+                 "checkpointing; memgrad's is its whole workspace relative to store-all. torch's FLOP overhead "
+                 "is (k-1)/k of a forward pass over 3 forward passes; its time overhead is measured (1 thread, "
+                 "median of 5 steps, noisy on a shared machine). memgrad's overhead is its plan's FLOPs.\n")
+    lines.append("| segments k | torch memory | torch FLOP overhead | torch time overhead | memgrad auto at that memory |")
+    lines.append("|---|---|---|---|---|")
+    for r in rows:
+        k, frac = r["segments"], r["saved_peak_bytes"] / base
+        flops = (k - 1) / k / 3 if k else 0.0
+        a = plan(mg, f, int(all_b * frac), repeat=1) if frac <= 1 else None
+        mo = pct(a["recompute_overhead"]) if a else ("—" if frac > 1 else "infeasible")
+        lines.append(f"| {k or 'none'} | {100 * frac:.1f}% | {pct(flops)} | {pct(r['time_overhead'])} | {mo} |")
+    lines.append("")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memgrad", default=os.path.join(ROOT, "build-release/memgrad"))
@@ -161,6 +193,7 @@ def main():
         layered(a.memgrad, lines)
         growth(a.memgrad, lines, tmp)
         examples(a.memgrad, lines)
+        torch_checkpoint(a.memgrad, lines)
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
