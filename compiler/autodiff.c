@@ -170,6 +170,13 @@ mg_status mg_autodiff(mg_graph *g, mg_diag *d)
                 accumulate(&a, y, unbroadcast(&a, node_attr(&a, MG_OP_MATMUL, 2, xdy, 1, 0, loc), y, loc), loc);
             break;
         }
+        case MG_OP_EMBEDDING: {
+            /* ids are integers: only the table gets a gradient */
+            mg_shape st = g->nodes[y].type.shape;
+            int idy[2] = {x, dy};
+            if (a.needs[y]) accumulate(&a, y, shaped_n(&a, MG_OP_EMBEDDING_GRAD, 2, idy, NULL, &st, 1.0, loc), loc);
+            break;
+        }
         case MG_OP_TRANSPOSE: {
             int inv[MG_MAX_IATTR] = {0};
             for (int k = 0; k < n.type.shape.rank; k++) inv[n.iattr[k]] = k;

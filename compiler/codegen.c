@@ -224,6 +224,13 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         call(c, "mgk_gemm_batched", dt, a, 23);
         return;
     }
+    case MG_OP_EMBEDDING:
+    case MG_OP_EMBEDDING_GRAD: {
+        const mg_shape *tab = n->op == MG_OP_EMBEDDING ? s1 : &n->type.shape;
+        LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0)), ci64(c, tab->dim[0]), ci64(c, tab->dim[1]), x, y, out};
+        call(c, n->op == MG_OP_EMBEDDING ? "mgk_embedding" : "mgk_embedding_grad", dt, a, 6);
+        return;
+    }
     case MG_OP_TRANSPOSE: {
         /* output axes (size-1 ones dropped) with the input stride of the axis each comes from;
          * neighbours that stay neighbours in the input merge */
@@ -308,12 +315,14 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         return;
     }
     case MG_OP_CROSS_ENTROPY: {
-        LLVMValueRef a[5] = {ci64(c, s0->dim[0]), ci64(c, s0->dim[1]), x, y, out};
+        int64_t C = s0->dim[s0->rank - 1];
+        LLVMValueRef a[5] = {ci64(c, mg_shape_numel(s0) / C), ci64(c, C), x, y, out};
         call(c, "mgk_xent", dt, a, 5);
         return;
     }
     case MG_OP_XENT_GRAD: {
-        LLVMValueRef a[6] = {ci64(c, s0->dim[0]), ci64(c, s0->dim[1]), x, y, z, out};
+        int64_t C = s0->dim[s0->rank - 1];
+        LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0) / C), ci64(c, C), x, y, z, out};
         call(c, "mgk_xent_grad", dt, a, 6);
         return;
     }

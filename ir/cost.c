@@ -39,7 +39,9 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_GLOBAL_AVG_POOL: return in0;
     case MG_OP_RESHAPE:
     case MG_OP_FLATTEN: return 0;
-    case MG_OP_TRANSPOSE: return out;
+    case MG_OP_TRANSPOSE:
+    case MG_OP_EMBEDDING: return out;
+    case MG_OP_EMBEDDING_GRAD: return (double)mg_shape_numel(&g->nodes[n->in[1]].type.shape);
     case MG_OP_TANH:
     case MG_OP_SIGMOID:
     case MG_OP_EXP:

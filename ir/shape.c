@@ -200,6 +200,30 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r.shape.dim[r.shape.rank++] = nn;
         break;
     }
+    case MG_OP_EMBEDDING:
+    case MG_OP_EMBEDDING_GRAD: { /* (ids, table) / (ids, dy) with the table's shape preset */
+        const mg_shape *ids = &t[0]->shape, *tab = n->op == MG_OP_EMBEDDING ? &t[1]->shape : &n->type.shape;
+        if (t[0]->dtype != MG_I32)
+            return mg_diag_set(d, n->loc, "embedding needs i32 ids as its first argument, got %s",
+                               mg_dtype_name(t[0]->dtype));
+        if (n->op == MG_OP_EMBEDDING && need_float(n, t[1], "table", d)) return MG_ERR;
+        if (tab->rank != 2)
+            return mg_diag_set(d, n->loc, "embedding needs a table of shape [vocabulary, dim], got %s",
+                               mg_shape_str(tab, sa, sizeof sa));
+        if (ids->rank + 1 > MG_MAX_RANK)
+            return mg_diag_set(d, n->loc, "embedding result would have more than %d axes", MG_MAX_RANK);
+        mg_shape y = *ids;
+        y.dim[y.rank++] = tab->dim[1];
+        if (n->op == MG_OP_EMBEDDING_GRAD) {
+            if (grad_matches(n, &y, &t[1]->shape, d)) return MG_ERR;
+            r.dtype = t[1]->dtype;
+            r.shape = *tab;
+        } else {
+            r.dtype = t[1]->dtype;
+            r.shape = y;
+        }
+        break;
+    }
     case MG_OP_TRANSPOSE: {
         const mg_shape *xs = &t[0]->shape;
         int seen[MG_MAX_RANK] = {0};
@@ -293,19 +317,22 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         break;
     case MG_OP_CROSS_ENTROPY:
         if (need_float(n, t[0], "logits tensor", d)) return MG_ERR;
-        if (t[0]->shape.rank != 2)
+        if (t[0]->shape.rank < 2)
             return mg_diag_set(d, n->loc,
-                               "cross_entropy needs logits of shape [batch, classes], got %s",
+                               "cross_entropy needs logits of shape [batch, classes] or [batch, ..., classes], got %s",
                                mg_shape_str(&t[0]->shape, sa, sizeof sa));
         if (t[1]->dtype != MG_I32)
             return mg_diag_set(d, n->loc, "cross_entropy needs i32 class labels, got %s",
                                mg_dtype_name(t[1]->dtype));
-        if (t[1]->shape.rank != 1 || t[1]->shape.dim[0] != t[0]->shape.dim[0])
-            return mg_diag_set(d, n->loc,
-                               "cross_entropy labels must be [%lld] to match logits %s, got %s",
-                               (long long)t[0]->shape.dim[0],
-                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
-                               mg_shape_str(&t[1]->shape, sb, sizeof sb));
+        {
+            mg_shape want = t[0]->shape;
+            char sc[128];
+            want.rank--;
+            if (!mg_shape_eq(&want, &t[1]->shape))
+                return mg_diag_set(d, n->loc, "cross_entropy labels must be %s to match logits %s, got %s",
+                                   mg_shape_str(&want, sc, sizeof sc), mg_shape_str(&t[0]->shape, sa, sizeof sa),
+                                   mg_shape_str(&t[1]->shape, sb, sizeof sb));
+        }
         r.dtype = t[0]->dtype;
         r.shape.rank = 0;
         break;

@@ -108,6 +108,12 @@ static const gcase cases[] = {
     {"bmm_size1_batch", "param a: f64[2,1,3,4] = normal(1)\nparam b: f64[1,3,4,2] = normal(1)\nloss = sum(tanh(a @ b))\n"},
     {"attention", "param q: f64[2,2,3,4] = normal(1)\nparam k: f64[2,2,3,4] = normal(1)\nparam v: f64[2,2,3,4] = normal(1)\n"
                   "s = softmax(q @ transpose(k, perm=[0, 1, 3, 2]) * 0.5)\nloss = sum(tanh(s @ v))\n"},
+    {"embedding", "input ids: i32[2,5]\nparam tab: f64[4,3] = normal(1)\ninput t: f64[2,5,3]\n"
+                  "loss = sum(tanh(embedding(ids, tab)) * t)\n"},
+    {"cross_entropy_seq", "input x: f64[2,3,4]\ninput y: i32[2,3]\nparam w: f64[4,3] = normal(1)\n"
+                          "loss = cross_entropy(x @ w, y)\n"},
+    {"cross_entropy_pixels", "input x: f64[2,3,2,2]\ninput y: i32[2,2,2]\nparam w: f64[3,3,1,1] = normal(1)\n"
+                             "loss = cross_entropy(transpose(conv2d(x, w), perm=[0, 2, 3, 1]), y)\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
 };
 

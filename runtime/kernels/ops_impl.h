@@ -262,7 +262,7 @@ void SFX(mgk_gelu_tanh_grad)(int64_t n, const T *restrict xs, const T *restrict 
     }
 }
 
-/* mean over the batch of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
+/* mean over the B rows (every position) of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
 void SFX(mgk_xent)(int64_t B, int64_t C, const T *restrict x, const int32_t *restrict labels,
                    T *restrict out)
 {
@@ -347,4 +347,30 @@ void SFX(mgk_transpose)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t 
                         } else
                             for (int64_t i5 = 0; i5 < d5; i5++) *y++ = px[i5 * s5];
                     }
+}
+
+/* y[i, :] = table[ids[i], :]; an id outside [0, V) gives a row of NaN */
+void SFX(mgk_embedding)(int64_t n, int64_t V, int64_t D, const int32_t *restrict ids, const T *restrict table,
+                        T *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id >= 0 && id < V) memcpy(y + i * D, table + (int64_t)id * D, (size_t)D * sizeof(T));
+        else
+            for (int64_t j = 0; j < D; j++) y[i * D + j] = (T)NAN;
+    }
+}
+
+/* dtable = 0, then dtable[ids[i], :] += dy[i, :] for i in order (deterministic); ids outside
+ * [0, V) contribute nothing */
+void SFX(mgk_embedding_grad)(int64_t n, int64_t V, int64_t D, const int32_t *restrict ids, const T *restrict dy,
+                             T *restrict dtable)
+{
+    memset(dtable, 0, (size_t)(V * D) * sizeof(T));
+    for (int64_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= V) continue;
+        T *row = dtable + (int64_t)id * D;
+        for (int64_t j = 0; j < D; j++) row[j] += dy[i * D + j];
+    }
 }
