@@ -37,6 +37,17 @@ static int node_attrs(ad *a, mg_op op, int n, const int *in, const int *iattr, m
     return id;
 }
 
+/* A node with attribute iattr0 and float attribute fattr (layer_norm's eps). */
+static int node_f(ad *a, mg_op op, int n, const int *in, int iattr0, double fattr, mg_loc loc)
+{
+    if (a->failed) return -1;
+    int attr[MG_MAX_IATTR] = {iattr0};
+    int id = mg_graph_add_op(a->g, op, n, in, attr, fattr, loc, a->d);
+    if (id < 0) a->failed = 1;
+    else a->g->nodes[id].phase = MG_PHASE_BACKWARD;
+    return id;
+}
+
 static int node(ad *a, mg_op op, int n, const int *in, mg_loc loc) { return node_attr(a, op, n, in, 0, 0, loc); }
 
 static int op1(ad *a, mg_op op, int x, mg_loc loc) { return node(a, op, 1, &x, loc); }
@@ -144,10 +155,32 @@ mg_status mg_autodiff(mg_graph *g, mg_diag *d)
             accumulate(&a, x, op1(&a, MG_OP_NEG, dy, loc), loc);
             break;
         case MG_OP_MATMUL: {
-            /* C = A @ B (no transposes in forward graphs): dA = dC @ B^T, dB = A^T @ dC */
+            /* C = A @ B (no transposes in forward graphs): dA = dC @ B^T, dB = A^T @ dC, each
+             * summed over the batch axes its operand was broadcast along. When B is one matrix
+             * under a stack A, dB is one GEMM over all rows of A and dC viewed as matrices. */
+            mg_shape sx = g->nodes[x].type.shape, sy = g->nodes[y].type.shape;
             int dyb[2] = {dy, y}, xdy[2] = {x, dy};
-            if (a.needs[x]) accumulate(&a, x, node_attr(&a, MG_OP_MATMUL, 2, dyb, 0, 1, loc), loc);
-            if (a.needs[y]) accumulate(&a, y, node_attr(&a, MG_OP_MATMUL, 2, xdy, 1, 0, loc), loc);
+            if (a.needs[x]) accumulate(&a, x, unbroadcast(&a, node_attr(&a, MG_OP_MATMUL, 2, dyb, 0, 1, loc), x, loc), loc);
+            if (a.needs[y] && sy.rank == 2 && sx.rank > 2) {
+                int64_t K = sx.dim[sx.rank - 1], N = sy.dim[1], rows = mg_shape_numel(&sx) / (K ? K : 1);
+                mg_shape s2x = {2, {rows, K}}, s2dy = {2, {rows, N}};
+                int in[2] = {shaped(&a, MG_OP_RESHAPE, x, &s2x, 1.0, loc), shaped(&a, MG_OP_RESHAPE, dy, &s2dy, 1.0, loc)};
+                if (!a.failed) accumulate(&a, y, node_attr(&a, MG_OP_MATMUL, 2, in, 1, 0, loc), loc);
+            } else if (a.needs[y])
+                accumulate(&a, y, unbroadcast(&a, node_attr(&a, MG_OP_MATMUL, 2, xdy, 1, 0, loc), y, loc), loc);
+            break;
+        }
+        case MG_OP_EMBEDDING: {
+            /* ids are integers: only the table gets a gradient */
+            mg_shape st = g->nodes[y].type.shape;
+            int idy[2] = {x, dy};
+            if (a.needs[y]) accumulate(&a, y, shaped_n(&a, MG_OP_EMBEDDING_GRAD, 2, idy, NULL, &st, 1.0, loc), loc);
+            break;
+        }
+        case MG_OP_TRANSPOSE: {
+            int inv[MG_MAX_IATTR] = {0};
+            for (int k = 0; k < n.type.shape.rank; k++) inv[n.iattr[k]] = k;
+            accumulate(&a, x, node_attrs(&a, MG_OP_TRANSPOSE, 1, &dy, inv, loc), loc);
             break;
         }
         case MG_OP_RELU: accumulate(&a, x, op2(&a, MG_OP_RELU_GRAD, i, dy, loc), loc); break;
@@ -155,7 +188,33 @@ mg_status mg_autodiff(mg_graph *g, mg_diag *d)
         case MG_OP_SIGMOID: accumulate(&a, x, op2(&a, MG_OP_SIGMOID_GRAD, i, dy, loc), loc); break;
         case MG_OP_EXP: accumulate(&a, x, op2(&a, MG_OP_MUL, dy, i, loc), loc); break;
         case MG_OP_LOG: accumulate(&a, x, op2(&a, MG_OP_DIV, dy, x, loc), loc); break;
-        case MG_OP_SOFTMAX: accumulate(&a, x, op2(&a, MG_OP_SOFTMAX_GRAD, i, dy, loc), loc); break;
+        case MG_OP_SOFTMAX:
+        case MG_OP_LOG_SOFTMAX: {
+            int ydy[2] = {i, dy};
+            mg_op gop = n.op == MG_OP_SOFTMAX ? MG_OP_SOFTMAX_GRAD : MG_OP_LOG_SOFTMAX_GRAD;
+            accumulate(&a, x, node_attr(&a, gop, 2, ydy, n.iattr[0], 0, loc), loc);
+            break;
+        }
+        case MG_OP_GELU: {
+            int xdy[2] = {x, dy};
+            accumulate(&a, x, node_attr(&a, MG_OP_GELU_GRAD, 2, xdy, n.iattr[0], 0, loc), loc);
+            break;
+        }
+        case MG_OP_LAYER_NORM: {
+            /* y = (x - mean) / sqrt(var + eps) * scale + shift over the last axis; the backward
+             * ops recompute the row statistics from x rather than keeping them */
+            int b = n.in[2];
+            if (a.needs[x]) {
+                int in[3] = {x, y, dy};
+                accumulate(&a, x, node_f(&a, MG_OP_LAYER_NORM_GRAD_INPUT, 3, in, 0, n.fattr, loc), loc);
+            }
+            if (a.needs[y]) {
+                int in[2] = {x, dy};
+                accumulate(&a, y, node_f(&a, MG_OP_LAYER_NORM_GRAD_SCALE, 2, in, 0, n.fattr, loc), loc);
+            }
+            if (a.needs[b]) accumulate(&a, b, unbroadcast(&a, dy, b, loc), loc);
+            break;
+        }
         case MG_OP_SUM:
         case MG_OP_MEAN: {
             const mg_shape *sx = &g->nodes[x].type.shape;

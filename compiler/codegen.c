@@ -195,14 +195,76 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         return;
     }
     case MG_OP_MATMUL: {
-        int64_t M = n->type.shape.dim[0], N = n->type.shape.dim[1];
-        int64_t K = n->iattr[0] ? s0->dim[0] : s0->dim[1];
+        mg_matmul_geom m = mg_matmul_geometry(g, st->node);
         LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
-        LLVMValueRef a[13] = {ci64(c, M), ci64(c, N), ci64(c, K), x, ci64(c, s0->dim[1]),
-                              LLVMConstInt(c->i32, (unsigned)n->iattr[0], 0), y, ci64(c, s1->dim[1]),
-                              LLVMConstInt(c->i32, (unsigned)n->iattr[1], 0), out, ci64(c, N),
-                              LLVMConstInt(c->i32, 0, 0), scratch};
-        call(c, "mgk_gemm", dt, a, 13);
+        LLVMValueRef ta = LLVMConstInt(c->i32, (unsigned)n->iattr[0], 0), tb = LLVMConstInt(c->i32, (unsigned)n->iattr[1], 0);
+        if (m.flat) {
+            LLVMValueRef a[13] = {ci64(c, m.M), ci64(c, m.N), ci64(c, m.K), x, ci64(c, m.lda), ta, y, ci64(c, m.ldb), tb,
+                                  out, ci64(c, m.N), LLVMConstInt(c->i32, 0, 0), scratch};
+            call(c, "mgk_gemm", dt, a, 13);
+            return;
+        }
+        /* a stack of GEMMs: the batch axes collapsed, operand strides scaled to whole matrices */
+        mg_shape bo = n->type.shape, ba = *s0, bb = *s1;
+        bo.rank -= 2;
+        ba.rank -= 2;
+        bb.rank -= 2;
+        const mg_shape *ops[2] = {&ba, &bb};
+        iter4 it;
+        if (!collapse(&bo, ops, 2, &it)) {
+            too_complex(c, n);
+            return;
+        }
+        int64_t ma = s0->dim[s0->rank - 2] * s0->dim[s0->rank - 1], mb = s1->dim[s1->rank - 2] * s1->dim[s1->rank - 1];
+        LLVMValueRef a[23] = {ci64(c, it.d[0]), ci64(c, it.d[1]), ci64(c, it.d[2]), ci64(c, it.d[3]),
+                              ci64(c, it.s[0][0] * ma), ci64(c, it.s[0][1] * ma), ci64(c, it.s[0][2] * ma),
+                              ci64(c, it.s[0][3] * ma), ci64(c, it.s[1][0] * mb), ci64(c, it.s[1][1] * mb),
+                              ci64(c, it.s[1][2] * mb), ci64(c, it.s[1][3] * mb), ci64(c, m.M), ci64(c, m.N),
+                              ci64(c, m.K), x, ci64(c, m.lda), ta, y, ci64(c, m.ldb), tb, out, scratch};
+        call(c, "mgk_gemm_batched", dt, a, 23);
+        return;
+    }
+    case MG_OP_EMBEDDING:
+    case MG_OP_EMBEDDING_GRAD: {
+        const mg_shape *tab = n->op == MG_OP_EMBEDDING ? s1 : &n->type.shape;
+        LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0)), ci64(c, tab->dim[0]), ci64(c, tab->dim[1]), x, y, out};
+        call(c, n->op == MG_OP_EMBEDDING ? "mgk_embedding" : "mgk_embedding_grad", dt, a, 6);
+        return;
+    }
+    case MG_OP_TRANSPOSE: {
+        /* output axes (size-1 ones dropped) with the input stride of the axis each comes from;
+         * neighbours that stay neighbours in the input merge */
+        int64_t d[MG_MAX_RANK], st_[MG_MAX_RANK], instr[MG_MAX_RANK];
+        int nd = 0;
+        int64_t acc = 1;
+        for (int i = s0->rank - 1; i >= 0; i--) {
+            instr[i] = acc;
+            acc *= s0->dim[i];
+        }
+        for (int i = 0; i < n->type.shape.rank; i++) {
+            if (n->type.shape.dim[i] == 1) continue;
+            if (nd > 0 && st_[nd - 1] == instr[n->iattr[i]] * n->type.shape.dim[i]) {
+                d[nd - 1] *= n->type.shape.dim[i];
+                st_[nd - 1] = instr[n->iattr[i]];
+                continue;
+            }
+            d[nd] = n->type.shape.dim[i];
+            st_[nd++] = instr[n->iattr[i]];
+        }
+        if (nd > 6) {
+            c->failed = 1;
+            mg_diag_set(c->d, n->loc, "transpose moves more than 6 separate groups of axes; not supported");
+            return;
+        }
+        LLVMValueRef a[15];
+        for (int i = 0; i < 6; i++) {
+            int j = i - (6 - nd);
+            a[i] = ci64(c, j >= 0 ? d[j] : 1);
+            a[7 + i] = ci64(c, j >= 0 ? st_[j] : 0);
+        }
+        a[6] = x;
+        a[13] = out;
+        call(c, "mgk_transpose", dt, a, 14);
         return;
     }
     case MG_OP_SUM:
@@ -213,19 +275,54 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         return;
     }
     case MG_OP_SOFTMAX:
-    case MG_OP_SOFTMAX_GRAD: {
-        int64_t cols = n->type.shape.dim[n->type.shape.rank - 1];
-        LLVMValueRef a[5] = {ci64(c, numel / cols), ci64(c, cols), x, y ? y : out, out};
-        call(c, n->op == MG_OP_SOFTMAX ? "mgk_softmax" : "mgk_softmax_grad", dt, a, n->op == MG_OP_SOFTMAX ? 4 : 5);
+    case MG_OP_LOG_SOFTMAX:
+    case MG_OP_SOFTMAX_GRAD:
+    case MG_OP_LOG_SOFTMAX_GRAD: {
+        /* an [outer, n, inner] view around the axis (iattr[0] counts from the last) */
+        const mg_shape *s = &n->type.shape;
+        int axis = s->rank - 1 - n->iattr[0];
+        int64_t inner = 1;
+        for (int i = axis + 1; i < s->rank; i++) inner *= s->dim[i];
+        int64_t len = s->dim[axis];
+        int fwd = n->op == MG_OP_SOFTMAX || n->op == MG_OP_LOG_SOFTMAX;
+        LLVMValueRef a[6] = {ci64(c, numel / (len * inner)), ci64(c, len), ci64(c, inner), x, fwd ? out : y, out};
+        k = n->op == MG_OP_SOFTMAX ? "mgk_softmax" : n->op == MG_OP_LOG_SOFTMAX ? "mgk_log_softmax"
+          : n->op == MG_OP_SOFTMAX_GRAD ? "mgk_softmax_grad" : "mgk_log_softmax_grad";
+        call(c, k, dt, a, fwd ? 5 : 6);
+        return;
+    }
+    case MG_OP_GELU: {
+        LLVMValueRef a[3] = {ci64(c, numel), x, out};
+        call(c, n->iattr[0] ? "mgk_gelu_tanh" : "mgk_gelu", dt, a, 3);
+        return;
+    }
+    case MG_OP_GELU_GRAD: {
+        LLVMValueRef a[4] = {ci64(c, numel), x, y, out};
+        call(c, n->iattr[0] ? "mgk_gelu_tanh_grad" : "mgk_gelu_grad", dt, a, 4);
+        return;
+    }
+    case MG_OP_LAYER_NORM:
+    case MG_OP_LAYER_NORM_GRAD_INPUT: {
+        int64_t D = s0->dim[s0->rank - 1];
+        LLVMValueRef a[7] = {ci64(c, mg_shape_numel(s0) / D), ci64(c, D), x, y, z, cf64(c, n->fattr), out};
+        call(c, n->op == MG_OP_LAYER_NORM ? "mgk_layer_norm" : "mgk_layer_norm_grad_input", dt, a, 7);
+        return;
+    }
+    case MG_OP_LAYER_NORM_GRAD_SCALE: {
+        int64_t D = s0->dim[s0->rank - 1];
+        LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0) / D), ci64(c, D), x, y, cf64(c, n->fattr), out};
+        call(c, "mgk_layer_norm_grad_scale", dt, a, 6);
         return;
     }
     case MG_OP_CROSS_ENTROPY: {
-        LLVMValueRef a[5] = {ci64(c, s0->dim[0]), ci64(c, s0->dim[1]), x, y, out};
+        int64_t C = s0->dim[s0->rank - 1];
+        LLVMValueRef a[5] = {ci64(c, mg_shape_numel(s0) / C), ci64(c, C), x, y, out};
         call(c, "mgk_xent", dt, a, 5);
         return;
     }
     case MG_OP_XENT_GRAD: {
-        LLVMValueRef a[6] = {ci64(c, s0->dim[0]), ci64(c, s0->dim[1]), x, y, z, out};
+        int64_t C = s0->dim[s0->rank - 1];
+        LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0) / C), ci64(c, C), x, y, z, out};
         call(c, "mgk_xent_grad", dt, a, 6);
         return;
     }

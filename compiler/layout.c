@@ -15,15 +15,27 @@ int64_t mg_param_layout(const mg_graph *g, int64_t *offsets)
     return off;
 }
 
+mg_matmul_geom mg_matmul_geometry(const mg_graph *g, int node)
+{
+    const mg_node *n = &g->nodes[node];
+    const mg_shape *a = &g->nodes[n->in[0]].type.shape, *b = &g->nodes[n->in[1]].type.shape;
+    const mg_shape *c = &n->type.shape;
+    mg_matmul_geom m;
+    m.N = c->dim[c->rank - 1];
+    m.K = n->iattr[0] ? a->dim[a->rank - 2] : a->dim[a->rank - 1];
+    m.lda = a->dim[a->rank - 1];
+    m.ldb = b->dim[b->rank - 1];
+    m.flat = c->rank == 2 || (b->rank == 2 && !n->iattr[0]);
+    m.M = m.flat ? mg_shape_numel(c) / (m.N ? m.N : 1) : c->dim[c->rank - 2];
+    return m;
+}
+
 int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node)
 {
     const mg_node *n = &g->nodes[node];
-    const mg_shape *a = &g->nodes[n->in[0]].type.shape;
-    int64_t M = n->type.shape.dim[0], N = n->type.shape.dim[1];
-    int64_t K = n->iattr[0] ? a->dim[0] : a->dim[1];
-    return align_up(mgk_gemm_scratch_bytes(M, N, K, (int64_t)mg_dtype_size(n->type.dtype)));
+    mg_matmul_geom m = mg_matmul_geometry(g, node);
+    return align_up(mgk_gemm_scratch_bytes(m.M, m.N, m.K, (int64_t)mg_dtype_size(n->type.dtype)));
 }
-
 
 mgk_conv_geom mg_conv_geom(const mg_graph *g, int node)
 {

@@ -338,29 +338,36 @@ static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth)
 
 /* Attributes of the callable ops: name, slot in iattr, range, and a default (required ones
  * have none; `same_as` >= 0 defaults to another attribute's value). */
-enum { ATTR_INT, ATTR_SHAPE };
+enum { ATTR_INT, ATTR_SHAPE, ATTR_FLOAT, ATTR_PERM };
 typedef struct attr_spec {
     mg_op op;
     const char *name;
-    int kind, slot;
+    int kind, slot; /* an ATTR_FLOAT goes to the node's fattr, not a slot */
     int lo, hi;
     int required, def, same_as;
     const char *example;
+    double fdef, fhi; /* ATTR_FLOAT: default, and the value must lie in (0, fhi] */
 } attr_spec;
 
 enum { ATTR_MAX = 1 << 20 };
 static const attr_spec attrs[] = {
-    {MG_OP_CONV2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL},
-    {MG_OP_CONV2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL},
-    {MG_OP_CONV2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL},
-    {MG_OP_CONV2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL},
-    {MG_OP_MAX_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "max_pool2d(x, kernel=2)"},
-    {MG_OP_MAX_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL},
-    {MG_OP_MAX_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL},
-    {MG_OP_AVG_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "avg_pool2d(x, kernel=2)"},
-    {MG_OP_AVG_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL},
-    {MG_OP_AVG_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL},
-    {MG_OP_RESHAPE, "shape", ATTR_SHAPE, 0, 1, 0, 1, 0, -1, "reshape(x, shape=[128, -1])"},
+    {MG_OP_CONV2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
+    {MG_OP_CONV2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_CONV2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
+    {MG_OP_CONV2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
+    {MG_OP_MAX_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "max_pool2d(x, kernel=2)", 0, 0},
+    {MG_OP_MAX_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL, 0, 0},
+    {MG_OP_MAX_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_AVG_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "avg_pool2d(x, kernel=2)", 0, 0},
+    {MG_OP_AVG_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL, 0, 0},
+    {MG_OP_AVG_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_RESHAPE, "shape", ATTR_SHAPE, 0, 1, 0, 1, 0, -1, "reshape(x, shape=[128, -1])", 0, 0},
+    /* axes count from 0 or, negative, from the end; resolved against the operand's rank */
+    {MG_OP_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0},
+    {MG_OP_LOG_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0},
+    {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, 0, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0},
+    {MG_OP_GELU, "approx", ATTR_INT, 0, 0, 1, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_LAYER_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0},
 };
 enum { NATTRS = (int)(sizeof attrs / sizeof attrs[0]) };
 
@@ -380,6 +387,8 @@ typedef struct call_attrs {
     mg_shape shape;
     int minus_one; /* index of the -1 in shape, or -1 */
     mg_loc shape_loc;
+    double fattr;            /* the ATTR_FLOAT value (layer_norm's eps), else 1 */
+    mg_loc vloc[NATTRS];     /* where each given attribute's value starts */
 } call_attrs;
 
 /* IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]") inside the call of op */
@@ -412,10 +421,22 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
     ca->given[k] = 1;
     snprintf(what, sizeof what, "attribute '%s' of '%s'", name, opn);
     mg_loc vloc = here(p);
-    if (a->kind == ATTR_SHAPE) {
+    ca->vloc[k] = vloc;
+    if (a->kind == ATTR_FLOAT) {
+        /* a number literal, like 1e-5 or 0.001 */
+        mg_token *t = peek(p);
+        if (t->kind != MG_TOK_NUMBER)
+            return mg_diag_set(p->d, vloc, "%s must be a number like 1e-5, got %s", what, describe(t, buf, sizeof buf));
+        if (!(t->num > 0) || t->num > a->fhi)
+            return mg_diag_set(p->d, vloc, "%s must be positive and at most %g, got %g", what, a->fhi, t->num);
+        ca->fattr = t->num;
+        p->pos++;
+        return MG_OK;
+    }
+    if (a->kind == ATTR_SHAPE || a->kind == ATTR_PERM) {
         if (!is_punct(peek(p), '['))
-            return mg_diag_set(p->d, vloc, "%s must be a list of integers like [128, -1], got %s", what,
-                               describe(peek(p), buf, sizeof buf));
+            return mg_diag_set(p->d, vloc, "%s must be a list of integers like %s, got %s", what,
+                               a->kind == ATTR_SHAPE ? "[128, -1]" : "[0, 2, 1, 3]", describe(peek(p), buf, sizeof buf));
         p->pos++;
         ca->shape.rank = 0;
         ca->minus_one = -1;
@@ -426,7 +447,11 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             if (ca->shape.rank == MG_MAX_RANK)
                 return mg_diag_set(p->d, dloc, "%s has more than %d dimensions", what, MG_MAX_RANK);
             if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
-            if (v == -1) {
+            if (a->kind == ATTR_PERM) {
+                if (v < a->lo || v > a->hi)
+                    return mg_diag_set(p->d, dloc, "%s lists axes, numbered from 0 to at most %d, got %lld", what,
+                                       a->hi, (long long)v);
+            } else if (v == -1) {
                 if (ca->minus_one >= 0)
                     return mg_diag_set(p->d, dloc, "%s may contain -1 (the inferred dimension) only once", what);
                 ca->minus_one = ca->shape.rank;
@@ -467,7 +492,8 @@ static mg_status finish_attrs(parser *p, mg_op op, mg_loc loc, call_attrs *ca)
     for (int i = 0; i < NATTRS; i++) {
         const attr_spec *a = &attrs[i];
         if (a->op != op || ca->given[i] || a->same_as >= 0) continue;
-        ca->iattr[a->slot] = a->def;
+        if (a->kind == ATTR_FLOAT) ca->fattr = a->fdef;
+        else ca->iattr[a->slot] = a->def;
     }
     for (int i = 0; i < NATTRS; i++) {
         const attr_spec *a = &attrs[i];
@@ -695,6 +721,7 @@ static mg_status parse_primary(parser *p, ev *out)
         int nargs = 0, nattrs = 0;
         call_attrs ca;
         memset(&ca, 0, sizeof ca);
+        ca.fattr = 1.0;
         if (!is_punct(peek(p), ')')) {
             for (;;) {
                 mg_token *at = peek(p);
@@ -742,7 +769,34 @@ static mg_status parse_primary(parser *p, ev *out)
             out->node = mg_graph_add_shaped(p->g, MG_OP_RESHAPE, 1, in, NULL, 1.0, &ca.shape, loc, p->d);
             return out->node < 0 ? MG_ERR : MG_OK;
         }
-        out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, 1.0, loc, p->d);
+        if ((mg_op)op == MG_OP_TRANSPOSE) {
+            /* perm must name every axis of the operand once */
+            char sa[128];
+            const mg_shape *xs = &p->g->nodes[in[0]].type.shape;
+            int seen[MG_MAX_RANK] = {0};
+            if (ca.shape.rank != xs->rank)
+                return mg_diag_set(p->d, ca.shape_loc, "transpose perm has %d entries but the operand %s has %d axes",
+                                   ca.shape.rank, mg_shape_str(xs, sa, sizeof sa), xs->rank);
+            for (int i = 0; i < ca.shape.rank; i++) {
+                int ax = (int)ca.shape.dim[i];
+                if (ax >= xs->rank || seen[ax])
+                    return mg_diag_set(p->d, ca.shape_loc, "transpose perm must list each axis 0..%d once; axis %d %s",
+                                       xs->rank - 1, ax, ax >= xs->rank ? "does not exist" : "is repeated");
+                seen[ax] = 1;
+                ca.iattr[i] = ax;
+            }
+        }
+        if ((mg_op)op == MG_OP_SOFTMAX || (mg_op)op == MG_OP_LOG_SOFTMAX) {
+            /* the IR counts the axis from the last one, so the default (last) is 0 */
+            int rank = p->g->nodes[in[0]].type.shape.rank, ax = ca.iattr[0], k = -1;
+            for (int i = 0; i < NATTRS; i++)
+                if (attrs[i].op == (mg_op)op && !strcmp(attrs[i].name, "axis")) k = i;
+            if (rank > 0 && (ax < -rank || ax >= rank))
+                return mg_diag_set(p->d, ca.given[k] ? ca.vloc[k] : loc, "attribute 'axis' of '%s' is %d, out of "
+                                   "range for an operand of rank %d (%d..%d)", name, ax, rank, -rank, rank - 1);
+            ca.iattr[0] = rank > 0 ? rank - 1 - (ax < 0 ? ax + rank : ax) : 0;
+        }
+        out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, ca.fattr, loc, p->d);
         return out->node < 0 ? MG_ERR : MG_OK;
     }
     constant *cst = find_const(p, name);

@@ -207,6 +207,13 @@ uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq);
 int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_planned *out);
 mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p);
 
+/* How a matmul node maps onto GEMM calls: one call over M = all rows when B is a matrix and A
+ * is not transposed (stacks of A rows are contiguous), else one call per batch entry. */
+typedef struct mg_matmul_geom {
+    int64_t M, N, K, lda, ldb;
+    int flat;
+} mg_matmul_geom;
+mg_matmul_geom mg_matmul_geometry(const mg_graph *g, int node);
 /* GEMM scratch bytes for a matmul node (the kernels' contract). */
 int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node);
 /* Kernel scratch bytes of any node (GEMM packing, im2col patches), 0 for kernels without. */

@@ -14,7 +14,7 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_CONST: return 0;
     case MG_OP_MATMUL: {
         const mg_shape *a = &g->nodes[n->in[0]].type.shape;
-        double k = (double)(n->iattr[0] ? a->dim[0] : a->dim[1]);
+        double k = (double)(n->iattr[0] ? a->dim[a->rank - 2] : a->dim[a->rank - 1]);
         return 2.0 * out * k;
     }
     case MG_OP_CONV2D: { /* 2 * out * (C_in/groups * kh * kw) */
@@ -39,6 +39,9 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_GLOBAL_AVG_POOL: return in0;
     case MG_OP_RESHAPE:
     case MG_OP_FLATTEN: return 0;
+    case MG_OP_TRANSPOSE:
+    case MG_OP_EMBEDDING: return out;
+    case MG_OP_EMBEDDING_GRAD: return (double)mg_shape_numel(&g->nodes[n->in[1]].type.shape);
     case MG_OP_TANH:
     case MG_OP_SIGMOID:
     case MG_OP_EXP:
@@ -46,7 +49,14 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_SUM:
     case MG_OP_MEAN:
     case MG_OP_SUM_TO: return in0;
-    case MG_OP_SOFTMAX: return 5.0 * out;
+    case MG_OP_SOFTMAX:
+    case MG_OP_LOG_SOFTMAX: return 5.0 * out;
+    case MG_OP_LOG_SOFTMAX_GRAD: return 6.0 * out;
+    case MG_OP_LAYER_NORM: return 8.0 * out;
+    case MG_OP_LAYER_NORM_GRAD_INPUT: return 14.0 * out;
+    case MG_OP_LAYER_NORM_GRAD_SCALE: return 8.0 * in0;
+    case MG_OP_GELU: return 8.0 * out;
+    case MG_OP_GELU_GRAD: return 12.0 * out;
     case MG_OP_SOFTMAX_GRAD: return 4.0 * out;
     case MG_OP_CROSS_ENTROPY: return 5.0 * in0;
     case MG_OP_XENT_GRAD: return 5.0 * out;

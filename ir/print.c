@@ -61,6 +61,17 @@ char *mg_graph_print(const mg_graph *g)
         if (n->op == MG_OP_MAX_POOL2D || n->op == MG_OP_AVG_POOL2D || n->op == MG_OP_MAX_POOL2D_GRAD ||
             n->op == MG_OP_AVG_POOL2D_GRAD)
             sb_printf(&b, " kernel=%d stride=%d pad=%d", n->iattr[0], n->iattr[1], n->iattr[2]);
+        if ((n->op == MG_OP_SOFTMAX || n->op == MG_OP_LOG_SOFTMAX || n->op == MG_OP_SOFTMAX_GRAD ||
+             n->op == MG_OP_LOG_SOFTMAX_GRAD) && n->iattr[0])
+            sb_printf(&b, " axis=%d", -1 - n->iattr[0]);
+        if ((n->op == MG_OP_GELU || n->op == MG_OP_GELU_GRAD) && n->iattr[0]) sb_printf(&b, " approx=tanh");
+        if (n->op == MG_OP_LAYER_NORM || n->op == MG_OP_LAYER_NORM_GRAD_INPUT || n->op == MG_OP_LAYER_NORM_GRAD_SCALE)
+            sb_printf(&b, " eps=%.17g", n->fattr);
+        if (n->op == MG_OP_TRANSPOSE) {
+            sb_printf(&b, " perm=[");
+            for (int k = 0; k < n->type.shape.rank; k++) sb_printf(&b, "%s%d", k ? "," : "", n->iattr[k]);
+            sb_printf(&b, "]");
+        }
         if (n->op == MG_OP_MSE_GRAD && n->iattr[0] < 0) sb_printf(&b, " sign=-1");
         if (n->op == MG_OP_BROADCAST && n->fattr != 1.0) sb_printf(&b, " scale=%.17g", n->fattr);
         sb_printf(&b, " : %s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, sh, sizeof sh));

@@ -176,22 +176,70 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         if (need_float(n, t[0], "left operand", d) || need_float(n, t[1], "right operand", d) ||
             same_dtype(n, t[0], t[1], d))
             return MG_ERR;
-        if (t[0]->shape.rank != 2 || t[1]->shape.rank != 2)
-            return mg_diag_set(d, n->loc, "matmul needs two matrices (rank 2), got %s @ %s",
-                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
-                               mg_shape_str(&t[1]->shape, sb, sizeof sb));
-        const int64_t *a = t[0]->shape.dim, *b = t[1]->shape.dim;
+        const mg_shape *sa_ = &t[0]->shape, *sb_ = &t[1]->shape;
+        if (sa_->rank < 2 || sb_->rank < 2)
+            return mg_diag_set(d, n->loc, "matmul needs matrices or stacks of matrices (rank 2 or more), got %s @ %s",
+                               mg_shape_str(sa_, sa, sizeof sa), mg_shape_str(sb_, sb, sizeof sb));
+        const int64_t *a = sa_->dim + sa_->rank - 2, *b = sb_->dim + sb_->rank - 2;
         int64_t m = n->iattr[0] ? a[1] : a[0], ka = n->iattr[0] ? a[0] : a[1];
         int64_t kb = n->iattr[1] ? b[1] : b[0], nn = n->iattr[1] ? b[0] : b[1];
         if (ka != kb)
             return mg_diag_set(d, n->loc, "matmul shapes %s @ %s do not agree (%lld vs %lld)",
-                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
-                               mg_shape_str(&t[1]->shape, sb, sizeof sb), (long long)ka,
+                               mg_shape_str(sa_, sa, sizeof sa), mg_shape_str(sb_, sb, sizeof sb), (long long)ka,
                                (long long)kb);
+        mg_shape ba = *sa_, bb = *sb_;
+        ba.rank -= 2;
+        bb.rank -= 2;
+        if (!mg_shape_broadcast(&ba, &bb, &r.shape))
+            return mg_diag_set(d, n->loc, "matmul batch axes of %s @ %s do not broadcast",
+                               mg_shape_str(sa_, sa, sizeof sa), mg_shape_str(sb_, sb, sizeof sb));
+        if (r.shape.rank + 2 > MG_MAX_RANK)
+            return mg_diag_set(d, n->loc, "matmul result has more than %d axes", MG_MAX_RANK);
         r.dtype = t[0]->dtype;
-        r.shape.rank = 2;
-        r.shape.dim[0] = m;
-        r.shape.dim[1] = nn;
+        r.shape.dim[r.shape.rank++] = m;
+        r.shape.dim[r.shape.rank++] = nn;
+        break;
+    }
+    case MG_OP_EMBEDDING:
+    case MG_OP_EMBEDDING_GRAD: { /* (ids, table) / (ids, dy) with the table's shape preset */
+        const mg_shape *ids = &t[0]->shape, *tab = n->op == MG_OP_EMBEDDING ? &t[1]->shape : &n->type.shape;
+        if (t[0]->dtype != MG_I32)
+            return mg_diag_set(d, n->loc, "embedding needs i32 ids as its first argument, got %s",
+                               mg_dtype_name(t[0]->dtype));
+        if (n->op == MG_OP_EMBEDDING && need_float(n, t[1], "table", d)) return MG_ERR;
+        if (tab->rank != 2)
+            return mg_diag_set(d, n->loc, "embedding needs a table of shape [vocabulary, dim], got %s",
+                               mg_shape_str(tab, sa, sizeof sa));
+        if (ids->rank + 1 > MG_MAX_RANK)
+            return mg_diag_set(d, n->loc, "embedding result would have more than %d axes", MG_MAX_RANK);
+        mg_shape y = *ids;
+        y.dim[y.rank++] = tab->dim[1];
+        if (n->op == MG_OP_EMBEDDING_GRAD) {
+            if (grad_matches(n, &y, &t[1]->shape, d)) return MG_ERR;
+            r.dtype = t[1]->dtype;
+            r.shape = *tab;
+        } else {
+            r.dtype = t[1]->dtype;
+            r.shape = y;
+        }
+        break;
+    }
+    case MG_OP_TRANSPOSE: {
+        const mg_shape *xs = &t[0]->shape;
+        int seen[MG_MAX_RANK] = {0};
+        for (int i = 0; i < xs->rank; i++) {
+            int pi = n->iattr[i];
+            if (pi < 0 || pi >= xs->rank || seen[pi])
+                return mg_diag_set(d, n->loc, "transpose perm is not a permutation of the %d axes of %s", xs->rank,
+                                   mg_shape_str(xs, sa, sizeof sa));
+            seen[pi] = 1;
+            r.shape.dim[i] = xs->dim[pi];
+        }
+        for (int i = xs->rank; i < MG_MAX_IATTR; i++)
+            if (n->iattr[i]) return mg_diag_set(d, n->loc, "transpose perm is longer than the rank of %s",
+                                                mg_shape_str(xs, sa, sizeof sa));
+        r.shape.rank = xs->rank;
+        r.dtype = t[0]->dtype;
         break;
     }
     case MG_OP_ADD:
@@ -217,11 +265,50 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r = *t[0];
         break;
     case MG_OP_SOFTMAX:
+    case MG_OP_LOG_SOFTMAX:
         if (need_float(n, t[0], "tensor", d)) return MG_ERR;
         if (t[0]->shape.rank < 1)
-            return mg_diag_set(d, n->loc, "softmax needs at least one axis, got a scalar");
+            return mg_diag_set(d, n->loc, "%s needs at least one axis, got a scalar", opname(n));
+        if (n->iattr[0] < 0 || n->iattr[0] >= t[0]->shape.rank)
+            return mg_diag_set(d, n->loc, "%s axis %d out of range for %s", opname(n),
+                               -1 - n->iattr[0], mg_shape_str(&t[0]->shape, sa, sizeof sa));
         r = *t[0];
         break;
+    case MG_OP_GELU:
+        if (need_float(n, t[0], "tensor", d)) return MG_ERR;
+        if (n->iattr[0] != 0 && n->iattr[0] != 1)
+            return mg_diag_set(d, n->loc, "gelu approx must be 0 (erf) or 1 (tanh), got %d", n->iattr[0]);
+        r = *t[0];
+        break;
+    case MG_OP_LAYER_NORM:
+    case MG_OP_LAYER_NORM_GRAD_INPUT: { /* (x, scale, shift) / (x, scale, dy) */
+        const mg_shape *xs = &t[0]->shape;
+        if (need_float(n, t[0], "input", d) || same_dtype(n, t[0], t[1], d) || same_dtype(n, t[0], t[2], d))
+            return MG_ERR;
+        if (xs->rank < 1)
+            return mg_diag_set(d, n->loc, "%s needs at least one axis, got a scalar", opname(n));
+        int64_t D = xs->dim[xs->rank - 1];
+        mg_shape want = {1, {D}};
+        if (!mg_shape_eq(&t[1]->shape, &want))
+            return mg_diag_set(d, n->loc, "layer_norm scale must be [%lld] to match the input's last axis %s, got %s",
+                               (long long)D, mg_shape_str(xs, sa, sizeof sa), mg_shape_str(&t[1]->shape, sb, sizeof sb));
+        if (n->op == MG_OP_LAYER_NORM && !mg_shape_eq(&t[2]->shape, &want))
+            return mg_diag_set(d, n->loc, "layer_norm shift must be [%lld] to match the input's last axis %s, got %s",
+                               (long long)D, mg_shape_str(xs, sa, sizeof sa), mg_shape_str(&t[2]->shape, sb, sizeof sb));
+        if (n->op == MG_OP_LAYER_NORM_GRAD_INPUT && grad_matches(n, xs, &t[2]->shape, d)) return MG_ERR;
+        if (!(n->fattr > 0))
+            return mg_diag_set(d, n->loc, "layer_norm eps must be positive, got %g", n->fattr);
+        r = *t[0];
+        break;
+    }
+    case MG_OP_LAYER_NORM_GRAD_SCALE: { /* (x, dy) -> [D] */
+        if (same_dtype(n, t[0], t[1], d) || grad_matches(n, &t[0]->shape, &t[1]->shape, d)) return MG_ERR;
+        if (t[0]->shape.rank < 1 || !(n->fattr > 0))
+            return mg_diag_set(d, n->loc, "'%s' needs an input with an axis and a positive eps", opname(n));
+        r.dtype = t[0]->dtype;
+        r.shape = (mg_shape){1, {t[0]->shape.dim[t[0]->shape.rank - 1]}};
+        break;
+    }
     case MG_OP_SUM:
     case MG_OP_MEAN:
         if (need_float(n, t[0], "tensor", d)) return MG_ERR;
@@ -230,19 +317,22 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         break;
     case MG_OP_CROSS_ENTROPY:
         if (need_float(n, t[0], "logits tensor", d)) return MG_ERR;
-        if (t[0]->shape.rank != 2)
+        if (t[0]->shape.rank < 2)
             return mg_diag_set(d, n->loc,
-                               "cross_entropy needs logits of shape [batch, classes], got %s",
+                               "cross_entropy needs logits of shape [batch, classes] or [batch, ..., classes], got %s",
                                mg_shape_str(&t[0]->shape, sa, sizeof sa));
         if (t[1]->dtype != MG_I32)
             return mg_diag_set(d, n->loc, "cross_entropy needs i32 class labels, got %s",
                                mg_dtype_name(t[1]->dtype));
-        if (t[1]->shape.rank != 1 || t[1]->shape.dim[0] != t[0]->shape.dim[0])
-            return mg_diag_set(d, n->loc,
-                               "cross_entropy labels must be [%lld] to match logits %s, got %s",
-                               (long long)t[0]->shape.dim[0],
-                               mg_shape_str(&t[0]->shape, sa, sizeof sa),
-                               mg_shape_str(&t[1]->shape, sb, sizeof sb));
+        {
+            mg_shape want = t[0]->shape;
+            char sc[128];
+            want.rank--;
+            if (!mg_shape_eq(&want, &t[1]->shape))
+                return mg_diag_set(d, n->loc, "cross_entropy labels must be %s to match logits %s, got %s",
+                                   mg_shape_str(&want, sc, sizeof sc), mg_shape_str(&t[0]->shape, sa, sizeof sa),
+                                   mg_shape_str(&t[1]->shape, sb, sizeof sb));
+        }
         r.dtype = t[0]->dtype;
         r.shape.rank = 0;
         break;
@@ -257,6 +347,11 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
     case MG_OP_TANH_GRAD:
     case MG_OP_SIGMOID_GRAD:
     case MG_OP_SOFTMAX_GRAD:
+    case MG_OP_LOG_SOFTMAX_GRAD:
+    case MG_OP_GELU_GRAD:
+        if ((n->op == MG_OP_SOFTMAX_GRAD || n->op == MG_OP_LOG_SOFTMAX_GRAD) &&
+            (n->iattr[0] < 0 || n->iattr[0] >= t[0]->shape.rank))
+            return mg_diag_set(d, n->loc, "'%s' axis out of range", opname(n));
         if (same_dtype(n, t[0], t[1], d) || same_shape(n, t[0], t[1], d)) return MG_ERR;
         r = *t[0];
         break;

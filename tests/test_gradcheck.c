@@ -85,6 +85,35 @@ static const gcase cases[] = {
                    " param b: f64[c_out, 1, 1] = normal(0.1)\n return tanh(conv2d(x, w, pad=1) + b)\n}\n"
                    "h = unit(x, 2, 3)\nrepeat 2 {\n h = unit(h, 3, 3) + h\n}\n"
                    "loss = mean(global_avg_pool(h * h)) + sum(avg_pool2d(h, kernel=2, stride=1))\n"},
+    {"softmax_axis0", "param a: f64[4,3] = normal(1)\ninput t: f64[4,3]\nloss = sum(softmax(a, axis=0) * t)\n"},
+    {"softmax_axis_mid", "param a: f64[2,4,3] = normal(1)\ninput t: f64[2,4,3]\n"
+                         "loss = sum(softmax(a, axis=-2) * t) + sum(softmax(a, axis=2) * t * t)\n"},
+    {"log_softmax", "param a: f64[3,5] = normal(1)\ninput t: f64[3,5]\nloss = sum(log_softmax(a) * t)\n"},
+    {"log_softmax_axis1", "param a: f64[2,3,4] = normal(1)\ninput t: f64[2,3,4]\n"
+                          "loss = sum(tanh(log_softmax(a, axis=1)) * t)\n"},
+    {"layer_norm", "param x: f64[3,5] = normal(1)\nparam g: f64[5] = normal(1)\nparam b: f64[5] = normal(1)\n"
+                   "input t: f64[3,5]\nloss = sum(tanh(layer_norm(x, g, b)) * t)\n"},
+    {"layer_norm_3d_eps", "param x: f64[2,3,4] = normal(1)\nparam g: f64[4] = normal(1)\nparam b: f64[4] = normal(1)\n"
+                          "input t: f64[2,3,4]\nloss = sum(sigmoid(layer_norm(x * x, g, b, eps=0.01)) * t)\n"},
+    {"gelu", "param a: f64[3,4] = normal(1.5)\nloss = sum(gelu(a) * tanh(a))\n"},
+    {"gelu_tanh", "param a: f64[3,4] = normal(1.5)\nloss = sum(gelu(a, approx=1) * tanh(a))\n"},
+    {"transpose", "param a: f64[2,3,4] = normal(1)\ninput t: f64[4,2,3]\n"
+                  "loss = sum(tanh(transpose(a, perm=[2, 0, 1])) * t) + sum(transpose(a, perm=[0, 2, 1]) * transpose(a, perm=[0, 2, 1]))\n"},
+    {"transpose_4d", "param a: f64[2,3,1,4] = normal(1)\ninput t: f64[3,2,4,1]\n"
+                     "loss = sum(sigmoid(transpose(a, perm=[1, 0, 3, 2])) * t)\n"},
+    {"bmm_broadcast", "param a: f64[2,3,4,5] = normal(1)\nparam b: f64[3,5,2] = normal(1)\n"
+                      "loss = sum(tanh(a @ b))\n"},
+    {"bmm_stack_matrix", "param a: f64[2,3,4] = normal(1)\nparam w: f64[4,5] = normal(1)\nloss = sum(tanh(a @ w))\n"},
+    {"bmm_matrix_stack", "param a: f64[3,4] = normal(1)\nparam b: f64[2,4,5] = normal(1)\nloss = sum(tanh(a @ b))\n"},
+    {"bmm_size1_batch", "param a: f64[2,1,3,4] = normal(1)\nparam b: f64[1,3,4,2] = normal(1)\nloss = sum(tanh(a @ b))\n"},
+    {"attention", "param q: f64[2,2,3,4] = normal(1)\nparam k: f64[2,2,3,4] = normal(1)\nparam v: f64[2,2,3,4] = normal(1)\n"
+                  "s = softmax(q @ transpose(k, perm=[0, 1, 3, 2]) * 0.5)\nloss = sum(tanh(s @ v))\n"},
+    {"embedding", "input ids: i32[2,5]\nparam tab: f64[4,3] = normal(1)\ninput t: f64[2,5,3]\n"
+                  "loss = sum(tanh(embedding(ids, tab)) * t)\n"},
+    {"cross_entropy_seq", "input x: f64[2,3,4]\ninput y: i32[2,3]\nparam w: f64[4,3] = normal(1)\n"
+                          "loss = cross_entropy(x @ w, y)\n"},
+    {"cross_entropy_pixels", "input x: f64[2,3,2,2]\ninput y: i32[2,2,2]\nparam w: f64[3,3,1,1] = normal(1)\n"
+                             "loss = cross_entropy(transpose(conv2d(x, w), perm=[0, 2, 3, 1]), y)\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
 };
 

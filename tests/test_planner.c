@@ -432,6 +432,47 @@ START_TEST(test_bit_identical_cnn_fmnist)
 }
 END_TEST
 
+/* examples/transformer.mg (6 pre-LayerNorm layers, attention by batched matmul and softmax,
+ * embedding, per-position cross-entropy) at store-all and at the minimum feasible budget, which
+ * must recompute: bit-identical loss and gradients. */
+START_TEST(test_bit_identical_transformer)
+{
+    char path[4096], *out = NULL, cmd[9000];
+    snprintf(path, sizeof path, "%s/examples/transformer.mg", MG_SOURCE_DIR);
+    char *src = tu_read(path);
+    ck_assert_msg(src != NULL, "cannot read %s", path);
+    char *dir = tu_tmpdir(), mpath[4300];
+    snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
+    ck_assert(tu_write(mpath, src) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json --no-cache", MG_MEMGRAD, mpath);
+    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
+    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    free(out);
+    ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
+    char minb[64];
+    snprintf(minb, sizeof minb, "%lldB", minf);
+    size_t pb = 0;
+    void *ref = malloc(1 << 26), *grads = malloc(1 << 26);
+    memset(ref, 0xa5, 1 << 26);
+    memset(grads, 0xa5, 1 << 26);
+    float ref_loss = step_at(dir, "b0", "transformer", src, NULL, ref, &pb, 0);
+    float loss = step_at(dir, "b1", "transformer", src, minb, grads, &pb, minf);
+    ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
+    ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "transformer at %s: loss %.9g vs %.9g at store-all", minb,
+                  loss, ref_loss);
+    ck_assert_msg(memcmp(grads, ref, pb) == 0, "transformer at %s: gradients differ from store-all", minb);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, minb), 0);
+    ck_assert_msg(json_figure(out, "flops_executed") > json_figure(out, "flops_once"), "transformer: no recomputation at %s",
+                  minb);
+    free(out);
+    free(ref);
+    free(grads);
+    free(src);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* residual adds, a U-Net-style long skip, a value read by many later ops, uneven widths */
 START_TEST(test_bit_identical_skips)
 {
@@ -716,6 +757,7 @@ static Suite *planner_suite(void)
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_cnn_fmnist);
+    tcase_add_test(e, test_bit_identical_transformer);
     tcase_add_test(e, test_bit_identical_skips);
     tcase_add_test(e, test_arena_waste_on_examples);
     tcase_add_test(e, test_solvers_on_the_command_line);

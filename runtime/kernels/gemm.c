@@ -192,3 +192,26 @@ static void *mgk_gemm_align64(void *p)
 
 MGK_GEMM_DEFINE(float, mgk_v8f, 8, f32)
 MGK_GEMM_DEFINE(double, mgk_v4d, 4, f64)
+
+/* A stack of GEMMs over a batch space collapsed to 4 axes: entry (i0..i3) multiplies A at
+ * element offset sum(i * sa) by B at sum(i * sb) into the next M x N block of C. The batch
+ * runs in order and reuses one scratch area. */
+#define MGK_GEMM_BATCHED(T, SFX)                                                                   \
+    void mgk_gemm_batched_##SFX(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t sa0,        \
+                                int64_t sa1, int64_t sa2, int64_t sa3, int64_t sb0, int64_t sb1,    \
+                                int64_t sb2, int64_t sb3, int64_t M, int64_t N, int64_t K,          \
+                                const T *A, int64_t lda, int transA, const T *B, int64_t ldb,       \
+                                int transB, T *C, void *scratch)                                   \
+    {                                                                                              \
+        T *c = C;                                                                                  \
+        for (int64_t i0 = 0; i0 < d0; i0++)                                                        \
+            for (int64_t i1 = 0; i1 < d1; i1++)                                                    \
+                for (int64_t i2 = 0; i2 < d2; i2++)                                                \
+                    for (int64_t i3 = 0; i3 < d3; i3++, c += M * N)                                \
+                        mgk_gemm_##SFX(M, N, K, A + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3, lda, \
+                                       transA, B + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3, ldb, \
+                                       transB, c, N, 0, scratch);                                  \
+    }
+
+MGK_GEMM_BATCHED(float, f32)
+MGK_GEMM_BATCHED(double, f64)

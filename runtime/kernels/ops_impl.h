@@ -106,36 +106,163 @@ void SFX(mgk_sum_to)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *re
             }
 }
 
-/* softmax over the last axis of a [rows, cols] view */
-void SFX(mgk_softmax)(int64_t rows, int64_t cols, const T *restrict x, T *restrict y)
+/* Softmax-like kernels work on an [outer, n, inner] view: the axis has n elements at stride
+ * inner (inner = 1 for the last axis). Sums run in a fixed order in double. */
+void SFX(mgk_softmax)(int64_t outer, int64_t n, int64_t inner, const T *restrict x, T *restrict y)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        const T *px = x + r * cols;
-        T *py = y + r * cols;
-        T mx = px[0];
-        for (int64_t c = 1; c < cols; c++) mx = px[c] > mx ? px[c] : mx;
-        double s = 0;
-        for (int64_t c = 0; c < cols; c++) {
-            py[c] = M(exp)(px[c] - mx);
-            s += (double)py[c];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const T *px = x + o * n * inner + i;
+            T *py = y + o * n * inner + i;
+            T mx = px[0];
+            for (int64_t c = 1; c < n; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
+            double s = 0;
+            for (int64_t c = 0; c < n; c++) {
+                py[c * inner] = M(exp)(px[c * inner] - mx);
+                s += (double)py[c * inner];
+            }
+            T inv = (T)(1.0 / s);
+            for (int64_t c = 0; c < n; c++) py[c * inner] *= inv;
         }
-        T inv = (T)(1.0 / s);
-        for (int64_t c = 0; c < cols; c++) py[c] *= inv;
-    }
 }
 
-void SFX(mgk_softmax_grad)(int64_t rows, int64_t cols, const T *restrict y, const T *restrict dy,
+void SFX(mgk_softmax_grad)(int64_t outer, int64_t n, int64_t inner, const T *restrict y, const T *restrict dy,
                            T *restrict dx)
 {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * n * inner + i;
+            const T *py = y + base, *pd = dy + base;
+            double dot = 0;
+            for (int64_t c = 0; c < n; c++) dot += (double)py[c * inner] * (double)pd[c * inner];
+            for (int64_t c = 0; c < n; c++) dx[base + c * inner] = py[c * inner] * (pd[c * inner] - (T)dot);
+        }
+}
+
+/* y = x - max - log(sum(exp(x - max))) */
+void SFX(mgk_log_softmax)(int64_t outer, int64_t n, int64_t inner, const T *restrict x, T *restrict y)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const T *px = x + o * n * inner + i;
+            T *py = y + o * n * inner + i;
+            T mx = px[0];
+            for (int64_t c = 1; c < n; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
+            double s = 0;
+            for (int64_t c = 0; c < n; c++) s += (double)M(exp)(px[c * inner] - mx);
+            T ls = (T)log(s);
+            for (int64_t c = 0; c < n; c++) py[c * inner] = (px[c * inner] - mx) - ls;
+        }
+}
+
+/* dx = dy - exp(y) * sum(dy) */
+void SFX(mgk_log_softmax_grad)(int64_t outer, int64_t n, int64_t inner, const T *restrict y, const T *restrict dy,
+                               T *restrict dx)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * n * inner + i;
+            double s = 0;
+            for (int64_t c = 0; c < n; c++) s += (double)dy[base + c * inner];
+            T ts = (T)s;
+            for (int64_t c = 0; c < n; c++)
+                dx[base + c * inner] = dy[base + c * inner] - M(exp)(y[base + c * inner]) * ts;
+        }
+}
+
+/* Mean and 1/sqrt(var + eps) of one row of D, two passes in double. */
+static void SFX(mgk_row_stats)(int64_t D, const T *restrict x, double eps, double *mean, double *rstd)
+{
+    double s = 0, v = 0;
+    for (int64_t j = 0; j < D; j++) s += (double)x[j];
+    double mu = s / (double)D;
+    for (int64_t j = 0; j < D; j++) {
+        double e = (double)x[j] - mu;
+        v += e * e;
+    }
+    *mean = mu;
+    *rstd = 1.0 / sqrt(v / (double)D + eps);
+}
+
+/* y = (x - mean) * rstd * g + b per row of D */
+void SFX(mgk_layer_norm)(int64_t rows, int64_t D, const T *restrict x, const T *restrict g, const T *restrict b,
+                         double eps, T *restrict y)
+{
     for (int64_t r = 0; r < rows; r++) {
-        const T *py = y + r * cols, *pd = dy + r * cols;
-        double dot = 0;
-        for (int64_t c = 0; c < cols; c++) dot += (double)py[c] * (double)pd[c];
-        for (int64_t c = 0; c < cols; c++) dx[r * cols + c] = py[c] * (pd[c] - (T)dot);
+        const T *px = x + r * D;
+        T *py = y + r * D;
+        double mu, rs;
+        SFX(mgk_row_stats)(D, px, eps, &mu, &rs);
+        T m = (T)mu, s = (T)rs;
+        for (int64_t j = 0; j < D; j++) py[j] = (px[j] - m) * s * g[j] + b[j];
     }
 }
 
-/* mean over the batch of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
+/* dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)) with gy = dy * g, xhat = (x - mean) * rstd */
+void SFX(mgk_layer_norm_grad_input)(int64_t rows, int64_t D, const T *restrict x, const T *restrict g,
+                                    const T *restrict dy, double eps, T *restrict dx)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const T *px = x + r * D, *pd = dy + r * D;
+        T *po = dx + r * D;
+        double mu, rs, sg = 0, sgx = 0;
+        SFX(mgk_row_stats)(D, px, eps, &mu, &rs);
+        for (int64_t j = 0; j < D; j++) {
+            double gy = (double)pd[j] * (double)g[j], xh = ((double)px[j] - mu) * rs;
+            sg += gy;
+            sgx += gy * xh;
+        }
+        sg /= (double)D;
+        sgx /= (double)D;
+        for (int64_t j = 0; j < D; j++) {
+            double gy = (double)pd[j] * (double)g[j], xh = ((double)px[j] - mu) * rs;
+            po[j] = (T)(rs * (gy - sg - xh * sgx));
+        }
+    }
+}
+
+/* dg[j] = sum over rows of dy * xhat, rows in order */
+void SFX(mgk_layer_norm_grad_scale)(int64_t rows, int64_t D, const T *restrict x, const T *restrict dy, double eps,
+                                    T *restrict dg)
+{
+    memset(dg, 0, (size_t)D * sizeof(T));
+    for (int64_t r = 0; r < rows; r++) {
+        const T *px = x + r * D, *pd = dy + r * D;
+        double mu, rs;
+        SFX(mgk_row_stats)(D, px, eps, &mu, &rs);
+        T m = (T)mu, s = (T)rs;
+        for (int64_t j = 0; j < D; j++) dg[j] += pd[j] * ((px[j] - m) * s);
+    }
+}
+
+/* gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)); the tanh form replaces erf(x / sqrt 2)
+ * by tanh(sqrt(2 / pi) (x + 0.044715 x^3)) */
+#define MGK_SQRT1_2 0.70710678118654752440
+#define MGK_SQRT2_PI 0.79788456080286535588
+#define MGK_INV_SQRT_2PI 0.39894228040143267794
+MGK_UNARY(mgk_gelu, (T)0.5 * x * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)))
+MGK_UNARY(mgk_gelu_tanh, (T)0.5 * x * ((T)1 + M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x))))
+
+void SFX(mgk_gelu_grad)(int64_t n, const T *restrict xs, const T *restrict dys, T *restrict dx)
+{
+    for (int64_t i = 0; i < n; i++) {
+        T x = xs[i];
+        T d = (T)0.5 * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)) + x * (T)MGK_INV_SQRT_2PI * M(exp)((T)-0.5 * x * x);
+        dx[i] = dys[i] * d;
+    }
+}
+
+void SFX(mgk_gelu_tanh_grad)(int64_t n, const T *restrict xs, const T *restrict dys, T *restrict dx)
+{
+    for (int64_t i = 0; i < n; i++) {
+        T x = xs[i];
+        T t = M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x));
+        T d = (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * (T)MGK_SQRT2_PI * ((T)1 + (T)(3 * 0.044715) * x * x);
+        dx[i] = dys[i] * d;
+    }
+}
+
+/* mean over the B rows (every position) of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
 void SFX(mgk_xent)(int64_t B, int64_t C, const T *restrict x, const int32_t *restrict labels,
                    T *restrict out)
 {
@@ -201,4 +328,49 @@ void SFX(mgk_init)(int64_t n, int kind, double arg, double fan_in, double fan_ou
                    uint64_t stream, T *restrict out)
 {
     for (int64_t i = 0; i < n; i++) out[i] = (T)mgk_draw(kind, arg, fan_in, fan_out, seed, stream, i);
+}
+
+/* y = x with axes permuted, over a space collapsed to 6 axes: y contiguous, x read with the
+ * element strides s (of the input axis each output axis comes from) */
+void SFX(mgk_transpose)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4, int64_t d5, const T *restrict x,
+                        int64_t s0, int64_t s1, int64_t s2, int64_t s3, int64_t s4, int64_t s5, T *restrict y)
+{
+    for (int64_t i0 = 0; i0 < d0; i0++)
+        for (int64_t i1 = 0; i1 < d1; i1++)
+            for (int64_t i2 = 0; i2 < d2; i2++)
+                for (int64_t i3 = 0; i3 < d3; i3++)
+                    for (int64_t i4 = 0; i4 < d4; i4++) {
+                        const T *px = x + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3 + i4 * s4;
+                        if (s5 == 1) {
+                            memcpy(y, px, (size_t)d5 * sizeof(T));
+                            y += d5;
+                        } else
+                            for (int64_t i5 = 0; i5 < d5; i5++) *y++ = px[i5 * s5];
+                    }
+}
+
+/* y[i, :] = table[ids[i], :]; an id outside [0, V) gives a row of NaN */
+void SFX(mgk_embedding)(int64_t n, int64_t V, int64_t D, const int32_t *restrict ids, const T *restrict table,
+                        T *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id >= 0 && id < V) memcpy(y + i * D, table + (int64_t)id * D, (size_t)D * sizeof(T));
+        else
+            for (int64_t j = 0; j < D; j++) y[i * D + j] = (T)NAN;
+    }
+}
+
+/* dtable = 0, then dtable[ids[i], :] += dy[i, :] for i in order (deterministic); ids outside
+ * [0, V) contribute nothing */
+void SFX(mgk_embedding_grad)(int64_t n, int64_t V, int64_t D, const int32_t *restrict ids, const T *restrict dy,
+                             T *restrict dtable)
+{
+    memset(dtable, 0, (size_t)(V * D) * sizeof(T));
+    for (int64_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= V) continue;
+        T *row = dtable + (int64_t)id * D;
+        for (int64_t j = 0; j < D; j++) row[j] += dy[i * D + j];
+    }
 }
