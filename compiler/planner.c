@@ -70,9 +70,12 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
 
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
  * most budget. first, when not NULL, is the (unplaced) schedule under opts at cap budget,
- * already made by the caller; fit takes it over. */
+ * already made by the caller; fit takes it over. aim: the arena, when it misses the peak live
+ * bytes, searches again for a placement within the budget before the cap is lowered (else the
+ * cap is lowered at once: the scheduler is not monotone in its cap, so that is sometimes
+ * cheaper; auto tries both). */
 static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan *first,
-                     mg_plan **out, int *at_budget, mg_diag *d)
+                     int aim, mg_plan **out, int *at_budget, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
@@ -80,7 +83,7 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
         mg_plan *p = it == 0 ? first : NULL;
         if (!p && schedule(pr, opts, cap, memo, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
-        if (mg_arena_assign(p, d)) {
+        if (mg_arena_assign_within(p, aim ? budget : INT64_MAX, d)) {
             mg_plan_free(p);
             return MG_ERR;
         }
@@ -207,12 +210,17 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
             mg_plan_free(v[i].p);
             continue;
         }
-        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, &p, NULL, d))) continue;
+        int at_budget = 0;
+        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, 0, &p, &at_budget, d))) continue;
+        if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
+            keep_better(out, p);
+            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 1, &p, NULL, d))) continue;
+        }
         keep_better(out, p);
     }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
-        if (!(st = fit(pr, NULL, budget, memo, NULL, &p, &at_budget, d))) {
+        if (!(st = fit(pr, NULL, budget, memo, NULL, 1, &p, &at_budget, d))) {
             if (p && at_budget) *optimal = 1;
             keep_better(out, p);
         }
@@ -299,9 +307,9 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
         mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
         mg_plan *p;
         if (mg_schedule(pr, &o, &p, d)) return MG_ERR;
-        if (p && fit(pr, &o, budget, memo, p, out, NULL, d)) return MG_ERR;
+        if (p && fit(pr, &o, budget, memo, p, 1, out, NULL, d)) return MG_ERR;
     }
-    if (!*out && fit(pr, NULL, budget, memo, NULL, out, NULL, d)) return MG_ERR; /* last: the exact search */
+    if (!*out && fit(pr, NULL, budget, memo, NULL, 1, out, NULL, d)) return MG_ERR; /* last: the exact search */
     return MG_OK;
 }
 
@@ -334,25 +342,42 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
         int64_t lo = working_set_bound(pr), hi = out->store_all_bytes;
         mg_plan *best = NULL;
         if (lo > 0) lo -= 1; /* lo is infeasible by convention; the bound itself may be met */
+        /* the scheduler is not monotone in its cap: a plan the bisection finds under a smaller
+         * budget can be cheaper than the one found under the budget; the cheapest that fits
+         * the budget is kept (cheap, owned apart from best unless they are the same plan) */
+        mg_plan *cheap = NULL;
         while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
             int64_t mid = lo + (hi - lo) / 2;
             mg_plan *p;
             if ((st = feasible_at(pr, mid, &memo, &p, d))) break;
             if (p) {
                 hi = p->workspace_bytes;
-                mg_plan_free(best);
+                if (best != cheap) mg_plan_free(best);
                 best = p;
+                if (searching && p->workspace_bytes <= budget &&
+                    (!cheap || p->flops_executed < cheap->flops_executed ||
+                     (p->flops_executed == cheap->flops_executed && p->workspace_bytes < cheap->workspace_bytes))) {
+                    if (cheap != best) mg_plan_free(cheap);
+                    cheap = p;
+                }
             } else {
                 lo = mid;
             }
         }
+        if (best != cheap) mg_plan_free(best);
+        best = NULL;
         out->min_feasible_bytes = hi;
-        if (!st && !out->plan && hi <= budget && searching) {
-            if (best) out->plan = best;
-            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, &out->plan, &(int){0}, d);
-            best = NULL;
+        if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
+            mg_plan_free(out->plan); /* (an optimal plan cannot be beaten; the test is for safety) */
+            out->plan = cheap;
+            cheap = NULL;
         }
-        mg_plan_free(best);
+        if (!st && !out->plan && hi <= budget && searching) {
+            if (cheap) out->plan = cheap;
+            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, &out->plan, &(int){0}, d);
+            cheap = NULL;
+        }
+        mg_plan_free(cheap);
     }
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
