@@ -887,9 +887,12 @@ static int probe(search *s, int64_t target, double share, double end, int64_t wo
 
 /* bisect: without a capacity, bisect between the lower bound and the best found when the
  * bound is not met (the command); else all the effort goes to the bound (the planner, which
- * calls this many times and mostly has plans that meet it). */
+ * calls this many times and mostly has plans that meet it). fallback (the planner's budget;
+ * INT64_MAX: none): when the search misses the bound and the arena is still above fallback, a
+ * second search with as much effort again aims at fallback, a target often far easier to meet
+ * than the bound. */
 static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *opts, int search_max, int bisect,
-                                 mg_arena_stats *st)
+                                 int64_t fallback, mg_arena_stats *st)
 {
     mg_arena_stats stats = {0};
     for (int i = 0; i < n; i++) iv[i].offset = 0;
@@ -919,6 +922,10 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
             int r = probe(&s, goal, !bisect ? 1.0 : goal == ls.lower_bound ? 0.25 : 0.5, end, opts->work_limit);
             if (r == FOUND) try_result(&s, &top, best);
             if (r == NOTFOUND) proven = lo;
+            if (!bisect && r != FOUND && top > fallback && fallback > goal && opts->work_limit != INT64_MAX &&
+                mg_seconds() < end &&
+                probe(&s, fallback, 1.0, end, s.work + opts->work_limit) == FOUND)
+                try_result(&s, &top, best);
             /* bisection between what failed and what fits, each probe with half of what is
              * left */
             while (bisect && r != FOUND && top - lo > 1 && mg_seconds() < end && s.work < opts->work_limit) {
@@ -948,7 +955,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
 
 int64_t mg_arena_place_ex(mg_interval *iv, int n, const mg_arena_opts *opts, mg_arena_stats *st)
 {
-    return place_with_limits(iv, n, opts, MG_ARENA_SEARCH_MAX, 1, st);
+    return place_with_limits(iv, n, opts, MG_ARENA_SEARCH_MAX, 1, INT64_MAX, st);
 }
 
 int64_t mg_arena_place(mg_interval *iv, int n, int64_t capacity, double time_limit_seconds, int *optimal)
@@ -962,13 +969,18 @@ int64_t mg_arena_place(mg_interval *iv, int n, int64_t capacity, double time_lim
 
 mg_status mg_arena_assign(mg_plan *p, mg_diag *d)
 {
+    return mg_arena_assign_within(p, INT64_MAX, d);
+}
+
+mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d)
+{
     int n = p->nbufs;
     mg_interval *iv = xmalloc((size_t)n * sizeof *iv);
     for (int i = 0; i < n; i++)
         iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
     /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
     mg_arena_opts o = {INT64_MAX, 3.0, plan_work_limit};
-    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, NULL);
+    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, NULL);
     for (int i = 0; i < n; i++) p->bufs[i].offset = iv[i].offset;
     free(iv);
 

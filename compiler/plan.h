@@ -129,6 +129,10 @@ void mg_plan_free(mg_plan *p);
 /* arena.c: gives every buffer an offset (no two buffers live at the same step overlap) and
  * sets workspace_bytes and peak_live_bytes. */
 mg_status mg_arena_assign(mg_plan *p, mg_diag *d);
+/* The same, for a plan that must fit capacity: when the smallest arena the search aims at first
+ * (the peak live bytes) is out of its reach and the arena is above capacity, it searches again
+ * for one within capacity. */
+mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d);
 
 /* plan_verify.c: the independent checker; replays the schedule of prob. */
 mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);

@@ -68,11 +68,78 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
     return MG_OK;
 }
 
+/* Placements that missed one budget, so that the schedules the eviction policies share (near
+ * the minimum feasible budget they often make the very same one) are placed once per budget: a
+ * placement depends only on the buffers, in order, and on the budget it aims at. */
+enum { MISSED_MAX = 32 };
+typedef struct missed {
+    uint64_t hash;
+    int nbufs;
+    int64_t *sig;            /* per buffer: bytes, first, last */
+    int64_t workspace, peak; /* what placing them gave */
+} missed;
+typedef struct missed_memo {
+    missed e[MISSED_MAX];
+    int n;
+} missed_memo;
+
+static uint64_t buffers_hash(const mg_plan *p)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)p->nbufs;
+    for (int b = 0; b < p->nbufs; b++) {
+        h = (h ^ (uint64_t)p->bufs[b].bytes) * 1099511628211ull;
+        h = (h ^ (uint64_t)p->bufs[b].first) * 1099511628211ull;
+        h = (h ^ (uint64_t)p->bufs[b].last) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* The entry for p's buffers, or NULL. */
+static const missed *missed_find(const missed_memo *mm, const mg_plan *p, uint64_t h)
+{
+    for (int i = 0; mm && i < mm->n; i++) {
+        const missed *e = &mm->e[i];
+        if (e->hash != h || e->nbufs != p->nbufs) continue;
+        int same = 1;
+        for (int b = 0; b < p->nbufs && same; b++)
+            same = e->sig[3 * b] == p->bufs[b].bytes && e->sig[3 * b + 1] == p->bufs[b].first &&
+                   e->sig[3 * b + 2] == p->bufs[b].last;
+        if (same) return e;
+    }
+    return NULL;
+}
+
+static void missed_add(missed_memo *mm, const mg_plan *p, uint64_t h)
+{
+    if (!mm || mm->n == MISSED_MAX) return;
+    missed *e = &mm->e[mm->n++];
+    e->hash = h;
+    e->nbufs = p->nbufs;
+    e->sig = malloc((size_t)(3 * p->nbufs + 1) * sizeof *e->sig);
+    if (!e->sig) abort();
+    for (int b = 0; b < p->nbufs; b++) {
+        e->sig[3 * b] = p->bufs[b].bytes;
+        e->sig[3 * b + 1] = p->bufs[b].first;
+        e->sig[3 * b + 2] = p->bufs[b].last;
+    }
+    e->workspace = p->workspace_bytes;
+    e->peak = p->peak_live_bytes;
+}
+
+static void missed_free(missed_memo *mm)
+{
+    for (int i = 0; i < mm->n; i++) free(mm->e[i].sig);
+    mm->n = 0;
+}
+
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
  * most budget. first, when not NULL, is the (unplaced) schedule under opts at cap budget,
- * already made by the caller; fit takes it over. */
+ * already made by the caller; fit takes it over. aim: the arena, when it misses the peak live
+ * bytes, searches again for a placement within the budget before the cap is lowered (else the
+ * cap is lowered at once: the scheduler is not monotone in its cap, so that is sometimes
+ * cheaper; auto tries both). */
 static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan *first,
-                     mg_plan **out, int *at_budget, mg_diag *d)
+                     int aim, missed_memo *mm, mg_plan **out, int *at_budget, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
@@ -80,9 +147,16 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
         mg_plan *p = it == 0 ? first : NULL;
         if (!p && schedule(pr, opts, cap, memo, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
-        if (mg_arena_assign(p, d)) {
+        uint64_t h = mm ? buffers_hash(p) : 0;
+        const missed *e = missed_find(mm, p, h);
+        if (e) { /* placed before under this budget: it missed */
+            p->workspace_bytes = e->workspace;
+            p->peak_live_bytes = e->peak;
+        } else if (mg_arena_assign_within(p, aim ? budget : INT64_MAX, d)) {
             mg_plan_free(p);
             return MG_ERR;
+        } else if (p->workspace_bytes > budget) {
+            missed_add(mm, p, h);
         }
         if (p->workspace_bytes <= budget) {
             *out = p;
@@ -207,12 +281,17 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
             mg_plan_free(v[i].p);
             continue;
         }
-        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, &p, NULL, d))) continue;
+        int at_budget = 0;
+        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, 0, NULL, &p, &at_budget, d))) continue;
+        if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
+            keep_better(out, p);
+            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 1, NULL, &p, NULL, d))) continue;
+        }
         keep_better(out, p);
     }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
-        if (!(st = fit(pr, NULL, budget, memo, NULL, &p, &at_budget, d))) {
+        if (!(st = fit(pr, NULL, budget, memo, NULL, 1, NULL, &p, &at_budget, d))) {
             if (p && at_budget) *optimal = 1;
             keep_better(out, p);
         }
@@ -298,14 +377,17 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
     *out = NULL;
-    for (int i = 0; i < NVARIANTS && !*out; i++) {
+    missed_memo mm = {.n = 0};
+    mg_status st = MG_OK;
+    for (int i = 0; i < NVARIANTS && !*out && !st; i++) {
         mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
         mg_plan *p;
-        if (mg_schedule(pr, &o, &p, d)) return MG_ERR;
-        if (p && fit(pr, &o, budget, memo, p, out, NULL, d)) return MG_ERR;
+        if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
+        else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
-    if (!*out && fit(pr, NULL, budget, memo, NULL, out, NULL, d)) return MG_ERR; /* last: the exact search */
-    return MG_OK;
+    if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, &mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
+    missed_free(&mm);
+    return st;
 }
 
 mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
@@ -337,25 +419,42 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
         int64_t lo = working_set_bound(pr), hi = out->store_all_bytes;
         mg_plan *best = NULL;
         if (lo > 0) lo -= 1; /* lo is infeasible by convention; the bound itself may be met */
+        /* the scheduler is not monotone in its cap: a plan the bisection finds under a smaller
+         * budget can be cheaper than the one found under the budget; the cheapest that fits
+         * the budget is kept (cheap, owned apart from best unless they are the same plan) */
+        mg_plan *cheap = NULL;
         while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
             int64_t mid = lo + (hi - lo) / 2;
             mg_plan *p;
             if ((st = feasible_at(pr, mid, &memo, &p, d))) break;
             if (p) {
                 hi = p->workspace_bytes;
-                mg_plan_free(best);
+                if (best != cheap) mg_plan_free(best);
                 best = p;
+                if (searching && p->workspace_bytes <= budget &&
+                    (!cheap || p->flops_executed < cheap->flops_executed ||
+                     (p->flops_executed == cheap->flops_executed && p->workspace_bytes < cheap->workspace_bytes))) {
+                    if (cheap != best) mg_plan_free(cheap);
+                    cheap = p;
+                }
             } else {
                 lo = mid;
             }
         }
+        if (best != cheap) mg_plan_free(best);
+        best = NULL;
         out->min_feasible_bytes = hi;
-        if (!st && !out->plan && hi <= budget && searching) {
-            if (best) out->plan = best;
-            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, &out->plan, &(int){0}, d);
-            best = NULL;
+        if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
+            mg_plan_free(out->plan); /* (an optimal plan cannot be beaten; the test is for safety) */
+            out->plan = cheap;
+            cheap = NULL;
         }
-        mg_plan_free(best);
+        if (!st && !out->plan && hi <= budget && searching) {
+            if (cheap) out->plan = cheap;
+            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, &out->plan, &(int){0}, d);
+            cheap = NULL;
+        }
+        mg_plan_free(cheap);
     }
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
