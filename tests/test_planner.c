@@ -372,6 +372,25 @@ START_TEST(test_bit_identical_mlp_deep)
 }
 END_TEST
 
+/* Copies examples/NAME.mg into a fresh directory (*dir, mpath) and plans it: its store-all
+ * workspace and minimum feasible budget. Returns the model text (malloc'd). */
+static char *plan_example(const char *name, char **dir, char *mpath, size_t n, long long *all, long long *minf)
+{
+    char path[4096], *out = NULL, cmd[9000];
+    snprintf(path, sizeof path, "%s/examples/%s.mg", MG_SOURCE_DIR, name);
+    char *src = tu_read(path);
+    ck_assert_msg(src != NULL, "cannot read %s", path);
+    *dir = tu_tmpdir();
+    snprintf(mpath, n, "%s/plan.mg", *dir);
+    ck_assert(tu_write(mpath, src) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json --no-cache", MG_MEMGRAD, mpath);
+    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
+    *all = json_figure(out, "store_all_workspace_bytes");
+    *minf = json_figure(out, "min_feasible_bytes");
+    free(out);
+    return src;
+}
+
 /* The convolutional example: store-all, 50% and the minimum feasible budget where the planner
  * meets them, and the sqrt solver (which recomputes forward convolutions and pools) all give
  * bit-identical loss and gradients. At these shapes the backward step of the first layer needs
@@ -379,17 +398,9 @@ END_TEST
  * 50% is refused with both figures; the sqrt schedule is the recomputing point. */
 START_TEST(test_bit_identical_cnn_fmnist)
 {
-    char path[4096], *out = NULL, cmd[9000];
-    snprintf(path, sizeof path, "%s/examples/cnn_fmnist.mg", MG_SOURCE_DIR);
-    char *src = tu_read(path);
-    ck_assert_msg(src != NULL, "cannot read %s", path);
-    char *dir = tu_tmpdir(), mpath[4300];
-    snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
-    ck_assert(tu_write(mpath, src) == 0);
-    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json --no-cache", MG_MEMGRAD, mpath);
-    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
-    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
-    free(out);
+    char *dir, mpath[4300], *out = NULL;
+    long long all, minf;
+    char *src = plan_example("cnn_fmnist", &dir, mpath, sizeof mpath, &all, &minf);
     ck_assert_msg(minf > 0 && minf <= all, "minimum %lld, store-all %lld", minf, all);
 
     char half[64], minb[64], sqrtb[96];
@@ -437,17 +448,9 @@ END_TEST
  * must recompute: bit-identical loss and gradients. */
 START_TEST(test_bit_identical_transformer)
 {
-    char path[4096], *out = NULL, cmd[9000];
-    snprintf(path, sizeof path, "%s/examples/transformer.mg", MG_SOURCE_DIR);
-    char *src = tu_read(path);
-    ck_assert_msg(src != NULL, "cannot read %s", path);
-    char *dir = tu_tmpdir(), mpath[4300];
-    snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
-    ck_assert(tu_write(mpath, src) == 0);
-    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json --no-cache", MG_MEMGRAD, mpath);
-    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
-    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
-    free(out);
+    char *dir, mpath[4300], *out = NULL;
+    long long all, minf;
+    char *src = plan_example("transformer", &dir, mpath, sizeof mpath, &all, &minf);
     ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
     char minb[64];
     snprintf(minb, sizeof minb, "%lldB", minf);
