@@ -224,7 +224,31 @@ mg_status mg_autodiff(mg_graph *g, mg_diag *d)
         }
         case MG_OP_CROSS_ENTROPY: {
             int in[3] = {x, y, dy};
-            accumulate(&a, x, node(&a, MG_OP_XENT_GRAD, 3, in, loc), loc);
+            accumulate(&a, x, node_attr(&a, MG_OP_XENT_GRAD, 3, in, n.iattr[0], 0, loc), loc);
+            break;
+        }
+        case MG_OP_CONCAT: /* each operand's gradient is its slice of dy */
+            for (int k = 0, off = 0; k < n.ninputs; k++) {
+                int len = (int)g->nodes[n.in[k]].type.shape.dim[n.iattr[0]];
+                int sl[MG_MAX_IATTR] = {n.iattr[0], off, off + len, 1};
+                if (a.needs[n.in[k]]) accumulate(&a, n.in[k], node_attrs(&a, MG_OP_SLICE, 1, &dy, sl, loc), loc);
+                off += len;
+            }
+            break;
+        case MG_OP_SLICE: {
+            mg_shape sx = g->nodes[x].type.shape;
+            accumulate(&a, x, shaped_n(&a, MG_OP_SLICE_GRAD, 1, &dy, n.iattr, &sx, 1.0, loc), loc);
+            break;
+        }
+        case MG_OP_UPSAMPLE_NEAREST:
+            accumulate(&a, x, node_attrs(&a, MG_OP_UPSAMPLE_NEAREST_GRAD, 1, &dy, n.iattr, loc), loc);
+            break;
+        case MG_OP_CONV_TRANSPOSE2D: {
+            /* the adjoint of conv2d: dx = conv2d(dy, w), dw = conv2d_grad_weight with x and dy swapped */
+            mg_shape sw = g->nodes[y].type.shape;
+            int cv[MG_MAX_IATTR] = {n.iattr[0], n.iattr[1], n.iattr[2], n.iattr[3]}, dyw[2] = {dy, y}, dyx[2] = {dy, x};
+            if (a.needs[x]) accumulate(&a, x, node_attrs(&a, MG_OP_CONV2D, 2, dyw, cv, loc), loc);
+            if (a.needs[y]) accumulate(&a, y, shaped_n(&a, MG_OP_CONV2D_GRAD_WEIGHT, 2, dyx, cv, &sw, 1.0, loc), loc);
             break;
         }
         case MG_OP_MSE: {

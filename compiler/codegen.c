@@ -314,16 +314,53 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         call(c, "mgk_layer_norm_grad_scale", dt, a, 6);
         return;
     }
-    case MG_OP_CROSS_ENTROPY: {
-        int64_t C = s0->dim[s0->rank - 1];
-        LLVMValueRef a[5] = {ci64(c, mg_shape_numel(s0) / C), ci64(c, C), x, y, out};
-        call(c, "mgk_xent", dt, a, 5);
+    case MG_OP_CROSS_ENTROPY:
+    case MG_OP_XENT_GRAD: { /* an [outer, C, inner] view around the class axis (iattr[0] counts from the last) */
+        int axis = s0->rank - 1 - n->iattr[0];
+        int64_t C = s0->dim[axis], inner = 1;
+        for (int i = axis + 1; i < s0->rank; i++) inner *= s0->dim[i];
+        LLVMValueRef a[7] = {ci64(c, mg_shape_numel(s0) / (C * inner)), ci64(c, C), ci64(c, inner), x, y, z, out};
+        if (n->op == MG_OP_CROSS_ENTROPY) a[5] = out;
+        call(c, n->op == MG_OP_CROSS_ENTROPY ? "mgk_xent" : "mgk_xent_grad", dt, a, n->op == MG_OP_CROSS_ENTROPY ? 6 : 7);
         return;
     }
-    case MG_OP_XENT_GRAD: {
-        int64_t C = s0->dim[s0->rank - 1];
-        LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0) / C), ci64(c, C), x, y, z, out};
-        call(c, "mgk_xent_grad", dt, a, 6);
+    case MG_OP_CONCAT:
+    case MG_OP_SLICE:
+    case MG_OP_SLICE_GRAD: {
+        /* [outer, axis, inner] views; byte strides. concat copies each operand into its columns */
+        const mg_shape *full = n->op == MG_OP_SLICE ? s0 : &n->type.shape;
+        int ax = n->iattr[0];
+        int64_t es = (int64_t)mg_dtype_size(dt), outer = 1, inner = es, len = full->dim[ax];
+        for (int i = 0; i < ax; i++) outer *= full->dim[i];
+        for (int i = ax + 1; i < full->rank; i++) inner *= full->dim[i];
+        if (n->op == MG_OP_CONCAT) {
+            for (int k = 0, off = 0; k < n->ninputs && !c->failed; k++) {
+                int64_t lk = g->nodes[n->in[k]].type.shape.dim[ax];
+                LLVMValueRef a[11] = {ci64(c, outer), ci64(c, 1), ci64(c, lk * inner), place_ptr(c, pl, &st->in[k], n->in[k]),
+                                      ci64(c, lk * inner), ci64(c, 0), out, ci64(c, off * inner), ci64(c, len * inner),
+                                      ci64(c, 0), ci64(c, 0)};
+                call(c, "mgk_copy_blocks", MG_I32, a, 11);
+                off += (int)lk;
+            }
+            return;
+        }
+        int64_t L = n->op == MG_OP_SLICE ? n->type.shape.dim[ax] : s0->dim[ax], st1 = n->iattr[3] * inner;
+        int64_t at = n->iattr[1] * inner;
+        LLVMValueRef a[11] = {ci64(c, outer), ci64(c, L), ci64(c, inner), byte_ptr(c, x, at), ci64(c, len * inner),
+                              ci64(c, st1), out, ci64(c, 0), ci64(c, L * inner), ci64(c, inner), ci64(c, 0)};
+        if (n->op == MG_OP_SLICE_GRAD) { /* the transposed copy, into zeros */
+            a[3] = x, a[4] = ci64(c, L * inner), a[5] = ci64(c, inner);
+            a[7] = ci64(c, at), a[8] = ci64(c, len * inner), a[9] = ci64(c, st1), a[10] = ci64(c, numel * es);
+        }
+        call(c, "mgk_copy_blocks", MG_I32, a, 11);
+        return;
+    }
+    case MG_OP_UPSAMPLE_NEAREST:
+    case MG_OP_UPSAMPLE_NEAREST_GRAD: {
+        const mg_shape *xs = n->op == MG_OP_UPSAMPLE_NEAREST ? s0 : &n->type.shape;
+        LLVMValueRef a[6] = {ci64(c, xs->dim[0] * xs->dim[1]), ci64(c, xs->dim[2]), ci64(c, xs->dim[3]),
+                             ci64(c, n->iattr[0]), x, out};
+        call(c, n->op == MG_OP_UPSAMPLE_NEAREST ? "mgk_upsample_nearest" : "mgk_upsample_nearest_grad", dt, a, 6);
         return;
     }
     case MG_OP_MSE: {
@@ -364,14 +401,15 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
     }
     case MG_OP_CONV2D:
     case MG_OP_CONV2D_GRAD_INPUT:
+    case MG_OP_CONV_TRANSPOSE2D: /* conv2d's input gradient with x as dy (geometry: mg_conv_geom) */
     case MG_OP_CONV2D_GRAD_WEIGHT: {
         mgk_conv_geom k = mg_conv_geom(g, st->node);
         LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
         LLVMValueRef a[17] = {ci64(c, k.N), ci64(c, k.C), ci64(c, k.H), ci64(c, k.W), ci64(c, k.Co), ci64(c, k.KH),
                               ci64(c, k.KW), ci64(c, k.OH), ci64(c, k.OW), ci64(c, k.stride), ci64(c, k.pad),
                               ci64(c, k.dil), ci64(c, k.groups), x, y, out, scratch};
-        call(c, n->op == MG_OP_CONV2D ? "mgk_conv2d" : n->op == MG_OP_CONV2D_GRAD_INPUT ? "mgk_conv2d_grad_input"
-                                                                                        : "mgk_conv2d_grad_weight",
+        call(c, n->op == MG_OP_CONV2D ? "mgk_conv2d" : n->op == MG_OP_CONV2D_GRAD_WEIGHT ? "mgk_conv2d_grad_weight"
+                                                                                         : "mgk_conv2d_grad_input",
              dt, a, 17);
         return;
     }

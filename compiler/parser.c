@@ -368,8 +368,29 @@ static const attr_spec attrs[] = {
     {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, 0, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0},
     {MG_OP_GELU, "approx", ATTR_INT, 0, 0, 1, 0, 0, -1, NULL, 0, 0},
     {MG_OP_LAYER_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0},
+    {MG_OP_CROSS_ENTROPY, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0},
+    {MG_OP_CONCAT, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, 0, -1, NULL, 0, 0},
+    /* slice: start and end count from the end when negative; end defaults to the axis' length */
+    {MG_OP_SLICE, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_SLICE, "start", ATTR_INT, 1, -ATTR_MAX, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_SLICE, "end", ATTR_INT, 2, -ATTR_MAX, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_SLICE, "step", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
+    {MG_OP_UPSAMPLE_NEAREST, "scale", ATTR_INT, 0, 1, ATTR_MAX, 0, 2, -1, NULL, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "output_pad", ATTR_INT, 4, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
 };
 enum { NATTRS = (int)(sizeof attrs / sizeof attrs[0]) };
+
+/* The row of op's attribute name in attrs, or -1. */
+static int attr_index(mg_op op, const char *name)
+{
+    for (int i = 0; i < NATTRS; i++)
+        if (attrs[i].op == op && !strcmp(attrs[i].name, name)) return i;
+    return -1;
+}
 
 static const char *attr_list(mg_op op, char *buf, size_t n)
 {
@@ -669,6 +690,46 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
 
 static mg_status parse_expr(parser *p, ev *out);
 
+/* The operands of concat must agree on every axis but the joined one (reported at the
+ * operand); slice's start and end count from the end when negative and must leave a
+ * non-empty part of the axis (reported at the attribute). The axis is resolved already. */
+static mg_status unet_args(parser *p, mg_op op, const ev *args, const int *in, int nargs, call_attrs *ca)
+{
+    char sa[128], sb[128];
+    const mg_shape *x = &p->g->nodes[in[0]].type.shape;
+    int ax = ca->iattr[0];
+    if (op == MG_OP_CONCAT) {
+        for (int i = 1; i < nargs; i++) {
+            const mg_shape *s = &p->g->nodes[in[i]].type.shape;
+            int ok = s->rank == x->rank;
+            for (int k = 0; ok && k < s->rank; k++) ok = k == ax || s->dim[k] == x->dim[k];
+            if (!ok)
+                return mg_diag_set(p->d, args[i].loc, "concat along axis %d: operand %d is %s, which does not match "
+                                   "the first operand %s on the other axes", ax, i + 1, mg_shape_str(s, sa, sizeof sa),
+                                   mg_shape_str(x, sb, sizeof sb));
+        }
+        return MG_OK;
+    }
+    if (x->rank < 1) return MG_OK; /* shape inference reports the scalar */
+    int64_t len = x->dim[ax];
+    int ks = attr_index(op, "start"), ke = attr_index(op, "end");
+    int64_t start = ca->iattr[1], end = ca->given[ke] ? ca->iattr[2] : len;
+    if (start < 0) start += len;
+    if (end < 0) end += len;
+    if (start < 0 || start >= len)
+        return mg_diag_set(p->d, ca->given[ks] ? ca->vloc[ks] : args[0].loc, "attribute 'start' of 'slice' is %d, "
+                           "outside axis %d of %s (length %lld)", ca->iattr[1], ax, mg_shape_str(x, sa, sizeof sa),
+                           (long long)len);
+    if (end <= start || end > len)
+        return mg_diag_set(p->d, ca->given[ke] ? ca->vloc[ke] : args[0].loc, "attribute 'end' of 'slice' is %d: "
+                           "the slice [%lld:%lld] of axis %d of %s (length %lld) %s", ca->iattr[2], (long long)start,
+                           (long long)end, ax, mg_shape_str(x, sa, sizeof sa), (long long)len,
+                           end > len ? "ends past the axis" : "is empty");
+    ca->iattr[1] = (int)start;
+    ca->iattr[2] = (int)end;
+    return MG_OK;
+}
+
 /* primary = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")" */
 static mg_status parse_primary(parser *p, ev *out)
 {
@@ -717,7 +778,10 @@ static mg_status parse_primary(parser *p, ev *out)
                                callable_list(list, sizeof list));
         }
         p->pos++;
-        ev args[MG_MAX_INPUTS];
+        /* a variadic op (ninputs -1) takes 2..MAX_CALL_ARGS arguments, chained MG_MAX_INPUTS at a time */
+        enum { MAX_CALL_ARGS = 16 };
+        int variadic = mg_ops[op].ninputs < 0, maxargs = variadic ? MAX_CALL_ARGS : MG_MAX_INPUTS;
+        ev args[MAX_CALL_ARGS];
         int nargs = 0, nattrs = 0;
         call_attrs ca;
         memset(&ca, 0, sizeof ca);
@@ -732,8 +796,9 @@ static mg_status parse_primary(parser *p, ev *out)
                     if (nattrs)
                         return mg_diag_set(p->d, here(p), "positional argument after an attribute in the call "
                                            "of '%s' (attributes come last)", name);
-                    if (nargs == MG_MAX_INPUTS)
-                        return mg_diag_set(p->d, here(p), "too many arguments to '%s'", name);
+                    if (nargs == maxargs)
+                        return mg_diag_set(p->d, here(p), "too many arguments to '%s'%s", name,
+                                           variadic ? " (at most 16)" : "");
                     if (parse_expr(p, &args[nargs++])) return MG_ERR;
                 }
                 if (!is_punct(peek(p), ',')) break;
@@ -741,14 +806,16 @@ static mg_status parse_primary(parser *p, ev *out)
             }
         }
         if (expect_punct(p, ')', "to close the argument list")) return MG_ERR;
-        if (nargs != mg_ops[op].ninputs)
+        if (variadic && nargs < 2)
+            return mg_diag_set(p->d, loc, "'%s' takes at least 2 arguments, got %d", name, nargs);
+        if (!variadic && nargs != mg_ops[op].ninputs)
             return mg_diag_set(p->d, loc, "'%s' takes %d argument%s, got %d", name, mg_ops[op].ninputs,
                                mg_ops[op].ninputs == 1 ? "" : "s", nargs);
         if (finish_attrs(p, (mg_op)op, loc, &ca)) return MG_ERR;
         mg_dtype dt = MG_F32;
         for (int i = 0; i < nargs; i++)
             if (!args[i].lit) dt = p->g->nodes[args[i].node].type.dtype == MG_I32 ? dt : p->g->nodes[args[i].node].type.dtype;
-        int in[MG_MAX_INPUTS];
+        int in[MAX_CALL_ARGS];
         for (int i = 0; i < nargs; i++) in[i] = materialize(p, args[i], dt);
         if (check_size(p, loc)) return MG_ERR;
         if (op == MG_OP_RESHAPE) {
@@ -786,15 +853,33 @@ static mg_status parse_primary(parser *p, ev *out)
                 ca.iattr[i] = ax;
             }
         }
-        if ((mg_op)op == MG_OP_SOFTMAX || (mg_op)op == MG_OP_LOG_SOFTMAX) {
-            /* the IR counts the axis from the last one, so the default (last) is 0 */
-            int rank = p->g->nodes[in[0]].type.shape.rank, ax = ca.iattr[0], k = -1;
-            for (int i = 0; i < NATTRS; i++)
-                if (attrs[i].op == (mg_op)op && !strcmp(attrs[i].name, "axis")) k = i;
+        int k = attr_index((mg_op)op, "axis");
+        if (k >= 0) {
+            /* softmax, log_softmax and cross_entropy count the axis from the last one in the IR (so
+             * the default, the last, is 0); concat and slice from the first */
+            int rank = p->g->nodes[in[0]].type.shape.rank, ax = ca.iattr[0];
+            int from_last = (mg_op)op == MG_OP_SOFTMAX || (mg_op)op == MG_OP_LOG_SOFTMAX || (mg_op)op == MG_OP_CROSS_ENTROPY;
             if (rank > 0 && (ax < -rank || ax >= rank))
                 return mg_diag_set(p->d, ca.given[k] ? ca.vloc[k] : loc, "attribute 'axis' of '%s' is %d, out of "
                                    "range for an operand of rank %d (%d..%d)", name, ax, rank, -rank, rank - 1);
-            ca.iattr[0] = rank > 0 ? rank - 1 - (ax < 0 ? ax + rank : ax) : 0;
+            ax = ax < 0 ? ax + rank : ax;
+            ca.iattr[0] = rank > 0 ? (from_last ? rank - 1 - ax : ax) : 0;
+        }
+        if (((mg_op)op == MG_OP_SLICE || (mg_op)op == MG_OP_CONCAT) && unet_args(p, (mg_op)op, args, in, nargs, &ca))
+            return MG_ERR;
+        if ((mg_op)op == MG_OP_CONCAT && nargs > MG_MAX_INPUTS) {
+            /* more operands than a node holds: concat(concat(a, b, c, d), e, ...) */
+            int acc = in[0];
+            for (int i = 1; i < nargs;) {
+                int m = nargs - i < MG_MAX_INPUTS - 1 ? nargs - i : MG_MAX_INPUTS - 1;
+                int part[MG_MAX_INPUTS] = {acc};
+                memcpy(part + 1, in + i, (size_t)m * sizeof *in);
+                acc = mg_graph_add_op(p->g, MG_OP_CONCAT, m + 1, part, ca.iattr, ca.fattr, loc, p->d);
+                if (acc < 0) return MG_ERR;
+                i += m;
+            }
+            out->node = acc;
+            return MG_OK;
         }
         out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, ca.fattr, loc, p->d);
         return out->node < 0 ? MG_ERR : MG_OK;

@@ -29,6 +29,15 @@ double mg_node_flops(const mg_graph *g, int id)
         const mg_shape *dy = &g->nodes[n->in[1]].type.shape;
         return 2.0 * out * (double)(dy->dim[0] * dy->dim[2] * dy->dim[3]);
     }
+    case MG_OP_CONV_TRANSPOSE2D: { /* conv2d's input gradient: 2 * x * (C_out/groups * kh * kw) */
+        const mg_shape *w = &g->nodes[n->in[1]].type.shape;
+        return 2.0 * in0 * (double)(w->dim[1] * w->dim[2] * w->dim[3]);
+    }
+    case MG_OP_CONCAT:
+    case MG_OP_SLICE:
+    case MG_OP_SLICE_GRAD:
+    case MG_OP_UPSAMPLE_NEAREST: return out;   /* copies (slice_grad: zeros and a copy) */
+    case MG_OP_UPSAMPLE_NEAREST_GRAD: return in0; /* one add per upstream element */
     case MG_OP_MAX_POOL2D:
     case MG_OP_AVG_POOL2D: return out * (double)n->iattr[0] * (double)n->iattr[0];
     case MG_OP_MAX_POOL2D_GRAD:

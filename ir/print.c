@@ -72,6 +72,15 @@ char *mg_graph_print(const mg_graph *g)
             for (int k = 0; k < n->type.shape.rank; k++) sb_printf(&b, "%s%d", k ? "," : "", n->iattr[k]);
             sb_printf(&b, "]");
         }
+        if (n->op == MG_OP_CONV_TRANSPOSE2D)
+            sb_printf(&b, " stride=%d pad=%d dilation=%d groups=%d output_pad=%d", n->iattr[0], n->iattr[1],
+                      n->iattr[2], n->iattr[3], n->iattr[4]);
+        if (n->op == MG_OP_CONCAT) sb_printf(&b, " axis=%d", n->iattr[0]);
+        if (n->op == MG_OP_SLICE || n->op == MG_OP_SLICE_GRAD)
+            sb_printf(&b, " axis=%d start=%d end=%d step=%d", n->iattr[0], n->iattr[1], n->iattr[2], n->iattr[3]);
+        if (n->op == MG_OP_UPSAMPLE_NEAREST || n->op == MG_OP_UPSAMPLE_NEAREST_GRAD) sb_printf(&b, " scale=%d", n->iattr[0]);
+        if ((n->op == MG_OP_CROSS_ENTROPY || n->op == MG_OP_XENT_GRAD) && n->iattr[0])
+            sb_printf(&b, " axis=%d", -1 - n->iattr[0]);
         if (n->op == MG_OP_MSE_GRAD && n->iattr[0] < 0) sb_printf(&b, " sign=-1");
         if (n->op == MG_OP_BROADCAST && n->fattr != 1.0) sb_printf(&b, " scale=%.17g", n->fattr);
         sb_printf(&b, " : %s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, sh, sizeof sh));

@@ -159,6 +159,115 @@ static mg_status grad_matches(const mg_node *n, const mg_shape *want, const mg_s
     return MG_OK;
 }
 
+/* The extent of slice [start, end) taken every step along one axis. */
+static int64_t slice_len(int start, int end, int step) { return step < 1 || end <= start ? 0 : (end - start + step - 1) / step; }
+
+/* The ops a U-Net adds: concat, slice, upsample_nearest and conv_transpose2d (and the
+ * gradients of slice and upsample_nearest). */
+static mg_status unet_shape(const mg_node *n, const mg_type **t, mg_type *r, mg_diag *d)
+{
+    char sa[128], sb[128];
+    const mg_shape *xs = &t[0]->shape;
+    switch (n->op) {
+    case MG_OP_CONCAT: {
+        int ax = n->iattr[0];
+        if (ax < 0 || ax >= xs->rank)
+            return mg_diag_set(d, n->loc, "concat axis %d out of range for %s", ax, mg_shape_str(xs, sa, sizeof sa));
+        *r = *t[0];
+        for (int k = 0; k < n->ninputs; k++) {
+            const mg_shape *s = &t[k]->shape;
+            if (need_float(n, t[k], "tensor", d) || same_dtype(n, t[0], t[k], d)) return MG_ERR;
+            int ok = s->rank == xs->rank;
+            for (int i = 0; ok && i < s->rank; i++) ok = i == ax || s->dim[i] == xs->dim[i];
+            if (!ok)
+                return mg_diag_set(d, n->loc, "concat along axis %d needs operands that agree on every other axis; "
+                                   "operand %d is %s, operand 1 is %s", ax, k + 1, mg_shape_str(s, sa, sizeof sa),
+                                   mg_shape_str(xs, sb, sizeof sb));
+            if (k) r->shape.dim[ax] += s->dim[ax];
+        }
+        return MG_OK;
+    }
+    case MG_OP_SLICE:
+    case MG_OP_SLICE_GRAD: {
+        /* slice: x -> part; slice_grad: dy -> x's shape (preset) */
+        const mg_shape *full = n->op == MG_OP_SLICE ? xs : &n->type.shape;
+        int ax = n->iattr[0], start = n->iattr[1], end = n->iattr[2], step = n->iattr[3];
+        if (n->op == MG_OP_SLICE && need_float(n, t[0], "tensor", d)) return MG_ERR;
+        if (ax < 0 || ax >= full->rank)
+            return mg_diag_set(d, n->loc, "slice axis %d out of range for %s", ax, mg_shape_str(full, sa, sizeof sa));
+        if (start < 0 || end > full->dim[ax] || step < 1 || slice_len(start, end, step) < 1)
+            return mg_diag_set(d, n->loc, "slice [%d:%d:%d] of axis %d is empty or outside %s", start, end, step, ax,
+                               mg_shape_str(full, sa, sizeof sa));
+        mg_shape part = *full;
+        part.dim[ax] = slice_len(start, end, step);
+        if (n->op == MG_OP_SLICE_GRAD) {
+            if (grad_matches(n, &part, xs, d)) return MG_ERR;
+            r->dtype = t[0]->dtype;
+            r->shape = *full;
+        } else {
+            r->dtype = t[0]->dtype;
+            r->shape = part;
+        }
+        return MG_OK;
+    }
+    case MG_OP_UPSAMPLE_NEAREST:
+    case MG_OP_UPSAMPLE_NEAREST_GRAD: {
+        int sc = n->iattr[0];
+        if (need_float(n, t[0], "input", d)) return MG_ERR;
+        if (xs->rank != 4)
+            return mg_diag_set(d, n->loc, "%s needs an input of shape [N,C,H,W], got %s", opname(n),
+                               mg_shape_str(xs, sa, sizeof sa));
+        if (sc < 1) return mg_diag_set(d, n->loc, "%s scale must be at least 1, got %d", opname(n), sc);
+        *r = *t[0];
+        if (n->op == MG_OP_UPSAMPLE_NEAREST) {
+            r->shape.dim[2] *= sc;
+            r->shape.dim[3] *= sc;
+        } else {
+            if (xs->dim[2] % sc || xs->dim[3] % sc)
+                return mg_diag_set(d, n->loc, "'%s' got an upstream gradient %s whose height and width are not "
+                                   "multiples of %d", opname(n), mg_shape_str(xs, sa, sizeof sa), sc);
+            r->shape.dim[2] /= sc;
+            r->shape.dim[3] /= sc;
+        }
+        return MG_OK;
+    }
+    case MG_OP_CONV_TRANSPOSE2D: {
+        const mg_shape *w = &t[1]->shape;
+        int stride = n->iattr[0], pad = n->iattr[1], dil = n->iattr[2], groups = n->iattr[3], opad = n->iattr[4];
+        if (need_float(n, t[0], "input", d) || need_float(n, t[1], "weight", d) || same_dtype(n, t[0], t[1], d))
+            return MG_ERR;
+        if (xs->rank != 4)
+            return mg_diag_set(d, n->loc, "conv_transpose2d needs an input of shape [N,C,H,W], got %s",
+                               mg_shape_str(xs, sa, sizeof sa));
+        if (w->rank != 4)
+            return mg_diag_set(d, n->loc, "conv_transpose2d needs a weight of shape [C_in,C_out/groups,kh,kw], got %s",
+                               mg_shape_str(w, sa, sizeof sa));
+        if (stride < 1 || pad < 0 || dil < 1 || groups < 1 || opad < 0)
+            return mg_diag_set(d, n->loc, "conv_transpose2d attributes out of range (stride %d, pad %d, dilation %d, "
+                               "groups %d, output_pad %d)", stride, pad, dil, groups, opad);
+        if (opad >= stride)
+            return mg_diag_set(d, n->loc, "conv_transpose2d output_pad=%d must be smaller than stride=%d", opad, stride);
+        if (w->dim[0] != xs->dim[1])
+            return mg_diag_set(d, n->loc, "conv_transpose2d weight %s needs %lld input channels (its first axis) to "
+                               "match the input %s", mg_shape_str(w, sa, sizeof sa), (long long)xs->dim[1],
+                               mg_shape_str(xs, sb, sizeof sb));
+        if (xs->dim[1] % groups)
+            return mg_diag_set(d, n->loc, "conv_transpose2d groups=%d must divide the input channels (%lld)", groups,
+                               (long long)xs->dim[1]);
+        int64_t oh = (xs->dim[2] - 1) * stride - 2 * (int64_t)pad + (int64_t)dil * (w->dim[2] - 1) + opad + 1;
+        int64_t ow = (xs->dim[3] - 1) * stride - 2 * (int64_t)pad + (int64_t)dil * (w->dim[3] - 1) + opad + 1;
+        if (oh < 1 || ow < 1)
+            return mg_diag_set(d, n->loc, "conv_transpose2d of %s with a %lldx%lld kernel and pad=%d leaves no output",
+                               mg_shape_str(xs, sa, sizeof sa), (long long)w->dim[2], (long long)w->dim[3], pad);
+        r->dtype = t[0]->dtype;
+        r->shape = (mg_shape){4, {xs->dim[0], w->dim[1] * groups, oh, ow}};
+        return MG_OK;
+    }
+    default:
+        return mg_diag_set(d, n->loc, "invalid op");
+    }
+}
+
 mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
 {
     mg_node *n = &g->nodes[id];
@@ -324,14 +433,20 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         if (t[1]->dtype != MG_I32)
             return mg_diag_set(d, n->loc, "cross_entropy needs i32 class labels, got %s",
                                mg_dtype_name(t[1]->dtype));
+        if (n->iattr[0] < 0 || n->iattr[0] >= t[0]->shape.rank)
+            return mg_diag_set(d, n->loc, "cross_entropy class axis %d out of range for logits %s", -1 - n->iattr[0],
+                               mg_shape_str(&t[0]->shape, sa, sizeof sa));
         {
+            /* the labels are the logits' shape without the class axis */
             mg_shape want = t[0]->shape;
             char sc[128];
+            int ax = want.rank - 1 - n->iattr[0];
+            for (int i = ax; i + 1 < want.rank; i++) want.dim[i] = want.dim[i + 1];
             want.rank--;
             if (!mg_shape_eq(&want, &t[1]->shape))
-                return mg_diag_set(d, n->loc, "cross_entropy labels must be %s to match logits %s, got %s",
+                return mg_diag_set(d, n->loc, "cross_entropy labels must be %s to match logits %s%s, got %s",
                                    mg_shape_str(&want, sc, sizeof sc), mg_shape_str(&t[0]->shape, sa, sizeof sa),
-                                   mg_shape_str(&t[1]->shape, sb, sizeof sb));
+                                   n->iattr[0] ? " with classes on that axis" : "", mg_shape_str(&t[1]->shape, sb, sizeof sb));
         }
         r.dtype = t[0]->dtype;
         r.shape.rank = 0;
@@ -357,6 +472,8 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         break;
     case MG_OP_XENT_GRAD:
     case MG_OP_MSE_GRAD:
+        if (n->op == MG_OP_XENT_GRAD && (n->iattr[0] < 0 || n->iattr[0] >= t[0]->shape.rank))
+            return mg_diag_set(d, n->loc, "'%s' class axis out of range", opname(n));
         if (t[2]->shape.rank != 0)
             return mg_diag_set(d, n->loc, "'%s' needs a scalar upstream gradient", opname(n));
         r = *t[0];
@@ -442,6 +559,14 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
                                mg_shape_str(&t[0]->shape, sa, sizeof sa));
         r.dtype = t[0]->dtype;
         r.shape = (mg_shape){2, {t[0]->shape.dim[0], mg_shape_numel(&t[0]->shape) / t[0]->shape.dim[0]}};
+        break;
+    case MG_OP_CONCAT:
+    case MG_OP_SLICE:
+    case MG_OP_SLICE_GRAD:
+    case MG_OP_UPSAMPLE_NEAREST:
+    case MG_OP_UPSAMPLE_NEAREST_GRAD:
+    case MG_OP_CONV_TRANSPOSE2D:
+        if (unet_shape(n, t, &r, d)) return MG_ERR;
         break;
     case MG_OP_COUNT:
         return mg_diag_set(d, n->loc, "invalid op");

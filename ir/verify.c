@@ -12,9 +12,10 @@ mg_status mg_graph_verify(mg_graph *g, mg_diag *d)
         mg_node *n = &g->nodes[i];
         if ((unsigned)n->op >= MG_OP_COUNT)
             return mg_diag_set(d, n->loc, "node %%%d: invalid op %d", i, (int)n->op);
-        if (n->ninputs != mg_ops[n->op].ninputs)
+        int want = mg_ops[n->op].ninputs; /* -1: variadic, 2..MG_MAX_INPUTS */
+        if (want >= 0 ? n->ninputs != want : n->ninputs < 2 || n->ninputs > MG_MAX_INPUTS)
             return mg_diag_set(d, n->loc, "node %%%d (%s): %d inputs, expected %d", i,
-                               mg_ops[n->op].name, n->ninputs, mg_ops[n->op].ninputs);
+                               mg_ops[n->op].name, n->ninputs, want >= 0 ? want : MG_MAX_INPUTS);
         for (int k = 0; k < n->ninputs; k++)
             if (n->in[k] < 0 || n->in[k] >= i)
                 return mg_diag_set(d, n->loc, "node %%%d (%s): input %d is %%%d, not an earlier node",

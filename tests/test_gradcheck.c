@@ -114,6 +114,23 @@ static const gcase cases[] = {
                           "loss = cross_entropy(x @ w, y)\n"},
     {"cross_entropy_pixels", "input x: f64[2,3,2,2]\ninput y: i32[2,2,2]\nparam w: f64[3,3,1,1] = normal(1)\n"
                              "loss = cross_entropy(transpose(conv2d(x, w), perm=[0, 2, 3, 1]), y)\n"},
+    {"concat", "param a: f64[2,3,2,2] = normal(1)\nparam b: f64[2,2,2,2] = normal(1)\ninput t: f64[2,5,2,2]\n"
+               "loss = sum(tanh(concat(a, b * b, axis=1)) * t) + sum(concat(a, a, axis=-1) * concat(a, a, axis=3))\n"},
+    {"concat_many", "param a: f64[2,3] = normal(1)\nparam b: f64[1,3] = normal(1)\ninput t: f64[9,3]\n"
+                    "loss = sum(tanh(concat(a, b, a, b, b * a, b, axis=0)) * t)\n"},
+    {"slice", "param a: f64[2,6,3] = normal(1)\ninput t: f64[2,2,3]\n"
+              "loss = sum(tanh(slice(a, axis=1, start=1, end=-1, step=3)) * t) + sum(slice(a, axis=-1, start=-2) * slice(a, axis=2, end=2))\n"},
+    {"upsample_nearest", "param a: f64[2,2,3,2] = normal(1)\ninput t: f64[2,2,6,4]\ninput u: f64[2,2,9,6]\n"
+                         "loss = sum(tanh(upsample_nearest(a)) * t) + sum(sigmoid(upsample_nearest(a * a, scale=3)) * u)\n"},
+    {"conv_transpose2d", "param x: f64[2,3,3,3] = normal(1)\nparam w: f64[3,2,2,2] = normal(0.5)\n"
+                         "loss = sum(tanh(conv_transpose2d(x, w, stride=2)))\n"},
+    {"conv_transpose2d_pad_outpad", "param x: f64[1,2,3,4] = normal(1)\nparam w: f64[2,3,3,3] = normal(0.5)\ninput t: f64[1,3,6,8]\n"
+                                    "loss = sum(tanh(conv_transpose2d(x, w, stride=2, pad=1, output_pad=1)) * t)\n"},
+    {"conv_transpose2d_groups_dilation", "param x: f64[2,4,3,3] = normal(1)\nparam w: f64[4,3,2,3] = normal(0.5)\n"
+                                         "loss = sum(tanh(conv_transpose2d(x, w, groups=2, dilation=2, pad=1)))\n"},
+    {"cross_entropy_axis1", "input x: f64[2,3,2,2]\ninput y: i32[2,2,2]\nparam w: f64[3,3,1,1] = normal(1)\n"
+                            "loss = cross_entropy(conv2d(x, w), y, axis=1)\n"},
+    {"cross_entropy_axis0", "param a: f64[3,4] = normal(1)\ninput y: i32[4]\nloss = cross_entropy(a * a, y, axis=-2)\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
 };
 

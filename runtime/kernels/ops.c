@@ -13,6 +13,18 @@
 void mgk_copy(int64_t bytes, const void *src, void *dst) { memmove(dst, src, (size_t)bytes); }
 void mgk_zero(int64_t bytes, void *dst) { memset(dst, 0, (size_t)bytes); }
 
+/* Copies n0 x n1 blocks of `bytes` bytes; block (i0, i1) goes from src + i0*s0 + i1*s1 to
+ * dst + doff + i0*d0 + i1*d1 (all in bytes), after zeroing the first zero_bytes of dst. concat
+ * (one call per operand), slice and slice's gradient (a scatter into zeros) are such copies. */
+void mgk_copy_blocks(int64_t n0, int64_t n1, int64_t bytes, const char *src, int64_t s0, int64_t s1, char *dst,
+                     int64_t doff, int64_t d0, int64_t d1, int64_t zero_bytes)
+{
+    if (zero_bytes > 0) memset(dst, 0, (size_t)zero_bytes);
+    for (int64_t i0 = 0; i0 < n0; i0++)
+        for (int64_t i1 = 0; i1 < n1; i1++)
+            memcpy(dst + doff + i0 * d0 + i1 * d1, src + i0 * s0 + i1 * s1, (size_t)bytes);
+}
+
 /* Counter-based random numbers for parameter initialisation: element i of stream s under
  * seed k is a pure function of (k, s, i) (splitmix64 finaliser over a Weyl sequence). */
 static uint64_t mgk_mix(uint64_t seed, uint64_t stream, uint64_t i)

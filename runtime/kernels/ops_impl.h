@@ -262,48 +262,52 @@ void SFX(mgk_gelu_tanh_grad)(int64_t n, const T *restrict xs, const T *restrict 
     }
 }
 
-/* mean over the B rows (every position) of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
-void SFX(mgk_xent)(int64_t B, int64_t C, const T *restrict x, const int32_t *restrict labels,
+/* Cross-entropy over an [outer, C, inner] view of the logits: the classes lie at stride inner
+ * (1 when they are the last axis) and position (o, i) has label labels[o * inner + i]. */
+/* mean over the outer * inner positions of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
+void SFX(mgk_xent)(int64_t outer, int64_t C, int64_t inner, const T *restrict x, const int32_t *restrict labels,
                    T *restrict out)
 {
     double total = 0;
-    for (int64_t b = 0; b < B; b++) {
-        const T *px = x + b * C;
-        int32_t l = labels[b];
-        if (l < 0 || l >= C) {
-            total = NAN;
-            continue;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const T *px = x + o * C * inner + i;
+            int32_t l = labels[o * inner + i];
+            if (l < 0 || l >= C) {
+                total = NAN;
+                continue;
+            }
+            T mx = px[0];
+            for (int64_t c = 1; c < C; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
+            double s = 0;
+            for (int64_t c = 0; c < C; c++) s += (double)M(exp)(px[c * inner] - mx);
+            total += log(s) + (double)mx - (double)px[l * inner];
         }
-        T mx = px[0];
-        for (int64_t c = 1; c < C; c++) mx = px[c] > mx ? px[c] : mx;
-        double s = 0;
-        for (int64_t c = 0; c < C; c++) s += (double)M(exp)(px[c] - mx);
-        total += log(s) + (double)mx - (double)px[l];
-    }
-    out[0] = (T)(total / (double)B);
+    out[0] = (T)(total / (double)(outer * inner));
 }
 
-void SFX(mgk_xent_grad)(int64_t B, int64_t C, const T *restrict x, const int32_t *restrict labels,
-                        const T *restrict dloss, T *restrict dx)
+void SFX(mgk_xent_grad)(int64_t outer, int64_t C, int64_t inner, const T *restrict x,
+                        const int32_t *restrict labels, const T *restrict dloss, T *restrict dx)
 {
-    double g = (double)dloss[0] / (double)B;
-    for (int64_t b = 0; b < B; b++) {
-        const T *px = x + b * C;
-        T *pd = dx + b * C;
-        int32_t l = labels[b];
-        T mx = px[0];
-        for (int64_t c = 1; c < C; c++) mx = px[c] > mx ? px[c] : mx;
-        double s = 0;
-        for (int64_t c = 0; c < C; c++) {
-            pd[c] = M(exp)(px[c] - mx);
-            s += (double)pd[c];
+    double g = (double)dloss[0] / (double)(outer * inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const T *px = x + o * C * inner + i;
+            T *pd = dx + o * C * inner + i;
+            int32_t l = labels[o * inner + i];
+            T mx = px[0];
+            for (int64_t c = 1; c < C; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
+            double s = 0;
+            for (int64_t c = 0; c < C; c++) {
+                pd[c * inner] = M(exp)(px[c * inner] - mx);
+                s += (double)pd[c * inner];
+            }
+            T scale = (T)(g / s);
+            for (int64_t c = 0; c < C; c++) pd[c * inner] *= scale;
+            if (l >= 0 && l < C) pd[l * inner] -= (T)g;
+            else
+                for (int64_t c = 0; c < C; c++) pd[c * inner] = NAN;
         }
-        T scale = (T)(g / s);
-        for (int64_t c = 0; c < C; c++) pd[c] *= scale;
-        if (l >= 0 && l < C) pd[l] -= (T)g;
-        else
-            for (int64_t c = 0; c < C; c++) pd[c] = NAN;
-    }
 }
 
 void SFX(mgk_mse)(int64_t n, const T *restrict a, const T *restrict b, T *restrict out)
@@ -373,4 +377,31 @@ void SFX(mgk_embedding_grad)(int64_t n, int64_t V, int64_t D, const int32_t *res
         T *row = dtable + (int64_t)id * D;
         for (int64_t j = 0; j < D; j++) row[j] += dy[i * D + j];
     }
+}
+
+/* Nearest-neighbour upsampling of planes of H x W by an integer scale sc, and its gradient:
+ * each input pixel's gradient is the sum of its sc x sc block, added row by row. */
+void SFX(mgk_upsample_nearest)(int64_t planes, int64_t H, int64_t W, int64_t sc, const T *restrict x, T *restrict y)
+{
+    int64_t OW = W * sc;
+    for (int64_t p = 0; p < planes * H; p++) {
+        T *row = y + p * sc * OW;
+        for (int64_t w = 0; w < W; w++)
+            for (int64_t j = 0; j < sc; j++) row[w * sc + j] = x[p * W + w];
+        for (int64_t i = 1; i < sc; i++) memcpy(row + i * OW, row, (size_t)OW * sizeof(T));
+    }
+}
+
+void SFX(mgk_upsample_nearest_grad)(int64_t planes, int64_t H, int64_t W, int64_t sc, const T *restrict dy,
+                                    T *restrict dx)
+{
+    int64_t OW = W * sc;
+    for (int64_t p = 0; p < planes * H; p++)
+        for (int64_t w = 0; w < W; w++) {
+            const T *blk = dy + p * sc * OW + w * sc;
+            double s = 0;
+            for (int64_t i = 0; i < sc; i++)
+                for (int64_t j = 0; j < sc; j++) s += (double)blk[i * OW + j];
+            dx[p * W + w] = (T)s;
+        }
 }
