@@ -443,10 +443,12 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
             int ax = want.rank - 1 - n->iattr[0];
             for (int i = ax; i + 1 < want.rank; i++) want.dim[i] = want.dim[i + 1];
             want.rank--;
+            char on[48] = "";
+            if (n->iattr[0]) snprintf(on, sizeof on, " (classes on axis %d)", ax);
             if (!mg_shape_eq(&want, &t[1]->shape))
                 return mg_diag_set(d, n->loc, "cross_entropy labels must be %s to match logits %s%s, got %s",
-                                   mg_shape_str(&want, sc, sizeof sc), mg_shape_str(&t[0]->shape, sa, sizeof sa),
-                                   n->iattr[0] ? " with classes on that axis" : "", mg_shape_str(&t[1]->shape, sb, sizeof sb));
+                                   mg_shape_str(&want, sc, sizeof sc), mg_shape_str(&t[0]->shape, sa, sizeof sa), on,
+                                   mg_shape_str(&t[1]->shape, sb, sizeof sb));
         }
         r.dtype = t[0]->dtype;
         r.shape.rank = 0;

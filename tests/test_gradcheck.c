@@ -222,12 +222,129 @@ START_TEST(gradcheck)
 }
 END_TEST
 
+/* The U-Net ops against direct loops written from their definitions (PyTorch's for
+ * conv_transpose2d: y[n, g*Cog + co, ih*s - p + kh*d, iw*s - p + kw*d] += x[n, ci, ih, iw] *
+ * w[ci, co, kh, kw] for ci in group g), in f32 and f64; and the f32 training step's gradients
+ * against the f64 one's, which covers the f32 backward kernels. */
+static const char ref_body[] =
+    "param x: %s[2,4,3,3] = normal(1)\nparam w: %s[4,3,3,2] = normal(0.5)\ninput lab: i32[2,6,5]\n"
+    "y = conv_transpose2d(x, w, stride=2, pad=1, output_pad=1, groups=2)\n"
+    "u = upsample_nearest(x, scale=2)\nc = concat(x, slice(x, axis=1, start=1, step=2), axis=1)\n"
+    "loss = cross_entropy(y, lab, axis=1) + mean(tanh(u)) + mean(c * c)\n"
+    "output y\noutput u\noutput c\noutput loss\nminimize loss\n";
+
+enum { RX = 72, RW = 72, RY = 2 * 6 * 6 * 5, RU = 2 * 4 * 6 * 6, RC = 2 * 6 * 3 * 3 };
+
+static void ref_outputs(const double *x, const double *w, const int32_t *lab, double *y, double *u, double *c,
+                        double *loss)
+{
+    memset(y, 0, RY * sizeof *y);
+    for (int n = 0; n < 2; n++)
+        for (int ci = 0; ci < 4; ci++)
+            for (int ih = 0; ih < 3; ih++)
+                for (int iw = 0; iw < 3; iw++)
+                    for (int co = 0; co < 3; co++)
+                        for (int kh = 0; kh < 3; kh++)
+                            for (int kw = 0; kw < 2; kw++) {
+                                int oh = ih * 2 - 1 + kh, ow = iw * 2 - 1 + kw, oc = ci / 2 * 3 + co;
+                                if (oh >= 0 && oh < 6 && ow >= 0 && ow < 5)
+                                    y[((n * 6 + oc) * 6 + oh) * 5 + ow] +=
+                                        x[((n * 4 + ci) * 3 + ih) * 3 + iw] * w[((ci * 3 + co) * 3 + kh) * 2 + kw];
+                            }
+    double xe = 0, tu = 0, cc = 0;
+    for (int n = 0; n < 2; n++)
+        for (int p = 0; p < 30; p++) {
+            double mx = -INFINITY, s = 0;
+            for (int k = 0; k < 6; k++) mx = fmax(mx, y[(n * 6 + k) * 30 + p]);
+            for (int k = 0; k < 6; k++) s += exp(y[(n * 6 + k) * 30 + p] - mx);
+            xe += log(s) + mx - y[(n * 6 + lab[n * 30 + p]) * 30 + p];
+        }
+    for (int pl = 0; pl < 8; pl++)
+        for (int h = 0; h < 6; h++)
+            for (int ww = 0; ww < 6; ww++) {
+                u[(pl * 6 + h) * 6 + ww] = x[(pl * 3 + h / 2) * 3 + ww / 2];
+                tu += tanh(u[(pl * 6 + h) * 6 + ww]);
+            }
+    for (int n = 0; n < 2; n++)
+        for (int k = 0; k < 6; k++)
+            for (int i = 0; i < 9; i++) {
+                int src = k < 4 ? k : 1 + 2 * (k - 4);
+                c[(n * 6 + k) * 9 + i] = x[(n * 4 + src) * 9 + i];
+                cc += c[(n * 6 + k) * 9 + i] * c[(n * 6 + k) * 9 + i];
+            }
+    *loss = xe / 60 + tu / RU + cc / RC;
+}
+
+static double at(const void *p, int f64, int i) { return f64 ? ((const double *)p)[i] : (double)((const float *)p)[i]; }
+
+START_TEST(unet_ops_reference)
+{
+    double grads_by_type[2][RX + RW];
+    for (int f64 = 0; f64 < 2; f64++) {
+        const char *ty = f64 ? "f64" : "f32";
+        char name[32], body[1024], src[1200], *log = NULL;
+        snprintf(name, sizeof name, "ref_%s", ty);
+        snprintf(body, sizeof body, ref_body, ty, ty);
+        snprintf(src, sizeof src, "model %s\n%s", name, body);
+        char *dir = tu_tmpdir();
+        void *h = tu_build_model(dir, name, src, NULL, &log);
+        ck_assert_msg(h != NULL, "building %s failed:\n%s", name, log ? log : "");
+        const desc *pd = tu_sym(h, name, "params_desc");
+        train_fn train = (train_fn)tu_sym(h, name, "train_step");
+        forward_fn fwd = (forward_fn)tu_sym(h, name, "forward");
+        size_t es = f64 ? 8 : 4;
+        char *params = calloc(1, pd[1].offset + RW * es), *grads = calloc(1, pd[1].offset + RW * es);
+        void *ws = malloc(1 << 20);
+        double x[RX], w[RW], y[RY], u[RU], c[RC], loss, oy[RY], ou[RU], oc[RC], oloss;
+        int32_t lab[60];
+        uint64_t seed = 99;
+        for (int i = 0; i < RX; i++) x[i] = (double)(float)rnd(&seed);
+        for (int i = 0; i < RW; i++) w[i] = (double)(float)rnd(&seed);
+        for (int i = 0; i < 60; i++) lab[i] = (int32_t)((rnd(&seed) + 1) * 2.99);
+        for (int i = 0; i < RX + RW; i++) {
+            void *dst = params + (i < RX ? pd[0].offset + (size_t)i * es : pd[1].offset + (size_t)(i - RX) * es);
+            if (f64) *(double *)dst = i < RX ? x[i] : w[i - RX];
+            else *(float *)dst = (float)(i < RX ? x[i] : w[i - RX]);
+        }
+        ref_outputs(x, w, lab, y, u, c, &loss);
+        char out[4][RY * 8];
+        void *outs[4] = {out[0], out[1], out[2], out[3]};
+        const void *inputs[1] = {lab};
+        ck_assert_int_le((long)(RY * es), (long)sizeof out[0]);
+        fwd(params, inputs, outs, ws);
+        double tol = f64 ? 1e-12 : 2e-5;
+        for (int i = 0; i < RY; i++) oy[i] = at(out[0], f64, i);
+        for (int i = 0; i < RU; i++) ou[i] = at(out[1], f64, i);
+        for (int i = 0; i < RC; i++) oc[i] = at(out[2], f64, i);
+        oloss = at(out[3], f64, 0);
+        for (int i = 0; i < RY; i++) ck_assert_msg(fabs(oy[i] - y[i]) < tol, "%s conv_transpose2d[%d]: %.9g vs %.9g", ty, i, oy[i], y[i]);
+        for (int i = 0; i < RU; i++) ck_assert_msg(fabs(ou[i] - u[i]) < tol, "%s upsample_nearest[%d]", ty, i);
+        for (int i = 0; i < RC; i++) ck_assert_msg(oc[i] == c[i], "%s concat/slice[%d]: %g vs %g", ty, i, oc[i], c[i]);
+        ck_assert_msg(fabs(oloss - loss) < tol, "%s loss %.12g vs %.12g", ty, oloss, loss);
+        train(params, grads, inputs, ws);
+        for (int i = 0; i < RX + RW; i++)
+            grads_by_type[f64][i] = at(grads + (i < RX ? pd[0].offset : pd[1].offset), f64, i < RX ? i : i - RX);
+        free(params);
+        free(grads);
+        free(ws);
+        free(log);
+        dlclose(h);
+        tu_rmtree(dir);
+        free(dir);
+    }
+    for (int i = 0; i < RX + RW; i++)
+        ck_assert_msg(fabs(grads_by_type[0][i] - grads_by_type[1][i]) < 1e-5 * fmax(1, fabs(grads_by_type[1][i])),
+                      "f32 gradient %d is %.9g, f64 %.9g", i, grads_by_type[0][i], grads_by_type[1][i]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gradcheck");
     TCase *tc = tcase_create("ops");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, gradcheck, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, unet_ops_reference);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
