@@ -669,8 +669,8 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
         st = mg_diag_set(p->d, (mg_loc){p->file, p->toks.tok[db->close].line, p->toks.tok[db->close].col},
                          "'%s' ends without 'return VALUE'", db->name);
     if (st != MG_OK) in_call(p, db, loc);
-    *out = p->ret;
-    out->loc = loc;
+    /* out may be the caller's p->ret (`return other_block(...)`), which the restore below resets */
+    ev result = p->ret;
     p->def_depth--;
     db->active = 0;
     free(p->syms);
@@ -685,6 +685,8 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     p->ret = saved_ret;
     memcpy(p->suffix, saved_suffix, sizeof saved_suffix);
     memcpy(p->prefix, saved_prefix, sizeof saved_prefix);
+    *out = result;
+    out->loc = loc;
     return st;
 }
 

@@ -1001,6 +1001,27 @@ START_TEST(test_def_blocks)
 }
 END_TEST
 
+/* A block whose return value is another block's call returns that call's result (it once
+ * returned node 0, here the unrelated global 'x', when called twice). */
+START_TEST(test_def_returning_a_def_call)
+{
+    mg_graph *g = parse_ok("model m\ninput x: f32[4, 3]\ninput z: f32[4, 5]\n"
+                           "def a(x) {\n  return relu(x)\n}\n"
+                           "def b(x) {\n  u = tanh(x)\n  return a(u)\n}\n"
+                           "h = b(z)\nh = b(h)\nl = sum(h)\noutput h\nminimize l\n");
+    const mg_node *h = output_node(g, "h");
+    ck_assert_int_eq(h->op, MG_OP_RELU);
+    ck_assert_int_eq(g->nodes[h->in[0]].op, MG_OP_TANH);
+    const mg_node *h1 = &g->nodes[g->nodes[h->in[0]].in[0]];
+    ck_assert_int_eq(h1->op, MG_OP_RELU);
+    ck_assert_int_eq(g->nodes[h1->in[0]].op, MG_OP_TANH);
+    ck_assert_int_eq(g->nodes[g->nodes[h1->in[0]].in[0]].op, MG_OP_INPUT);
+    ck_assert_str_eq(g->nodes[g->nodes[h1->in[0]].in[0]].name, "z");
+    TYPE(h, MG_F32, "h", 4, 5);
+    mg_graph_free(g);
+}
+END_TEST
+
 /* Attributes are part of the structural hash. */
 START_TEST(test_attributes_change_the_hash)
 {
@@ -1048,6 +1069,7 @@ static Suite *parser_suite(void)
     tcase_add_test(p, test_constants_and_attributes);
     tcase_add_test(p, test_attributes_change_the_hash);
     tcase_add_test(p, test_def_blocks);
+    tcase_add_test(p, test_def_returning_a_def_call);
     suite_add_tcase(s, p);
     return s;
 }
