@@ -277,9 +277,10 @@ static long long header_figure(const char *h, const char *suffix)
 }
 
 /* Compiles src at budget (NULL: store-all), runs one training step from fixed parameters and
- * inputs, and returns the loss; grads receives the gradients. */
-static float step_at(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
-                     void *grads, size_t *param_bytes, long long budget_bytes)
+ * inputs (i32 inputs are labels in [0, classes)), and returns the loss; grads receives the
+ * gradients. */
+static float step_classes(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
+                          void *grads, size_t *param_bytes, long long budget_bytes, int classes)
 {
     char opts[256], *log = NULL, hpath[4300];
     snprintf(opts, sizeof opts, budget ? "--budget %s" : "", budget);
@@ -301,7 +302,7 @@ static float step_at(const char *dir, const char *tag, const char *model, const 
         inputs[i] = malloc(in_desc[i].bytes);
         size_t n = in_desc[i].bytes / 4;
         for (size_t k = 0; k < n; k++) {
-            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = rnd(&s, 10);
+            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = rnd(&s, classes);
             else ((float *)inputs[i])[k] = (float)rnd(&s, 2001) / 1000.0f - 1.0f;
         }
     }
@@ -313,6 +314,12 @@ static float step_at(const char *dir, const char *tag, const char *model, const 
     dlclose(h);
     free(log);
     return loss;
+}
+
+static float step_at(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
+                     void *grads, size_t *param_bytes, long long budget_bytes)
+{
+    return step_classes(dir, tag, model, src, budget, grads, param_bytes, budget_bytes, 10);
 }
 
 static void bit_identical(const char *model, const char *src)
@@ -470,6 +477,59 @@ START_TEST(test_bit_identical_transformer)
     free(out);
     free(ref);
     free(grads);
+    free(src);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/* examples/unet_small.mg (3 down levels, a bottleneck, 3 up levels by conv_transpose2d joined
+ * with the encoder outputs by concat: long skips that live from the start of the forward pass
+ * to the end of the backward one; per-pixel cross-entropy over 2 classes) at store-all, half
+ * way between the minimum feasible budget and store-all, and the minimum, which recomputes:
+ * bit-identical loss and gradients. 50% of store-all (14.6 MiB) is below the minimum feasible
+ * budget (14.8 MiB: the input gradient of the first up level's 3x3 convolution over 32
+ * channels of 64x64 needs its im2col patches, 4.5 MiB, with a 4 MiB result and its 2 MiB
+ * upstream gradient at once), so it must be refused with both figures. */
+START_TEST(test_bit_identical_unet_small)
+{
+    char *dir, mpath[4300], *out = NULL;
+    long long all, minf;
+    char *src = plan_example("unet_small", &dir, mpath, sizeof mpath, &all, &minf);
+    ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
+    char half[64], mid[64], minb[64];
+    snprintf(half, sizeof half, "%lldB", all / 2);
+    snprintf(mid, sizeof mid, "%lldB", (all + minf) / 2);
+    snprintf(minb, sizeof minb, "%lldB", minf);
+    if (all / 2 < minf) {
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --no-cache", mpath, half), 1);
+        ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
+        free(out);
+    }
+    const char *budgets[3] = {NULL, all / 2 >= minf ? half : mid, minb};
+    long long caps[3] = {0, all / 2 >= minf ? all / 2 : (all + minf) / 2, minf};
+    size_t pb = 0;
+    void *ref = malloc(1 << 23);
+    memset(ref, 0xa5, 1 << 23);
+    float ref_loss = step_classes(dir, "b0", "unet_small", src, NULL, ref, &pb, 0, 2);
+    ck_assert_msg(isfinite(ref_loss) && ref_loss > 0, "loss %g", ref_loss);
+    ck_assert_int_le((long)pb, 1 << 23);
+    for (int i = 1; i < 3; i++) {
+        char tag[16];
+        snprintf(tag, sizeof tag, "b%d", i);
+        void *grads = malloc(1 << 23);
+        memset(grads, 0xa5, 1 << 23);
+        float loss = step_classes(dir, tag, "unet_small", src, budgets[i], grads, &pb, caps[i], 2);
+        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "unet_small at %s: loss %.9g vs %.9g at store-all",
+                      budgets[i], loss, ref_loss);
+        ck_assert_msg(memcmp(grads, ref, pb) == 0, "unet_small at %s: gradients differ from store-all", budgets[i]);
+        free(grads);
+    }
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, minb), 0);
+    ck_assert_msg(json_figure(out, "flops_executed") > json_figure(out, "flops_once"), "unet_small: no recomputation at %s",
+                  minb);
+    free(out);
+    free(ref);
     free(src);
     tu_rmtree(dir);
     free(dir);
@@ -780,6 +840,7 @@ static Suite *planner_suite(void)
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_cnn_fmnist);
     tcase_add_test(e, test_bit_identical_transformer);
+    tcase_add_test(e, test_bit_identical_unet_small);
     tcase_add_test(e, test_bit_identical_skips);
     tcase_add_test(e, test_arena_waste_on_examples);
     tcase_add_test(e, test_solvers_on_the_command_line);
