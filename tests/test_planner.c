@@ -485,29 +485,29 @@ END_TEST
 
 /* examples/unet_small.mg (3 down levels, a bottleneck, 3 up levels by conv_transpose2d joined
  * with the encoder outputs by concat: long skips that live from the start of the forward pass
- * to the end of the backward one; per-pixel cross-entropy over 2 classes) at store-all, half
- * way between the minimum feasible budget and store-all, and the minimum, which recomputes:
- * bit-identical loss and gradients. 50% of store-all (14.6 MiB) is below the minimum feasible
- * budget (14.8 MiB: the input gradient of the first up level's 3x3 convolution over 32
- * channels of 64x64 needs its im2col patches, 4.5 MiB, with a 4 MiB result and its 2 MiB
- * upstream gradient at once), so it must be refused with both figures. */
+ * to the end of the backward one; per-pixel cross-entropy over 2 classes) at store-all, 50%
+ * where the planner meets it, and the minimum feasible budget, which recomputes (the skips
+ * among others): bit-identical loss and gradients. At these shapes 50% of store-all (14.6 MiB)
+ * is below the minimum feasible budget (14.8 MiB: the input gradient of the first up level's
+ * 3x3 convolution over 32 channels of 64x64 needs its im2col patches, 4.5 MiB, with its 4 MiB
+ * result and 2 MiB upstream gradient at once), so 50% must be refused with both figures and
+ * is not compiled. Two compilations keep the test near 2 minutes under ASan. */
 START_TEST(test_bit_identical_unet_small)
 {
     char *dir, mpath[4300], *out = NULL;
     long long all, minf;
     char *src = plan_example("unet_small", &dir, mpath, sizeof mpath, &all, &minf);
     ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
-    char half[64], mid[64], minb[64];
+    char half[64], minb[64];
     snprintf(half, sizeof half, "%lldB", all / 2);
-    snprintf(mid, sizeof mid, "%lldB", (all + minf) / 2);
     snprintf(minb, sizeof minb, "%lldB", minf);
     if (all / 2 < minf) {
         ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --no-cache", mpath, half), 1);
         ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
         free(out);
     }
-    const char *budgets[3] = {NULL, all / 2 >= minf ? half : mid, minb};
-    long long caps[3] = {0, all / 2 >= minf ? all / 2 : (all + minf) / 2, minf};
+    const char *budgets[3] = {NULL, all / 2 >= minf ? half : NULL, minb};
+    long long caps[3] = {0, all / 2, minf};
     size_t pb = 0;
     void *ref = malloc(1 << 23);
     memset(ref, 0xa5, 1 << 23);
@@ -515,6 +515,7 @@ START_TEST(test_bit_identical_unet_small)
     ck_assert_msg(isfinite(ref_loss) && ref_loss > 0, "loss %g", ref_loss);
     ck_assert_int_le((long)pb, 1 << 23);
     for (int i = 1; i < 3; i++) {
+        if (!budgets[i]) continue;
         char tag[16];
         snprintf(tag, sizeof tag, "b%d", i);
         void *grads = malloc(1 << 23);
