@@ -368,6 +368,11 @@ static const attr_spec attrs[] = {
     {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, 0, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0},
     {MG_OP_GELU, "approx", ATTR_INT, 0, 0, 1, 0, 0, -1, NULL, 0, 0},
     {MG_OP_LAYER_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0},
+    /* an ATTR_FLOAT in slot 1 goes to the node's fattr2 */
+    {MG_OP_BATCH_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0},
+    {MG_OP_BATCH_NORM, "momentum", ATTR_FLOAT, 1, 0, 0, 0, 0, -1, NULL, 0.1, 1.0},
+    {MG_OP_DROPOUT, "p", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 0.5, 1.0},
+    {MG_OP_DROPOUT, "seed", ATTR_INT, 0, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
 };
 enum { NATTRS = (int)(sizeof attrs / sizeof attrs[0]) };
 
@@ -388,6 +393,7 @@ typedef struct call_attrs {
     int minus_one; /* index of the -1 in shape, or -1 */
     mg_loc shape_loc;
     double fattr;            /* the ATTR_FLOAT value (layer_norm's eps), else 1 */
+    double fattr2;           /* the ATTR_FLOAT of slot 1 (batch_norm's momentum) */
     mg_loc vloc[NATTRS];     /* where each given attribute's value starts */
 } call_attrs;
 
@@ -429,7 +435,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             return mg_diag_set(p->d, vloc, "%s must be a number like 1e-5, got %s", what, describe(t, buf, sizeof buf));
         if (!(t->num > 0) || t->num > a->fhi)
             return mg_diag_set(p->d, vloc, "%s must be positive and at most %g, got %g", what, a->fhi, t->num);
-        ca->fattr = t->num;
+        *(a->slot ? &ca->fattr2 : &ca->fattr) = t->num;
         p->pos++;
         return MG_OK;
     }
@@ -492,7 +498,7 @@ static mg_status finish_attrs(parser *p, mg_op op, mg_loc loc, call_attrs *ca)
     for (int i = 0; i < NATTRS; i++) {
         const attr_spec *a = &attrs[i];
         if (a->op != op || ca->given[i] || a->same_as >= 0) continue;
-        if (a->kind == ATTR_FLOAT) ca->fattr = a->fdef;
+        if (a->kind == ATTR_FLOAT) *(a->slot ? &ca->fattr2 : &ca->fattr) = a->fdef;
         else ca->iattr[a->slot] = a->def;
     }
     for (int i = 0; i < NATTRS; i++) {
@@ -795,6 +801,18 @@ static mg_status parse_primary(parser *p, ev *out)
                 return mg_diag_set(p->d, ca.given[k] ? ca.vloc[k] : loc, "attribute 'axis' of '%s' is %d, out of "
                                    "range for an operand of rank %d (%d..%d)", name, ax, rank, -rank, rank - 1);
             ca.iattr[0] = rank > 0 ? rank - 1 - (ax < 0 ? ax + rank : ax) : 0;
+        }
+        if ((mg_op)op == MG_OP_BATCH_NORM) {
+            /* two float attributes: set both before inference checks them */
+            int id = mg_graph_add(p->g, MG_OP_BATCH_NORM, nargs, in, loc);
+            p->g->nodes[id].fattr = ca.fattr;
+            p->g->nodes[id].fattr2 = ca.fattr2;
+            if (mg_infer_type(p->g, id, p->d)) {
+                p->g->n--;
+                return MG_ERR;
+            }
+            out->node = id;
+            return MG_OK;
         }
         out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, ca.fattr, loc, p->d);
         return out->node < 0 ? MG_ERR : MG_OK;
