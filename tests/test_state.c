@@ -7,6 +7,7 @@
  * store-all, and equal to a hand-computed reference), that recomputed dropout masks are the
  * same (bit-identical gradients), that masks change from step to step, and that the inference
  * forward uses the running statistics and no dropout. */
+#include "memgrad_rt.h"
 #include "testutil.h"
 
 #include <check.h>
@@ -17,9 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct desc {
-    const char *name; int dtype; int rank; int64_t shape[8]; size_t offset; size_t bytes;
-} desc;
+typedef mg_tensor_desc desc;
 typedef float (*train_fn)(const void *, void *, const void *const *, void *, void *);
 typedef void (*forward_fn)(const void *, const void *, const void *const *, void *const *, void *);
 typedef void (*init_fn)(void *, uint64_t);
@@ -236,6 +235,17 @@ START_TEST(test_bn_running_stats_once_when_recomputed)
             }
     ck_assert_msg(worst < 1e-4, "inference batch_norm off by %g", worst);
     ck_assert_msg(worst_t < 1e-4, "training-mode batch_norm off by %g", worst_t);
+    /* the state blob goes through the runtime's parameter files like the params */
+    char *hdr = tu_read(tu_path(dir, "m.h")), err[256];
+    const char *hp = strstr(hdr, "_MODEL_HASH      0x");
+    ck_assert_ptr_nonnull(hp);
+    uint64_t hash = strtoull(hp + 17, NULL, 16);
+    free(hdr);
+    void *loaded = calloc(1, m.sbytes);
+    ck_assert_int_eq(mg_params_save(tu_path(dir, "state.bin"), hash, m.state, m.sbytes, err, sizeof err), MG_RT_OK);
+    ck_assert_int_eq(mg_params_load(tu_path(dir, "state.bin"), hash, loaded, m.sbytes, err, sizeof err), MG_RT_OK);
+    ck_assert(memcmp(loaded, m.state, m.sbytes) == 0);
+    free(loaded);
     free(before);
     free(out);
     free(out_t);
@@ -318,6 +328,26 @@ START_TEST(test_dropout_masks)
 }
 END_TEST
 
+/* A model without batch_norm or dropout keeps the stateless API. */
+START_TEST(test_stateless_header)
+{
+    char *dir = tu_tmpdir(), *out = NULL;
+    ck_assert(tu_write(tu_path(dir, "p.mg"), "model p\ninput x: f32[2,3]\nparam w: f32[3,3] = he\n"
+                                              "loss = mean(relu(x @ w))\nminimize loss\n") == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "compile '%s' -o '%s' --header '%s'", tu_path(dir, "p.mg"), tu_path(dir, "p.o"),
+                                tu_path(dir, "p.h")), 0);
+    free(out);
+    char *h = tu_read(tu_path(dir, "p.h"));
+    ck_assert_int_eq(header_figure(h, "_HAS_STATE"), 0);
+    ck_assert_ptr_null(strstr(h, "STATE_BYTES"));
+    ck_assert_ptr_nonnull(strstr(h, "float p_train_step(const void *params, void *grads, const void *const inputs[], "
+                                    "void *workspace);"));
+    free(h);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("state");
@@ -325,6 +355,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_bn_running_stats_once_when_recomputed);
     tcase_add_test(tc, test_dropout_masks);
+    tcase_add_test(tc, test_stateless_header);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
