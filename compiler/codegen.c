@@ -410,36 +410,31 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
     case MG_OP_BATCH_NORM_GRAD_SCALE:
     case MG_OP_BATCH_NORM_GRAD_SHIFT: {
         int64_t N = s0->dim[0], C = s0->dim[1], S = mg_shape_numel(s0) / (N * C);
-        LLVMValueRef nul = LLVMConstNull(c->ptr), rm = nul, rv = nul;
+        LLVMValueRef nul = LLVMConstNull(c->ptr), rm = nul, rv = nul, eps = cf64(c, n->fattr);
         if (n->op == MG_OP_BATCH_NORM && (c->mode == CG_EVAL || (c->mode == CG_TRAIN && !c->bn_done[st->node]))) {
-            /* the first computation in a training step updates the running statistics; a
-             * recomputation (a later step of the same node) does not */
+            /* inference reads the running statistics; in a training step the first computation
+             * of the node updates them and a recomputation (a later step) leaves them alone */
             rm = byte_ptr(c, c->state, c->bn_state[st->node]);
             rv = byte_ptr(c, c->state, c->bn_var[st->node]);
-            c->bn_done[st->node] = 1;
+            c->bn_done[st->node] = c->mode == CG_TRAIN;
         }
-        LLVMValueRef a[11] = {ci64(c, N), ci64(c, C), ci64(c, S), x};
-        unsigned na = 4;
-        const char *kn = "mgk_batch_norm_grad_shift";
-        if (n->op == MG_OP_BATCH_NORM) {
-            LLVMValueRef r[7] = {y, z, cf64(c, n->fattr), cf64(c, n->fattr2), rm, rv, out};
-            if (c->mode == CG_EVAL) r[3] = r[4], r[4] = r[5], r[5] = out; /* (g, b, eps, rm, rv, y) */
-            memcpy(a + 4, r, sizeof r);
-            na = c->mode == CG_EVAL ? 10 : 11;
-            kn = c->mode == CG_EVAL ? "mgk_batch_norm_eval" : "mgk_batch_norm";
-        } else if (n->op == MG_OP_BATCH_NORM_GRAD_INPUT) {
-            LLVMValueRef r[4] = {y, z, cf64(c, n->fattr), out};
-            memcpy(a + 4, r, sizeof r);
-            na = 8;
-            kn = "mgk_batch_norm_grad_input";
-        } else if (n->op == MG_OP_BATCH_NORM_GRAD_SCALE) {
-            LLVMValueRef r[3] = {y, cf64(c, n->fattr), out};
-            memcpy(a + 4, r, sizeof r);
-            na = 7;
-            kn = "mgk_batch_norm_grad_scale";
-        } else
-            a[na++] = out;
-        call(c, kn, dt, a, na);
+        LLVMValueRef dims[3] = {ci64(c, N), ci64(c, C), ci64(c, S)};
+        if (n->op == MG_OP_BATCH_NORM && c->mode == CG_EVAL) {
+            LLVMValueRef a[10] = {dims[0], dims[1], dims[2], x, y, z, eps, rm, rv, out};
+            call(c, "mgk_batch_norm_eval", dt, a, 10);
+        } else if (n->op == MG_OP_BATCH_NORM) {
+            LLVMValueRef a[11] = {dims[0], dims[1], dims[2], x, y, z, eps, cf64(c, n->fattr2), rm, rv, out};
+            call(c, "mgk_batch_norm", dt, a, 11);
+        } else if (n->op == MG_OP_BATCH_NORM_GRAD_INPUT) { /* (x, scale, dy) */
+            LLVMValueRef a[8] = {dims[0], dims[1], dims[2], x, y, z, eps, out};
+            call(c, "mgk_batch_norm_grad_input", dt, a, 8);
+        } else if (n->op == MG_OP_BATCH_NORM_GRAD_SCALE) { /* (x, dy) */
+            LLVMValueRef a[7] = {dims[0], dims[1], dims[2], x, y, eps, out};
+            call(c, "mgk_batch_norm_grad_scale", dt, a, 7);
+        } else {
+            LLVMValueRef a[5] = {dims[0], dims[1], dims[2], x, out};
+            call(c, "mgk_batch_norm_grad_shift", dt, a, 5);
+        }
         return;
     }
     case MG_OP_DROPOUT:
