@@ -871,7 +871,6 @@ static Suite *planner_suite(void)
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_cnn_fmnist);
     tcase_add_test(e, test_bit_identical_transformer);
-    tcase_add_test(e, test_bit_identical_resnet18_64);
     tcase_add_test(e, test_bit_identical_skips);
     tcase_add_test(e, test_arena_waste_on_examples);
     tcase_add_test(e, test_solvers_on_the_command_line);
@@ -883,6 +882,13 @@ static Suite *planner_suite(void)
     tcase_add_test(e, test_graph_import_errors);
     tcase_add_test(e, test_plan_cache);
     suite_add_tcase(s, e);
+    /* the large models, tagged so ctest runs them as a test of their own (test_planner_models),
+     * each process within its own time limit under ASan */
+    TCase *m = tcase_create("models");
+    tcase_set_tags(m, "models");
+    tcase_set_timeout(m, 600);
+    tcase_add_test(m, test_bit_identical_resnet18_64);
+    suite_add_tcase(s, m);
     return s;
 }
 
