@@ -37,10 +37,17 @@ int main(int argc, char **argv)
         inputs[i] = buf;
     }
     FN(init_params)(params, 1);
-    FN(train_step)(params, grads, inputs, ws); /* warm-up */
+#if UP(HAS_STATE) /* batch_norm running statistics, dropout's step counter */
+    void *state = malloc(UP(STATE_BYTES));
+    FN(init_state)(state);
+#define STEP() FN(train_step)(params, grads, inputs, ws, state)
+#else
+#define STEP() FN(train_step)(params, grads, inputs, ws)
+#endif
+    STEP(); /* warm-up */
     for (int r = 0; r < reps; r++) {
         double t0 = now();
-        volatile float loss = FN(train_step)(params, grads, inputs, ws);
+        volatile float loss = STEP();
         (void)loss;
         printf("step_ms %.3f\n", 1e3 * (now() - t0));
     }

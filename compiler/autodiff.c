@@ -215,6 +215,23 @@ mg_status mg_autodiff(mg_graph *g, mg_diag *d)
             if (a.needs[b]) accumulate(&a, b, unbroadcast(&a, dy, b, loc), loc);
             break;
         }
+        case MG_OP_BATCH_NORM: {
+            /* as layer_norm, per channel over N (and H, W); the backward ops recompute the batch
+             * statistics from x */
+            int b = n.in[2], xgd[3] = {x, y, dy}, xd[2] = {x, dy};
+            if (a.needs[x]) accumulate(&a, x, node_f(&a, MG_OP_BATCH_NORM_GRAD_INPUT, 3, xgd, 0, n.fattr, loc), loc);
+            if (a.needs[y]) accumulate(&a, y, node_f(&a, MG_OP_BATCH_NORM_GRAD_SCALE, 2, xd, 0, n.fattr, loc), loc);
+            if (a.needs[b]) accumulate(&a, b, node_f(&a, MG_OP_BATCH_NORM_GRAD_SHIFT, 1, &dy, 0, 1.0, loc), loc);
+            break;
+        }
+        case MG_OP_DROPOUT: { /* the same mask, regenerated from (seed, step, this node) */
+            int attr[MG_MAX_IATTR] = {n.iattr[0], i};
+            int id = a.failed ? -1 : mg_graph_add_op(g, MG_OP_DROPOUT_GRAD, 1, &dy, attr, n.fattr, loc, d);
+            if (id < 0) a.failed = 1;
+            else g->nodes[id].phase = MG_PHASE_BACKWARD;
+            accumulate(&a, x, id, loc);
+            break;
+        }
         case MG_OP_SUM:
         case MG_OP_MEAN: {
             const mg_shape *sx = &g->nodes[x].type.shape;

@@ -30,6 +30,16 @@ typedef struct cg {
     LLVMValueRef params, grads, inputs, outputs, ws; /* current function's arguments */
     LLVMValueRef *in_ptr, *out_ptr;                 /* loaded input/output pointers */
     LLVMValueRef *consts;                           /* per node: global for a CONST */
+    /* state: the blob argument (or NULL), which function is being emitted, per node the
+     * offset of a batch_norm's running mean (running var follows), whether this function has
+     * already updated a batch_norm's running statistics, and the step counter's offset */
+    LLVMValueRef state;
+    enum { CG_TRAIN, CG_EVAL, CG_FORWARD_TRAIN } mode;
+    int64_t *bn_state, *bn_var, step_off;
+    char *bn_done;
+    mg_state_entry *sent;
+    int nsent;
+    int64_t state_bytes;
     mg_diag *d;
     int failed;
 } cg;
@@ -433,6 +443,51 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         call(c, "mgk_row_mean", dt, a, 4);
         return;
     }
+    case MG_OP_BATCH_NORM:
+    case MG_OP_BATCH_NORM_GRAD_INPUT:
+    case MG_OP_BATCH_NORM_GRAD_SCALE:
+    case MG_OP_BATCH_NORM_GRAD_SHIFT: {
+        int64_t N = s0->dim[0], C = s0->dim[1], S = mg_shape_numel(s0) / (N * C);
+        LLVMValueRef nul = LLVMConstNull(c->ptr), rm = nul, rv = nul, eps = cf64(c, n->fattr);
+        if (n->op == MG_OP_BATCH_NORM && (c->mode == CG_EVAL || (c->mode == CG_TRAIN && !c->bn_done[st->node]))) {
+            /* inference reads the running statistics; in a training step the first computation
+             * of the node updates them and a recomputation (a later step) leaves them alone */
+            rm = byte_ptr(c, c->state, c->bn_state[st->node]);
+            rv = byte_ptr(c, c->state, c->bn_var[st->node]);
+            c->bn_done[st->node] = c->mode == CG_TRAIN;
+        }
+        LLVMValueRef dims[3] = {ci64(c, N), ci64(c, C), ci64(c, S)};
+        if (n->op == MG_OP_BATCH_NORM && c->mode == CG_EVAL) {
+            LLVMValueRef a[10] = {dims[0], dims[1], dims[2], x, y, z, eps, rm, rv, out};
+            call(c, "mgk_batch_norm_eval", dt, a, 10);
+        } else if (n->op == MG_OP_BATCH_NORM) {
+            LLVMValueRef a[11] = {dims[0], dims[1], dims[2], x, y, z, eps, cf64(c, n->fattr2), rm, rv, out};
+            call(c, "mgk_batch_norm", dt, a, 11);
+        } else if (n->op == MG_OP_BATCH_NORM_GRAD_INPUT) { /* (x, scale, dy) */
+            LLVMValueRef a[8] = {dims[0], dims[1], dims[2], x, y, z, eps, out};
+            call(c, "mgk_batch_norm_grad_input", dt, a, 8);
+        } else if (n->op == MG_OP_BATCH_NORM_GRAD_SCALE) { /* (x, dy) */
+            LLVMValueRef a[7] = {dims[0], dims[1], dims[2], x, y, eps, out};
+            call(c, "mgk_batch_norm_grad_scale", dt, a, 7);
+        } else {
+            LLVMValueRef a[5] = {dims[0], dims[1], dims[2], x, out};
+            call(c, "mgk_batch_norm_grad_shift", dt, a, 5);
+        }
+        return;
+    }
+    case MG_OP_DROPOUT:
+    case MG_OP_DROPOUT_GRAD: {
+        if (c->mode == CG_EVAL) { /* inference: the identity */
+            LLVMValueRef a[3] = {ci64(c, (int64_t)mg_node_bytes(g, st->node)), x, out};
+            call(c, "mgk_copy", MG_I32, a, 3);
+            return;
+        }
+        int key = n->op == MG_OP_DROPOUT ? st->node : n->iattr[1];
+        LLVMValueRef a[7] = {ci64(c, numel), x, cf64(c, n->fattr), ci64(c, n->iattr[0]),
+                             byte_ptr(c, c->state, c->step_off), ci64(c, key), out};
+        call(c, "mgk_dropout", dt, a, 7);
+        return;
+    }
     case MG_OP_RESHAPE:
     case MG_OP_FLATTEN: {
         LLVMValueRef a[3] = {ci64(c, (int64_t)mg_node_bytes(g, st->node)), x, out};
@@ -486,18 +541,27 @@ static void load_ptr_array(cg *c, LLVMValueRef arr, int n, LLVMValueRef *out)
     }
 }
 
+/* Models with state take the state blob as a last argument (train_step) or after params
+ * (forward, forward_train). */
 static void emit_train_step(cg *c)
 {
     const mg_plan *pl = c->p->train;
-    LLVMTypeRef args[4] = {c->ptr, c->ptr, c->ptr, c->ptr};
-    LLVMValueRef fn = begin_function(c, "train_step", c->f32, args, 4);
+    LLVMTypeRef args[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
+    LLVMValueRef fn = begin_function(c, "train_step", c->f32, args, c->nsent ? 5 : 4);
     c->params = LLVMGetParam(fn, 0);
     c->grads = LLVMGetParam(fn, 1);
     c->inputs = LLVMGetParam(fn, 2);
     c->ws = LLVMGetParam(fn, 3);
+    c->state = c->nsent ? LLVMGetParam(fn, 4) : LLVMConstNull(c->ptr);
+    c->mode = CG_TRAIN;
+    memset(c->bn_done, 0, (size_t)c->g->n);
     load_ptr_array(c, c->inputs, c->g->ninputs, c->in_ptr);
     emit_steps(c, pl);
     if (c->failed) return;
+    if (c->nsent) {
+        LLVMValueRef a[1] = {byte_ptr(c, c->state, c->step_off)};
+        call(c, "mgk_step_advance", MG_I32, a, 1);
+    }
     const mg_node *L = &c->g->nodes[pl->result];
     LLVMTypeRef lt = L->type.dtype == MG_F64 ? c->f64 : c->f32;
     LLVMValueRef v = LLVMBuildLoad2(c->b, lt, place_ptr(c, pl, &pl->result_at, pl->result), "loss");
@@ -505,18 +569,43 @@ static void emit_train_step(cg *c)
     LLVMBuildRet(c->b, v);
 }
 
-static void emit_forward(cg *c)
+static void emit_forward(cg *c, int training)
 {
-    LLVMTypeRef args[4] = {c->ptr, c->ptr, c->ptr, c->ptr};
-    LLVMValueRef fn = begin_function(c, "forward", c->voidt, args, 4);
+    LLVMTypeRef args[5] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
+    int st = c->nsent ? 1 : 0;
+    LLVMValueRef fn = begin_function(c, training ? "forward_train" : "forward", c->voidt, args, 4 + (unsigned)st);
     c->params = LLVMGetParam(fn, 0);
-    c->inputs = LLVMGetParam(fn, 1);
-    c->outputs = LLVMGetParam(fn, 2);
-    c->ws = LLVMGetParam(fn, 3);
+    c->state = st ? LLVMGetParam(fn, 1) : LLVMConstNull(c->ptr);
+    c->inputs = LLVMGetParam(fn, 1 + (unsigned)st);
+    c->outputs = LLVMGetParam(fn, 2 + (unsigned)st);
+    c->ws = LLVMGetParam(fn, 3 + (unsigned)st);
+    c->mode = training ? CG_FORWARD_TRAIN : CG_EVAL;
     c->grads = LLVMConstNull(c->ptr);
     load_ptr_array(c, c->inputs, c->g->ninputs, c->in_ptr);
     load_ptr_array(c, c->outputs, c->g->noutputs, c->out_ptr);
     emit_steps(c, c->p->forward);
+    LLVMBuildRetVoid(c->b);
+}
+
+/* NAME_init_state: running means 0, running variances 1, the step counter 0 (as PyTorch). */
+static void emit_init_state(cg *c)
+{
+    LLVMTypeRef args[1] = {c->ptr};
+    LLVMValueRef fn = begin_function(c, "init_state", c->voidt, args, 1);
+    LLVMValueRef state = LLVMGetParam(fn, 0);
+    for (int i = 0; i < c->nsent; i++) {
+        const mg_state_entry *e = &c->sent[i];
+        if (e->kind == MG_STATE_STEP) {
+            LLVMValueRef a[2] = {ci64(c, e->bytes), byte_ptr(c, state, e->offset)};
+            call(c, "mgk_zero", MG_I32, a, 2);
+            continue;
+        }
+        const mg_node *n = &c->g->nodes[e->node];
+        LLVMValueRef a[8] = {ci64(c, mg_shape_numel(&c->g->nodes[n->in[1]].type.shape)),
+                             LLVMConstInt(c->i32, e->kind == MG_STATE_RUNNING_VAR ? MG_INIT_ONES : MG_INIT_ZEROS, 0),
+                             cf64(c, 0), cf64(c, 1), cf64(c, 1), ci64(c, 0), ci64(c, 0), byte_ptr(c, state, e->offset)};
+        call(c, "mgk_init", n->type.dtype, a, 8);
+    }
     LLVMBuildRetVoid(c->b);
 }
 
@@ -568,7 +657,11 @@ static void emit_descs(cg *c, const char *kind, int n, const int *nodes, const c
     LLVMValueRef *elems = malloc(((size_t)n + 1) * sizeof *elems);
     if (!elems) abort();
     for (int i = 0; i < n; i++) {
-        const mg_node *nd = &c->g->nodes[nodes[i]];
+        /* state entries (nodes NULL) describe a running statistic ([C], the scale's type) or the step */
+        const mg_state_entry *se = nodes ? NULL : &c->sent[i];
+        mg_node step = {.type = {MG_I32, {1, {1}}}};
+        const mg_node *nd = se ? (se->kind == MG_STATE_STEP ? &step : &c->g->nodes[c->g->nodes[se->node].in[1]])
+                               : &c->g->nodes[nodes[i]];
         const char *nm = names ? names[i] : nd->name;
         LLVMValueRef str = LLVMConstStringInContext2(c->ctx, nm, strlen(nm), 0);
         LLVMValueRef sg = LLVMAddGlobal(c->mod, LLVMTypeOf(str), "mg.name");
@@ -581,7 +674,7 @@ static void emit_descs(cg *c, const char *kind, int n, const int *nodes, const c
         LLVMValueRef f[6] = {sg, LLVMConstInt(c->i32, (unsigned)nd->type.dtype, 0),
                              LLVMConstInt(c->i32, (unsigned)nd->type.shape.rank, 0),
                              LLVMConstArray2(c->i64, dims, MG_MAX_RANK), ci64(c, offsets ? offsets[i] : 0),
-                             ci64(c, (int64_t)mg_node_bytes(c->g, nodes[i]))};
+                             ci64(c, se ? se->bytes : (int64_t)mg_node_bytes(c->g, nodes[i]))};
         elems[i] = LLVMConstStructInContext(c->ctx, f, 6, 0);
     }
     char name[300];
@@ -599,7 +692,9 @@ static int is_export(const mg_graph *g, const char *name)
     return !strncmp(name, g->model_name, k) && name[k] == '_' &&
            (!strcmp(name + k + 1, "train_step") || !strcmp(name + k + 1, "forward") ||
             !strcmp(name + k + 1, "init_params") || !strcmp(name + k + 1, "params_desc") ||
-            !strcmp(name + k + 1, "inputs_desc") || !strcmp(name + k + 1, "outputs_desc"));
+            !strcmp(name + k + 1, "inputs_desc") || !strcmp(name + k + 1, "outputs_desc") ||
+            !strcmp(name + k + 1, "forward_train") || !strcmp(name + k + 1, "init_state") ||
+            !strcmp(name + k + 1, "state_desc"));
 }
 
 /* Internal linkage for everything but the model's API; every function retargeted. */
@@ -744,9 +839,26 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
     c.out_ptr = calloc((size_t)g->noutputs + 1, sizeof *c.out_ptr);
     c.consts = calloc((size_t)g->n + 1, sizeof *c.consts);
     if (!c.in_ptr || !c.out_ptr || !c.consts) abort();
+    c.sent = malloc(((size_t)2 * (size_t)g->n + 1) * sizeof *c.sent);
+    c.bn_state = calloc((size_t)g->n + 1, sizeof *c.bn_state);
+    c.bn_var = calloc((size_t)g->n + 1, sizeof *c.bn_var);
+    c.bn_done = calloc((size_t)g->n + 1, 1);
+    if (!c.sent || !c.bn_state || !c.bn_var || !c.bn_done) abort();
+    c.nsent = mg_state_layout(g, c.sent, &c.state_bytes);
+    char **snames = calloc((size_t)c.nsent + 1, sizeof *snames);
+    if (!snames) abort();
+    for (int i = 0; i < c.nsent; i++) {
+        char nb[400];
+        snames[i] = strdup(mg_state_name(g, &c.sent[i], nb, sizeof nb));
+        if (!snames[i]) abort();
+        if (c.sent[i].kind == MG_STATE_STEP) c.step_off = c.sent[i].offset;
+        else (c.sent[i].kind == MG_STATE_RUNNING_MEAN ? c.bn_state : c.bn_var)[c.sent[i].node] = c.sent[i].offset;
+    }
 
     emit_train_step(&c);
-    if (!c.failed) emit_forward(&c);
+    if (!c.failed) emit_forward(&c, 0);
+    if (!c.failed && c.nsent) emit_forward(&c, 1);
+    if (!c.failed && c.nsent) emit_init_state(&c);
     if (!c.failed) emit_init_params(&c);
     if (!c.failed) {
         int64_t *poff = malloc(((size_t)g->nparams + 1) * sizeof *poff);
@@ -761,6 +873,13 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
         emit_descs(&c, "params", g->nparams, g->params, NULL, poff);
         emit_descs(&c, "inputs", g->ninputs, g->inputs, NULL, NULL);
         emit_descs(&c, "outputs", g->noutputs, onodes, onames, NULL);
+        if (c.nsent) {
+            int64_t *soff = malloc((size_t)c.nsent * sizeof *soff);
+            if (!soff) abort();
+            for (int i = 0; i < c.nsent; i++) soff[i] = c.sent[i].offset;
+            emit_descs(&c, "state", c.nsent, NULL, (const char *const *)snames, soff);
+            free(soff);
+        }
         free(poff);
         free(onodes);
         free(onames);
@@ -798,6 +917,12 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
         goto dispose;
     }
 dispose:
+    for (int i = 0; i < c.nsent; i++) free(snames[i]);
+    free(snames);
+    free(c.sent);
+    free(c.bn_state);
+    free(c.bn_var);
+    free(c.bn_done);
     free(c.in_ptr);
     free(c.out_ptr);
     free(c.consts);

@@ -56,6 +56,8 @@ char *mg_header_text(const mg_program *p)
     char M[256];
     upper(M, m, sizeof M);
     out o = {0};
+    int64_t state_bytes = 0;
+    int nstate = mg_state_layout(g, NULL, &state_bytes);
     const char **onames = malloc(((size_t)g->noutputs + 1) * sizeof *onames);
     int *onodes = malloc(((size_t)g->noutputs + 1) * sizeof *onodes);
     if (!onames || !onodes) abort();
@@ -72,6 +74,12 @@ char *mg_header_text(const mg_program *p)
     list(&o, g, "inputs", g->ninputs, g->inputs, NULL);
     put(&o, " * Outputs of %s_forward (pointers in this order in outputs[]):\n", m);
     list(&o, g, "outputs", g->noutputs, onodes, onames);
+    if (nstate)
+        put(&o, " *\n * This model has state (batch_norm running statistics, the step counter that keys dropout\n"
+                " * masks): a blob of %s_STATE_BYTES bytes the caller owns, set up once by %s_init_state,\n"
+                " * updated once per %s_train_step (also when the plan recomputes an op) and read by\n"
+                " * %s_forward, which runs in inference mode (running statistics, no dropout).\n",
+            M, m, m, m);
     put(&o, " */\n#ifndef MG_MODEL_%s_H\n#define MG_MODEL_%s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n", M, M);
     put(&o, "#ifndef MG_TENSOR_DESC_DEFINED\n#define MG_TENSOR_DESC_DEFINED\n"
             "enum { MG_F32 = 0, MG_F64 = 1, MG_I32 = 2 };\n"
@@ -84,18 +92,41 @@ char *mg_header_text(const mg_program *p)
         (long long)p->param_bytes);
     put(&o, "#define %s_MODEL_HASH      0x%016llxULL  /* structural hash of the model */\n", M,
         (unsigned long long)mg_graph_hash(g));
-    put(&o, "#define %s_NUM_PARAMS      %d\n#define %s_NUM_INPUTS      %d\n#define %s_NUM_OUTPUTS     %d\n\n", M,
+    put(&o, "#define %s_NUM_PARAMS      %d\n#define %s_NUM_INPUTS      %d\n#define %s_NUM_OUTPUTS     %d\n", M,
         g->nparams, M, g->ninputs, M, g->noutputs);
+    put(&o, "#define %s_HAS_STATE       %d  /* 1: the functions below take a state blob */\n", M, nstate ? 1 : 0);
+    if (nstate)
+        put(&o, "#define %s_STATE_BYTES     ((size_t)%lld)  /* running statistics and the step counter */\n"
+                "#define %s_NUM_STATE       %d\n", M, (long long)state_bytes, M, nstate);
+    put(&o, "\n");
     put(&o, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     put(&o, "extern const mg_tensor_desc %s_params_desc[];   /* offsets into the params/grads blobs */\n", m);
     put(&o, "extern const mg_tensor_desc %s_inputs_desc[];   /* inputs in declaration order */\n", m);
-    put(&o, "extern const mg_tensor_desc %s_outputs_desc[];  /* outputs in declaration order */\n\n", m);
+    put(&o, "extern const mg_tensor_desc %s_outputs_desc[];  /* outputs in declaration order */\n", m);
+    if (nstate) put(&o, "extern const mg_tensor_desc %s_state_desc[];    /* offsets into the state blob */\n", m);
+    put(&o, "\n");
     put(&o, "/* Fills params with each parameter's initializer; the same seed gives the same values. */\n");
     put(&o, "void  %s_init_params(void *params, uint64_t seed);\n", m);
-    put(&o, "/* One training step: returns the minimized scalar and overwrites every gradient in grads. */\n");
-    put(&o, "float %s_train_step(const void *params, void *grads, const void *const inputs[], void *workspace);\n", m);
-    put(&o, "/* The forward pass: writes each output into outputs[i]. */\n");
-    put(&o, "void  %s_forward(const void *params, const void *const inputs[], void *const outputs[], void *workspace);\n\n", m);
+    put(&o, "/* One training step: returns the minimized scalar and overwrites every gradient in grads.%s */\n",
+        nstate ? "\n * Batch statistics and the dropout masks of this step; updates the running statistics and\n"
+                 " * advances the step counter in state, once" : "");
+    if (!nstate) {
+        put(&o, "float %s_train_step(const void *params, void *grads, const void *const inputs[], void *workspace);\n", m);
+        put(&o, "/* The forward pass: writes each output into outputs[i]. */\n");
+        put(&o, "void  %s_forward(const void *params, const void *const inputs[], void *const outputs[], void *workspace);\n\n", m);
+    } else {
+        put(&o, "float %s_train_step(const void *params, void *grads, const void *const inputs[], void *workspace,\n"
+                "                    void *state);\n", m);
+        put(&o, "/* Running means 0, running variances 1, step 0. */\n");
+        put(&o, "void  %s_init_state(void *state);\n", m);
+        put(&o, "/* The forward pass in inference mode (running statistics, dropout off), as model.eval(). */\n");
+        put(&o, "void  %s_forward(const void *params, const void *state, const void *const inputs[], void *const outputs[],\n"
+                "                 void *workspace);\n", m);
+        put(&o, "/* The forward pass in training mode (batch statistics, the dropout masks of the current step)\n"
+                " * without changing state: the outputs train_step would see next, e.g. for gradient checks. */\n");
+        put(&o, "void  %s_forward_train(const void *params, const void *state, const void *const inputs[],\n"
+                "                       void *const outputs[], void *workspace);\n\n", m);
+    }
     put(&o, "#ifdef __cplusplus\n}\n#endif\n#endif\n");
     free(onames);
     free(onodes);

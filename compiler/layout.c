@@ -3,6 +3,8 @@
 #include "plan.h"
 #include "conv.h"
 
+#include <stdio.h>
+
 static int64_t align_up(int64_t x) { return (x + MG_ALIGN - 1) / MG_ALIGN * MG_ALIGN; }
 
 int64_t mg_param_layout(const mg_graph *g, int64_t *offsets)
@@ -13,6 +15,43 @@ int64_t mg_param_layout(const mg_graph *g, int64_t *offsets)
         off += align_up((int64_t)mg_node_bytes(g, g->params[i]));
     }
     return off;
+}
+
+int mg_state_layout(const mg_graph *g, mg_state_entry *entries, int64_t *total)
+{
+    int k = 0, any = 0;
+    int64_t off = 0;
+    int nf = g->nforward ? g->nforward : g->n;
+    for (int i = 0; i < nf; i++) {
+        const mg_node *n = &g->nodes[i];
+        any |= n->op == MG_OP_DROPOUT;
+        if (n->op != MG_OP_BATCH_NORM) continue;
+        int64_t bytes = (int64_t)mg_node_bytes(g, n->in[1]);
+        for (int j = 0; j < 2; j++) {
+            if (entries) entries[k] = (mg_state_entry){j ? MG_STATE_RUNNING_VAR : MG_STATE_RUNNING_MEAN, i, off, bytes};
+            k++;
+            off += align_up(bytes);
+        }
+    }
+    if (k || any) {
+        if (entries) entries[k] = (mg_state_entry){MG_STATE_STEP, -1, off, 4};
+        k++;
+        off += align_up(4);
+    }
+    if (total) *total = off;
+    return k;
+}
+
+const char *mg_state_name(const mg_graph *g, const mg_state_entry *e, char *buf, size_t len)
+{
+    if (e->kind == MG_STATE_STEP) snprintf(buf, len, "step");
+    else {
+        const char *scale = g->nodes[g->nodes[e->node].in[1]].name, *what = e->kind == MG_STATE_RUNNING_MEAN
+                                                                              ? "running_mean" : "running_var";
+        if (scale) snprintf(buf, len, "%s.%s", scale, what);
+        else snprintf(buf, len, "batch_norm%d.%s", e->node, what); /* an unnamed scale expression */
+    }
+    return buf;
 }
 
 mg_matmul_geom mg_matmul_geometry(const mg_graph *g, int node)

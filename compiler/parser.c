@@ -381,6 +381,11 @@ static const attr_spec attrs[] = {
     {MG_OP_CONV_TRANSPOSE2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
     {MG_OP_CONV_TRANSPOSE2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
     {MG_OP_CONV_TRANSPOSE2D, "output_pad", ATTR_INT, 4, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    /* an ATTR_FLOAT in slot 1 goes to the node's fattr2 */
+    {MG_OP_BATCH_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0},
+    {MG_OP_BATCH_NORM, "momentum", ATTR_FLOAT, 1, 0, 0, 0, 0, -1, NULL, 0.1, 1.0},
+    {MG_OP_DROPOUT, "p", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 0.5, 1.0},
+    {MG_OP_DROPOUT, "seed", ATTR_INT, 0, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
 };
 enum { NATTRS = (int)(sizeof attrs / sizeof attrs[0]) };
 
@@ -409,6 +414,7 @@ typedef struct call_attrs {
     int minus_one; /* index of the -1 in shape, or -1 */
     mg_loc shape_loc;
     double fattr;            /* the ATTR_FLOAT value (layer_norm's eps), else 1 */
+    double fattr2;           /* the ATTR_FLOAT of slot 1 (batch_norm's momentum) */
     mg_loc vloc[NATTRS];     /* where each given attribute's value starts */
 } call_attrs;
 
@@ -450,7 +456,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             return mg_diag_set(p->d, vloc, "%s must be a number like 1e-5, got %s", what, describe(t, buf, sizeof buf));
         if (!(t->num > 0) || t->num > a->fhi)
             return mg_diag_set(p->d, vloc, "%s must be positive and at most %g, got %g", what, a->fhi, t->num);
-        ca->fattr = t->num;
+        *(a->slot ? &ca->fattr2 : &ca->fattr) = t->num;
         p->pos++;
         return MG_OK;
     }
@@ -513,7 +519,7 @@ static mg_status finish_attrs(parser *p, mg_op op, mg_loc loc, call_attrs *ca)
     for (int i = 0; i < NATTRS; i++) {
         const attr_spec *a = &attrs[i];
         if (a->op != op || ca->given[i] || a->same_as >= 0) continue;
-        if (a->kind == ATTR_FLOAT) ca->fattr = a->fdef;
+        if (a->kind == ATTR_FLOAT) *(a->slot ? &ca->fattr2 : &ca->fattr) = a->fdef;
         else ca->iattr[a->slot] = a->def;
     }
     for (int i = 0; i < NATTRS; i++) {
@@ -881,6 +887,18 @@ static mg_status parse_primary(parser *p, ev *out)
                 i += m;
             }
             out->node = acc;
+            return MG_OK;
+        }
+        if ((mg_op)op == MG_OP_BATCH_NORM) {
+            /* two float attributes: set both before inference checks them */
+            int id = mg_graph_add(p->g, MG_OP_BATCH_NORM, nargs, in, loc);
+            p->g->nodes[id].fattr = ca.fattr;
+            p->g->nodes[id].fattr2 = ca.fattr2;
+            if (mg_infer_type(p->g, id, p->d)) {
+                p->g->n--;
+                return MG_ERR;
+            }
+            out->node = id;
             return MG_OK;
         }
         out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, ca.fattr, loc, p->d);

@@ -58,6 +58,21 @@ typedef struct mg_plan {
 /* Parameter layout in the params/grads blobs: offsets (aligned) and the total size. */
 int64_t mg_param_layout(const mg_graph *g, int64_t *offsets);
 
+/* The model's state blob (layout.c): for every batch_norm of the forward graph, in order, its
+ * running mean and running variance ([C] each, the op's dtype), then the i32 step counter that
+ * keys dropout masks and counts training steps. A model with neither op has no state (0 entries). */
+typedef enum { MG_STATE_RUNNING_MEAN, MG_STATE_RUNNING_VAR, MG_STATE_STEP } mg_state_kind;
+typedef struct mg_state_entry {
+    mg_state_kind kind;
+    int node;        /* the batch_norm node, or -1 for the step counter */
+    int64_t offset, bytes;
+} mg_state_entry;
+/* Fills entries (when not NULL; room for 2 * nodes + 1) and *total (bytes, aligned); returns
+ * the number of entries. */
+int mg_state_layout(const mg_graph *g, mg_state_entry *entries, int64_t *total);
+/* The entry's name in NAME_state_desc: "<scale param>.running_mean", "....running_var", "step". */
+const char *mg_state_name(const mg_graph *g, const mg_state_entry *e, char *buf, size_t len);
+
 /* The planning problem: what the scheduler and the verifier see of a function. Nodes are in
  * a topological order; a node's value takes `bytes` of workspace (0: it lives in caller
  * memory), its step needs `scratch` more while it runs, and costs `cost` (FLOPs for models,

@@ -66,6 +66,11 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_LAYER_NORM_GRAD_SCALE: return 8.0 * in0;
     case MG_OP_GELU: return 8.0 * out;
     case MG_OP_GELU_GRAD: return 12.0 * out;
+    case MG_OP_BATCH_NORM: return 8.0 * out;
+    case MG_OP_BATCH_NORM_GRAD_INPUT: return 14.0 * out;
+    case MG_OP_BATCH_NORM_GRAD_SCALE: return 8.0 * in0;
+    case MG_OP_DROPOUT:
+    case MG_OP_DROPOUT_GRAD: return 6.0 * out;
     case MG_OP_SOFTMAX_GRAD: return 4.0 * out;
     case MG_OP_CROSS_ENTROPY: return 5.0 * in0;
     case MG_OP_XENT_GRAD: return 5.0 * out;

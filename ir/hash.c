@@ -53,6 +53,7 @@ uint64_t mg_graph_hash(const mg_graph *g)
         if (more)
             for (int k = 2; k < MG_MAX_IATTR; k++) put_u64(st, (uint64_t)(int64_t)nd->iattr[k]);
         put_f64(st, nd->fattr);
+        if (nd->op == MG_OP_BATCH_NORM) put_f64(st, nd->fattr2); /* only there: other hashes unchanged */
         if (nd->op == MG_OP_INPUT || nd->op == MG_OP_PARAM) {
             put_str(st, nd->name);
             put_u64(st, (uint64_t)nd->index);

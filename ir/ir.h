@@ -70,6 +70,7 @@ typedef struct mg_node {
     mg_type type;
     int iattr[MG_MAX_IATTR]; /* integer attributes; their meaning per op is in ops.def */
     double fattr;
+    double fattr2;    /* a second float attribute: batch_norm's momentum */
     const char *name; /* the user's name for this value, or NULL; owned by the graph */
     mg_loc loc;
     mg_phase phase;

@@ -67,6 +67,10 @@ char *mg_graph_print(const mg_graph *g)
         if ((n->op == MG_OP_GELU || n->op == MG_OP_GELU_GRAD) && n->iattr[0]) sb_printf(&b, " approx=tanh");
         if (n->op == MG_OP_LAYER_NORM || n->op == MG_OP_LAYER_NORM_GRAD_INPUT || n->op == MG_OP_LAYER_NORM_GRAD_SCALE)
             sb_printf(&b, " eps=%.17g", n->fattr);
+        if (n->op == MG_OP_BATCH_NORM) sb_printf(&b, " eps=%.17g momentum=%.17g", n->fattr, n->fattr2);
+        if (n->op == MG_OP_BATCH_NORM_GRAD_INPUT || n->op == MG_OP_BATCH_NORM_GRAD_SCALE)
+            sb_printf(&b, " eps=%.17g", n->fattr);
+        if (n->op == MG_OP_DROPOUT || n->op == MG_OP_DROPOUT_GRAD) sb_printf(&b, " p=%.17g seed=%d", n->fattr, n->iattr[0]);
         if (n->op == MG_OP_TRANSPOSE) {
             sb_printf(&b, " perm=[");
             for (int k = 0; k < n->type.shape.rank; k++) sb_printf(&b, "%s%d", k ? "," : "", n->iattr[k]);

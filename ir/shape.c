@@ -268,6 +268,41 @@ static mg_status unet_shape(const mg_node *n, const mg_type **t, mg_type *r, mg_
     }
 }
 
+/* batch_norm (x, scale, shift) and its gradients: grad_input (x, scale, dy), grad_scale (x, dy)
+ * and grad_shift (dy) -> [C]. x is [N,C] or [N,C,H,W]; statistics run over all but axis 1. */
+static mg_status bn_type(const mg_node *n, const mg_type *const *t, mg_type *r, mg_diag *d)
+{
+    char sa[128], sb[128];
+    const mg_type *x = t[0];
+    if (need_float(n, x, "input", d)) return MG_ERR;
+    for (int i = 1; i < n->ninputs; i++)
+        if (same_dtype(n, x, t[i], d)) return MG_ERR;
+    if (x->shape.rank != 2 && x->shape.rank != 4)
+        return mg_diag_set(d, n->loc, "batch_norm needs an input of shape [N,C] or [N,C,H,W], got %s",
+                           mg_shape_str(&x->shape, sa, sizeof sa));
+    int64_t C = x->shape.dim[1], per = mg_shape_numel(&x->shape) / (C ? C : 1);
+    mg_shape c = {1, {C}};
+    if (per < 2)
+        return mg_diag_set(d, n->loc, "batch_norm needs more than one value per channel in training, got input %s",
+                           mg_shape_str(&x->shape, sa, sizeof sa));
+    if (n->op == MG_OP_BATCH_NORM || n->op == MG_OP_BATCH_NORM_GRAD_INPUT) {
+        for (int i = 1; i <= (n->op == MG_OP_BATCH_NORM ? 2 : 1); i++)
+            if (!mg_shape_eq(&t[i]->shape, &c))
+                return mg_diag_set(d, n->loc, "batch_norm %s must be [%lld] to match the channels of the input %s, got %s",
+                                   i == 1 ? "scale" : "shift", (long long)C, mg_shape_str(&x->shape, sa, sizeof sa),
+                                   mg_shape_str(&t[i]->shape, sb, sizeof sb));
+    }
+    if (n->op == MG_OP_BATCH_NORM_GRAD_INPUT && grad_matches(n, &x->shape, &t[2]->shape, d)) return MG_ERR;
+    if (n->op == MG_OP_BATCH_NORM_GRAD_SCALE && grad_matches(n, &x->shape, &t[1]->shape, d)) return MG_ERR;
+    if (n->op != MG_OP_BATCH_NORM_GRAD_SHIFT && !(n->fattr > 0))
+        return mg_diag_set(d, n->loc, "batch_norm eps must be positive, got %g", n->fattr);
+    if (n->op == MG_OP_BATCH_NORM && !(n->fattr2 > 0 && n->fattr2 <= 1))
+        return mg_diag_set(d, n->loc, "batch_norm momentum must lie in (0, 1], got %g", n->fattr2);
+    r->dtype = x->dtype;
+    r->shape = n->op == MG_OP_BATCH_NORM || n->op == MG_OP_BATCH_NORM_GRAD_INPUT ? x->shape : c;
+    return MG_OK;
+}
+
 mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
 {
     mg_node *n = &g->nodes[id];
@@ -569,6 +604,21 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
     case MG_OP_UPSAMPLE_NEAREST_GRAD:
     case MG_OP_CONV_TRANSPOSE2D:
         if (unet_shape(n, t, &r, d)) return MG_ERR;
+        break;
+    case MG_OP_BATCH_NORM:
+    case MG_OP_BATCH_NORM_GRAD_INPUT:
+    case MG_OP_BATCH_NORM_GRAD_SCALE:
+    case MG_OP_BATCH_NORM_GRAD_SHIFT:
+        if (bn_type(n, t, &r, d)) return MG_ERR;
+        break;
+    case MG_OP_DROPOUT:
+    case MG_OP_DROPOUT_GRAD:
+        if (need_float(n, t[0], "tensor", d)) return MG_ERR;
+        if (!(n->fattr > 0 && n->fattr < 1))
+            return mg_diag_set(d, n->loc, "dropout p must lie in (0, 1), got %g", n->fattr);
+        if (n->op == MG_OP_DROPOUT_GRAD && (n->iattr[1] < 0 || n->iattr[1] >= id || g->nodes[n->iattr[1]].op != MG_OP_DROPOUT))
+            return mg_diag_set(d, n->loc, "'dropout_grad' must name an earlier dropout node, got %%%d", n->iattr[1]);
+        r = *t[0];
         break;
     case MG_OP_COUNT:
         return mg_diag_set(d, n->loc, "invalid op");

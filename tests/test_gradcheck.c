@@ -22,6 +22,10 @@ typedef struct desc {
 typedef float (*train_fn)(const void *, void *, const void *const *, void *);
 typedef void (*forward_fn)(const void *, const void *const *, void *const *, void *);
 typedef void (*init_fn)(void *, uint64_t);
+/* models with state (batch_norm, dropout) */
+typedef float (*train_state_fn)(const void *, void *, const void *const *, void *, void *);
+typedef void (*forward_state_fn)(const void *, const void *, const void *const *, void *const *, void *);
+typedef void (*init_state_fn)(void *);
 
 typedef struct gcase {
     const char *name;
@@ -131,6 +135,15 @@ static const gcase cases[] = {
     {"cross_entropy_axis1", "input x: f64[2,3,2,2]\ninput y: i32[2,2,2]\nparam w: f64[3,3,1,1] = normal(1)\n"
                             "loss = cross_entropy(conv2d(x, w), y, axis=1)\n"},
     {"cross_entropy_axis0", "param a: f64[3,4] = normal(1)\ninput y: i32[4]\nloss = cross_entropy(a * a, y, axis=-2)\n"},
+    /* training-mode ops: the numeric side evaluates NAME_forward_train (batch statistics, the
+     * dropout mask of the step train_step used) */
+    {"batch_norm", "param x: f64[3,2,2,3] = normal(1)\nparam g: f64[2] = normal(1)\nparam b: f64[2] = normal(1)\n"
+                   "input t: f64[3,2,2,3]\nloss = sum(tanh(batch_norm(x, g, b)) * t)\n"},
+    {"batch_norm_2d_eps", "param x: f64[5,3] = normal(1)\nparam g: f64[3] = normal(1)\nparam b: f64[3] = normal(1)\n"
+                          "input t: f64[5,3]\nloss = sum(sigmoid(batch_norm(x * x, g, b, eps=0.01, momentum=0.5)) * t)\n"},
+    {"dropout_bn", "param x: f64[4,3,2,2] = normal(1)\nparam g: f64[3] = normal(1)\nparam b: f64[3] = normal(1)\n"
+                   "input t: f64[4,3,2,2]\nloss = sum(tanh(dropout(batch_norm(x, g, b), p=0.25)) * t)"
+                   " + sum(dropout(x * x, p=0.4, seed=3))\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
 };
 
@@ -163,9 +176,11 @@ START_TEST(gradcheck)
     snprintf(hdrpath, sizeof hdrpath, "%s/%s.h", dir, name);
     char *hdr = tu_read(hdrpath);
     ck_assert_ptr_nonnull(hdr);
-    long long ws_bytes = 0, pbytes = 0;
+    long long ws_bytes = 0, pbytes = 0, sbytes = 0;
     int nparams = 0, ninputs = 0;
     const char *p;
+    int has_state = strstr(hdr, "_HAS_STATE       1") != NULL;
+    if (has_state) ck_assert((p = strstr(hdr, "_STATE_BYTES     ((size_t)")) && sscanf(p + 26, "%lld", &sbytes) == 1);
     ck_assert((p = strstr(hdr, "_WORKSPACE_BYTES ((size_t)")) && sscanf(p + 26, "%lld", &ws_bytes) == 1);
     ck_assert((p = strstr(hdr, "_PARAM_BYTES     ((size_t)")) && sscanf(p + 26, "%lld", &pbytes) == 1);
     ck_assert((p = strstr(hdr, "_NUM_PARAMS      ")) && sscanf(p + 17, "%d", &nparams) == 1);
@@ -185,10 +200,22 @@ START_TEST(gradcheck)
             else ((double *)inputs[i])[k] = rnd(&seed);
         }
     }
-    train(params, grads, (const void *const *)inputs, ws);
+    void *state = NULL, *state0 = NULL;
+    if (has_state) {
+        state = malloc((size_t)sbytes);
+        state0 = malloc((size_t)sbytes);
+        ((init_state_fn)tu_sym(h, name, "init_state"))(state);
+        memcpy(state0, state, (size_t)sbytes);
+        ((train_state_fn)(void *)train)(params, grads, (const void *const *)inputs, ws, state);
+        memcpy(state, state0, (size_t)sbytes); /* the step train_step used */
+    } else
+        train(params, grads, (const void *const *)inputs, ws);
+    forward_state_fn fwd_train = has_state ? (forward_state_fn)tu_sym(h, name, "forward_train") : NULL;
+#define FWD(outs) (has_state ? fwd_train(params, state, (const void *const *)inputs, outs, ws) \
+                             : fwd(params, (const void *const *)inputs, outs, ws))
     double loss = 0, worst = 0;
     void *outs[1] = {&loss};
-    fwd(params, (const void *const *)inputs, outs, ws);
+    FWD(outs);
     ck_assert_msg(isfinite(loss), "%s: loss is %g", c->name, loss);
     for (int i = 0; i < nparams; i++) {
         size_t n = pd[i].bytes / 8;
@@ -198,9 +225,9 @@ START_TEST(gradcheck)
             double x0 = *x, step = 1e-6 * fmax(1.0, fabs(x0)), lp = 0, lm = 0;
             void *op[1] = {&lp}, *om[1] = {&lm};
             *x = x0 + step;
-            fwd(params, (const void *const *)inputs, op, ws);
+            FWD(op);
             *x = x0 - step;
-            fwd(params, (const void *const *)inputs, om, ws);
+            FWD(om);
             *x = x0;
             double num = (lp - lm) / (2 * step);
             double ana = ((double *)((char *)grads + pd[i].offset))[k];
@@ -210,7 +237,10 @@ START_TEST(gradcheck)
             if (err > worst) worst = err;
         }
     }
+#undef FWD
     for (int i = 0; i < ninputs; i++) free(inputs[i]);
+    free(state);
+    free(state0);
     free(params);
     free(grads);
     free(ws);

@@ -537,6 +537,97 @@ START_TEST(test_bit_identical_unet_small)
 }
 END_TEST
 
+typedef float (*train_state_fn)(const void *, void *, const void *const *, void *, void *);
+typedef void (*init_state_fn)(void *);
+
+/* step_at for models with state (batch_norm's running statistics): the state blob after the
+ * step goes to state, its size to *state_bytes. */
+static float step_at_state(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
+                           void *grads, size_t *param_bytes, long long budget_bytes, void *state, size_t *state_bytes)
+{
+    char opts[256], *log = NULL, hpath[4300];
+    snprintf(opts, sizeof opts, budget ? "--budget %s" : "", budget);
+    void *h = tu_build_model(dir, tag, src, opts, &log);
+    ck_assert_msg(h != NULL, "compile at %s failed:\n%s", budget ? budget : "store-all", log ? log : "");
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
+    char *hdr = tu_read(hpath);
+    long long ws = header_figure(hdr, "_WORKSPACE_BYTES");
+    *param_bytes = (size_t)header_figure(hdr, "_PARAM_BYTES");
+    *state_bytes = (size_t)header_figure(hdr, "_STATE_BYTES");
+    int nin = (int)header_figure(hdr, "_NUM_INPUTS");
+    free(hdr);
+    if (budget_bytes > 0) ck_assert_msg(ws <= budget_bytes, "workspace %lld over budget %lld", ws, budget_bytes);
+    const desc *in_desc = tu_sym(h, model, "inputs_desc");
+    void *params = malloc(*param_bytes), *ws_mem = malloc((size_t)ws + 1);
+    ((init_fn)tu_sym(h, model, "init_params"))(params, 7);
+    memset(state, 0x5a, *state_bytes);
+    ((init_state_fn)tu_sym(h, model, "init_state"))(state);
+    void *inputs[8];
+    uint64_t s = 99;
+    for (int i = 0; i < nin; i++) {
+        inputs[i] = malloc(in_desc[i].bytes);
+        size_t n = in_desc[i].bytes / 4;
+        for (size_t k = 0; k < n; k++) {
+            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = rnd(&s, 10);
+            else ((float *)inputs[i])[k] = (float)rnd(&s, 2001) / 1000.0f - 1.0f;
+        }
+    }
+    memset(ws_mem, 0xff, (size_t)ws + 1);
+    float loss = ((train_state_fn)tu_sym(h, model, "train_step"))(params, grads, (const void *const *)inputs, ws_mem, state);
+    for (int i = 0; i < nin; i++) free(inputs[i]);
+    free(params);
+    free(ws_mem);
+    dlclose(h);
+    free(log);
+    return loss;
+}
+
+/* examples/resnet18_64.mg (ResNet-18 with BatchNorm in training mode, batch 16 x 3x64x64) at
+ * store-all, 50% and the minimum feasible budget: bit-identical loss, gradients and running
+ * statistics. Measured: store-all 26378432 bytes, minimum feasible 12582976 (47.7%), so 50%
+ * is feasible; both recompute forward convolutions and batch_norms. */
+START_TEST(test_bit_identical_resnet18_64)
+{
+    char *dir, mpath[4300], *out = NULL;
+    long long all, minf;
+    char *src = plan_example("resnet18_64", &dir, mpath, sizeof mpath, &all, &minf);
+    ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
+    char half[64], minb[64];
+    snprintf(half, sizeof half, "%lldB", all / 2);
+    snprintf(minb, sizeof minb, "%lldB", minf);
+    const char *budgets[3] = {NULL, all / 2 >= minf ? half : NULL, minb};
+    long long caps[3] = {0, all / 2, minf};
+    size_t pb = 0, sb = 0;
+    void *ref = malloc(1 << 26), *grads = malloc(1 << 26), *ref_state = malloc(1 << 20), *state = malloc(1 << 20);
+    memset(ref, 0xa5, 1 << 26);
+    float ref_loss = step_at_state(dir, "b0", "resnet18_64", src, NULL, ref, &pb, 0, ref_state, &sb);
+    ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
+    for (int i = 1; i < 3; i++) {
+        if (!budgets[i]) continue;
+        char tag[16];
+        snprintf(tag, sizeof tag, "b%d", i);
+        memset(grads, 0xa5, 1 << 26);
+        float loss = step_at_state(dir, tag, "resnet18_64", src, budgets[i], grads, &pb, caps[i], state, &sb);
+        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "resnet18_64 at %s: loss %.9g vs %.9g at store-all",
+                      budgets[i], loss, ref_loss);
+        ck_assert_msg(memcmp(grads, ref, pb) == 0, "resnet18_64 at %s: gradients differ from store-all", budgets[i]);
+        ck_assert_msg(memcmp(state, ref_state, sb) == 0, "resnet18_64 at %s: running statistics differ from store-all",
+                      budgets[i]);
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, budgets[i]), 0);
+        ck_assert_msg(json_figure(out, "flops_executed") > json_figure(out, "flops_once"),
+                      "resnet18_64: no recomputation at %s", budgets[i]);
+        free(out);
+    }
+    free(ref);
+    free(grads);
+    free(ref_state);
+    free(state);
+    free(src);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* residual adds, a U-Net-style long skip, a value read by many later ops, uneven widths */
 START_TEST(test_bit_identical_skips)
 {
@@ -840,8 +931,6 @@ static Suite *planner_suite(void)
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_cnn_fmnist);
-    tcase_add_test(e, test_bit_identical_transformer);
-    tcase_add_test(e, test_bit_identical_unet_small);
     tcase_add_test(e, test_bit_identical_skips);
     tcase_add_test(e, test_arena_waste_on_examples);
     tcase_add_test(e, test_solvers_on_the_command_line);
@@ -853,6 +942,20 @@ static Suite *planner_suite(void)
     tcase_add_test(e, test_graph_import_errors);
     tcase_add_test(e, test_plan_cache);
     suite_add_tcase(s, e);
+    /* the large models, tagged so ctest runs them as a test of their own (test_planner_models,
+     * test_planner_transformer),
+     * each process within its own time limit under ASan */
+    TCase *m = tcase_create("models");
+    tcase_set_tags(m, "models");
+    tcase_set_timeout(m, 600);
+    tcase_add_test(m, test_bit_identical_resnet18_64);
+    tcase_add_test(m, test_bit_identical_unet_small);
+    suite_add_tcase(s, m);
+    TCase *t = tcase_create("transformer");
+    tcase_set_tags(t, "transformer");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_bit_identical_transformer);
+    suite_add_tcase(s, t);
     return s;
 }
 

@@ -1,0 +1,128 @@
+/* stateful_impl.h — batch_norm and dropout kernel bodies, instantiated by stateful.c for
+ * T = float and T = double. Tensors are [N, C, S] (S = H*W, or 1 for [N, C] inputs);
+ * channel c of sample n is the contiguous run x[(n*C + c)*S .. +S). */
+
+/* mean and 1/sqrt(biased variance + eps) of channel c, two passes in double, fixed order */
+static void SFX(mgk_bn_channel)(int64_t N, int64_t C, int64_t S, const T *restrict x, int64_t c, double eps,
+                                double *mean, double *var, double *rstd)
+{
+    double s = 0, q = 0, cnt = (double)(N * S);
+    for (int64_t n = 0; n < N; n++) {
+        const T *p = x + (n * C + c) * S;
+        for (int64_t i = 0; i < S; i++) s += (double)p[i];
+    }
+    double mu = s / cnt;
+    for (int64_t n = 0; n < N; n++) {
+        const T *p = x + (n * C + c) * S;
+        for (int64_t i = 0; i < S; i++) {
+            double e = (double)p[i] - mu;
+            q += e * e;
+        }
+    }
+    *mean = mu;
+    *var = q / cnt;
+    *rstd = 1.0 / sqrt(q / cnt + eps);
+}
+
+/* Training mode: y = (x - mean) * rstd * g + b with the batch statistics. When rm and rv are
+ * not NULL the running statistics move towards them (PyTorch's rule, unbiased variance):
+ * r = (1 - momentum) * r + momentum * stat. The compiler passes them on exactly one call per
+ * training step, so a recomputation of the op leaves them alone. */
+void SFX(mgk_batch_norm)(int64_t N, int64_t C, int64_t S, const T *restrict x, const T *restrict g,
+                         const T *restrict b, double eps, double momentum, T *restrict rm, T *restrict rv,
+                         T *restrict y)
+{
+    double cnt = (double)(N * S);
+    for (int64_t c = 0; c < C; c++) {
+        double mu, var, rs;
+        SFX(mgk_bn_channel)(N, C, S, x, c, eps, &mu, &var, &rs);
+        T m = (T)mu, sc = (T)(rs * (double)g[c]), sh = b[c];
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S;
+            T *q = y + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) q[i] = (p[i] - m) * sc + sh;
+        }
+        if (rm) {
+            rm[c] = (T)((1.0 - momentum) * (double)rm[c] + momentum * mu);
+            rv[c] = (T)((1.0 - momentum) * (double)rv[c] + momentum * var * cnt / (cnt - 1.0));
+        }
+    }
+}
+
+/* Inference: the running statistics instead of the batch's. */
+void SFX(mgk_batch_norm_eval)(int64_t N, int64_t C, int64_t S, const T *restrict x, const T *restrict g,
+                              const T *restrict b, double eps, const T *restrict rm, const T *restrict rv,
+                              T *restrict y)
+{
+    for (int64_t c = 0; c < C; c++) {
+        double rs = 1.0 / sqrt((double)rv[c] + eps);
+        T m = rm[c], sc = (T)(rs * (double)g[c]), sh = b[c];
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S;
+            T *q = y + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) q[i] = (p[i] - m) * sc + sh;
+        }
+    }
+}
+
+/* dx = g * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)), means over the channel's N*S values */
+void SFX(mgk_batch_norm_grad_input)(int64_t N, int64_t C, int64_t S, const T *restrict x, const T *restrict g,
+                                    const T *restrict dy, double eps, T *restrict dx)
+{
+    double cnt = (double)(N * S);
+    for (int64_t c = 0; c < C; c++) {
+        double mu, var, rs, sd = 0, sdx = 0;
+        SFX(mgk_bn_channel)(N, C, S, x, c, eps, &mu, &var, &rs);
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) {
+                sd += (double)pd[i];
+                sdx += (double)pd[i] * (((double)p[i] - mu) * rs);
+            }
+        }
+        double md = sd / cnt, mdx = sdx / cnt, k = (double)g[c] * rs;
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
+            T *q = dx + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) q[i] = (T)(k * ((double)pd[i] - md - ((double)p[i] - mu) * rs * mdx));
+        }
+    }
+}
+
+/* dg[c] = sum of dy * xhat over the channel */
+void SFX(mgk_batch_norm_grad_scale)(int64_t N, int64_t C, int64_t S, const T *restrict x, const T *restrict dy,
+                                    double eps, T *restrict dg)
+{
+    for (int64_t c = 0; c < C; c++) {
+        double mu, var, rs, acc = 0;
+        SFX(mgk_bn_channel)(N, C, S, x, c, eps, &mu, &var, &rs);
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) acc += (double)pd[i] * (((double)p[i] - mu) * rs);
+        }
+        dg[c] = (T)acc;
+    }
+}
+
+/* db[c] = sum of dy over the channel */
+void SFX(mgk_batch_norm_grad_shift)(int64_t N, int64_t C, int64_t S, const T *restrict dy, T *restrict db)
+{
+    for (int64_t c = 0; c < C; c++) {
+        double acc = 0;
+        for (int64_t n = 0; n < N; n++) {
+            const T *pd = dy + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) acc += (double)pd[i];
+        }
+        db[c] = (T)acc;
+    }
+}
+
+/* y = x * keep / (1 - p); the backward applies the same mask to dy (the same kernel). */
+void SFX(mgk_dropout)(int64_t n, const T *restrict x, double p, int64_t seed, const int32_t *step, int64_t op,
+                      T *restrict y)
+{
+    uint64_t key = mgk_dropout_key(seed, step, op);
+    uint32_t th = mgk_threshold(p);
+    T scale = (T)(1.0 / (1.0 - p));
+    for (int64_t i = 0; i < n; i++) y[i] = mgk_keep(key, i, th) ? x[i] * scale : (T)0;
+}
