@@ -6,7 +6,7 @@
  * compiles it with clang-19 -O3 -march=native, which is what a generated module does with the
  * kernel bitcode (host CPU, O3). Each case is warmed up, then timed in batches of calls long
  * enough for the clock; one line per case: "NAME ms_per_call gflops" (the median batch).
- *   usage: kernels [MIN_SECONDS_PER_CASE] [FILTER_SUBSTRING]
+ *   usage: kernels [MIN_SECONDS_PER_CASE] [FILTER_SUBSTRING]    (env MG_BENCH_CLOCK=cpu: CPU time)
  */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
@@ -79,10 +79,12 @@ static const bcase cases[] = {
     CONV("unet.bott_fwd", 2, 8, 128, 8, 128, 3, 1, 1),
 };
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock_id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -136,6 +138,10 @@ int main(int argc, char **argv)
 {
     double min_secs = argc > 1 ? atof(argv[1]) : 0.3;
     const char *filter = argc > 2 ? argv[2] : "";
+    /* MG_BENCH_CLOCK=cpu: this thread's CPU time instead of wall time, for comparing kernel
+     * versions on a machine that others load (not for comparing with PyTorch). */
+    const char *clk = getenv("MG_BENCH_CLOCK");
+    if (clk && !strcmp(clk, "cpu")) clock_id = CLOCK_THREAD_CPUTIME_ID;
     uint64_t seed = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bcase *c = &cases[i];
