@@ -28,7 +28,8 @@
  *
  * Packing makes both operand streams contiguous whatever the transposition flags and strides;
  * the packed panels are zero-padded to whole tiles so the kernel always runs full tiles, and
- * partial edge tiles of C are computed into a stack buffer and then copied or added into C.
+ * partial edge tiles of C are stored row by row straight from the registers when they are
+ * short (fewer than MR rows, full width) and through a stack buffer when they are narrow.
  *
  * Beta: the first K block stores into C (beta 0) or adds to it (beta 1); later K blocks add.
  * Beta 0 never reads C, so NaNs already in C are overwritten.
@@ -106,13 +107,14 @@ static void *mgk_gemm_align64(void *p)
             mgk_pack_panel_##SFX(W, n - full, kc, src + full * is, is, ks, dst + full * kc);       \
     }                                                                                              \
                                                                                                    \
-    /* Micro-kernel: the MR x NR tile at c (row stride ldc) is set to, or if accumulate            \
-     * incremented by, the product of the packed panels a (MR x kc) and b (kc x NR). */            \
+    /* Micro-kernel: the first mr rows (mr <= MR) of the MR x NR tile at c (row stride ldc) are  \
+     * set to, or if accumulate incremented by, those rows of the product of the packed panels    \
+     * a (MR x kc) and b (kc x NR); rows mr.. of c are not touched. */                             \
     static inline __attribute__((always_inline)) void mgk_kernel_##SFX(                            \
         int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,          \
-        int accumulate)                                                                            \
+        int accumulate, int64_t mr)                                                                \
     {                                                                                              \
-        for (int r = 0; r < MGK_MR; r++) { /* start fetching the C tile during the k loop */       \
+        for (int r = 0; r < mr; r++) { /* start fetching the C tile during the k loop */           \
             __builtin_prefetch(c + r * ldc, 1, 3);                                                 \
             __builtin_prefetch(c + r * ldc + (VL) - 1, 1, 3);                                      \
         }                                                                                          \
@@ -122,25 +124,30 @@ static void *mgk_gemm_align64(void *p)
             c0 += b0 * a[0]; c1 += b0 * a[1]; c2 += b0 * a[2];                                     \
             c3 += b0 * a[3]; c4 += b0 * a[4]; c5 += b0 * a[5];                                     \
         }                                                                                          \
-        V *r0 = (V *)c, *r1 = (V *)(c + ldc), *r2 = (V *)(c + 2 * ldc);                            \
-        V *r3 = (V *)(c + 3 * ldc), *r4 = (V *)(c + 4 * ldc), *r5 = (V *)(c + 5 * ldc);            \
-        if (accumulate) {                                                                          \
-            c0 += *r0; c1 += *r1; c2 += *r2; c3 += *r3; c4 += *r4; c5 += *r5;                      \
+        V acc[MGK_MR] = {c0, c1, c2, c3, c4, c5};                                                  \
+        for (int r = 0; r < MGK_MR; r++) {                                                         \
+            if (r >= mr) break;                                                                    \
+            V *row = (V *)(c + r * ldc);                                                           \
+            *row = accumulate ? acc[r] + *row : acc[r];                                            \
         }                                                                                          \
-        *r0 = c0; *r1 = c1; *r2 = c2; *r3 = c3; *r4 = c4; *r5 = c5;                                \
     }                                                                                              \
                                                                                                    \
-    /* One MR x NR tile of C of which the top-left mr x nr part is real. */                        \
+    /* One MR x NR tile of C of which the top-left mr x nr part is real: whole rows are stored     \
+     * straight from the registers, a partial width goes through a buffer. */                     \
     static void mgk_tile_##SFX(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int64_t mr,  \
                                int64_t nr, int accumulate)                                         \
     {                                                                                              \
         enum { NR = MGK_NR_##SFX };                                                                \
         if (mr == MGK_MR && nr == NR) {                                                            \
-            mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate);                                        \
+            mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate, MGK_MR);                                \
+            return;                                                                                \
+        }                                                                                          \
+        if (nr == NR) {                                                                            \
+            mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate, mr);                                    \
             return;                                                                                \
         }                                                                                          \
         T tmp[MGK_MR * NR];                                                                        \
-        mgk_kernel_##SFX(kc, a, b, tmp, NR, 0);                                                    \
+        mgk_kernel_##SFX(kc, a, b, tmp, NR, 0, MGK_MR);                                            \
         for (int64_t i = 0; i < mr; i++)                                                           \
             for (int64_t j = 0; j < nr; j++)                                                       \
                 c[i * ldc + j] = accumulate ? c[i * ldc + j] + tmp[i * NR + j] : tmp[i * NR + j];  \
