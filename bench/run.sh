@@ -30,8 +30,9 @@ for m in "${models[@]}"; do
     echo "skip $m: $mg is not in this tree"
     continue
   fi
+  name=$(awk '$1 == "model" {print $2; exit}' "$mg") # the prefix of the generated functions
   minb=$(./build-release/memgrad plan "$mg" --bytes | awk '/minimum feasible/ {print $3}')
-  upper=$(echo "$m" | tr '[:lower:]' '[:upper:]')
+  upper=$(echo "$name" | tr '[:lower:]' '[:upper:]')
   for label in store-all 50% min; do
     case $label in store-all) opt=() ;; 50%) opt=(--budget 50%) ;; min) opt=(--budget "${minb}B") ;; esac
     tag=$m-${label%\%}
@@ -40,7 +41,7 @@ for m in "${models[@]}"; do
       continue
     fi
     ./build-release/memgrad plan "$mg" "${opt[@]}" >"$out/$tag.plan"
-    cc -O2 -std=c11 -D_POSIX_C_SOURCE=200112L -I"$out" -DMODEL="$m" -DMODEL_UPPER="$upper" \
+    cc -O2 -std=c11 -D_POSIX_C_SOURCE=200112L -I"$out" -DMODEL="$name" -DMODEL_UPPER="$upper" \
        -DMODEL_HEADER="\"$tag.h\"" bench/step_time.c "$out/$tag.o" -lm -o "$out/step_$tag"
     variants+=("$m $label $out/step_$tag")
   done
@@ -48,7 +49,7 @@ done
 [ ${#variants[@]} -gt 0 ] || { echo "no model to time"; exit 1; }
 
 echo "train step, $threads thread(s); $(bench_torch_line); $(bench_machine_line)"
-declare -A times
+declare -A times tparams
 for r in $(seq "$rounds"); do
   for v in "${variants[@]}"; do
     read -r m label bin <<<"$v"
@@ -56,7 +57,9 @@ for r in $(seq "$rounds"); do
   done
   for m in "${models[@]}"; do
     printf '%s\n' "${variants[@]}" | grep -q "^$m " || continue
-    times[$m/torch]+=" $(/usr/bin/python3 bench/torch_models.py "$m" "$reps" | awk '/^step_ms/ {print $2}' | tr '\n' ' ')"
+    t=$(/usr/bin/python3 bench/torch_models.py "$m" "$reps")
+    times[$m/torch]+=" $(awk '/^step_ms/ {print $2}' <<<"$t" | tr '\n' ' ')"
+    tparams[$m]=$(awk '/^params/ {print $2}' <<<"$t")
   done
 done
 
@@ -74,6 +77,13 @@ for m in "${models[@]}"; do
     printf '%-12s %-10s %10s %10.1f %7d %9.2f %10s\n' "$m" "$label" "$ws" "$t" "$n" "$(awk -v a="$t" -v b="$p" 'BEGIN{print a/b}')" "$over"
   done
   printf '%-12s %-10s %10s %10.1f %7d\n' "$m" pytorch - "$p" "$(wc -w <<<"${times[$m/torch]}")"
+done
+# The two sides should be the same model: compare the parameter counts (memgrad's parameter
+# blob is padded to its alignment per tensor, so it is a little larger than 4 bytes each).
+for m in "${models[@]}"; do
+  [ -n "${tparams[$m]:-}" ] || continue
+  mb=$(./build-release/memgrad plan "examples/$m.mg" --bytes | awk '/^  params/ {print $2}')
+  printf 'parameters of %s: memgrad %s bytes (%.0f floats), PyTorch %s\n' "$m" "$mb" "$(awk -v b="$mb" 'BEGIN{print b/4}')" "${tparams[$m]}"
 done
 echo "(vs torch: memgrad median / PyTorch eager median, below 1 means memgrad is faster;"
 echo " recompute: extra FLOPs the plan executes over one forward+backward)"
