@@ -1,36 +1,89 @@
 #!/usr/bin/env bash
-# bench/run.sh — train-step time of memgrad's generated code against PyTorch eager on the same
-# model, side by side. Installs Debian's python3-torch and the pthread OpenBLAS (without it torch
-# falls back to the reference BLAS), pins both to the same thread count, interleaves rounds of
-# the two so machine noise hits both, and prints medians and their ratio.
-#   usage: bench/run.sh [ROUNDS] [REPS_PER_ROUND]      (env MG_BENCH_THREADS, default 1)
+# bench/run.sh — train-step time of memgrad's generated code against PyTorch eager on each
+# reference model of examples/, side by side. Every model is compiled three times: store-all,
+# 50% of the store-all workspace and the minimum feasible budget, so the cost of recompute
+# shows next to the kernels' own speed. Installs Debian's python3-torch and the pthread OpenBLAS
+# (without it torch falls back to the reference BLAS), pins both sides to the same thread count,
+# interleaves rounds (every model and budget, then PyTorch, round after round) so machine noise
+# hits all of them, and prints medians and the ratios. A model whose .mg is not (yet) in
+# examples/ is skipped with a message; a budget below the model's minimum is reported as such.
+#   usage: bench/run.sh [ROUNDS] [REPS_PER_ROUND]
+#   env:   MG_BENCH_THREADS (default 1), MG_BENCH_MODELS (default: all five, space-separated)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 reps=${2:-5}
 threads=${MG_BENCH_THREADS:-1}
-bash scripts/setup.sh
-missing=()
-for p in python3-torch libopenblas0-pthread; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+models=(${MG_BENCH_MODELS:-mlp_deep cnn_fmnist transformer resnet18_64 unet_small})
+source bench/common.sh
+bench_setup
+out=build-release/bench-steps
+mkdir -p "$out"
+
+# Labels and token ids are drawn from [0, range): the class count (the vocabulary for transformer).
+int_range() { case $1 in transformer) echo 1000 ;; unet_small) echo 2 ;; *) echo 10 ;; esac; }
+
+variants=() # "model budget-label binary"
+for m in "${models[@]}"; do
+  mg=examples/$m.mg
+  if [ ! -f "$mg" ]; then
+    echo "skip $m: $mg is not in this tree"
+    continue
+  fi
+  name=$(awk '$1 == "model" {print $2; exit}' "$mg") # the prefix of the generated functions
+  minb=$(./build-release/memgrad plan "$mg" --bytes | awk '/minimum feasible/ {print $3}')
+  upper=$(echo "$name" | tr '[:lower:]' '[:upper:]')
+  for label in store-all 50% min; do
+    case $label in store-all) opt=() ;; 50%) opt=(--budget 50%) ;; min) opt=(--budget "${minb}B") ;; esac
+    tag=$m-${label%\%}
+    if ! err=$(./build-release/memgrad compile "$mg" -o "$out/$tag.o" --header "$out/$tag.h" "${opt[@]}" 2>&1); then
+      echo "skip $m at $label: ${err#*error: }"
+      continue
+    fi
+    ./build-release/memgrad plan "$mg" "${opt[@]}" >"$out/$tag.plan"
+    cc -O2 -std=c11 -D_POSIX_C_SOURCE=200112L -I"$out" -DMODEL="$name" -DMODEL_UPPER="$upper" \
+       -DMODEL_HEADER="\"$tag.h\"" bench/step_time.c "$out/$tag.o" -lm -o "$out/step_$tag"
+    variants+=("$m $label $out/step_$tag")
+  done
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-release -j"$(nproc)" --target bench_mlp_deep >/dev/null
-export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads MG_BENCH_THREADS=$threads
-blas=$(/usr/bin/python3 -c 'import torch; print(torch.__config__.show())' 2>/dev/null | grep -io 'blas_info=[a-z]*\|openblas' | head -1 || true)
-echo "model mlp_deep (batch 256, 784 -> 16 x 1024 -> 10); $threads thread(s); torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') ${blas}"
-mg=(); pt=()
+[ ${#variants[@]} -gt 0 ] || { echo "no model to time"; exit 1; }
+
+echo "train step, $threads thread(s); $(bench_torch_line); $(bench_machine_line)"
+declare -A times tparams
 for r in $(seq "$rounds"); do
-  mg+=($(./build-release/bench/bench_mlp_deep "$reps" | awk '{print $2}'))
-  pt+=($(/usr/bin/python3 bench/torch_mlp_deep.py "$reps" | awk '{print $2}'))
+  for v in "${variants[@]}"; do
+    read -r m label bin <<<"$v"
+    times[$m/$label]+=" $("$bin" "$reps" "$(int_range "$m")" | awk '{print $2}' | tr '\n' ' ')"
+  done
+  for m in "${models[@]}"; do
+    printf '%s\n' "${variants[@]}" | grep -q "^$m " || continue
+    t=$(/usr/bin/python3 bench/torch_models.py "$m" "$reps")
+    times[$m/torch]+=" $(awk '/^step_ms/ {print $2}' <<<"$t" | tr '\n' ' ')"
+    tparams[$m]=$(awk '/^params/ {print $2}' <<<"$t")
+  done
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-m=$(median "${mg[@]}"); p=$(median "${pt[@]}")
-gflop=$(awk 'BEGIN { l = 784*1024 + 15*1024*1024 + 1024*10; print 2*256*l*3/1e9 }')
-printf 'memgrad train step: median %8.1f ms  (%d runs)  %.1f GFLOP/s\n' "$m" "${#mg[@]}" "$(awk -v g="$gflop" -v t="$m" 'BEGIN{print g/(t/1e3)}')"
-printf 'pytorch train step: median %8.1f ms  (%d runs)  %.1f GFLOP/s\n' "$p" "${#pt[@]}" "$(awk -v g="$gflop" -v t="$p" 'BEGIN{print g/(t/1e3)}')"
-printf 'ratio memgrad / pytorch: %.2f  (below 1 means memgrad is faster)\n' "$(awk -v a="$m" -v b="$p" 'BEGIN{print a/b}')"
+
+printf '\n%-12s %-10s %10s %10s %7s %9s %10s\n' model budget workspace "median ms" runs "vs torch" recompute
+for m in "${models[@]}"; do
+  [ -n "${times[$m/torch]:-}" ] || continue
+  p=$(bench_median ${times[$m/torch]})
+  for label in store-all 50% min; do
+    [ -n "${times[$m/$label]:-}" ] || continue
+    tag=$m-${label%\%}
+    ws=$(awk '/^  workspace/ {print $2, $3}' "$out/$tag.plan")
+    over=$(awk '/recompute overhead/ {print $(NF)}' "$out/$tag.plan")
+    t=$(bench_median ${times[$m/$label]})
+    n=$(wc -w <<<"${times[$m/$label]}")
+    printf '%-12s %-10s %10s %10.1f %7d %9.2f %10s\n' "$m" "$label" "$ws" "$t" "$n" "$(awk -v a="$t" -v b="$p" 'BEGIN{print a/b}')" "$over"
+  done
+  printf '%-12s %-10s %10s %10.1f %7d\n' "$m" pytorch - "$p" "$(wc -w <<<"${times[$m/torch]}")"
+done
+# The two sides should be the same model: compare the parameter counts (memgrad's parameter
+# blob is padded to its alignment per tensor, so it is a little larger than 4 bytes each).
+for m in "${models[@]}"; do
+  [ -n "${tparams[$m]:-}" ] || continue
+  mb=$(./build-release/memgrad plan "examples/$m.mg" --bytes | awk '/^  params/ {print $2}')
+  printf 'parameters of %s: memgrad %s bytes (%.0f floats), PyTorch %s\n' "$m" "$mb" "$(awk -v b="$mb" 'BEGIN{print b/4}')" "${tparams[$m]}"
+done
+echo "(vs torch: memgrad median / PyTorch eager median, below 1 means memgrad is faster;"
+echo " recompute: extra FLOPs the plan executes over one forward+backward)"

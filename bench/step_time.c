@@ -1,7 +1,9 @@
 /* step_time.c — times a generated training step: warm-up, then `reps` timed calls of
  * NAME_train_step on random inputs; prints one line per call ("step_ms X") so the caller can
- * take medians across interleaved runs. Built per model like the demo trainer (MODEL,
- * MODEL_UPPER, MODEL_HEADER). */
+ * take medians across interleaved runs. Built per model (and budget) by bench/run.sh, like the
+ * demo trainer (MODEL, MODEL_UPPER, MODEL_HEADER).
+ *   usage: step_time [REPS] [INT_RANGE]   i32 inputs (labels, token ids) are drawn from
+ *                                         [0, INT_RANGE), default 10: the model's class count */
 #include MODEL_HEADER
 
 #include <stdio.h>
@@ -23,6 +25,8 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 10;
+    int range = argc > 2 ? atoi(argv[2]) : 10;
+    if (range < 1) range = 1;
     void *params = malloc(UP(PARAM_BYTES)), *grads = malloc(UP(PARAM_BYTES)), *ws = malloc(UP(WORKSPACE_BYTES) + 1);
     const void *inputs[UP(NUM_INPUTS)];
     unsigned long long s = 1;
@@ -31,7 +35,7 @@ int main(int argc, char **argv)
         void *buf = malloc(d->bytes);
         for (size_t k = 0; k < d->bytes / 4; k++) {
             s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-            if (d->dtype == MG_I32) ((int *)buf)[k] = (int)((s >> 33) % 10);
+            if (d->dtype == MG_I32) ((int *)buf)[k] = (int)((s >> 33) % (unsigned)range);
             else ((float *)buf)[k] = (float)((s >> 40) & 0xffff) / 65536.0f;
         }
         inputs[i] = buf;

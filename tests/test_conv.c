@@ -93,15 +93,16 @@ START_TEST(test_conv_kernels)
         g.groups = rint_(1, 3);
         g.C = g.groups * rint_(1, 3);
         g.Co = g.groups * rint_(1, 3);
-        g.N = rint_(1, 3);
+        /* every fifth geometry has more images than one GEMM takes (conv.h, mgk_conv_batch) */
+        g.N = _i % 5 == 1 ? rint_(4, 9) : rint_(1, 3);
         g.KH = rint_(1, 4);
         g.KW = rint_(1, 4);
         g.stride = rint_(1, 3);
         g.pad = rint_(0, 2);
         g.dil = rint_(1, 2);
         if (_i % 4 == 0) g.KH = g.KW = 1, g.stride = 1, g.pad = 0; /* the direct path */
-        g.H = g.dil * (g.KH - 1) + 1 + rint_(0, 7);
-        g.W = g.dil * (g.KW - 1) + 1 + rint_(0, 7);
+        g.H = g.dil * (g.KH - 1) + 1 + rint_(0, _i % 5 == 1 ? 12 : 7);
+        g.W = g.dil * (g.KW - 1) + 1 + rint_(0, _i % 5 == 1 ? 12 : 7);
         g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
         g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
         int64_t Cg = g.C / g.groups, Cog = g.Co / g.groups;

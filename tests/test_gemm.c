@@ -168,16 +168,17 @@ END_TEST
 START_TEST(test_random_small_f64) { random_small(1, 0xD1B54A32D192ED03ull); }
 END_TEST
 
-/* Degenerate and tile-boundary shapes, in every flag combination. */
+/* Degenerate and tile-boundary shapes, in every flag combination: among them C tiles short of
+ * MR rows at full NR width (stored straight from the registers) and narrow ones (buffered). */
 START_TEST(test_edges)
 {
-    static const int64_t sizes[] = {0, 1, 2, 5, 6, 7, 8, 15, 16, 17};
+    static const int64_t sizes[] = {0, 1, 2, 5, 6, 7, 8, 13, 15, 16, 17, 32};
     rng_state = 42 + (uint64_t)_i;
     int is64 = _i;
     for (int f = 0; f < 8; f++)
-        for (int a = 0; a < 10; a++)
-            for (int b = 0; b < 10; b++)
-                for (int c = 0; c < 10; c += 3)
+        for (int a = 0; a < 12; a++)
+            for (int b = 0; b < 12; b++)
+                for (int c = 0; c < 12; c += 3)
                     check_case(is64, sizes[a], sizes[b], sizes[c], f & 1, (f >> 1) & 1,
                                (f >> 2) & 1, f & 1, (f >> 1) & 1, 1);
 }

@@ -17,12 +17,19 @@
  *           for ir over the block by MR:
  *             micro-kernel: MR x NR tile of C (+)= A micro-panel * B micro-panel
  *
- * The micro-kernel keeps the MR x NR tile of C in 12 vector registers (6 rows x 2 vectors of 32
- * bytes, so NR = 16 floats or 8 doubles) and does one rank-1 update per k: two vector loads of
- * B, six broadcasts of A, twelve multiply-adds (FMAs where the host has them). Packing makes both
- * operand streams contiguous whatever the transposition flags and strides; the packed panels are
- * zero-padded to whole tiles so the kernel always runs full tiles, and partial edge tiles of C
- * are computed into a stack buffer and then copied or added into C.
+ * The micro-kernel keeps the MR x NR tile of C in six 64-byte vectors (one per row, so NR = 16
+ * floats or 8 doubles) and does one rank-1 update per k: one vector load of B, six broadcasts
+ * of A, six multiply-adds. The backend maps a 64-byte vector onto what the host has: on AVX2
+ * (16 ymm registers) each is two ymm, so the tile is the classic 6 x 16 in 12 accumulators with
+ * two loads of B and six broadcasts per k; on AVX-512 it is six zmm accumulators whose FMAs take
+ * A as an embedded broadcast, at about 1.4x the AVX2 speed on the same machine (bench/kernels.sh).
+ * A larger tile would suit AVX-512 better but spill on AVX2, and the bitcode cannot know which
+ * of the two it will be compiled for.
+ *
+ * Packing makes both operand streams contiguous whatever the transposition flags and strides;
+ * the packed panels are zero-padded to whole tiles so the kernel always runs full tiles, and
+ * partial edge tiles of C are stored row by row straight from the registers when they are
+ * short (fewer than MR rows, full width) and through a stack buffer when they are narrow.
  *
  * Beta: the first K block stores into C (beta 0) or adds to it (beta 1); later K blocks add.
  * Beta 0 never reads C, so NaNs already in C are overwritten.
@@ -40,9 +47,9 @@
 #include <stddef.h>
 #include <string.h>
 
-/* 32-byte vectors; the reduced alignment makes every load and store through them unaligned-safe. */
-typedef float mgk_v8f __attribute__((vector_size(32), aligned(4)));
-typedef double mgk_v4d __attribute__((vector_size(32), aligned(8)));
+/* 64-byte vectors; the reduced alignment makes every load and store through them unaligned-safe. */
+typedef float mgk_v16f __attribute__((vector_size(64), aligned(4)));
+typedef double mgk_v8d __attribute__((vector_size(64), aligned(8)));
 
 enum { MGK_MC = MGK_GEMM_MC, MGK_KC = MGK_GEMM_KC, MGK_NC = MGK_GEMM_NC, MGK_MR = MGK_GEMM_MR };
 
@@ -52,10 +59,10 @@ static void *mgk_gemm_align64(void *p)
 }
 
 /* MGK_GEMM_DEFINE(T, V, VL, SFX) defines mgk_gemm_SFX and its static helpers for element type T
- * and vector type V of VL elements; the register tile is MR x NR with NR = 2 * VL. */
+ * and vector type V of VL elements; the register tile is MR x NR with NR = VL. */
 #define MGK_GEMM_DEFINE(T, V, VL, SFX)                                                             \
                                                                                                    \
-    enum { MGK_NR_##SFX = 2 * (VL) };                                                              \
+    enum { MGK_NR_##SFX = (VL) };                                                              \
     _Static_assert((int)MGK_NR_##SFX <= (int)MGK_GEMM_NR, "scratch formula needs NR <= GEMM_NR");  \
                                                                                                    \
     /* Pack one W-wide micro-panel of a matrix whose element (i, k) is src[i * is + k * ks]:       \
@@ -100,51 +107,47 @@ static void *mgk_gemm_align64(void *p)
             mgk_pack_panel_##SFX(W, n - full, kc, src + full * is, is, ks, dst + full * kc);       \
     }                                                                                              \
                                                                                                    \
-    /* Micro-kernel: the MR x NR tile at c (row stride ldc) is set to, or if accumulate            \
-     * incremented by, the product of the packed panels a (MR x kc) and b (kc x NR). */            \
+    /* Micro-kernel: the first mr rows (mr <= MR) of the MR x NR tile at c (row stride ldc) are  \
+     * set to, or if accumulate incremented by, those rows of the product of the packed panels    \
+     * a (MR x kc) and b (kc x NR); rows mr.. of c are not touched. */                             \
     static inline __attribute__((always_inline)) void mgk_kernel_##SFX(                            \
         int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,          \
-        int accumulate)                                                                            \
+        int accumulate, int64_t mr)                                                                \
     {                                                                                              \
-        for (int r = 0; r < MGK_MR; r++) { /* start fetching the C tile during the k loop */       \
+        for (int r = 0; r < mr; r++) { /* start fetching the C tile during the k loop */           \
             __builtin_prefetch(c + r * ldc, 1, 3);                                                 \
-            __builtin_prefetch(c + r * ldc + 2 * (VL) - 1, 1, 3);                                  \
+            __builtin_prefetch(c + r * ldc + (VL) - 1, 1, 3);                                      \
         }                                                                                          \
-        V c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};                        \
-        V c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};                        \
-        for (int64_t k = 0; k < kc; k++, a += MGK_MR, b += 2 * (VL)) {                             \
-            V b0 = *(const V *)b, b1 = *(const V *)(b + (VL));                                     \
-            T a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5];                    \
-            c00 += b0 * a0; c01 += b1 * a0;                                                        \
-            c10 += b0 * a1; c11 += b1 * a1;                                                        \
-            c20 += b0 * a2; c21 += b1 * a2;                                                        \
-            c30 += b0 * a3; c31 += b1 * a3;                                                        \
-            c40 += b0 * a4; c41 += b1 * a4;                                                        \
-            c50 += b0 * a5; c51 += b1 * a5;                                                        \
+        V c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0};                              \
+        for (int64_t k = 0; k < kc; k++, a += MGK_MR, b += (VL)) {                                 \
+            V b0 = *(const V *)b;                                                                  \
+            c0 += b0 * a[0]; c1 += b0 * a[1]; c2 += b0 * a[2];                                     \
+            c3 += b0 * a[3]; c4 += b0 * a[4]; c5 += b0 * a[5];                                     \
         }                                                                                          \
-        V *r0 = (V *)c, *r1 = (V *)(c + ldc), *r2 = (V *)(c + 2 * ldc);                            \
-        V *r3 = (V *)(c + 3 * ldc), *r4 = (V *)(c + 4 * ldc), *r5 = (V *)(c + 5 * ldc);            \
-        if (accumulate) {                                                                          \
-            c00 += r0[0]; c01 += r0[1]; c10 += r1[0]; c11 += r1[1];                                \
-            c20 += r2[0]; c21 += r2[1]; c30 += r3[0]; c31 += r3[1];                                \
-            c40 += r4[0]; c41 += r4[1]; c50 += r5[0]; c51 += r5[1];                                \
+        V acc[MGK_MR] = {c0, c1, c2, c3, c4, c5};                                                  \
+        for (int r = 0; r < MGK_MR; r++) {                                                         \
+            if (r >= mr) break;                                                                    \
+            V *row = (V *)(c + r * ldc);                                                           \
+            *row = accumulate ? acc[r] + *row : acc[r];                                            \
         }                                                                                          \
-        r0[0] = c00; r0[1] = c01; r1[0] = c10; r1[1] = c11;                                        \
-        r2[0] = c20; r2[1] = c21; r3[0] = c30; r3[1] = c31;                                        \
-        r4[0] = c40; r4[1] = c41; r5[0] = c50; r5[1] = c51;                                        \
     }                                                                                              \
                                                                                                    \
-    /* One MR x NR tile of C of which the top-left mr x nr part is real. */                        \
+    /* One MR x NR tile of C of which the top-left mr x nr part is real: whole rows are stored     \
+     * straight from the registers, a partial width goes through a buffer. */                     \
     static void mgk_tile_##SFX(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int64_t mr,  \
                                int64_t nr, int accumulate)                                         \
     {                                                                                              \
         enum { NR = MGK_NR_##SFX };                                                                \
         if (mr == MGK_MR && nr == NR) {                                                            \
-            mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate);                                        \
+            mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate, MGK_MR);                                \
+            return;                                                                                \
+        }                                                                                          \
+        if (nr == NR) {                                                                            \
+            mgk_kernel_##SFX(kc, a, b, c, ldc, accumulate, mr);                                    \
             return;                                                                                \
         }                                                                                          \
         T tmp[MGK_MR * NR];                                                                        \
-        mgk_kernel_##SFX(kc, a, b, tmp, NR, 0);                                                    \
+        mgk_kernel_##SFX(kc, a, b, tmp, NR, 0, MGK_MR);                                            \
         for (int64_t i = 0; i < mr; i++)                                                           \
             for (int64_t j = 0; j < nr; j++)                                                       \
                 c[i * ldc + j] = accumulate ? c[i * ldc + j] + tmp[i * NR + j] : tmp[i * NR + j];  \
@@ -190,8 +193,8 @@ static void *mgk_gemm_align64(void *p)
         }                                                                                          \
     }
 
-MGK_GEMM_DEFINE(float, mgk_v8f, 8, f32)
-MGK_GEMM_DEFINE(double, mgk_v4d, 4, f64)
+MGK_GEMM_DEFINE(float, mgk_v16f, 16, f32)
+MGK_GEMM_DEFINE(double, mgk_v8d, 8, f64)
 
 /* A stack of GEMMs over a batch space collapsed to 4 axes: entry (i0..i3) multiplies A at
  * element offset sum(i * sa) by B at sum(i * sb) into the next M x N block of C. The batch
