@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "frontend.h"
+#include "plan.h"
 #include "testutil.h"
 
 /* Lines 1-4 of most cases; the statement under test is then on line 5. */
@@ -1124,11 +1125,37 @@ START_TEST(test_attributes_change_the_hash)
 }
 END_TEST
 
+/* Every NAME_state_desc entry has its own name, also when batch_norms share a scale param or
+ * take an expression as their scale (the names come from mg_state_name). */
+START_TEST(test_state_names_unique)
+{
+    const char *src = "model m\ninput x: f32[4, 3]\nparam g: f32[3] = ones\nparam b: f32[3] = zeros\n"
+                      "h = batch_norm(x, g, b)\nh = batch_norm(h, g, b)\nh = batch_norm(h, g * 2, b)\n"
+                      "s = g * 3\nh = batch_norm(h, s, b)\nh = dropout(h)\nl = sum(h)\nminimize l\n";
+    const char *want[] = {"g.running_mean", "g.running_var", "batch_norm#1.running_mean", "batch_norm#1.running_var",
+                          "batch_norm#2.running_mean", "batch_norm#2.running_var", "batch_norm#3.running_mean",
+                          "batch_norm#3.running_var", "step"};
+    mg_graph *g = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_parse("t.mg", src, strlen(src), &g, &d) == MG_OK, "%d:%d: %s", d.loc.line, d.loc.col, d.msg);
+    mg_state_entry e[9];
+    int64_t total = 0;
+    ck_assert_int_eq(mg_state_layout(g, NULL, &total), 9);
+    ck_assert_int_eq(mg_state_layout(g, e, &total), 9);
+    for (int i = 0; i < 9; i++) {
+        char buf[128];
+        ck_assert_str_eq(mg_state_name(g, &e[i], buf, sizeof buf), want[i]);
+    }
+    mg_graph_free(g);
+}
+END_TEST
+
 static Suite *parser_suite(void)
 {
     Suite *s = suite_create("parser");
     TCase *e = tcase_create("errors");
     tcase_add_loop_test(e, test_error_table, 0, NERRORS);
+    tcase_add_test(e, test_state_names_unique);
     tcase_add_test(e, test_error_file_is_callers);
     tcase_add_test(e, test_length_is_respected);
     suite_add_tcase(s, e);
