@@ -44,13 +44,25 @@ int mg_state_layout(const mg_graph *g, mg_state_entry *entries, int64_t *total)
 
 const char *mg_state_name(const mg_graph *g, const mg_state_entry *e, char *buf, size_t len)
 {
-    if (e->kind == MG_STATE_STEP) snprintf(buf, len, "step");
-    else {
-        const char *scale = g->nodes[g->nodes[e->node].in[1]].name, *what = e->kind == MG_STATE_RUNNING_MEAN
-                                                                              ? "running_mean" : "running_var";
-        if (scale) snprintf(buf, len, "%s.%s", scale, what);
-        else snprintf(buf, len, "batch_norm%d.%s", e->node, what); /* an unnamed scale expression */
+    if (e->kind == MG_STATE_STEP) {
+        snprintf(buf, len, "step");
+        return buf;
     }
+    /* Named after the scale when that is a param or input (their names are unique) used by no
+     * earlier batch_norm; else "batch_norm#K", the K-th batch_norm ('#' is in no .mg name), so
+     * that every entry of NAME_state_desc has its own name. */
+    const char *what = e->kind == MG_STATE_RUNNING_MEAN ? "running_mean" : "running_var";
+    int scale = g->nodes[e->node].in[1], ordinal = 0, shared = 0;
+    for (int i = 0; i < e->node; i++)
+        if (g->nodes[i].op == MG_OP_BATCH_NORM) {
+            ordinal++;
+            shared |= g->nodes[i].in[1] == scale;
+        }
+    const mg_node *sc = &g->nodes[scale];
+    if (sc->name && (sc->op == MG_OP_PARAM || sc->op == MG_OP_INPUT) && !shared)
+        snprintf(buf, len, "%s.%s", sc->name, what);
+    else
+        snprintf(buf, len, "batch_norm#%d.%s", ordinal, what);
     return buf;
 }
 

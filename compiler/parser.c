@@ -38,6 +38,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 enum { MAX_NODES = 1 << 21, MAX_REPEAT_DEPTH = 16 };
@@ -347,45 +348,46 @@ typedef struct attr_spec {
     int required, def, same_as;
     const char *example;
     double fdef, fhi; /* ATTR_FLOAT: default, and the value must lie in (0, fhi] */
+    int fhi_open;     /* ATTR_FLOAT: 1 if the value must stay below fhi, (0, fhi) */
 } attr_spec;
 
 enum { ATTR_MAX = 1 << 20 };
 static const attr_spec attrs[] = {
-    {MG_OP_CONV2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
-    {MG_OP_CONV2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_CONV2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
-    {MG_OP_CONV2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
-    {MG_OP_MAX_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "max_pool2d(x, kernel=2)", 0, 0},
-    {MG_OP_MAX_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL, 0, 0},
-    {MG_OP_MAX_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_AVG_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "avg_pool2d(x, kernel=2)", 0, 0},
-    {MG_OP_AVG_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL, 0, 0},
-    {MG_OP_AVG_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_RESHAPE, "shape", ATTR_SHAPE, 0, 1, 0, 1, 0, -1, "reshape(x, shape=[128, -1])", 0, 0},
+    {MG_OP_CONV2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0, 0},
+    {MG_OP_MAX_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "max_pool2d(x, kernel=2)", 0, 0, 0},
+    {MG_OP_MAX_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL, 0, 0, 0},
+    {MG_OP_MAX_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_AVG_POOL2D, "kernel", ATTR_INT, 0, 1, ATTR_MAX, 1, 0, -1, "avg_pool2d(x, kernel=2)", 0, 0, 0},
+    {MG_OP_AVG_POOL2D, "stride", ATTR_INT, 1, 1, ATTR_MAX, 0, 0, 0, NULL, 0, 0, 0},
+    {MG_OP_AVG_POOL2D, "pad", ATTR_INT, 2, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_RESHAPE, "shape", ATTR_SHAPE, 0, 1, 0, 1, 0, -1, "reshape(x, shape=[128, -1])", 0, 0, 0},
     /* axes count from 0 or, negative, from the end; resolved against the operand's rank */
-    {MG_OP_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0},
-    {MG_OP_LOG_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0},
-    {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, 0, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0},
-    {MG_OP_GELU, "approx", ATTR_INT, 0, 0, 1, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_LAYER_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0},
-    {MG_OP_CROSS_ENTROPY, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0},
-    {MG_OP_CONCAT, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
+    {MG_OP_LOG_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
+    {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, 0, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0, 0},
+    {MG_OP_GELU, "approx", ATTR_INT, 0, 0, 1, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_LAYER_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0, 0},
+    {MG_OP_CROSS_ENTROPY, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
+    {MG_OP_CONCAT, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, 0, -1, NULL, 0, 0, 0},
     /* slice: start and end count from the end when negative; end defaults to the axis' length */
-    {MG_OP_SLICE, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_SLICE, "start", ATTR_INT, 1, -ATTR_MAX, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_SLICE, "end", ATTR_INT, 2, -ATTR_MAX, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_SLICE, "step", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
-    {MG_OP_UPSAMPLE_NEAREST, "scale", ATTR_INT, 0, 1, ATTR_MAX, 0, 2, -1, NULL, 0, 0},
-    {MG_OP_CONV_TRANSPOSE2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
-    {MG_OP_CONV_TRANSPOSE2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
-    {MG_OP_CONV_TRANSPOSE2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
-    {MG_OP_CONV_TRANSPOSE2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0},
-    {MG_OP_CONV_TRANSPOSE2D, "output_pad", ATTR_INT, 4, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_SLICE, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_SLICE, "start", ATTR_INT, 1, -INT_MAX, INT_MAX, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_SLICE, "end", ATTR_INT, 2, -INT_MAX, INT_MAX, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_SLICE, "step", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0, 0},
+    {MG_OP_UPSAMPLE_NEAREST, "scale", ATTR_INT, 0, 1, ATTR_MAX, 0, 2, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "stride", ATTR_INT, 0, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "pad", ATTR_INT, 1, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "dilation", ATTR_INT, 2, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "groups", ATTR_INT, 3, 1, ATTR_MAX, 0, 1, -1, NULL, 0, 0, 0},
+    {MG_OP_CONV_TRANSPOSE2D, "output_pad", ATTR_INT, 4, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0, 0},
     /* an ATTR_FLOAT in slot 1 goes to the node's fattr2 */
-    {MG_OP_BATCH_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0},
-    {MG_OP_BATCH_NORM, "momentum", ATTR_FLOAT, 1, 0, 0, 0, 0, -1, NULL, 0.1, 1.0},
-    {MG_OP_DROPOUT, "p", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 0.5, 1.0},
-    {MG_OP_DROPOUT, "seed", ATTR_INT, 0, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0},
+    {MG_OP_BATCH_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0, 0},
+    {MG_OP_BATCH_NORM, "momentum", ATTR_FLOAT, 1, 0, 0, 0, 0, -1, NULL, 0.1, 1.0, 0},
+    {MG_OP_DROPOUT, "p", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 0.5, 1.0, 1},
+    {MG_OP_DROPOUT, "seed", ATTR_INT, 0, 0, ATTR_MAX, 0, 0, -1, NULL, 0, 0, 0},
 };
 enum { NATTRS = (int)(sizeof attrs / sizeof attrs[0]) };
 
@@ -452,12 +454,16 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
     if (a->kind == ATTR_FLOAT) {
         /* a number literal, like 1e-5 or 0.001 */
         mg_token *t = peek(p);
+        int neg = is_punct(t, '-') && p->toks.tok[p->pos + 1].kind == MG_TOK_NUMBER; /* a token follows: the last is EOF */
+        if (neg) t = &p->toks.tok[p->pos + 1]; /* -0.1: reported as out of range below, not as a stray '-' */
         if (t->kind != MG_TOK_NUMBER)
             return mg_diag_set(p->d, vloc, "%s must be a number like 1e-5, got %s", what, describe(t, buf, sizeof buf));
-        if (!(t->num > 0) || t->num > a->fhi)
-            return mg_diag_set(p->d, vloc, "%s must be positive and at most %g, got %g", what, a->fhi, t->num);
-        *(a->slot ? &ca->fattr2 : &ca->fattr) = t->num;
-        p->pos++;
+        double v = neg ? -t->num : t->num;
+        if (!(v > 0) || v > a->fhi || (a->fhi_open && v >= a->fhi))
+            return mg_diag_set(p->d, vloc, "%s must be positive and %s %g, got %g", what,
+                               a->fhi_open ? "below" : "at most", a->fhi, v);
+        *(a->slot ? &ca->fattr2 : &ca->fattr) = v;
+        p->pos += 1 + neg;
         return MG_OK;
     }
     if (a->kind == ATTR_SHAPE || a->kind == ATTR_PERM) {
@@ -721,6 +727,9 @@ static mg_status unet_args(parser *p, mg_op op, const ev *args, const int *in, i
     if (x->rank < 1) return MG_OK; /* shape inference reports the scalar */
     int64_t len = x->dim[ax];
     int ks = attr_index(op, "start"), ke = attr_index(op, "end");
+    if (len > INT_MAX) /* start and end are int attributes: they cannot name a position past 2^31 - 1 */
+        return mg_diag_set(p->d, args[0].loc, "'slice' supports axes of at most %d elements; axis %d of %s has %lld",
+                           INT_MAX, ax, mg_shape_str(x, sa, sizeof sa), (long long)len);
     int64_t start = ca->iattr[1], end = ca->given[ke] ? ca->iattr[2] : len;
     if (start < 0) start += len;
     if (end < 0) end += len;

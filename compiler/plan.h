@@ -70,7 +70,9 @@ typedef struct mg_state_entry {
 /* Fills entries (when not NULL; room for 2 * nodes + 1) and *total (bytes, aligned); returns
  * the number of entries. */
 int mg_state_layout(const mg_graph *g, mg_state_entry *entries, int64_t *total);
-/* The entry's name in NAME_state_desc: "<scale param>.running_mean", "....running_var", "step". */
+/* The entry's name in NAME_state_desc: "<scale param>.running_mean", "....running_var", "step";
+ * "batch_norm#K.running_mean" for the K-th batch_norm when its scale is an expression or the scale
+ * of an earlier batch_norm too, so names never repeat. */
 const char *mg_state_name(const mg_graph *g, const mg_state_entry *e, char *buf, size_t len);
 
 /* The planning problem: what the scheduler and the verifier see of a function. Nodes are in

@@ -160,7 +160,7 @@ static mg_status grad_matches(const mg_node *n, const mg_shape *want, const mg_s
 }
 
 /* The extent of slice [start, end) taken every step along one axis. */
-static int64_t slice_len(int start, int end, int step) { return step < 1 || end <= start ? 0 : (end - start + step - 1) / step; }
+static int64_t slice_len(int64_t start, int64_t end, int64_t step) { return step < 1 || end <= start ? 0 : (end - start + step - 1) / step; }
 
 /* The ops a U-Net adds: concat, slice, upsample_nearest and conv_transpose2d (and the
  * gradients of slice and upsample_nearest). */
@@ -300,6 +300,22 @@ static mg_status bn_type(const mg_node *n, const mg_type *const *t, mg_type *r, 
         return mg_diag_set(d, n->loc, "batch_norm momentum must lie in (0, 1], got %g", n->fattr2);
     r->dtype = x->dtype;
     r->shape = n->op == MG_OP_BATCH_NORM || n->op == MG_OP_BATCH_NORM_GRAD_INPUT ? x->shape : c;
+    return MG_OK;
+}
+
+/* The limits the parser puts on a declared tensor hold for every result too (upsample_nearest,
+ * conv_transpose2d and concat can grow a shape), so byte counts never overflow int64 later. */
+static mg_status result_too_large(const mg_node *n, const mg_shape *s, mg_diag *d)
+{
+    char sa[128];
+    const int64_t max_dim = 1000000000000LL, max_numel = (int64_t)1 << 40;
+    int64_t numel = 1;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dim[i] > max_dim || s->dim[i] > max_numel / numel)
+            return mg_diag_set(d, n->loc, "'%s' result %s is too large (more than 2^40 elements or a dimension "
+                               "above 10^12)", opname(n), mg_shape_str(s, sa, sizeof sa));
+        numel *= s->dim[i];
+    }
     return MG_OK;
 }
 
@@ -623,6 +639,7 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
     case MG_OP_COUNT:
         return mg_diag_set(d, n->loc, "invalid op");
     }
+    if (result_too_large(n, &r.shape, d)) return MG_ERR;
     n->type = r;
     return MG_OK;
 }

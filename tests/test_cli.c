@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ir.h"
 #include "testutil.h"
 
 static const char *mlp_src =
@@ -197,6 +198,28 @@ START_TEST(test_help)
         ck_assert_msg(strstr(out, "--budget"), "no --budget in:\n%s", out);
         free(out);
     }
+}
+END_TEST
+
+/* The help lists every function a model may call (the ops table's callable rows). */
+START_TEST(test_help_lists_every_function)
+{
+    char *out;
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    const char *fns = strstr(out, "functions "), *end = fns ? strstr(fns, "attributes ") : NULL;
+    ck_assert_msg(fns && end, "no functions/attributes section in:\n%s", out);
+    for (int i = 0; i < MG_OP_COUNT; i++) {
+        if (!mg_ops[i].callable) continue;
+        const char *name = mg_ops[i].name, *at = fns;
+        size_t n = strlen(name);
+        int found = 0;
+        while (!found && (at = strstr(at, name)) != NULL && at < end) {
+            found = (at[-1] == ' ') && (at[n] == ' ' || at[n] == ';' || at[n] == '\n');
+            at += n;
+        }
+        ck_assert_msg(found, "--help does not list the function '%s'", name);
+    }
+    free(out);
 }
 END_TEST
 
@@ -730,6 +753,7 @@ static Suite *cli_suite(void)
     tcase_add_unchecked_fixture(u, root_setup, root_teardown);
     tcase_add_checked_fixture(u, setup, teardown);
     tcase_add_test(u, test_help);
+    tcase_add_test(u, test_help_lists_every_function);
     tcase_add_test(u, test_version);
     tcase_add_test(u, test_no_arguments);
     tcase_add_test(u, test_unknown_command);

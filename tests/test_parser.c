@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "frontend.h"
+#include "plan.h"
 #include "testutil.h"
 
 /* Lines 1-4 of most cases; the statement under test is then on line 5. */
@@ -237,6 +238,50 @@ static const err_case errors[] = {
     {"slice step 0", HDR "z = slice(x, step=0)\n", 5, 19, "attribute 'step' of 'slice' must be at least 1, got 0", NULL, 1},
     {"slice axis out of range", HDR "z = slice(x, axis=-3)\n", 5, 19,
      "attribute 'axis' of 'slice' is -3, out of range for an operand of rank 2 (-2..1)", NULL, 1},
+    {"concat of nothing", HDR "z = concat()\n", 5, 5, "'concat' takes at least 2 arguments, got 0", NULL, 1},
+    {"concat of scalars", HDR "input s: f32[]\nz = concat(s, s)\n", 6, 5, "concat axis 0 out of range for []", NULL, 1},
+    {"concat of i32", HDR "z = concat(y, y)\n", 5, 5, "'concat' needs a floating-point tensor (f32 or f64), got i32", NULL, 1},
+    {"concat of two dtypes", HDR "input x2: f64[4, 3]\nz = concat(x, x2)\n", 6, 5,
+     "operands of 'concat' have different dtypes f32 and f64", NULL, 1},
+    {"concat of two ranks", HDR "input x3: f32[4, 3, 1]\nz = concat(x, x3)\n", 6, 15,
+     "operand 2 is [4,3,1], which does not match the first operand [4,3] on the other axes", NULL, 0},
+    {"slice of a scalar", HDR "input s: f32[]\nz = slice(s, start=0, end=1)\n", 6, 5, "slice axis 0 out of range for []", NULL, 1},
+    {"slice of i32", HDR "z = slice(y, start=1)\n", 5, 5, "'slice' needs a floating-point tensor (f32 or f64), got i32", NULL, 1},
+    {"slice step negative", HDR "z = slice(x, step=-1)\n", 5, 19, "attribute 'step' of 'slice' must be at least 1, got -1", NULL, 1},
+    {"slice end too large", HDR "z = slice(x, end=99999999999)\n", 5, 18,
+     "attribute 'end' of 'slice' must be at most 2147483647, got 99999999999", NULL, 1},
+    /* start and end are int attributes: an axis past 2^31 - 1 is refused, not truncated */
+    {"slice of an axis longer than 2^31", HDR "input big: f32[2, 3000000000]\nz = slice(big, axis=1, start=1)\n", 6, 11,
+     "'slice' supports axes of at most 2147483647 elements; axis 1 of [2,3000000000] has 3000000000", NULL, 1},
+    {"upsample_nearest of i32", HDR "input yi: i32[1, 1, 2, 2]\nz = upsample_nearest(yi)\n", 6, 5,
+     "'upsample_nearest' needs a floating-point input (f32 or f64), got i32", NULL, 1},
+    {"upsample_nearest scale negative", CHDR "z = upsample_nearest(im, scale=-2)\n", 7, 32,
+     "attribute 'scale' of 'upsample_nearest' must be at least 1, got -2", NULL, 1},
+    /* results obey the limits of declared tensors: no int64 overflow in byte counts later */
+    {"upsample_nearest result too large", HDR "input big: f32[1, 1, 1000000, 1000000]\nz = upsample_nearest(big, scale=1000000)\n",
+     6, 5, "'upsample_nearest' result [1,1,1000000000000,1000000000000] is too large (more than 2^40 elements or a "
+     "dimension above 10^12)", NULL, 1},
+    {"conv_transpose2d result too large",
+     HDR "input big: f32[1, 1, 1000000, 1000000]\nparam k1: f32[1, 1, 1, 1]\nz = conv_transpose2d(big, k1, stride=1048576)\n",
+     7, 5, "'conv_transpose2d' result [1,1,1048574951425,1048574951425] is too large", NULL, 0},
+    {"conv_transpose2d weight of rank 3", CHDR "param kt: f32[3, 2, 2]\nz = conv_transpose2d(im, kt)\n", 8, 5,
+     "conv_transpose2d needs a weight of shape [C_in,C_out/groups,kh,kw], got [3,2,2]", NULL, 1},
+    {"conv_transpose2d i32 weight", CHDR "input kt: i32[3, 2, 2, 2]\nz = conv_transpose2d(im, kt)\n", 8, 5,
+     "'conv_transpose2d' needs a floating-point weight (f32 or f64), got i32", NULL, 1},
+    {"conv_transpose2d weight of another dtype", CHDR "param kt: f64[3, 2, 2, 2]\nz = conv_transpose2d(im, kt)\n", 8, 5,
+     "operands of 'conv_transpose2d' have different dtypes f32 and f64", NULL, 1},
+    {"conv_transpose2d pad leaves nothing", HDR "input p1: f32[1, 2, 1, 1]\nparam k1: f32[2, 3, 1, 1]\n"
+     "z = conv_transpose2d(p1, k1, pad=1)\n", 7, 5, "conv_transpose2d of [1,2,1,1] with a 1x1 kernel and pad=1 leaves no output",
+     NULL, 1},
+    {"conv_transpose2d dilation 0", CHDR "z = conv_transpose2d(im, k, dilation=0)\n", 7, 38,
+     "attribute 'dilation' of 'conv_transpose2d' must be at least 1, got 0", NULL, 1},
+    {"cross_entropy float labels", HDR "l = cross_entropy(x, x)\n", 5, 5, "cross_entropy needs i32 class labels, got f32", NULL, 1},
+    {"cross_entropy i32 logits", HDR "input yy: i32[4, 3]\nl = cross_entropy(yy, y)\n", 6, 5,
+     "'cross_entropy' needs a floating-point logits tensor (f32 or f64), got i32", NULL, 1},
+    {"cross_entropy axis negative out of range", HDR "l = cross_entropy(x, y, axis=-3)\n", 5, 30,
+     "attribute 'axis' of 'cross_entropy' is -3, out of range for an operand of rank 2 (-2..1)", NULL, 1},
+    {"cross_entropy axis not an integer", HDR "l = cross_entropy(x, y, axis=1.0)\n", 5, 30,
+     "expected an integer for attribute 'axis' of 'cross_entropy', got '1.0'", NULL, 1},
     {"upsample_nearest of a matrix", HDR "z = upsample_nearest(x)\n", 5, 5,
      "upsample_nearest needs an input of shape [N,C,H,W], got [4,3]", NULL, 1},
     {"upsample_nearest scale 0", CHDR "z = upsample_nearest(im, scale=0)\n", 7, 32,
@@ -292,7 +337,7 @@ static const err_case errors[] = {
     {"layer_norm eps not a number", HDR "param g: f32[3]\nz = layer_norm(x, g, g, eps=x)\n", 6, 29,
      "attribute 'eps' of 'layer_norm' must be a number like 1e-5, got 'x'", NULL, 1},
     {"layer_norm eps negative", HDR "param g: f32[3]\nz = layer_norm(x, g, g, eps=-1e-5)\n", 6, 29,
-     "attribute 'eps' of 'layer_norm' must be a number like 1e-5, got '-'", NULL, 1},
+     "attribute 'eps' of 'layer_norm' must be positive and at most 1, got -1e-05", NULL, 1},
     {"layer_norm eps zero", HDR "param g: f32[3]\nz = layer_norm(x, g, g, eps=0)\n", 6, 29,
      "attribute 'eps' of 'layer_norm' must be positive and at most 1, got 0", NULL, 1},
     {"layer_norm scale of the wrong shape", HDR "param g: f32[4]\nparam b: f32[3]\nz = layer_norm(x, g, b)\n", 7, 5,
@@ -311,7 +356,29 @@ static const err_case errors[] = {
      "attribute 'momentum' of 'batch_norm' must be positive and at most 1, got 1.5", NULL, 1},
     {"batch_norm on i32", HDR "param g: f32[4]\nz = batch_norm(y, g, g)\n", 6, 5,
      "'batch_norm' needs a floating-point input (f32 or f64), got i32", NULL, 1},
-    {"dropout p of 1", HDR "z = dropout(x, p=1)\n", 5, 5, "dropout p must lie in (0, 1), got 1", NULL, 1},
+    {"dropout p of 1", HDR "z = dropout(x, p=1)\n", 5, 18, "attribute 'p' of 'dropout' must be positive and below 1, got 1",
+     NULL, 1},
+    {"dropout p of 0", HDR "z = dropout(x, p=0)\n", 5, 18, "attribute 'p' of 'dropout' must be positive and below 1, got 0",
+     NULL, 1},
+    {"dropout p negative", HDR "z = dropout(x, p=-1)\n", 5, 18,
+     "attribute 'p' of 'dropout' must be positive and below 1, got -1", NULL, 1},
+    {"dropout seed too large", HDR "z = dropout(x, seed=99999999999)\n", 5, 21,
+     "attribute 'seed' of 'dropout' must be at most 1048576, got 99999999999", NULL, 1},
+    {"dropout of two tensors", HDR "z = dropout(x, x)\n", 5, 5, "'dropout' takes 1 argument, got 2", NULL, 1},
+    {"batch_norm over a scalar", HDR "input s: f32[]\nparam g: f32[1]\nz = batch_norm(s, g, g)\n", 7, 5,
+     "batch_norm needs an input of shape [N,C] or [N,C,H,W], got []", NULL, 1},
+    {"batch_norm momentum 0", HDR "param g: f32[3]\nz = batch_norm(x, g, g, momentum=0)\n", 6, 34,
+     "attribute 'momentum' of 'batch_norm' must be positive and at most 1, got 0", NULL, 1},
+    {"batch_norm momentum negative", HDR "param g: f32[3]\nz = batch_norm(x, g, g, momentum=-0.1)\n", 6, 34,
+     "attribute 'momentum' of 'batch_norm' must be positive and at most 1, got -0.1", NULL, 1},
+    {"batch_norm momentum a list", HDR "param g: f32[3]\nz = batch_norm(x, g, g, momentum=[1])\n", 6, 34,
+     "attribute 'momentum' of 'batch_norm' must be a number like 1e-5, got '['", NULL, 1},
+    {"batch_norm eps infinite", HDR "param g: f32[3]\nz = batch_norm(x, g, g, eps=1e999)\n", 6, 29,
+     "attribute 'eps' of 'batch_norm' must be positive and at most 1, got inf", NULL, 1},
+    {"batch_norm scale of another dtype", HDR "param g: f64[3]\nparam b: f32[3]\nz = batch_norm(x, g, b)\n", 7, 5,
+     "operands of 'batch_norm' have different dtypes f32 and f64", NULL, 1},
+    {"batch_norm of two tensors", HDR "param g: f32[3]\nz = batch_norm(x, g)\n", 6, 5, "'batch_norm' takes 3 arguments, got 2",
+     NULL, 1},
     {"dropout unknown attribute", HDR "z = dropout(x, rate=0.1)\n", 5, 16,
      "unknown attribute 'rate' of 'dropout'; its attributes are p, seed", NULL, 1},
     {"dropout seed negative", HDR "z = dropout(x, seed=-2)\n", 5, 21,
@@ -1058,11 +1125,37 @@ START_TEST(test_attributes_change_the_hash)
 }
 END_TEST
 
+/* Every NAME_state_desc entry has its own name, also when batch_norms share a scale param or
+ * take an expression as their scale (the names come from mg_state_name). */
+START_TEST(test_state_names_unique)
+{
+    const char *src = "model m\ninput x: f32[4, 3]\nparam g: f32[3] = ones\nparam b: f32[3] = zeros\n"
+                      "h = batch_norm(x, g, b)\nh = batch_norm(h, g, b)\nh = batch_norm(h, g * 2, b)\n"
+                      "s = g * 3\nh = batch_norm(h, s, b)\nh = dropout(h)\nl = sum(h)\nminimize l\n";
+    const char *want[] = {"g.running_mean", "g.running_var", "batch_norm#1.running_mean", "batch_norm#1.running_var",
+                          "batch_norm#2.running_mean", "batch_norm#2.running_var", "batch_norm#3.running_mean",
+                          "batch_norm#3.running_var", "step"};
+    mg_graph *g = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_parse("t.mg", src, strlen(src), &g, &d) == MG_OK, "%d:%d: %s", d.loc.line, d.loc.col, d.msg);
+    mg_state_entry e[9];
+    int64_t total = 0;
+    ck_assert_int_eq(mg_state_layout(g, NULL, &total), 9);
+    ck_assert_int_eq(mg_state_layout(g, e, &total), 9);
+    for (int i = 0; i < 9; i++) {
+        char buf[128];
+        ck_assert_str_eq(mg_state_name(g, &e[i], buf, sizeof buf), want[i]);
+    }
+    mg_graph_free(g);
+}
+END_TEST
+
 static Suite *parser_suite(void)
 {
     Suite *s = suite_create("parser");
     TCase *e = tcase_create("errors");
     tcase_add_loop_test(e, test_error_table, 0, NERRORS);
+    tcase_add_test(e, test_state_names_unique);
     tcase_add_test(e, test_error_file_is_callers);
     tcase_add_test(e, test_length_is_respected);
     suite_add_tcase(s, e);
