@@ -34,6 +34,10 @@ enum { SEARCH_STATES = 50000 };
 typedef struct search_memo {
     int64_t infeasible_cap; /* a finished search found no schedule under this cap (-1: none) */
     int too_big;            /* the search ran out of states: the problem is left to the heuristics */
+    int chain_tried;        /* the chain DP (sched_chain.c): analysed yet, */
+    mg_chain *chain;        /* its stages and tables (NULL: the problem is not a chain), */
+    int64_t chain_table_cap;/* and the largest cap its tables are built for (0: none yet) */
+    int64_t store_all;      /* the store-all workspace */
 } search_memo;
 
 /* One schedule under cap, not yet placed: the eviction scheduler under opts, or (opts NULL) the
@@ -172,6 +176,85 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
     return MG_OK;
 }
 
+/* Keeps the better of *best and p (fewer FLOPs, then a smaller workspace); frees the other. */
+static void keep_better(mg_plan **best, mg_plan *p)
+{
+    if (!p) return;
+    if (!*best || p->flops_executed < (*best)->flops_executed ||
+        (p->flops_executed == (*best)->flops_executed && p->workspace_bytes < (*best)->workspace_bytes)) {
+        mg_plan_free(*best);
+        *best = p;
+    } else {
+        mg_plan_free(p);
+    }
+}
+
+/* The chain DP's plan within budget (allocator waste included), or NULL: the cap is lowered
+ * by what the arena added until the plan fits. */
+static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *memo, mg_plan **out, mg_diag *d)
+{
+    *out = NULL;
+    if (!memo->chain_tried) {
+        memo->chain_tried = 1;
+        memo->chain = mg_chain_analyse(pr);
+    }
+    if (!memo->chain) return MG_OK;
+    /* the tables serve every cap up to theirs, in slots of about 1/4000 of it: rebuilt for a
+     * larger cap or a much smaller one. They reach 1/8 above the budget: the DP rounds sizes up
+     * to whole slots and counts some steps' memory generously, so a plan made for a larger cap
+     * may still fit the budget once placed. */
+    int64_t want = budget < memo->store_all ? budget : memo->store_all;
+    if (!memo->chain_table_cap || want > memo->chain_table_cap || want + want / 8 < memo->chain_table_cap / 4 * 3) {
+        memo->chain_table_cap = want + want / 8;
+        if (memo->chain_table_cap > memo->store_all) memo->chain_table_cap = memo->store_all;
+    }
+    int64_t cap = want, lo = 0;
+    mg_plan *best = NULL;
+    for (int it = 0; it < 16 && cap > 0; it++) { /* at the budget, lowered until the placed plan fits */
+        mg_plan *p;
+        if (mg_chain_schedule(memo->chain, cap, memo->chain_table_cap, &p, d)) return MG_ERR;
+        if (!p) break;
+        if (mg_arena_assign_within(p, budget, d)) {
+            mg_plan_free(p);
+            return MG_ERR;
+        }
+        if (p->workspace_bytes <= budget) {
+            best = p;
+            lo = cap;
+            break;
+        }
+        int64_t over = p->workspace_bytes - budget;
+        cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
+        mg_plan_free(p);
+    }
+    /* then above it: the largest cap whose plan still fits (bisection; a heuristic, as fitting is
+     * not monotone in the cap, but every plan kept fits) */
+    int64_t hi = memo->chain_table_cap + 1;
+    for (int it = 0; best && it < 10 && hi - lo > MG_ALIGN; it++) {
+        int64_t mid = lo + (hi - lo) / 2;
+        mg_plan *p;
+        if (mg_chain_schedule(memo->chain, mid, memo->chain_table_cap, &p, d)) {
+            mg_plan_free(best);
+            return MG_ERR;
+        }
+        if (p && mg_arena_assign_within(p, budget, d)) {
+            mg_plan_free(p);
+            mg_plan_free(best);
+            return MG_ERR;
+        }
+        if (p && p->workspace_bytes <= budget) {
+            lo = mid;
+            keep_better(&best, p);
+        } else {
+            hi = mid;
+            mg_plan_free(p);
+        }
+    }
+    *out = best;
+    return MG_OK;
+}
+
 /* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing. */
 enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES };
 typedef struct variant {
@@ -219,19 +302,6 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, m
     return n;
 }
 
-/* Keeps the better of *best and p (fewer FLOPs, then a smaller workspace); frees the other. */
-static void keep_better(mg_plan **best, mg_plan *p)
-{
-    if (!p) return;
-    if (!*best || p->flops_executed < (*best)->flops_executed ||
-        (p->flops_executed == (*best)->flops_executed && p->workspace_bytes < (*best)->workspace_bytes)) {
-        mg_plan_free(*best);
-        *best = p;
-    } else {
-        mg_plan_free(p);
-    }
-}
-
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
 static char *sqrt_checkpoints(const mg_problem *pr)
 {
@@ -270,6 +340,10 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
+    }
+    if (solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
+        if (chain_fit(pr, budget, memo, &p, d)) return MG_ERR;
+        keep_better(out, p);
     }
     /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
      * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
@@ -385,6 +459,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
         if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
+    if (!st && !*out && chain_fit(pr, budget, memo, out, d)) st = MG_ERR;
     if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, &mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
     missed_free(&mm);
     return st;
@@ -398,9 +473,10 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
-    search_memo memo = {-1, 0};
+    search_memo memo = {-1, 0, 0, NULL, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
+    memo.store_all = sa->workspace_bytes;
     out->lower_bound = sa->flops_once; /* every op runs at least once */
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
         out->plan = sa;
@@ -463,6 +539,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     if (!st && out->plan && out->lower_bound > out->plan->flops_executed)
         out->lower_bound = out->plan->flops_executed; /* the program's class was narrower than the plan's */
 done:
+    mg_chain_free(memo.chain);
     mg_plan_free(sa);
     free(keep);
     if (st) {
