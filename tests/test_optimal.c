@@ -278,6 +278,8 @@ static void check_against_reference(const char *src)
         ck_assert_msg(au.plan->flops_executed == opt, "%d%%: auto costs %.0f, the reference optimum %.0f\n%s", pct,
                       au.plan->flops_executed, opt, src);
         ck_assert_msg(au.optimal == 1, "%d%%: auto reached the optimum but does not say so\n%s", pct, src);
+        ck_assert_msg(au.lower_bound <= opt, "%d%%: auto's lower bound %.0f exceeds the optimum %.0f", pct, au.lower_bound,
+                      opt);
         mg_plan_free(ex.plan);
         mg_plan_free(au.plan);
     }
@@ -369,6 +371,8 @@ START_TEST(test_random_problems)
             compared++;
             ck_assert_msg(au.plan && au.plan->flops_executed == opt, "problem %d at %d%%: auto %.0f, optimum %.0f", k,
                           pct, au.plan ? au.plan->flops_executed : -1.0, opt);
+            ck_assert_msg(au.lower_bound <= opt, "problem %d at %d%%: lower bound %.0f above the optimum %.0f", k, pct,
+                          au.lower_bound, opt);
             /* the MILP fixes the order of recomputations, so it may only do as well or worse */
             if (ex.plan)
                 ck_assert_msg(ex.plan->flops_executed >= opt && ex.lower_bound <= ex.plan->flops_executed,
@@ -545,6 +549,8 @@ START_TEST(test_chain_reference)
             ck_assert_msg(isinf(bf) ? !au.plan : au.plan && au.plan->flops_executed == bf,
                           "chain %d (n %d) at %d%%: auto %.0f, optimum %.0f", k, n, pct,
                           au.plan ? au.plan->flops_executed : -1.0, bf);
+            ck_assert_msg(isinf(bf) || au.lower_bound <= bf, "chain %d at %d%%: lower bound %.0f above the optimum %.0f", k,
+                          pct, au.lower_bound, bf);
             mg_plan_free(au.plan);
             compared += !isinf(bf);
         }
