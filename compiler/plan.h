@@ -154,6 +154,9 @@ typedef struct mg_chain mg_chain;
 mg_chain *mg_chain_analyse(const mg_problem *prob);
 int mg_chain_stages(const mg_chain *c);
 mg_status mg_chain_schedule(mg_chain *c, int64_t cap, int64_t table_cap, mg_plan **out, mg_diag *d);
+/* What the DP's schedule under cap recomputes (its cost above every target once), INFINITY
+ * when it has none: the schedule's plan costs exactly that much more than flops_once. */
+double mg_chain_cost(mg_chain *c, int64_t cap, int64_t table_cap);
 void mg_chain_free(mg_chain *c);
 
 /* solve_exact.c: Checkmate's MILP for prob under cap (peak live bytes), solved by CBC within

@@ -191,7 +191,8 @@ static void keep_better(mg_plan **best, mg_plan *p)
 
 /* The chain DP's plan within budget (allocator waste included), or NULL: the cap is lowered
  * by what the arena added until the plan fits. */
-static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *memo, mg_plan **out, mg_diag *d)
+static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *memo, const mg_plan *beat, mg_plan **out,
+                           mg_diag *d)
 {
     *out = NULL;
     if (!memo->chain_tried) {
@@ -210,6 +211,11 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
     }
     int64_t cap = want, lo = 0;
     mg_plan *best = NULL;
+    /* the DP knows what its plans recompute: none under the caps tried can beat `beat` */
+    double once = 0;
+    for (int v = 0; v < pr->n; v++) once += pr->target[v] ? pr->cost[v] : 0;
+    if (beat && once + mg_chain_cost(memo->chain, memo->chain_table_cap, memo->chain_table_cap) >= beat->flops_executed)
+        return MG_OK;
     for (int it = 0; it < 16 && cap > 0; it++) { /* at the budget, lowered until the placed plan fits */
         mg_plan *p;
         if (mg_chain_schedule(memo->chain, cap, memo->chain_table_cap, &p, d)) return MG_ERR;
@@ -234,6 +240,10 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
     for (int it = 0; best && it < 6 && hi - lo > MG_ALIGN; it++) {
         int64_t mid = lo + (hi - lo) / 2;
         mg_plan *p;
+        if (once + mg_chain_cost(memo->chain, mid, memo->chain_table_cap) >= best->flops_executed) {
+            lo = mid; /* no cheaper there: look higher */
+            continue;
+        }
         if (mg_chain_schedule(memo->chain, mid, memo->chain_table_cap, &p, d)) {
             mg_plan_free(best);
             return MG_ERR;
@@ -341,10 +351,6 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
-    if (solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
-        if (chain_fit(pr, budget, memo, &p, d)) return MG_ERR;
-        keep_better(out, p);
-    }
     /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
      * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
     variant v[NVARIANTS];
@@ -362,6 +368,9 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
             if ((st = fit(pr, &v[i].o, budget, memo, NULL, 1, NULL, &p, NULL, d))) continue;
         }
         keep_better(out, p);
+    }
+    if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
+        if ((st = chain_fit(pr, budget, memo, *out, &p, d)) == MG_OK) keep_better(out, p);
     }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
@@ -583,7 +592,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
         if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
-    if (!st && !*out && chain_fit(pr, budget, memo, out, d)) st = MG_ERR;
+    if (!st && !*out && chain_fit(pr, budget, memo, NULL, out, d)) st = MG_ERR;
     if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, &mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
     missed_free(&mm);
     return st;

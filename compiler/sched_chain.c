@@ -442,6 +442,8 @@ static void solve_tables(mg_chain *c, int64_t max_cap, int64_t max_entries)
     c->rech = xcalloc(nre, sizeof *c->rech);
     c->fst = xcalloc(2 * (size_t)(L + 2) * (size_t)(c->M + 1), sizeof *c->fst);
     c->fch = xcalloc(2 * (size_t)(L + 2) * (size_t)(c->M + 1), sizeof *c->fch);
+    for (size_t i = 0; i < nre; i++) c->re[i] = INFINITY; /* tables never solved offer nothing */
+    for (size_t i = 0; i < 2 * (size_t)(L + 2) * (size_t)(c->M + 1); i++) c->fst[i] = INFINITY;
     for (int len = 0; len < L - 1; len++) /* recomputations, shortest first */
         for (int s = 1; s + len <= L - 1; s++)
             for (int h = 0; h < 2; h++)
@@ -555,10 +557,10 @@ static void run(exec *e, int s, int t, int64_t m, int first, int h, int g)
     run(e, s, sp - 1, m, 0, h, keep);
 }
 
-mg_status mg_chain_schedule(mg_chain *c, int64_t cap, int64_t table_cap, mg_plan **out, mg_diag *d)
+/* Builds the tables for table_cap (unless they are built for it) and returns the slots of cap,
+ * or -1 when no schedule is under it. */
+static int64_t prepare(mg_chain *c, int64_t cap, int64_t table_cap)
 {
-    (void)d;
-    *out = NULL;
     if (c->re && c->table_cap != table_cap) {
         void *ps[] = {c->sA, c->sK, c->sKA, c->sFDf, c->sFAf, c->sFDr, c->sFAr, c->sFBr, c->sFGr, c->sD, c->sBP,
                       c->re, c->fst, c->rech, c->fch};
@@ -570,10 +572,24 @@ mg_status mg_chain_schedule(mg_chain *c, int64_t cap, int64_t table_cap, mg_plan
         solve_tables(c, table_cap, 1500000);
     }
     int64_t room = cap - c->reserve;
-    if (room < 0) return MG_OK;
+    if (room < 0) return -1;
     int64_t m = room / c->unit;
     if (m > c->M) m = c->M;
-    if (isinf(c->fst[fst_at(c, 1, 0) + (size_t)m])) return MG_OK;
+    return isinf(c->fst[fst_at(c, 1, 0) + (size_t)m]) ? -1 : m;
+}
+
+double mg_chain_cost(mg_chain *c, int64_t cap, int64_t table_cap)
+{
+    int64_t m = prepare(c, cap, table_cap);
+    return m < 0 ? INFINITY : (double)c->fst[fst_at(c, 1, 0) + (size_t)m];
+}
+
+mg_status mg_chain_schedule(mg_chain *c, int64_t cap, int64_t table_cap, mg_plan **out, mg_diag *d)
+{
+    (void)d;
+    *out = NULL;
+    int64_t m = prepare(c, cap, table_cap);
+    if (m < 0) return MG_OK;
     exec e = {.c = c, .ok = 1};
     mg_pb_init(&e.b, c->pr);
     e.done = xcalloc((size_t)c->pr->n, 1);
