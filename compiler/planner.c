@@ -190,9 +190,10 @@ static void keep_better(mg_plan **best, mg_plan *p)
 }
 
 /* The chain DP's plan within budget (allocator waste included), or NULL: the cap is lowered
- * by what the arena added until the plan fits. */
-static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *memo, const mg_plan *beat, mg_plan **out,
-                           mg_diag *d)
+ * by what the arena added until the plan fits. With probe, caps above the budget are tried
+ * for a cheaper plan that still fits (not needed when only feasibility is asked). */
+static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *memo, const mg_plan *beat, int probe,
+                           mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     if (!memo->chain_tried) {
@@ -237,7 +238,7 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
     /* then above it: the largest cap whose plan still fits (bisection; a heuristic, as fitting is
      * not monotone in the cap, but every plan kept fits) */
     int64_t hi = memo->chain_table_cap + 1;
-    for (int it = 0; best && it < 6 && hi - lo > MG_ALIGN; it++) {
+    for (int it = 0; probe && best && it < 6 && hi - lo > MG_ALIGN; it++) {
         int64_t mid = lo + (hi - lo) / 2;
         mg_plan *p;
         if (once + mg_chain_cost(memo->chain, mid, memo->chain_table_cap) >= best->flops_executed) {
@@ -370,7 +371,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         keep_better(out, p);
     }
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
-        if ((st = chain_fit(pr, budget, memo, *out, &p, d)) == MG_OK) keep_better(out, p);
+        if ((st = chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) keep_better(out, p);
     }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
@@ -592,7 +593,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
         if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
-    if (!st && !*out && chain_fit(pr, budget, memo, NULL, out, d)) st = MG_ERR;
+    if (!st && !*out && chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
     if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, &mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
     missed_free(&mm);
     return st;

@@ -569,7 +569,7 @@ static int64_t prepare(mg_chain *c, int64_t cap, int64_t table_cap)
     }
     if (!c->re) {
         c->table_cap = table_cap;
-        solve_tables(c, table_cap, 1500000);
+        solve_tables(c, table_cap, 800000);
     }
     int64_t room = cap - c->reserve;
     if (room < 0) return -1;
