@@ -232,6 +232,8 @@ def main():
         if "growth" in sections: growth(a.memgrad, lines, tmp)
         if "examples" in sections: examples(a.memgrad, lines)
         if "torch" in sections: torch_checkpoint(a.memgrad, lines)
+    la = os.getloadavg()
+    lines.append(f"Load average at the end: {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f}.\n")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
