@@ -366,16 +366,19 @@ static size_t fst_at(const mg_chain *c, int s, int h)
     return ((size_t)h * (size_t)(c->L + 2) + (size_t)s) * (size_t)(c->M + 1);
 }
 
-static float table(const mg_chain *c, int first, int s, int t, int h, int g, int64_t m)
+/* The row of subproblem (s, t, h, g) (first: t = L), indexed by m. */
+static const float *row_of(const mg_chain *c, int first, int s, int t, int h, int g)
 {
-    return first ? c->fst[fst_at(c, s, h) + (size_t)m] : c->re[re_at(c, s, t, h, g) + (size_t)m];
+    return first ? c->fst + fst_at(c, s, h) : c->re + re_at(c, s, t, h, g);
 }
 
 /* The best choice for subproblem (s, t, h, g) at every m: first says t = L and the stages'
- * first forward passes (their cost is the same whatever the schedule, so it is not counted). */
+ * first forward passes (their cost is the same whatever the schedule, so it is not counted).
+ * Each option is feasible from some m on; options are tried in a fixed order (all, then each
+ * checkpoint s' ascending, dropped then kept) and a later one wins only when strictly cheaper. */
 static void solve_one(mg_chain *c, int s, int t, int h, int g, int first)
 {
-    int M = c->M;
+    int64_t M = c->M;
     const int64_t *A = c->sA, *K = c->sK, *KA = c->sKA, *D = c->sD, *BP = c->sBP;
     const int64_t *FA = first ? c->sFAf : c->sFAr, *FD = first ? c->sFDf : c->sFDr;
     float *row = first ? c->fst + fst_at(c, s, h) : c->re + re_at(c, s, t, h, g);
@@ -385,30 +388,38 @@ static void solve_one(mg_chain *c, int s, int t, int h, int g, int first)
     int hs = c->KA[s] > 0;
     int64_t fpass = s < t ? FA[s] : first ? c->sFAf[s] : g ? c->sFGr[s] : c->sFBr[s];
     double fc = first ? 0 : s < t ? c->ufA[s] : g ? c->ufG[s] : c->ufB[s];
-    for (int m = 0; m <= M; m++) {
-        double best = INFINITY;
-        int16_t bc = 0;
-        if (held + KA[s] + BP[s] <= m && A[s - 1] + D[t] + G + fpass <= m) {
-            double x = s == t ? fc : fc + table(c, first, s + 1, t, hs, g, m - held);
-            if (x < best) best = x, bc = 1;
+    for (int64_t m = 0; m <= M; m++) {
+        row[m] = INFINITY;
+        ch[m] = 0;
+    }
+    int64_t from = held + KA[s] + BP[s], f2 = A[s - 1] + D[t] + G + fpass;
+    if (f2 > from) from = f2;
+    if (s == t) {
+        for (int64_t m = from; m <= M; m++) row[m] = (float)fc, ch[m] = 1;
+    } else {
+        const float *sub = row_of(c, first, s + 1, t, hs, g);
+        for (int64_t m = from; m <= M; m++) {
+            double x = fc + sub[m - held];
+            if (x < row[m]) row[m] = (float)x, ch[m] = 1;
         }
-        int64_t fmax = 0;
-        double cost = 0;
-        for (int sp = s + 1; sp <= t; sp++) {
-            int k = sp - 1;
-            int64_t f = (k > s ? A[k - 1] : 0) + FD[k];
-            if (f > fmax) fmax = f;
-            if (!first) cost += c->ufD[k];
-            if (A[s - 1] + D[t] + G + fmax > m) break;
-            double x = cost + table(c, first, sp, t, 0, g, m - A[s - 1]) + table(c, 0, s, sp - 1, h, 0, m);
-            if (x < best) best = x, bc = (int16_t)(2 * sp);
-            if (c->KA[k] > 0) { /* keep a_{sp-1} after the stages from sp on, for B_{sp-1} */
-                x = cost + table(c, first, sp, t, 1, g, m - A[s - 1]) + table(c, 0, s, sp - 1, h, 1, m);
-                if (x < best) best = x, bc = (int16_t)(2 * sp + 1);
+    }
+    int64_t fmax = 0;
+    double cost = 0;
+    for (int sp = s + 1; sp <= t; sp++) {
+        int k = sp - 1;
+        int64_t f = (k > s ? A[k - 1] : 0) + FD[k];
+        if (f > fmax) fmax = f;
+        if (!first) cost += c->ufD[k];
+        int64_t lo = A[s - 1] + D[t] + G + fmax;
+        if (lo > M) break;
+        for (int keep = 0; keep <= (c->KA[k] > 0); keep++) { /* keep: a_{sp-1} stays for B_{sp-1} */
+            const float *right = row_of(c, first, sp, t, keep, g), *left = row_of(c, 0, s, sp - 1, h, keep);
+            int16_t code = (int16_t)(2 * sp + keep);
+            for (int64_t m = lo; m <= M; m++) {
+                double x = cost + right[m - A[s - 1]] + left[m];
+                if (x < row[m]) row[m] = (float)x, ch[m] = code;
             }
         }
-        row[m] = (float)best;
-        ch[m] = bc;
     }
 }
 
