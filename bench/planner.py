@@ -2,6 +2,11 @@
 """bench/planner.py — the planner's figures (issue 3), measured with the built memgrad binary.
 
   python3 bench/planner.py [--memgrad build-release/memgrad] [--out bench/results/planner.md]
+                           [--sections checkmate,layered,growth,examples,torch] [--reuse-exact FILE]
+
+--reuse-exact FILE takes the MILP's columns (exact/once, bound/once, exact solve s) of the
+Checkmate table from an earlier results file instead of running the MILP again (it is most of
+the half hour); a point whose budget label differs there is solved afresh.
 
 Sections: Checkmate training graphs at 90..40% of the store-all peak and at the minimum
 feasible budget (auto vs sqrt vs exact, the MILP, and the best lower bound it proves); Moccasin's layered DAGs at
@@ -46,14 +51,35 @@ def pct(x):
 EXACT_SECONDS = 30
 
 
-def checkmate(mg, lines):
+def old_exact(path):
+    """The MILP's columns of an earlier Checkmate table: (graph, budget label) -> (exact cell, bound, seconds)."""
+    rows = {}
+    if not path:
+        return rows
+    for line in open(path):
+        c = [x.strip() for x in line.strip().strip("|").split("|")]
+        if len(c) == 10 and c[3] and c[4] and not c[3].startswith("infeasible") and c[0] != "graph":
+            try:
+                rows[(c[0], c[2])] = (c[4], float(c[5]), float(c[9]))
+            except ValueError:
+                pass
+    return rows
+
+
+def checkmate(mg, lines, reuse=None):
+    reused = old_exact(reuse)
     lines.append("## Checkmate training graphs\n")
     lines.append("Budgets are fractions of the store-all workspace. `auto/once` is the cost `auto` executes over "
                  "the cost of running every op once. `exact` is Checkmate's MILP solved by CBC with a "
                  f"{EXACT_SECONDS} s limit, started from auto's plan: `exact/once` is its plan's cost (✓ when proven "
-                 "optimal) and `bound/once` the best lower bound it proved (at least 1: every op runs once). "
+                 "optimal) and `bound/once` the best proven lower bound: the MILP's, or the one memgrad proves "
+                 "itself (`flops_lower_bound`: values that cannot stay resident across some step are recomputed), "
+                 "whichever is larger (at least 1: every op runs once). "
                  "`auto/bound` is therefore an upper bound on auto's distance from the optimum. `sqrt` is Chen et "
                  "al.'s checkpointing (\"—\": its plan does not fit).\n")
+    if reuse:
+        lines.append(f"The MILP's columns are taken from an earlier run ({os.path.basename(reuse)}); auto's and sqrt's "
+                     "are measured now.\n")
     lines.append("| graph | nodes | budget | auto/once | exact/once | bound/once | auto/bound | sqrt/once | auto solve s "
                  "| exact solve s |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
@@ -71,15 +97,19 @@ def checkmate(mg, lines):
                 continue
             a = plan(mg, f, b, graph=True)
             s = plan(mg, f, b, solver="sqrt", graph=True, repeat=1)
-            e = plan(mg, f, b, solver="exact", graph=True, repeat=1, time_limit=EXACT_SECONDS)
             once = a["flops_once"]
+            old = reused.get((name, label))
+            if old:
+                re_, bound, esec = old[0], max(old[1] * once, a["flops_lower_bound"], once), old[2]
+            else:
+                e = plan(mg, f, b, solver="exact", graph=True, repeat=1, time_limit=EXACT_SECONDS)
+                re_ = f"{e['flops_executed'] / once:.4f}" + (" ✓" if e["optimal"] is True else "") if e else "—"
+                bound = max(e["flops_lower_bound"] if e else once, a["flops_lower_bound"], once)
+                esec = e["solve_seconds"] if e else 0
             ra = a["flops_executed"] / once
             rs = f"{s['flops_executed'] / once:.4f}" if s else "—"
-            re_ = f"{e['flops_executed'] / once:.4f}" + (" ✓" if e["optimal"] is True else "") if e else "—"
-            bound = max(e["flops_lower_bound"] if e else once, once)
             lines.append(f"| {name} | {len(base['nodes'])} | {label} | {ra:.4f} | {re_} | {bound / once:.4f} | "
-                         f"{a['flops_executed'] / bound:.4f} | {rs} | {a['median_seconds']:.3f} | "
-                         f"{e['solve_seconds'] if e else 0:.1f} |")
+                         f"{a['flops_executed'] / bound:.4f} | {rs} | {a['median_seconds']:.3f} | {esec:.1f} |")
     lines.append("")
 
 
@@ -183,17 +213,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memgrad", default=os.path.join(ROOT, "build-release/memgrad"))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--sections", default="checkmate,layered,growth,examples,torch")
+    ap.add_argument("--reuse-exact", default=None, help="earlier results file to take the MILP's Checkmate columns from")
     a = ap.parse_args()
+    sections = set(a.sections.split(","))
     if not os.path.exists(a.memgrad):
         sys.exit(f"{a.memgrad} not found: build it first (cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release "
                  "&& cmake --build build-release)")
-    lines = ["# Planner benchmark\n"]
+    import datetime
+    la = os.getloadavg()
+    lines = ["# Planner benchmark\n",
+             f"Measured {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores shared with other jobs: "
+             f"load average {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f} (1 / 5 / 15 min) at the start, so solve times are "
+             "wall-clock times under that load.\n"]
     with tempfile.TemporaryDirectory() as tmp:
-        checkmate(a.memgrad, lines)
-        layered(a.memgrad, lines)
-        growth(a.memgrad, lines, tmp)
-        examples(a.memgrad, lines)
-        torch_checkpoint(a.memgrad, lines)
+        if "checkmate" in sections: checkmate(a.memgrad, lines, a.reuse_exact)
+        if "layered" in sections: layered(a.memgrad, lines)
+        if "growth" in sections: growth(a.memgrad, lines, tmp)
+        if "examples" in sections: examples(a.memgrad, lines)
+        if "torch" in sections: torch_checkpoint(a.memgrad, lines)
+    la = os.getloadavg()
+    lines.append(f"Load average at the end: {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f}.\n")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

@@ -161,6 +161,21 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
 mg_status mg_schedule_search(const mg_problem *prob, int64_t cap, int max_states, mg_plan **out, int *complete,
                              mg_diag *d);
 
+/* sched_chain.c: optimal checkpointing of chains (Rotor-style dynamic programming over stages
+ * cut at the forward values that alone cross a position). analyse returns NULL when the
+ * problem's forward part is not such a chain with backward blocks in reverse stage order (or
+ * is too long for the DP). schedule gives the cheapest schedule the DP finds under cap (bytes of
+ * peak live workspace, not yet placed), or NULL; the DP's tables are built on the first call,
+ * for caps up to table_cap, and reused for every smaller cap. */
+typedef struct mg_chain mg_chain;
+mg_chain *mg_chain_analyse(const mg_problem *prob);
+int mg_chain_stages(const mg_chain *c);
+mg_status mg_chain_schedule(mg_chain *c, int64_t cap, int64_t table_cap, mg_plan **out, mg_diag *d);
+/* What the DP's schedule under cap recomputes (its cost above every target once), INFINITY
+ * when it has none: the schedule's plan costs exactly that much more than flops_once. */
+double mg_chain_cost(mg_chain *c, int64_t cap, int64_t table_cap);
+void mg_chain_free(mg_chain *c);
+
 /* solve_exact.c: Checkmate's MILP for prob under cap (peak live bytes), solved by CBC within
  * time_limit seconds, looking only for schedules cheaper than cutoff (HUGE_VAL: any). plan is
  * the best schedule found (not yet placed), or NULL; lower_bound is a proven bound on the cost

@@ -34,6 +34,10 @@ enum { SEARCH_STATES = 50000 };
 typedef struct search_memo {
     int64_t infeasible_cap; /* a finished search found no schedule under this cap (-1: none) */
     int too_big;            /* the search ran out of states: the problem is left to the heuristics */
+    int chain_tried;        /* the chain DP (sched_chain.c): analysed yet, */
+    mg_chain *chain;        /* its stages and tables (NULL: the problem is not a chain), */
+    int64_t chain_table_cap;/* and the largest cap its tables are built for (0: none yet) */
+    int64_t store_all;      /* the store-all workspace */
 } search_memo;
 
 /* One schedule under cap, not yet placed: the eviction scheduler under opts, or (opts NULL) the
@@ -172,6 +176,96 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
     return MG_OK;
 }
 
+/* Keeps the better of *best and p (fewer FLOPs, then a smaller workspace); frees the other. */
+static void keep_better(mg_plan **best, mg_plan *p)
+{
+    if (!p) return;
+    if (!*best || p->flops_executed < (*best)->flops_executed ||
+        (p->flops_executed == (*best)->flops_executed && p->workspace_bytes < (*best)->workspace_bytes)) {
+        mg_plan_free(*best);
+        *best = p;
+    } else {
+        mg_plan_free(p);
+    }
+}
+
+/* The chain DP's plan within budget (allocator waste included), or NULL: the cap is lowered
+ * by what the arena added until the plan fits. With probe, caps above the budget are tried
+ * for a cheaper plan that still fits (not needed when only feasibility is asked). */
+static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *memo, const mg_plan *beat, int probe,
+                           mg_plan **out, mg_diag *d)
+{
+    *out = NULL;
+    if (!memo->chain_tried) {
+        memo->chain_tried = 1;
+        memo->chain = mg_chain_analyse(pr);
+    }
+    if (!memo->chain) return MG_OK;
+    /* the tables serve every cap up to theirs, in slots of about 1/4000 of it: rebuilt for a
+     * larger cap or a much smaller one. They reach 1/8 above the budget: the DP rounds sizes up
+     * to whole slots and counts some steps' memory generously, so a plan made for a larger cap
+     * may still fit the budget once placed. */
+    int64_t want = budget < memo->store_all ? budget : memo->store_all;
+    if (!memo->chain_table_cap || want > memo->chain_table_cap || want + want / 8 < memo->chain_table_cap / 4 * 3) {
+        memo->chain_table_cap = want + want / 8;
+        if (memo->chain_table_cap > memo->store_all) memo->chain_table_cap = memo->store_all;
+    }
+    int64_t cap = want, lo = 0;
+    mg_plan *best = NULL;
+    /* the DP knows what its plans recompute: none under the caps tried can beat `beat` */
+    double once = 0;
+    for (int v = 0; v < pr->n; v++) once += pr->target[v] ? pr->cost[v] : 0;
+    if (beat && once + mg_chain_cost(memo->chain, memo->chain_table_cap, memo->chain_table_cap) >= beat->flops_executed)
+        return MG_OK;
+    for (int it = 0; it < 16 && cap > 0; it++) { /* at the budget, lowered until the placed plan fits */
+        mg_plan *p;
+        if (mg_chain_schedule(memo->chain, cap, memo->chain_table_cap, &p, d)) return MG_ERR;
+        if (!p) break;
+        if (mg_arena_assign_within(p, budget, d)) {
+            mg_plan_free(p);
+            return MG_ERR;
+        }
+        if (p->workspace_bytes <= budget) {
+            best = p;
+            lo = cap;
+            break;
+        }
+        int64_t over = p->workspace_bytes - budget;
+        cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
+        mg_plan_free(p);
+    }
+    /* then above it: the largest cap whose plan still fits (bisection; a heuristic, as fitting is
+     * not monotone in the cap, but every plan kept fits) */
+    int64_t hi = memo->chain_table_cap + 1;
+    for (int it = 0; probe && best && it < 6 && hi - lo > MG_ALIGN; it++) {
+        int64_t mid = lo + (hi - lo) / 2;
+        mg_plan *p;
+        if (once + mg_chain_cost(memo->chain, mid, memo->chain_table_cap) >= best->flops_executed) {
+            lo = mid; /* no cheaper there: look higher */
+            continue;
+        }
+        if (mg_chain_schedule(memo->chain, mid, memo->chain_table_cap, &p, d)) {
+            mg_plan_free(best);
+            return MG_ERR;
+        }
+        if (p && mg_arena_assign_within(p, budget, d)) {
+            mg_plan_free(p);
+            mg_plan_free(best);
+            return MG_ERR;
+        }
+        if (p && p->workspace_bytes <= budget) {
+            lo = mid;
+            keep_better(&best, p);
+        } else {
+            hi = mid;
+            mg_plan_free(p);
+        }
+    }
+    *out = best;
+    return MG_OK;
+}
+
 /* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing. */
 enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES };
 typedef struct variant {
@@ -217,19 +311,6 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, m
     }
     qsort(v, NVARIANTS, sizeof *v, variant_cmp);
     return n;
-}
-
-/* Keeps the better of *best and p (fewer FLOPs, then a smaller workspace); frees the other. */
-static void keep_better(mg_plan **best, mg_plan *p)
-{
-    if (!p) return;
-    if (!*best || p->flops_executed < (*best)->flops_executed ||
-        (p->flops_executed == (*best)->flops_executed && p->workspace_bytes < (*best)->workspace_bytes)) {
-        mg_plan_free(*best);
-        *best = p;
-    } else {
-        mg_plan_free(p);
-    }
 }
 
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
@@ -288,6 +369,9 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
             if ((st = fit(pr, &v[i].o, budget, memo, NULL, 1, NULL, &p, NULL, d))) continue;
         }
         keep_better(out, p);
+    }
+    if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
+        if ((st = chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) keep_better(out, p);
     }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
@@ -351,6 +435,130 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
     return MG_OK;
 }
 
+/* A lower bound on what any schedule within budget recomputes. Targets run in order, so at
+ * target t every value t reads and writes is resident, and so is every value that may not be
+ * dropped and is still to be read (backward values of models, values kept to the end). A
+ * droppable value v computed before t and read after it that does not fit beside them must be
+ * absent at t, so it is computed again after t: its cost is paid twice. Each such v counts
+ * once. */
+static const int64_t *cmp_bytes_of; /* (qsort has no context argument; set only around the call) */
+static int by_bytes_desc(const void *a, const void *b)
+{
+    int64_t x = cmp_bytes_of[*(const int *)a], y = cmp_bytes_of[*(const int *)b];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
+{
+    int n = pr->n;
+    if (budget == INT64_MAX) return 0;
+    int *pos = malloc(((size_t)n + 1) * sizeof *pos), *last = malloc(((size_t)n + 1) * sizeof *last);
+    int *tg = malloc(((size_t)n + 1) * sizeof *tg), *cand = malloc(((size_t)n + 1) * sizeof *cand);
+    char *forced = calloc((size_t)n + 1, 1);
+    int64_t *delta = calloc((size_t)n + 2, sizeof *delta);
+    if (!pos || !last || !forced || !tg || !cand || !delta) abort();
+    int T = 0, nc = 0;
+    for (int v = 0; v < n; v++) {
+        pos[v] = pr->target[v] ? T : -1;
+        if (pr->target[v]) tg[T++] = v;
+        last[v] = -1;
+    }
+    for (int i = 0; i < T; i++)
+        for (int k = pr->in_start[tg[i]]; k < pr->in_start[tg[i] + 1]; k++) last[pr->in[k]] = i;
+    for (int v = 0; v < n; v++) {
+        if (pos[v] < 0 || pr->home[v].mem != MG_MEM_NONE) continue;
+        if (pr->keep_to_end[v]) last[v] = T;
+        if (pr->evictable[v]) cand[nc++] = v;
+        else if (last[v] > pos[v] + 1) { /* live strictly between its step and its last read */
+            delta[pos[v] + 1] += pr->bytes[v];
+            delta[last[v]] -= pr->bytes[v];
+        }
+    }
+    cmp_bytes_of = pr->bytes;
+    qsort(cand, (size_t)nc, sizeof *cand, by_bytes_desc);
+    cmp_bytes_of = NULL;
+    int64_t across = 0; /* values never dropped that are live across step i */
+    for (int i = 0; i < T; i++) {
+        across += delta[i];
+        int t = tg[i];
+        int64_t need = across + (pr->home[t].mem == MG_MEM_NONE ? pr->bytes[t] : 0) + pr->scratch[t];
+        for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) {
+            int u = pr->in[k], dup = 0;
+            for (int j = pr->in_start[t]; j < k; j++) dup |= pr->in[j] == u;
+            if (dup || pos[u] < 0 || pr->home[u].mem != MG_MEM_NONE) continue;
+            if (pr->evictable[u] || !(pos[u] < i && last[u] > i)) need += pr->bytes[u]; /* else counted above */
+        }
+        for (int c = 0; c < nc && pr->bytes[cand[c]] > budget - need; c++) {
+            int v = cand[c], in = 0;
+            if (forced[v] || pos[v] >= i || last[v] <= i) continue;
+            for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) in |= pr->in[k] == v;
+            if (!in) forced[v] = 1;
+        }
+    }
+    double cost = 0;
+    for (int v = 0; v < n; v++)
+        if (forced[v]) cost += pr->cost[v];
+    /* and at each step, the other droppable values live across it that do not fit beside what
+     * it needs are absent too: at least the cheapest bytes (by cost per byte, fractionally) that
+     * cover the excess are recomputed; the largest such figure over the steps adds to the
+     * forced ones (distinct values, distinct recomputations). Quadratic: small problems only. */
+    double extra = 0;
+    double *ratio = malloc(((size_t)n + 1) * sizeof *ratio);
+    int *item = malloc(((size_t)n + 1) * sizeof *item);
+    if (!ratio || !item) abort();
+    for (int i = 0; i < T && T <= 2000; i++) {
+        int t = tg[i], ni = 0;
+        int64_t need = 0, excess;
+        for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) {
+            int u = pr->in[k], dup = 0;
+            for (int j = pr->in_start[t]; j < k; j++) dup |= pr->in[j] == u;
+            if (!dup && pos[u] >= 0 && pr->home[u].mem == MG_MEM_NONE) need += pr->bytes[u];
+        }
+        need += (pr->home[t].mem == MG_MEM_NONE ? pr->bytes[t] : 0) + pr->scratch[t];
+        for (int v = 0; v < n; v++) {
+            if (pos[v] < 0 || pos[v] >= i || last[v] <= i || pr->home[v].mem != MG_MEM_NONE) continue;
+            int in = 0;
+            for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) in |= pr->in[k] == v;
+            if (in) continue;
+            need += pr->bytes[v]; /* everything live across t, were it all resident */
+            if (pr->evictable[v] && !forced[v] && pr->bytes[v] > 0) item[ni++] = v;
+            else if (forced[v]) need -= pr->bytes[v]; /* absent anyway */
+        }
+        excess = need - budget;
+        if (excess <= 0) continue;
+        for (int j = 0; j < ni; j++) ratio[item[j]] = pr->cost[item[j]] / (double)pr->bytes[item[j]];
+        for (int j = 1; j < ni; j++) /* insertion sort by cost per byte (few items) */
+            for (int q = j; q > 0 && ratio[item[q]] < ratio[item[q - 1]]; q--) {
+                int tmp = item[q];
+                item[q] = item[q - 1];
+                item[q - 1] = tmp;
+            }
+        double c = 0;
+        for (int j = 0; j < ni && excess > 0; j++) {
+            int v = item[j];
+            if (pr->bytes[v] <= excess) {
+                c += pr->cost[v];
+                excess -= pr->bytes[v];
+            } else {
+                c += pr->cost[v] * (double)excess / (double)pr->bytes[v];
+                excess = 0;
+            }
+        }
+        if (excess > 0) c = 0; /* nothing fits at all: the budget is infeasible, no bound needed */
+        if (c > extra) extra = c;
+    }
+    cost += extra;
+    free(ratio);
+    free(item);
+    free(pos);
+    free(last);
+    free(forced);
+    free(tg);
+    free(cand);
+    free(delta);
+    return cost;
+}
+
 /* No schedule can hold less than what one step needs at once: its operands in the workspace,
  * its output and its scratch. */
 static int64_t working_set_bound(const mg_problem *pr)
@@ -385,6 +593,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
         if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
+    if (!st && !*out && chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
     if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, &mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
     missed_free(&mm);
     return st;
@@ -398,10 +607,11 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
-    search_memo memo = {-1, 0};
+    search_memo memo = {-1, 0, 0, NULL, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
-    out->lower_bound = sa->flops_once; /* every op runs at least once */
+    memo.store_all = sa->workspace_bytes;
+    out->lower_bound = sa->flops_once + forced_recompute_cost(pr, budget); /* every op at least once */
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
         out->plan = sa;
         sa = NULL;
@@ -459,10 +669,13 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1; /* nothing recomputed: no plan executes fewer FLOPs */
+    if (!st && out->plan && out->plan->flops_executed <= out->lower_bound)
+        out->optimal = 1; /* it recomputes only what the bound proves every plan must */
     if (!st && out->plan && out->optimal == 1) out->lower_bound = out->plan->flops_executed;
     if (!st && out->plan && out->lower_bound > out->plan->flops_executed)
         out->lower_bound = out->plan->flops_executed; /* the program's class was narrower than the plan's */
 done:
+    mg_chain_free(memo.chain);
     mg_plan_free(sa);
     free(keep);
     if (st) {

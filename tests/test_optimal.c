@@ -278,6 +278,8 @@ static void check_against_reference(const char *src)
         ck_assert_msg(au.plan->flops_executed == opt, "%d%%: auto costs %.0f, the reference optimum %.0f\n%s", pct,
                       au.plan->flops_executed, opt, src);
         ck_assert_msg(au.optimal == 1, "%d%%: auto reached the optimum but does not say so\n%s", pct, src);
+        ck_assert_msg(au.lower_bound <= opt, "%d%%: auto's lower bound %.0f exceeds the optimum %.0f", pct, au.lower_bound,
+                      opt);
         mg_plan_free(ex.plan);
         mg_plan_free(au.plan);
     }
@@ -369,6 +371,8 @@ START_TEST(test_random_problems)
             compared++;
             ck_assert_msg(au.plan && au.plan->flops_executed == opt, "problem %d at %d%%: auto %.0f, optimum %.0f", k,
                           pct, au.plan ? au.plan->flops_executed : -1.0, opt);
+            ck_assert_msg(au.lower_bound <= opt, "problem %d at %d%%: lower bound %.0f above the optimum %.0f", k, pct,
+                          au.lower_bound, opt);
             /* the MILP fixes the order of recomputations, so it may only do as well or worse */
             if (ex.plan)
                 ck_assert_msg(ex.plan->flops_executed >= opt && ex.lower_bound <= ex.plan->flops_executed,
@@ -381,6 +385,215 @@ START_TEST(test_random_problems)
         mg_problem_free(pr);
     }
     ck_assert_msg(compared >= 20, "only %d feasible comparisons", compared);
+}
+END_TEST
+
+/* ---- long chains: an independent dynamic program ----------------------------------------
+ * A chain problem built directly: a leaf x, forward values f_1..f_n (f_i reads f_{i-1}), then
+ * backward values g_n..g_1 (g_i reads g_{i+1}, f_i and f_{i-1}, as a layer's gradient reads
+ * its output and its input); g_1 is read after the end. Sizes are multiples of 64 bytes.
+ *
+ * The reference, written here apart from the planner: R(s, t, g, m) is the least cost of the
+ * recomputations that bring g_t .. g_s, holding f_{s-1}, g_{t+1} and (g) f_t, within m units.
+ * Either s = t (recompute f_s unless held, then g_s), or the forward values f_s .. f_j are
+ * recomputed from f_{s-1} keeping only f_j, then R(j+1, t) runs holding f_j, and then
+ * R(s, j) runs with f_j dropped or still held. The first pass is the same with forward costs
+ * counted once. It is checked against the brute-force reference above on short chains, and
+ * `auto` against it on long ones. */
+
+typedef struct cref {
+    int n, mu;             /* stages; memory units (64 bytes) the tables reach */
+    const int *x, *y;      /* units of f_i (x[0] = 0: the leaf) and of g_i (y[n+1] = 0) */
+    const double *c;       /* cost of f_i */
+    double *memo;          /* [first][s][t][g][m], NAN: not yet solved */
+} cref;
+
+static double *cref_slot(cref *r, int first, int s, int t, int g, int m)
+{
+    size_t n1 = (size_t)r->n + 2;
+    return &r->memo[((((size_t)first * n1 + (size_t)s) * n1 + (size_t)t) * 2 + (size_t)g) * (size_t)(r->mu + 1) +
+                    (size_t)m];
+}
+
+static double cref_solve(cref *r, int first, int s, int t, int g, int m)
+{
+    if (m < 0) return INFINITY;
+    double *slot = cref_slot(r, first, s, t, g, m);
+    if (!isnan(*slot)) return *slot;
+    const int *x = r->x, *y = r->y;
+    int held = x[s - 1] + y[t + 1] + (g ? x[t] : 0);
+    double best = INFINITY;
+    if (s == t) {
+        int fits = (g || held + x[s] <= m) && x[s - 1] + x[s] + y[s + 1] + y[s] <= m;
+        if (fits) best = g || first ? 0 : r->c[s];
+    } else {
+        double fc = 0;
+        int peak = 0;
+        for (int j = s; j < t; j++) {
+            int step = (j > s ? x[j - 1] : 0) + x[j];
+            if (step > peak) peak = step;
+            if (held + peak > m) break;
+            if (!first) fc += r->c[j];
+            double right = cref_solve(r, first, j + 1, t, g, m - x[s - 1]);
+            double drop = cref_solve(r, 0, s, j, 0, m), keep = cref_solve(r, 0, s, j, 1, m);
+            double v = fc + right + (drop < keep ? drop : keep);
+            if (v < best) best = v;
+        }
+    }
+    *slot = best;
+    return best;
+}
+
+/* The least total cost of the chain under cap bytes (INFINITY: nothing fits). */
+static double chain_reference(const mg_problem *pr, int n, int64_t cap)
+{
+    int *x = calloc((size_t)n + 2, sizeof *x), *y = calloc((size_t)n + 2, sizeof *y);
+    double *c = calloc((size_t)n + 2, sizeof *c), once = 0;
+    for (int i = 1; i <= n; i++) {
+        x[i] = (int)(pr->bytes[i] / 64);
+        c[i] = pr->cost[i];
+        y[i] = (int)(pr->bytes[2 * n + 1 - i] / 64);
+        once += pr->cost[i] + pr->cost[2 * n + 1 - i];
+    }
+    cref r = {n, (int)(cap / 64), x, y, c, NULL};
+    size_t cells = 2 * (size_t)(n + 2) * (size_t)(n + 2) * 2 * (size_t)(r.mu + 1);
+    r.memo = malloc(cells * sizeof *r.memo);
+    ck_assert_ptr_nonnull(r.memo);
+    for (size_t i = 0; i < cells; i++) r.memo[i] = NAN;
+    double extra = cref_solve(&r, 1, 1, n, 0, r.mu);
+    free(r.memo);
+    free(x);
+    free(y);
+    free(c);
+    return extra + once;
+}
+
+/* Node 0 the leaf, 1..n the forward values, n+1.. the backward values g_n .. g_1. */
+static mg_problem *chain_problem(int n, const int *xu, const int *yu, const double *cost)
+{
+    int N = 2 * n + 1;
+    mg_problem *p = mg_problem_alloc(N, 3 * N);
+    p->nfwd = n + 1;
+    int e = 0;
+    for (int v = 0; v < N; v++) {
+        p->in_start[v] = e;
+        if (v == 0) continue;
+        p->target[v] = 1;
+        if (v <= n) {
+            p->in[e++] = v - 1;
+            p->bytes[v] = 64 * (int64_t)xu[v];
+            p->cost[v] = cost[v];
+            p->evictable[v] = 1;
+        } else {
+            int i = 2 * n + 1 - v; /* g_i */
+            if (v > n + 1) p->in[e++] = v - 1;
+            p->in[e++] = i;
+            p->in[e++] = i - 1;
+            p->bytes[v] = 64 * (int64_t)yu[i];
+            p->cost[v] = 2 * cost[i];
+        }
+    }
+    p->in_start[N] = e;
+    p->keep_to_end[N - 1] = 1;
+    return p;
+}
+
+/* A chain of n stages: uniform (all sizes 2 units, costs 3) or uneven (seeded). */
+static mg_problem *make_chain(int n, int uneven, uint64_t seed)
+{
+    int *x = calloc((size_t)n + 2, sizeof *x), *y = calloc((size_t)n + 2, sizeof *y);
+    double *c = calloc((size_t)n + 2, sizeof *c);
+    for (int i = 1; i <= n; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t r = seed >> 24;
+        x[i] = uneven ? 1 + (int)(r % 6) : 2;
+        y[i] = uneven ? 1 + (int)(r / 7 % 4) : 2;
+        c[i] = uneven ? (double)(1 + r / 31 % 20) : 3;
+    }
+    mg_problem *p = chain_problem(n, x, y, c);
+    free(x);
+    free(y);
+    free(c);
+    return p;
+}
+
+static int64_t chain_store_all(const mg_problem *pr)
+{
+    mg_diag d = {0};
+    mg_solution sa;
+    ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+    mg_plan_free(sa.plan);
+    return sa.store_all_bytes;
+}
+
+/* The DP's schedules are persistent (a value kept as a checkpoint stays until the backward
+ * pass has used it), so the DP is never below the brute force; on uniform chains it is the
+ * optimum. On uneven ones dropping a checkpoint early can be cheaper (e.g. n = 6 below at 68%:
+ * 289 against the DP's 319), which the brute force, and auto's exact search, find. auto reaches
+ * the brute-force optimum on every short chain. */
+START_TEST(test_chain_reference)
+{
+    int compared = 0;
+    for (int k = 0; k < 8; k++) {
+        int n = 5 + k % 5;
+        mg_problem *pr = make_chain(n, k % 4 != 0, 1000 + (uint64_t)k);
+        int64_t all = chain_store_all(pr);
+        for (int pct = 100; pct >= 20; pct -= 8) {
+            int64_t cap = all * pct / 100 / 64 * 64;
+            double bf = reference_optimum(pr, cap), dp = chain_reference(pr, n, cap);
+            ck_assert_msg(dp >= bf && (k % 4 != 0 || dp == bf || (isinf(bf) && isinf(dp))),
+                          "chain %d (n %d) at %d%%: brute force %.0f, DP %.0f", k, n, pct, bf, dp);
+            mg_diag d = {0};
+            mg_solution au;
+            ck_assert_int_eq(mg_solve(pr, MG_SOLVER_AUTO, cap, 0, 0, &au, &d), MG_OK);
+            ck_assert_msg(isinf(bf) ? !au.plan : au.plan && au.plan->flops_executed == bf,
+                          "chain %d (n %d) at %d%%: auto %.0f, optimum %.0f", k, n, pct,
+                          au.plan ? au.plan->flops_executed : -1.0, bf);
+            ck_assert_msg(isinf(bf) || au.lower_bound <= bf, "chain %d at %d%%: lower bound %.0f above the optimum %.0f", k,
+                          pct, au.lower_bound, bf);
+            mg_plan_free(au.plan);
+            compared += !isinf(bf);
+        }
+        mg_problem_free(pr);
+    }
+    ck_assert_msg(compared >= 40, "only %d feasible comparisons", compared);
+}
+END_TEST
+
+/* On long chains, uniform and uneven, from store-all down to where nothing fits: auto is never
+ * worse than the DP reference (equal to it on uniform chains, where the DP is the optimum) and
+ * has a plan wherever the DP has one; every plan verifies and fits. */
+START_TEST(test_long_chains)
+{
+    static const int lengths[] = {16, 24, 40};
+    int compared = 0;
+    for (int k = 0; k < 6; k++) {
+        int n = lengths[k % 3];
+        mg_problem *pr = make_chain(n, k >= 3, 77 + (uint64_t)k);
+        int64_t all = chain_store_all(pr);
+        for (int pct = 95; pct >= 10; pct -= 5) {
+            int64_t cap = all * pct / 100 / 64 * 64;
+            double opt = chain_reference(pr, n, cap);
+            mg_diag d = {0};
+            mg_solution au;
+            ck_assert_int_eq(mg_solve(pr, MG_SOLVER_AUTO, cap, 0, 0, &au, &d), MG_OK);
+            if (isinf(opt)) { /* (the DP's class is narrower: auto may still find a plan) */
+                mg_plan_free(au.plan);
+                continue;
+            }
+            ck_assert_msg(au.plan, "chain %d (n %d, %s) at %d%%: auto finds no plan; the optimum costs %.0f", k, n,
+                          k >= 3 ? "uneven" : "uniform", pct, opt);
+            ck_assert_msg(au.plan->workspace_bytes <= cap && mg_plan_verify(au.plan, pr, &d) == MG_OK,
+                          "chain %d at %d%%: the plan does not fit or verify (%s)", k, pct, d.msg);
+            ck_assert_msg(k >= 3 ? au.plan->flops_executed <= opt : au.plan->flops_executed == opt,
+                          "chain %d (n %d, %s) at %d%%: auto costs %.0f, the DP %.0f", k, n, k >= 3 ? "uneven" : "uniform",
+                          pct, au.plan->flops_executed, opt);
+            mg_plan_free(au.plan);
+            compared++;
+        }
+        mg_problem_free(pr);
+    }
+    ck_assert_msg(compared >= 50, "only %d feasible comparisons", compared);
 }
 END_TEST
 
@@ -397,6 +610,11 @@ static Suite *optimal_suite(void)
     tcase_set_timeout(r, 600);
     tcase_add_test(r, test_random_problems);
     suite_add_tcase(s, r);
+    TCase *l = tcase_create("long chains");
+    tcase_set_timeout(l, 600);
+    tcase_add_test(l, test_chain_reference);
+    tcase_add_test(l, test_long_chains);
+    suite_add_tcase(s, l);
     return s;
 }
 
