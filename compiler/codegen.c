@@ -3,7 +3,8 @@
  * line of kernel calls on pointers into the caller's buffers at the plan's fixed offsets, with
  * every shape a constant — makes the kernels internal so the optimiser inlines and specialises
  * them and several models can be linked into one program, retargets everything to the chosen
- * CPU, optimises at -O3 and writes an object file. The object needs only libc and libm. */
+ * CPU, optimises at -O3 and writes an object file. The object needs only libc and libm.
+ * Chains of elementwise steps that fuse.c finds become one inline loop nest each instead. */
 #include "backend.h"
 
 #include <llvm-c/Analysis.h>

@@ -5,7 +5,8 @@
  *    training step from the same parameters and inputs gives byte-identical loss and
  *    gradients, and the forward pass byte-identical outputs.
  *  - Fusion really happened: the -O0 IR of the fused build has fused loop nests (blocks named
- *    fuseN.loopA), the --no-fuse build none; the examples mlp_deep and cnn_fmnist fuse too. */
+ *    fuseN.loopA), the --no-fuse build none, `memgrad plan --format json` counts as many chains;
+ *    the examples mlp_deep and cnn_fmnist fuse too. */
 #include "testutil.h"
 
 #include <check.h>
@@ -66,6 +67,15 @@ static long long header_figure(const char *h, const char *suffix)
     }
     ck_abort_msg("no #define ..%s in the header", suffix);
     return 0;
+}
+
+static long long json_figure(const char *json, const char *key)
+{
+    char k[128];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(json, k);
+    ck_assert_msg(p != NULL, "no %s in the plan JSON", key);
+    return strtoll(p + strlen(k), NULL, 10);
 }
 
 typedef struct run {
@@ -142,8 +152,15 @@ static int fused_loops(const char *dir, const char *src, const char *opts)
 static void fused_equals_unfused(const char *dt)
 {
     char *dir = tu_tmpdir(), *src = with_dtype(dt);
-    ck_assert_int_gt(fused_loops(dir, src, ""), 1);
+    int loops = fused_loops(dir, src, "");
+    ck_assert_int_gt(loops, 1);
     ck_assert_int_eq(fused_loops(dir, src, "--no-fuse"), 0);
+    /* memgrad plan reports the chains compile fuses: one loop nest each, train and forward */
+    char *out = NULL;
+    ck_assert_msg(tu_memgrad(&out, "plan '%s' --format json --no-cache", tu_path(dir, "count.mg")) == 0, "%s", out);
+    ck_assert_int_eq(json_figure(out, "fused_chains") + json_figure(out, "fused_chains_forward"), loops);
+    ck_assert_int_gt(json_figure(out, "fused_steps"), 2 * json_figure(out, "fused_chains") - 1);
+    free(out);
     run a = run_model(dir, "fused", src, "");
     run b = run_model(dir, "unfused", src, "--no-fuse");
     ck_assert_msg(a.loss == a.loss && a.loss > 0, "%s: loss %g", dt, (double)a.loss);
