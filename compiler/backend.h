@@ -8,6 +8,7 @@ typedef struct mg_target {
     const char *cpu;      /* NULL: the host CPU (or "generic" with an explicit triple) */
     const char *features; /* NULL: the host CPU's (or none with an explicit triple) */
     int opt_level;        /* 0..3 */
+    int no_fuse;          /* 1: every step its own kernel call (no fused elementwise loops) */
 } mg_target;
 
 /* The generated functions and data of one model. */
@@ -27,6 +28,17 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
 /* codegen.c: generates a trivial function for t. An unknown CPU makes LLVM print a warning
  * and, on some targets, abort the process: callers run this in a child process first. */
 mg_status mg_target_probe(const mg_target *t, mg_diag *d);
+
+/* fuse.c: elementwise chains the backend runs as one loop. */
+enum { MG_FUSE_MAX_STEPS = 16, MG_FUSE_MAX_LEAVES = 7 };
+/* The element function ("mgk_e_relu", without the dtype suffix) of an op the fused loops
+ * handle, and its number of arguments; NULL for other ops. */
+const char *mg_fuse_elem_fn(const mg_graph *g, int node, int *nargs);
+/* How many steps from step s on run as one pass (1: step s alone). */
+int mg_fuse_chain(const mg_plan *pl, const mg_graph *g, int s);
+/* The number of chains of two or more steps in the plan; *steps_fused (if not NULL) gets the
+ * steps they cover. */
+int mg_fuse_count(const mg_plan *pl, const mg_graph *g, int *steps_fused);
 
 /* header.c: the C header text for p, malloc'd; the caller frees it. */
 char *mg_header_text(const mg_program *p);

@@ -3,7 +3,8 @@
  * line of kernel calls on pointers into the caller's buffers at the plan's fixed offsets, with
  * every shape a constant — makes the kernels internal so the optimiser inlines and specialises
  * them and several models can be linked into one program, retargets everything to the chosen
- * CPU, optimises at -O3 and writes an object file. The object needs only libc and libm. */
+ * CPU, optimises at -O3 and writes an object file. The object needs only libc and libm.
+ * Chains of elementwise steps that fuse.c finds become one inline loop nest each instead. */
 #include "backend.h"
 
 #include <llvm-c/Analysis.h>
@@ -40,6 +41,7 @@ typedef struct cg {
     mg_state_entry *sent;
     int nsent;
     int64_t state_bytes;
+    int no_fuse, nfused; /* fusion off; fused loops emitted so far (names their blocks) */
     mg_diag *d;
     int failed;
 } cg;
@@ -100,14 +102,15 @@ static void call(cg *c, const char *base, mg_dtype dt, LLVMValueRef *args, unsig
 
 /* A broadcast iteration space collapsed to at most 4 axes. Operand strides are in elements,
  * 0 where the operand is broadcast. */
+enum { MAX_ITER_OPS = MG_FUSE_MAX_LEAVES + 1 };
 typedef struct iter4 {
     int64_t d[4];
-    int64_t s[3][4];
+    int64_t s[MAX_ITER_OPS][4];
 } iter4;
 
 static int collapse(const mg_shape *space, const mg_shape *const *ops, int nops, iter4 *it)
 {
-    int64_t d[MG_MAX_RANK], s[3][MG_MAX_RANK];
+    int64_t d[MG_MAX_RANK], s[MAX_ITER_OPS][MG_MAX_RANK];
     int nd = 0;
     for (int i = 0; i < space->rank; i++) {
         if (space->dim[i] == 1) continue;
@@ -141,7 +144,7 @@ static int collapse(const mg_shape *space, const mg_shape *const *ops, int nops,
     int pad = 4 - nd;
     for (int i = 0; i < 4; i++) {
         it->d[i] = i < pad ? 1 : d[i - pad];
-        for (int k = 0; k < 3; k++) it->s[k][i] = (i < pad || k >= nops) ? 0 : s[k][i - pad];
+        for (int k = 0; k < MAX_ITER_OPS; k++) it->s[k][i] = (i < pad || k >= nops) ? 0 : s[k][i - pad];
     }
     return 1;
 }
@@ -344,13 +347,14 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         for (int i = 0; i < ax; i++) outer *= full->dim[i];
         for (int i = ax + 1; i < full->rank; i++) inner *= full->dim[i];
         if (n->op == MG_OP_CONCAT) {
-            for (int k = 0, off = 0; k < n->ninputs && !c->failed; k++) {
+            int64_t off = 0;
+            for (int k = 0; k < n->ninputs && !c->failed; k++) {
                 int64_t lk = g->nodes[n->in[k]].type.shape.dim[ax];
                 LLVMValueRef a[11] = {ci64(c, outer), ci64(c, 1), ci64(c, lk * inner), place_ptr(c, pl, &st->in[k], n->in[k]),
                                       ci64(c, lk * inner), ci64(c, 0), out, ci64(c, off * inner), ci64(c, len * inner),
                                       ci64(c, 0), ci64(c, 0)};
                 call(c, "mgk_copy_blocks", MG_I32, a, 11);
-                off += (int)lk;
+                off += lk;
             }
             return;
         }
@@ -500,10 +504,131 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
     }
 }
 
+/* One loop nest over the collapsed iteration space of a fused chain (fuse.c found it). Leaf
+ * operands are read with their broadcast strides, each step's element function (the one its
+ * kernel calls) is applied in the chain's order, and only the last value is stored. */
+typedef struct fchain {
+    const mg_plan *pl;
+    int s, len, nleaf;
+    int64_t st[MAX_ITER_OPS][4]; /* per operand (0: the result, then the leaves) and axis */
+    int64_t d[4];
+    LLVMValueRef base[MAX_ITER_OPS];
+    LLVMValueRef fn[MG_FUSE_MAX_STEPS];
+    int leaf_of[MG_FUSE_MAX_STEPS][3]; /* operand number of each input, -1: the previous step's value */
+    LLVMTypeRef t;
+} fchain;
+
+static void fused_body(cg *c, fchain *f, LLVMValueRef *off)
+{
+    LLVMValueRef leaf[MAX_ITER_OPS] = {0}, prev = NULL;
+    for (int k = 1; k <= f->nleaf; k++) {
+        LLVMValueRef p = LLVMBuildGEP2(c->b, f->t, f->base[k], &off[k], 1, "");
+        leaf[k] = LLVMBuildLoad2(c->b, f->t, p, "");
+    }
+    for (int u = 0; u < f->len; u++) {
+        const mg_node *n = &c->g->nodes[f->pl->steps[f->s + u].node];
+        LLVMValueRef a[3];
+        for (int k = 0; k < n->ninputs; k++) a[k] = f->leaf_of[u][k] < 0 ? prev : leaf[f->leaf_of[u][k]];
+        prev = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(f->fn[u]), f->fn[u], a, (unsigned)n->ninputs, "");
+    }
+    LLVMValueRef p = LLVMBuildGEP2(c->b, f->t, f->base[0], &off[0], 1, "");
+    LLVMBuildStore(c->b, prev, p);
+}
+
+static void fused_nest(cg *c, fchain *f, int axis, LLVMValueRef *off)
+{
+    if (axis == 4) {
+        fused_body(c, f, off);
+        return;
+    }
+    if (f->d[axis] == 1) {
+        fused_nest(c, f, axis + 1, off);
+        return;
+    }
+    char name[48];
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+    LLVMValueRef fn = LLVMGetBasicBlockParent(pre);
+    snprintf(name, sizeof name, "fuse%d.loop%d", c->nfused, axis);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->ctx, fn, name);
+    snprintf(name, sizeof name, "fuse%d.done%d", c->nfused, axis);
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, fn, name);
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    LLVMValueRef i = LLVMBuildPhi(c->b, c->i64, "");
+    LLVMValueRef zero = ci64(c, 0);
+    LLVMAddIncoming(i, &zero, &pre, 1);
+    LLVMValueRef inner[MAX_ITER_OPS];
+    for (int k = 0; k <= f->nleaf; k++)
+        inner[k] = f->st[k][axis] == 0 ? off[k]
+                 : LLVMBuildNSWAdd(c->b, off[k], LLVMBuildNSWMul(c->b, i, ci64(c, f->st[k][axis]), ""), "");
+    fused_nest(c, f, axis + 1, inner);
+    LLVMValueRef next = LLVMBuildNSWAdd(c->b, i, ci64(c, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMAddIncoming(i, &next, &latch, 1);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, next, ci64(c, f->d[axis]), ""), head, done);
+    LLVMPositionBuilderAtEnd(c->b, done);
+}
+
+/* Emits steps s .. s+len-1 as one loop; returns 0 (emitting nothing) when the broadcast
+ * space does not collapse to 4 axes, so the caller emits the steps one by one. */
+static int emit_fused(cg *c, const mg_plan *pl, int s, int len)
+{
+    const mg_graph *g = c->g;
+    const mg_step *last = &pl->steps[s + len - 1];
+    const mg_node *res = &g->nodes[last->node];
+    fchain f = {.pl = pl, .s = s, .len = len};
+    const mg_shape *ops[MAX_ITER_OPS] = {&res->type.shape};
+    const mg_step *leaf_step[MAX_ITER_OPS] = {0};
+    int leaf_in[MAX_ITER_OPS] = {0};
+    f.t = res->type.dtype == MG_F64 ? c->f64 : c->f32;
+    for (int u = 0; u < len; u++) {
+        const mg_step *st = &pl->steps[s + u];
+        const mg_node *n = &g->nodes[st->node];
+        char name[64];
+        snprintf(name, sizeof name, "%s_%s", mg_fuse_elem_fn(g, st->node, NULL), n->type.dtype == MG_F64 ? "f64" : "f32");
+        f.fn[u] = LLVMGetNamedFunction(c->mod, name);
+        if (!f.fn[u]) {
+            c->failed = 1;
+            mg_diag_set(c->d, n->loc, "internal error: element function %s missing from the kernel library", name);
+            return 1;
+        }
+        for (int k = 0; k < n->ninputs; k++) {
+            if (u > 0 && n->in[k] == pl->steps[s + u - 1].node) {
+                f.leaf_of[u][k] = -1;
+                continue;
+            }
+            if (f.nleaf + 1 >= MAX_ITER_OPS) return 0;
+            f.leaf_of[u][k] = ++f.nleaf;
+            ops[f.nleaf] = &g->nodes[n->in[k]].type.shape;
+            leaf_step[f.nleaf] = st;
+            leaf_in[f.nleaf] = k;
+        }
+    }
+    iter4 it;
+    if (!collapse(&res->type.shape, ops, f.nleaf + 1, &it)) return 0;
+    memcpy(f.d, it.d, sizeof f.d);
+    memcpy(f.st, it.s, sizeof f.st);
+    f.base[0] = place_ptr(c, pl, &last->out, last->node);
+    for (int k = 1; k <= f.nleaf; k++) {
+        int node = g->nodes[leaf_step[k]->node].in[leaf_in[k]];
+        f.base[k] = place_ptr(c, pl, &leaf_step[k]->in[leaf_in[k]], node);
+    }
+    LLVMValueRef off[MAX_ITER_OPS];
+    for (int k = 0; k <= f.nleaf; k++) off[k] = ci64(c, 0);
+    fused_nest(c, &f, 0, off);
+    c->nfused++;
+    return 1;
+}
+
 static void emit_steps(cg *c, const mg_plan *pl)
 {
     for (int s = 0; s < pl->nsteps && !c->failed; s++) {
         const mg_step *st = &pl->steps[s];
+        int len = c->no_fuse ? 1 : mg_fuse_chain(pl, c->g, s);
+        if (len > 1 && emit_fused(c, pl, s, len)) {
+            s += len - 1;
+            continue;
+        }
         if (st->kind == MG_STEP_COMPUTE) {
             emit_compute(c, pl, st);
         } else {
@@ -801,6 +926,7 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
     c.p = p;
     c.g = g;
     c.d = d;
+    c.no_fuse = t->no_fuse;
     char *err = NULL;
     mg_status st = MG_OK;
     tmachine m;

@@ -87,6 +87,8 @@ static const char *usage_text =
     "  --cpu NAME           target CPU (default: this machine's, or generic with --target)\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
+    "  --no-fuse            one kernel call per step: no fused loops for chains of\n"
+    "                       elementwise ops whose intermediates the plan frees at once\n"
     "\n"
     "model files (.mg; the README has the whole format):\n"
     "  functions            relu tanh sigmoid exp log gelu sum mean softmax log_softmax\n"
@@ -300,7 +302,7 @@ typedef struct options {
     const char *graph; /* plan --graph FILE.json */
     const char *points_text, *cache_dir;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
-    int points, no_cache, from_cache, exact_bytes;
+    int points, no_cache, from_cache, exact_bytes, no_fuse;
     int opt_level, print_ir, print_joint, verify;
     mg_solver solver;
     double time_limit;
@@ -331,6 +333,10 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         else if (is_plan_only && !strcmp(a, "--trace")) slot = &o->trace;
         else if (is_plan_only && !strcmp(a, "--bytes")) {
             o->exact_bytes = 1;
+            continue;
+        }
+        else if (is_compile && !strcmp(a, "--no-fuse")) {
+            o->no_fuse = 1;
             continue;
         }
         else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
@@ -827,7 +833,7 @@ static int check_target(const options *o)
     if (pid == 0) {
         dup2(fds[1], 2);
         close(fds[0]);
-        mg_target t = {o->triple, o->cpu, NULL, o->opt_level};
+        mg_target t = {o->triple, o->cpu, NULL, o->opt_level, 0};
         mg_diag d = {0};
         if (mg_target_probe(&t, &d)) {
             fprintf(stderr, "%s\n", d.msg);
@@ -884,7 +890,7 @@ static int cmd_compile(options *o)
         if (outs[i]) rc = create_tmp_for(outs[i], tmp[i], sizeof tmp[i]);
     if (!rc) {
         mg_diag d = {0};
-        mg_target t = {o->triple, o->cpu, NULL, o->opt_level};
+        mg_target t = {o->triple, o->cpu, NULL, o->opt_level, o->no_fuse};
         if (mg_emit_object(&c.prog, &t, tmp[0], o->emit_llvm ? tmp[2] : NULL, &d)) {
             print_diag(&c.src, &d);
             rc = 1;

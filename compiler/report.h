@@ -49,6 +49,8 @@ typedef struct mg_report_figures {
     double flops_once, flops_executed, recompute_overhead;
     double flops_lower_bound;   /* proven: flops_once, or the exact solver's bound */
     int recompute_steps, recomputed_tensors;
+    /* elementwise chains the backend fuses into one loop each (fuse.c): train and forward */
+    int fused_chains, fused_steps, fused_chains_fwd, fused_steps_fwd;
     /* the training step */
     mg_tensor_row *rows;        /* one per computed value, in schedule order */
     int nrows;

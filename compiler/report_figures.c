@@ -9,6 +9,7 @@
  * Contract: reads the graph and the plans, never changes them; the figures point into both,
  * so they must outlive it. */
 #include "report.h"
+#include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,8 @@ mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const m
     if (!f->row_of_node) abort();
     for (int i = 0; i < g->n; i++) f->row_of_node[i] = -1;
     f->first_backward_step = t->nsteps;
+    f->fused_chains = mg_fuse_count(t, g, &f->fused_steps);
+    f->fused_chains_fwd = mg_fuse_count(f->p->forward, g, &f->fused_steps_fwd);
     /* first pass: how many workspace buffers each value gets, to size the rows exactly */
     int *nws = xcalloc((size_t)g->n, sizeof *nws);
     for (int s = 0; s < t->nsteps; s++)

@@ -154,6 +154,8 @@ char *mg_plan_json(const mg_report_figures *f)
         f->flops_executed, f->recompute_overhead);
     put(&b, "  \"flops_lower_bound\": %.0f,\n", f->flops_lower_bound);
     put(&b, "  \"recompute_steps\": %d, \"recomputed_tensors\": %d,\n", f->recompute_steps, f->recomputed_tensors);
+    put(&b, "  \"fused_chains\": %d, \"fused_steps\": %d, \"fused_chains_forward\": %d, \"fused_steps_forward\": %d,\n",
+        f->fused_chains, f->fused_steps, f->fused_chains_fwd, f->fused_steps_fwd);
     put_tensors(&b, f);
     put(&b, "  \"nodes\": [");
     for (int i = 0; i < g->n; i++) {

@@ -65,6 +65,8 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
                 flops_str(f->flops_lower_bound, exact, a, sizeof a),
                 100.0 * (f->flops_executed - f->flops_lower_bound) / f->flops_lower_bound);
     fprintf(out, "  %-19s %d recomputation steps of %d tensors\n", "recomputed", f->recompute_steps, f->recomputed_tensors);
+    fprintf(out, "  %-19s %d elementwise chains of %d steps run as one loop each (forward: %d of %d)\n", "fused",
+            f->fused_chains, f->fused_steps, f->fused_chains_fwd, f->fused_steps_fwd);
     fprintf(out, "  %-19s %d train (backward from step %d), %d forward\n", "steps", p->train->nsteps,
             f->first_backward_step, p->forward->nsteps);
 }

@@ -1,9 +1,15 @@
 /* ops_impl.h — kernel bodies, instantiated by ops.c for T = float and T = double.
  * SFX(name) appends the type suffix; M(fn) picks the libm function of the right precision. */
 
+/* Every elementwise op is one element function mgk_e_NAME (external, so it stays in the
+ * bitcode) that its array kernel calls per element. The backend's fused loops (compiler/fuse.c)
+ * call the same functions, so a fused chain computes each element exactly as the kernels do:
+ * same operations in the same order, bit for bit. */
+
 /* o[i0,i1,i2,i3] = a[.] OP b[.] over a collapsed 4-D space; innermost strides are 0 or 1. */
 #define MGK_BINARY(name, expr)                                                                    \
-    void SFX(name)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *a, int64_t sa0,       \
+    T SFX(mgk_e_##name)(T x, T y) { return expr; }                                                \
+    void SFX(mgk_##name)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *a, int64_t sa0,       \
                    int64_t sa1, int64_t sa2, int64_t sa3, const T *b, int64_t sb0, int64_t sb1,   \
                    int64_t sb2, int64_t sb3, T *restrict o)                                       \
     {                                                                                             \
@@ -14,48 +20,50 @@
                     const T *pb = b + i0 * sb0 + i1 * sb1 + i2 * sb2;                             \
                     T *po = o + ((i0 * d1 + i1) * d2 + i2) * d3;                                  \
                     if (sa3 == 1 && sb3 == 1)                                                     \
-                        for (int64_t i = 0; i < d3; i++) { T x = pa[i], y = pb[i]; po[i] = expr; } \
+                        for (int64_t i = 0; i < d3; i++) { T x = pa[i], y = pb[i]; po[i] = SFX(mgk_e_##name)(x, y); } \
                     else if (sa3 == 1 && sb3 == 0) {                                              \
                         T y = pb[0];                                                              \
-                        for (int64_t i = 0; i < d3; i++) { T x = pa[i]; po[i] = expr; }           \
+                        for (int64_t i = 0; i < d3; i++) { T x = pa[i]; po[i] = SFX(mgk_e_##name)(x, y); }           \
                     } else if (sa3 == 0 && sb3 == 1) {                                            \
                         T x = pa[0];                                                              \
-                        for (int64_t i = 0; i < d3; i++) { T y = pb[i]; po[i] = expr; }           \
+                        for (int64_t i = 0; i < d3; i++) { T y = pb[i]; po[i] = SFX(mgk_e_##name)(x, y); }           \
                     } else                                                                        \
                         for (int64_t i = 0; i < d3; i++) {                                        \
                             T x = pa[i * sa3], y = pb[i * sb3];                                   \
-                            po[i] = expr;                                                         \
+                            po[i] = SFX(mgk_e_##name)(x, y);                                                         \
                         }                                                                         \
                 }                                                                                 \
     }
 
-MGK_BINARY(mgk_add, x + y)
-MGK_BINARY(mgk_sub, x - y)
-MGK_BINARY(mgk_mul, x * y)
-MGK_BINARY(mgk_div, x / y)
+MGK_BINARY(add, x + y)
+MGK_BINARY(sub, x - y)
+MGK_BINARY(mul, x * y)
+MGK_BINARY(div, x / y)
 
 #define MGK_UNARY(name, expr)                                                  \
-    void SFX(name)(int64_t n, const T *restrict xs, T *restrict ys)            \
+    T SFX(mgk_e_##name)(T x) { return expr; }                                  \
+    void SFX(mgk_##name)(int64_t n, const T *restrict xs, T *restrict ys)      \
     {                                                                          \
-        for (int64_t i = 0; i < n; i++) { T x = xs[i]; ys[i] = expr; }         \
+        for (int64_t i = 0; i < n; i++) ys[i] = SFX(mgk_e_##name)(xs[i]);      \
     }
 
-MGK_UNARY(mgk_neg, -x)
-MGK_UNARY(mgk_relu, x > 0 ? x : (T)0)
-MGK_UNARY(mgk_tanh, M(tanh)(x))
-MGK_UNARY(mgk_sigmoid, x >= 0 ? (T)1 / ((T)1 + M(exp)(-x)) : M(exp)(x) / ((T)1 + M(exp)(x)))
-MGK_UNARY(mgk_exp, M(exp)(x))
-MGK_UNARY(mgk_log, M(log)(x))
+MGK_UNARY(neg, -x)
+MGK_UNARY(relu, x > 0 ? x : (T)0)
+MGK_UNARY(tanh, M(tanh)(x))
+MGK_UNARY(sigmoid, x >= 0 ? (T)1 / ((T)1 + M(exp)(-x)) : M(exp)(x) / ((T)1 + M(exp)(x)))
+MGK_UNARY(exp, M(exp)(x))
+MGK_UNARY(log, M(log)(x))
 
-#define MGK_GRAD(name, expr)                                                                \
-    void SFX(name)(int64_t n, const T *restrict ys, const T *restrict dys, T *restrict dx)  \
-    {                                                                                       \
-        for (int64_t i = 0; i < n; i++) { T y = ys[i], dy = dys[i]; dx[i] = expr; }         \
+#define MGK_GRAD(name, expr)                                                                    \
+    T SFX(mgk_e_##name)(T y, T dy) { return expr; }                                             \
+    void SFX(mgk_##name)(int64_t n, const T *restrict ys, const T *restrict dys, T *restrict dx) \
+    {                                                                                           \
+        for (int64_t i = 0; i < n; i++) dx[i] = SFX(mgk_e_##name)(ys[i], dys[i]);               \
     }
 
-MGK_GRAD(mgk_relu_grad, y > 0 ? dy : (T)0)
-MGK_GRAD(mgk_tanh_grad, dy * ((T)1 - y * y))
-MGK_GRAD(mgk_sigmoid_grad, dy * y * ((T)1 - y))
+MGK_GRAD(relu_grad, y > 0 ? dy : (T)0)
+MGK_GRAD(tanh_grad, dy * ((T)1 - y * y))
+MGK_GRAD(sigmoid_grad, dy * y * ((T)1 - y))
 
 /* out[0] = scale * sum(x), accumulated in double over 8 fixed lanes */
 void SFX(mgk_sum)(int64_t n, const T *restrict x, double scale, T *restrict out)
@@ -240,26 +248,30 @@ void SFX(mgk_layer_norm_grad_scale)(int64_t rows, int64_t D, const T *restrict x
 #define MGK_SQRT1_2 0.70710678118654752440
 #define MGK_SQRT2_PI 0.79788456080286535588
 #define MGK_INV_SQRT_2PI 0.39894228040143267794
-MGK_UNARY(mgk_gelu, (T)0.5 * x * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)))
-MGK_UNARY(mgk_gelu_tanh, (T)0.5 * x * ((T)1 + M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x))))
+MGK_UNARY(gelu, (T)0.5 * x * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)))
+MGK_UNARY(gelu_tanh, (T)0.5 * x * ((T)1 + M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x))))
+
+T SFX(mgk_e_gelu_grad)(T x, T dy)
+{
+    T d = (T)0.5 * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)) + x * (T)MGK_INV_SQRT_2PI * M(exp)((T)-0.5 * x * x);
+    return dy * d;
+}
 
 void SFX(mgk_gelu_grad)(int64_t n, const T *restrict xs, const T *restrict dys, T *restrict dx)
 {
-    for (int64_t i = 0; i < n; i++) {
-        T x = xs[i];
-        T d = (T)0.5 * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)) + x * (T)MGK_INV_SQRT_2PI * M(exp)((T)-0.5 * x * x);
-        dx[i] = dys[i] * d;
-    }
+    for (int64_t i = 0; i < n; i++) dx[i] = SFX(mgk_e_gelu_grad)(xs[i], dys[i]);
+}
+
+T SFX(mgk_e_gelu_tanh_grad)(T x, T dy)
+{
+    T t = M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x));
+    T d = (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * (T)MGK_SQRT2_PI * ((T)1 + (T)(3 * 0.044715) * x * x);
+    return dy * d;
 }
 
 void SFX(mgk_gelu_tanh_grad)(int64_t n, const T *restrict xs, const T *restrict dys, T *restrict dx)
 {
-    for (int64_t i = 0; i < n; i++) {
-        T x = xs[i];
-        T t = M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x));
-        T d = (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * (T)MGK_SQRT2_PI * ((T)1 + (T)(3 * 0.044715) * x * x);
-        dx[i] = dys[i] * d;
-    }
+    for (int64_t i = 0; i < n; i++) dx[i] = SFX(mgk_e_gelu_tanh_grad)(xs[i], dys[i]);
 }
 
 /* Cross-entropy over an [outer, C, inner] view of the logits: the classes lie at stride inner
