@@ -4,8 +4,14 @@
 /* The outputs o in [*lo, *hi) of an axis whose input index o*stride + off lies in [0, n). */
 static inline void SFX(mgk_valid)(int64_t n, int64_t out, int64_t stride, int64_t off, int64_t *lo, int64_t *hi)
 {
-    int64_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    int64_t h = n - 1 - off < 0 ? 0 : (n - 1 - off) / stride + 1;
+    int64_t l, h;
+    if (stride == 1) { /* the common case, without divisions (this runs once per patch row) */
+        l = off >= 0 ? 0 : -off;
+        h = n - off < 0 ? 0 : n - off;
+    } else {
+        l = off >= 0 ? 0 : (-off + stride - 1) / stride;
+        h = n - 1 - off < 0 ? 0 : (n - 1 - off) / stride + 1;
+    }
     if (h > out) h = out;
     if (l > h) l = h;
     *lo = l;
@@ -19,19 +25,20 @@ static void SFX(mgk_im2col)(int64_t H, int64_t W, int64_t KH, int64_t KW, int64_
                             int64_t stride, int64_t pad, int64_t dil, int64_t r0, int64_t r1, int64_t p0,
                             int64_t p1, const T *restrict x, T *restrict col, int64_t ld)
 {
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t c = r / (KH * KW), i = r / KW % KH, j = r % KW;
+    int64_t c = r0 / (KH * KW), i = r0 / KW % KH, j = r0 % KW; /* of row r, counted along */
+    for (int64_t r = r0; r < r1; r++, j = j + 1 < KW ? j + 1 : 0, i = j ? i : i + 1 < KH ? i + 1 : 0, c = j || i ? c : c + 1) {
         int64_t offh = i * dil - pad, offw = j * dil - pad, oh0, oh1, ow0, ow1;
         SFX(mgk_valid)(H, OH, stride, offh, &oh0, &oh1);
         SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
-        for (int64_t oh = p0 / OW; oh * OW < p1; oh++) {
+        T *row = col + (r - r0) * ld; /* row[p - p0] */
+        int64_t z = p1 < oh0 * OW ? p1 : oh0 * OW; /* output rows above the image, then below */
+        if (z > p0) memset(row, 0, (size_t)(z - p0) * sizeof(T));
+        z = p0 > oh1 * OW ? p0 : oh1 * OW;
+        if (z < p1) memset(row + (z - p0), 0, (size_t)(p1 - z) * sizeof(T));
+        for (int64_t oh = p0 / OW > oh0 ? p0 / OW : oh0; oh < oh1 && oh * OW < p1; oh++) {
             /* pixels [a, b) of output row oh, at out[0 ..] */
             int64_t a = p0 > oh * OW ? p0 - oh * OW : 0, b = p1 < (oh + 1) * OW ? p1 - oh * OW : OW;
-            T *out = col + (r - r0) * ld + (oh * OW + a - p0);
-            if (oh < oh0 || oh >= oh1) {
-                memset(out, 0, (size_t)(b - a) * sizeof(T));
-                continue;
-            }
+            T *out = row + (oh * OW + a - p0);
             const T *in = x + (c * H + oh * stride + offh) * W;
             int64_t lo = ow0 > a ? ow0 : a, hi = ow1 < b ? ow1 : b;
             if (lo > b) lo = b;
@@ -52,8 +59,8 @@ static void SFX(mgk_col2im)(int64_t H, int64_t W, int64_t KH, int64_t KW, int64_
                             int64_t stride, int64_t pad, int64_t dil, int64_t r0, int64_t r1, int64_t p0,
                             int64_t p1, const T *restrict col, int64_t ld, T *restrict dx)
 {
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t c = r / (KH * KW), i = r / KW % KH, j = r % KW;
+    int64_t c = r0 / (KH * KW), i = r0 / KW % KH, j = r0 % KW;
+    for (int64_t r = r0; r < r1; r++, j = j + 1 < KW ? j + 1 : 0, i = j ? i : i + 1 < KH ? i + 1 : 0, c = j || i ? c : c + 1) {
         int64_t offh = i * dil - pad, offw = j * dil - pad, oh0, oh1, ow0, ow1;
         SFX(mgk_valid)(H, OH, stride, offh, &oh0, &oh1);
         SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
