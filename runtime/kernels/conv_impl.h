@@ -18,6 +18,63 @@ static inline void SFX(mgk_valid)(int64_t n, int64_t out, int64_t stride, int64_
     *hi = h;
 }
 
+/* The whole patch matrix of one group of one image, the loops ordered for speed on small images
+ * (the blocks below handle any rows and pixels but cost up to 2x more per element on 14x14):
+ * col[((c*KH + i)*KW + j) * ld + oh*OW + ow] = x[c][oh*stride - pad + i*dil][ow*stride - pad + j*dil]. */
+static void SFX(mgk_im2col_full)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+                                 int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict x,
+                                 T *restrict col, int64_t ld)
+{
+    for (int64_t i = 0; i < KH; i++) {
+        int64_t oh0, oh1;
+        SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
+        for (int64_t j = 0; j < KW; j++) {
+            int64_t offw = j * dil - pad, ow0, ow1;
+            SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
+            for (int64_t c = 0; c < Cg; c++) {
+                T *row = col + ((c * KH + i) * KW + j) * ld;
+                memset(row, 0, (size_t)(oh0 * OW) * sizeof(T));
+                for (int64_t oh = oh0; oh < oh1; oh++) {
+                    const T *in = x + (c * H + oh * stride + i * dil - pad) * W;
+                    T *out = row + oh * OW;
+                    for (int64_t ow = 0; ow < ow0; ow++) out[ow] = 0;
+                    if (stride == 1)
+                        for (int64_t ow = ow0; ow < ow1; ow++) out[ow] = in[ow + offw];
+                    else
+                        for (int64_t ow = ow0; ow < ow1; ow++) out[ow] = in[ow * stride + offw];
+                    for (int64_t ow = ow1; ow < OW; ow++) out[ow] = 0;
+                }
+                memset(row + oh1 * OW, 0, (size_t)((OH - oh1) * OW) * sizeof(T));
+            }
+        }
+    }
+}
+
+/* The adjoint of mgk_im2col_full: dx (zeroed by the caller) += col, in (c, i, j, oh, ow) order. */
+static void SFX(mgk_col2im_full)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+                                 int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict col,
+                                 int64_t ld, T *restrict dx)
+{
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t i = 0; i < KH; i++) {
+            int64_t oh0, oh1;
+            SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
+            for (int64_t j = 0; j < KW; j++) {
+                int64_t offw = j * dil - pad, ow0, ow1;
+                SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
+                const T *row = col + ((c * KH + i) * KW + j) * ld;
+                for (int64_t oh = oh0; oh < oh1; oh++) {
+                    const T *in = row + oh * OW;
+                    T *out = dx + (c * H + oh * stride + i * dil - pad) * W;
+                    if (stride == 1)
+                        for (int64_t ow = ow0; ow < ow1; ow++) out[ow + offw] += in[ow];
+                    else
+                        for (int64_t ow = ow0; ow < ow1; ow++) out[ow * stride + offw] += in[ow];
+                }
+            }
+        }
+}
+
 /* The patch rows [r0, r1) and pixels [p0, p1) (flattened oh*OW + ow) of one group of one image
  * x (Cg planes of H x W): col[(r - r0) * ld + p - p0] = x[c][oh*stride - pad + i*dil][ow*stride -
  * pad + j*dil] for patch row r = (c*KH + i)*KW + j, 0 in the padding. */
@@ -40,6 +97,15 @@ static void SFX(mgk_im2col)(int64_t H, int64_t W, int64_t KH, int64_t KW, int64_
             int64_t a = p0 > oh * OW ? p0 - oh * OW : 0, b = p1 < (oh + 1) * OW ? p1 - oh * OW : OW;
             T *out = row + (oh * OW + a - p0);
             const T *in = x + (c * H + oh * stride + offh) * W;
+            if (a == 0 && b == OW) { /* a whole output row (all but the block's first and last) */
+                for (int64_t ow = 0; ow < ow0; ow++) out[ow] = 0;
+                if (stride == 1)
+                    for (int64_t ow = ow0; ow < ow1; ow++) out[ow] = in[ow + offw];
+                else
+                    for (int64_t ow = ow0; ow < ow1; ow++) out[ow] = in[ow * stride + offw];
+                for (int64_t ow = ow1; ow < OW; ow++) out[ow] = 0;
+                continue;
+            }
             int64_t lo = ow0 > a ? ow0 : a, hi = ow1 < b ? ow1 : b;
             if (lo > b) lo = b;
             if (hi < lo) hi = lo;
@@ -69,6 +135,13 @@ static void SFX(mgk_col2im)(int64_t H, int64_t W, int64_t KH, int64_t KW, int64_
             int64_t lo = ow0 > a ? ow0 : a, hi = ow1 < b ? ow1 : b;
             const T *in = col + (r - r0) * ld + (oh * OW + a - p0); /* in[ow - a] */
             T *out = dx + (c * H + oh * stride + offh) * W;
+            if (a == 0) { /* (a whole row, or the block's last) */
+                if (stride == 1)
+                    for (int64_t ow = lo; ow < hi; ow++) out[ow + offw] += in[ow];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++) out[ow * stride + offw] += in[ow];
+                continue;
+            }
             if (stride == 1)
                 for (int64_t ow = lo; ow < hi; ow++) out[ow + offw] += in[ow - a];
             else
@@ -110,7 +183,14 @@ static void SFX(mgk_conv_block)(const mgk_conv_geom *g, int64_t nbb, int64_t r0,
     for (int64_t i = p0 / P; i < nbb && i * P < p1; i++) {
         int64_t a = p0 > i * P ? p0 - i * P : 0, b = p1 < (i + 1) * P ? p1 - i * P : P;
         T *c = col + (i * P + a - p0);
-        if (back)
+        if (r0 == 0 && r1 == g->C / g->groups * g->KH * g->KW && a == 0 && b == P) {
+            if (back)
+                SFX(mgk_col2im_full)(g->C / g->groups, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
+                                     g->dil, c, p1 - p0, xg + i * xs);
+            else
+                SFX(mgk_im2col_full)(g->C / g->groups, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
+                                     g->dil, xg + i * xs, c, p1 - p0);
+        } else if (back)
             SFX(mgk_col2im)(g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad, g->dil, r0, r1, a, b, c, p1 - p0,
                             xg + i * xs);
         else
