@@ -18,21 +18,24 @@ static inline void SFX(mgk_valid)(int64_t n, int64_t out, int64_t stride, int64_
     *hi = h;
 }
 
-/* The whole patch matrix of one group of one image, the loops ordered for speed on small images
- * (the blocks below handle any rows and pixels but cost up to 2x more per element on 14x14):
- * col[((c*KH + i)*KW + j) * ld + oh*OW + ow] = x[c][oh*stride - pad + i*dil][ow*stride - pad + j*dil]. */
-static void SFX(mgk_im2col_full)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+/* Patch rows [r0, r1) over all pixels of one group of one image, the loops ordered for speed on
+ * small images (the blocks below handle any pixels but cost up to 2x more per element on 14x14):
+ * col[(r - r0) * ld + oh*OW + ow] for r = (c*KH + i)*KW + j = x[c][oh*stride - pad + i*dil][ow*stride - pad + j*dil]. */
+static void SFX(mgk_im2col_full)(int64_t r0, int64_t r1, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
                                  int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict x,
                                  T *restrict col, int64_t ld)
 {
+    int64_t c0 = r0 / (KH * KW), c1 = (r1 - 1) / (KH * KW) + 1;
     for (int64_t i = 0; i < KH; i++) {
         int64_t oh0, oh1;
         SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
         for (int64_t j = 0; j < KW; j++) {
             int64_t offw = j * dil - pad, ow0, ow1;
             SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
-            for (int64_t c = 0; c < Cg; c++) {
-                T *row = col + ((c * KH + i) * KW + j) * ld;
+            for (int64_t c = c0; c < c1; c++) {
+                int64_t r = (c * KH + i) * KW + j;
+                if (r < r0 || r >= r1) continue;
+                T *row = col + (r - r0) * ld;
                 memset(row, 0, (size_t)(oh0 * OW) * sizeof(T));
                 for (int64_t oh = oh0; oh < oh1; oh++) {
                     const T *in = x + (c * H + oh * stride + i * dil - pad) * W;
@@ -50,19 +53,22 @@ static void SFX(mgk_im2col_full)(int64_t Cg, int64_t H, int64_t W, int64_t KH, i
     }
 }
 
-/* The adjoint of mgk_im2col_full: dx (zeroed by the caller) += col, in (c, i, j, oh, ow) order. */
-static void SFX(mgk_col2im_full)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+/* The adjoint of mgk_im2col_full: dx (zeroed by the caller) += col, in (c, i, j, oh, ow) order
+ * (for each element of dx, the rows in increasing order). */
+static void SFX(mgk_col2im_full)(int64_t r0, int64_t r1, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
                                  int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict col,
                                  int64_t ld, T *restrict dx)
 {
-    for (int64_t c = 0; c < Cg; c++)
+    for (int64_t c = r0 / (KH * KW); c <= (r1 - 1) / (KH * KW); c++)
         for (int64_t i = 0; i < KH; i++) {
             int64_t oh0, oh1;
             SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
             for (int64_t j = 0; j < KW; j++) {
                 int64_t offw = j * dil - pad, ow0, ow1;
                 SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
-                const T *row = col + ((c * KH + i) * KW + j) * ld;
+                int64_t r = (c * KH + i) * KW + j;
+                if (r < r0 || r >= r1) continue;
+                const T *row = col + (r - r0) * ld;
                 for (int64_t oh = oh0; oh < oh1; oh++) {
                     const T *in = row + oh * OW;
                     T *out = dx + (c * H + oh * stride + i * dil - pad) * W;
@@ -183,12 +189,12 @@ static void SFX(mgk_conv_block)(const mgk_conv_geom *g, int64_t nbb, int64_t r0,
     for (int64_t i = p0 / P; i < nbb && i * P < p1; i++) {
         int64_t a = p0 > i * P ? p0 - i * P : 0, b = p1 < (i + 1) * P ? p1 - i * P : P;
         T *c = col + (i * P + a - p0);
-        if (r0 == 0 && r1 == g->C / g->groups * g->KH * g->KW && a == 0 && b == P) {
+        if (a == 0 && b == P) {
             if (back)
-                SFX(mgk_col2im_full)(g->C / g->groups, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
+                SFX(mgk_col2im_full)(r0, r1, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
                                      g->dil, c, p1 - p0, xg + i * xs);
             else
-                SFX(mgk_im2col_full)(g->C / g->groups, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
+                SFX(mgk_im2col_full)(r0, r1, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
                                      g->dil, xg + i * xs, c, p1 - p0);
         } else if (back)
             SFX(mgk_col2im)(g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad, g->dil, r0, r1, a, b, c, p1 - p0,
