@@ -18,17 +18,17 @@ static inline void SFX(mgk_valid)(int64_t n, int64_t out, int64_t stride, int64_
     *hi = h;
 }
 
-/* Patch rows [r0, r1) over all pixels of one group of one image, the loops ordered for speed on
+/* Patch rows [r0, r1) over the OH output rows from oh_s on (all their pixels) of one group of one image, the loops ordered for speed on
  * small images (the blocks below handle any pixels but cost up to 2x more per element on 14x14):
  * col[(r - r0) * ld + oh*OW + ow] for r = (c*KH + i)*KW + j = x[c][oh*stride - pad + i*dil][ow*stride - pad + j*dil]. */
-static void SFX(mgk_im2col_full)(int64_t r0, int64_t r1, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+static void SFX(mgk_im2col_full)(int64_t r0, int64_t r1, int64_t oh_s, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
                                  int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict x,
                                  T *restrict col, int64_t ld)
 {
     int64_t c0 = r0 / (KH * KW), c1 = (r1 - 1) / (KH * KW) + 1;
     for (int64_t i = 0; i < KH; i++) {
         int64_t oh0, oh1;
-        SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
+        SFX(mgk_valid)(H, OH, stride, oh_s * stride + i * dil - pad, &oh0, &oh1);
         for (int64_t j = 0; j < KW; j++) {
             int64_t offw = j * dil - pad, ow0, ow1;
             SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
@@ -38,7 +38,7 @@ static void SFX(mgk_im2col_full)(int64_t r0, int64_t r1, int64_t H, int64_t W, i
                 T *row = col + (r - r0) * ld;
                 memset(row, 0, (size_t)(oh0 * OW) * sizeof(T));
                 for (int64_t oh = oh0; oh < oh1; oh++) {
-                    const T *in = x + (c * H + oh * stride + i * dil - pad) * W;
+                    const T *in = x + (c * H + (oh_s + oh) * stride + i * dil - pad) * W;
                     T *out = row + oh * OW;
                     for (int64_t ow = 0; ow < ow0; ow++) out[ow] = 0;
                     if (stride == 1)
@@ -55,14 +55,14 @@ static void SFX(mgk_im2col_full)(int64_t r0, int64_t r1, int64_t H, int64_t W, i
 
 /* The adjoint of mgk_im2col_full: dx (zeroed by the caller) += col, in (c, i, j, oh, ow) order
  * (for each element of dx, the rows in increasing order). */
-static void SFX(mgk_col2im_full)(int64_t r0, int64_t r1, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+static void SFX(mgk_col2im_full)(int64_t r0, int64_t r1, int64_t oh_s, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
                                  int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict col,
                                  int64_t ld, T *restrict dx)
 {
     for (int64_t c = r0 / (KH * KW); c <= (r1 - 1) / (KH * KW); c++)
         for (int64_t i = 0; i < KH; i++) {
             int64_t oh0, oh1;
-            SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
+            SFX(mgk_valid)(H, OH, stride, oh_s * stride + i * dil - pad, &oh0, &oh1);
             for (int64_t j = 0; j < KW; j++) {
                 int64_t offw = j * dil - pad, ow0, ow1;
                 SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
@@ -71,7 +71,7 @@ static void SFX(mgk_col2im_full)(int64_t r0, int64_t r1, int64_t H, int64_t W, i
                 const T *row = col + (r - r0) * ld;
                 for (int64_t oh = oh0; oh < oh1; oh++) {
                     const T *in = row + oh * OW;
-                    T *out = dx + (c * H + oh * stride + i * dil - pad) * W;
+                    T *out = dx + (c * H + (oh_s + oh) * stride + i * dil - pad) * W;
                     if (stride == 1)
                         for (int64_t ow = ow0; ow < ow1; ow++) out[ow + offw] += in[ow];
                     else
@@ -189,12 +189,13 @@ static void SFX(mgk_conv_block)(const mgk_conv_geom *g, int64_t nbb, int64_t r0,
     for (int64_t i = p0 / P; i < nbb && i * P < p1; i++) {
         int64_t a = p0 > i * P ? p0 - i * P : 0, b = p1 < (i + 1) * P ? p1 - i * P : P;
         T *c = col + (i * P + a - p0);
-        if (a == 0 && b == P) {
+        if (a % g->OW == 0 && (b % g->OW == 0 || b == P)) { /* whole output rows a/OW .. */
+            int64_t oh_s = a / g->OW, ohn = (b - a + g->OW - 1) / g->OW;
             if (back)
-                SFX(mgk_col2im_full)(r0, r1, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
+                SFX(mgk_col2im_full)(r0, r1, oh_s, g->H, g->W, g->KH, g->KW, ohn, g->OW, g->stride, g->pad,
                                      g->dil, c, p1 - p0, xg + i * xs);
             else
-                SFX(mgk_im2col_full)(r0, r1, g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad,
+                SFX(mgk_im2col_full)(r0, r1, oh_s, g->H, g->W, g->KH, g->KW, ohn, g->OW, g->stride, g->pad,
                                      g->dil, xg + i * xs, c, p1 - p0);
         } else if (back)
             SFX(mgk_col2im)(g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad, g->dil, r0, r1, a, b, c, p1 - p0,
