@@ -76,6 +76,10 @@ static const bcase cases[] = {
     CONV("unet.l1_fwd", 2, 8, 16, 64, 16, 3, 1, 1),
     CONV("unet.l1_dx", 3, 8, 16, 64, 16, 3, 1, 1),
     CONV("unet.l1_dw", 4, 8, 16, 64, 16, 3, 1, 1),
+    /* the first up level's first conv (32 -> 16 channels at 64x64): the largest patch matrix */
+    CONV("unet.up1_fwd", 2, 8, 32, 64, 16, 3, 1, 1),
+    CONV("unet.up1_dx", 3, 8, 32, 64, 16, 3, 1, 1),
+    CONV("unet.up1_dw", 4, 8, 32, 64, 16, 3, 1, 1),
     CONV("unet.bott_fwd", 2, 8, 128, 8, 128, 3, 1, 1),
 };
 

@@ -60,6 +60,9 @@ cases = [
     conv("unet.l1_fwd", "fwd", 8, 16, 64, 16, 3, 1, 1),
     conv("unet.l1_dx", "dx", 8, 16, 64, 16, 3, 1, 1),
     conv("unet.l1_dw", "dw", 8, 16, 64, 16, 3, 1, 1),
+    conv("unet.up1_fwd", "fwd", 8, 32, 64, 16, 3, 1, 1),
+    conv("unet.up1_dx", "dx", 8, 32, 64, 16, 3, 1, 1),
+    conv("unet.up1_dw", "dw", 8, 32, 64, 16, 3, 1, 1),
     conv("unet.bott_fwd", "fwd", 8, 128, 8, 128, 3, 1, 1),
 ]
 

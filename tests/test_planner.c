@@ -487,11 +487,10 @@ END_TEST
  * with the encoder outputs by concat: long skips that live from the start of the forward pass
  * to the end of the backward one; per-pixel cross-entropy over 2 classes) at store-all, 50%
  * where the planner meets it, and the minimum feasible budget, which recomputes (the skips
- * among others): bit-identical loss and gradients. At these shapes 50% of store-all (14.6 MiB)
- * is below the minimum feasible budget (14.8 MiB: the input gradient of the first up level's
- * 3x3 convolution over 32 channels of 64x64 needs its im2col patches, 4.5 MiB, with its 4 MiB
- * result and 2 MiB upstream gradient at once), so 50% must be refused with both figures and
- * is not compiled. Two compilations keep the test near 2 minutes under ASan. */
+ * among others): bit-identical loss and gradients. At these shapes 50% of store-all (13.2 MiB)
+ * is still below the minimum feasible budget (13.3 MiB, with the im2col patches built in blocks
+ * of at most 1 MiB, conv.h; it was 14.6 against 14.8 MiB with whole 4.5 MiB patch matrices), so
+ * 50% must be refused with both figures and is not compiled. Two compilations keep the test near 2 minutes under ASan. */
 START_TEST(test_bit_identical_unet_small)
 {
     char *dir, mpath[4300], *out = NULL;
@@ -584,7 +583,7 @@ static float step_at_state(const char *dir, const char *tag, const char *model, 
 
 /* examples/resnet18_64.mg (ResNet-18 with BatchNorm in training mode, batch 16 x 3x64x64) at
  * store-all, 50% and the minimum feasible budget: bit-identical loss, gradients and running
- * statistics. Measured: store-all 28068032 bytes, minimum feasible 12582976 (44.8%), so 50%
+ * statistics. Measured: store-all 27936960 bytes, minimum feasible 12582976 (45.0%), so 50%
  * is feasible; both recompute forward convolutions and batch_norms. */
 START_TEST(test_bit_identical_resnet18_64)
 {

@@ -4,32 +4,41 @@
 /* The outputs o in [*lo, *hi) of an axis whose input index o*stride + off lies in [0, n). */
 static inline void SFX(mgk_valid)(int64_t n, int64_t out, int64_t stride, int64_t off, int64_t *lo, int64_t *hi)
 {
-    int64_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    int64_t h = n - 1 - off < 0 ? 0 : (n - 1 - off) / stride + 1;
+    int64_t l, h;
+    if (stride == 1) { /* the common case, without divisions (this runs once per patch row) */
+        l = off >= 0 ? 0 : -off;
+        h = n - off < 0 ? 0 : n - off;
+    } else {
+        l = off >= 0 ? 0 : (-off + stride - 1) / stride;
+        h = n - 1 - off < 0 ? 0 : (n - 1 - off) / stride + 1;
+    }
     if (h > out) h = out;
     if (l > h) l = h;
     *lo = l;
     *hi = h;
 }
 
-/* col[((c*KH + i)*KW + j) * ld + oh*OW + ow] = x[c][oh*stride - pad + i*dil][ow*stride - pad + j*dil],
- * 0 in the padding; x is one group of one image (Cg planes of H x W), ld >= OH*OW the row stride
- * of the patch matrix (several images' columns side by side). */
-static void SFX(mgk_im2col)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
-                            int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict x,
-                            T *restrict col, int64_t ld)
+/* Patch rows [r0, r1) over the OH output rows from oh_s on (all their pixels) of one group of one image, the loops ordered for speed on
+ * small images (the blocks below handle any pixels but cost up to 2x more per element on 14x14):
+ * col[(r - r0) * ld + oh*OW + ow] for r = (c*KH + i)*KW + j = x[c][oh*stride - pad + i*dil][ow*stride - pad + j*dil]. */
+static void SFX(mgk_im2col_full)(int64_t r0, int64_t r1, int64_t oh_s, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+                                 int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict x,
+                                 T *restrict col, int64_t ld)
 {
+    int64_t c0 = r0 / (KH * KW), c1 = (r1 - 1) / (KH * KW) + 1;
     for (int64_t i = 0; i < KH; i++) {
         int64_t oh0, oh1;
-        SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
+        SFX(mgk_valid)(H, OH, stride, oh_s * stride + i * dil - pad, &oh0, &oh1);
         for (int64_t j = 0; j < KW; j++) {
             int64_t offw = j * dil - pad, ow0, ow1;
             SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
-            for (int64_t c = 0; c < Cg; c++) {
-                T *row = col + ((c * KH + i) * KW + j) * ld;
+            for (int64_t c = c0; c < c1; c++) {
+                int64_t r = (c * KH + i) * KW + j;
+                if (r < r0 || r >= r1) continue;
+                T *row = col + (r - r0) * ld;
                 memset(row, 0, (size_t)(oh0 * OW) * sizeof(T));
                 for (int64_t oh = oh0; oh < oh1; oh++) {
-                    const T *in = x + (c * H + oh * stride + i * dil - pad) * W;
+                    const T *in = x + (c * H + (oh_s + oh) * stride + i * dil - pad) * W;
                     T *out = row + oh * OW;
                     for (int64_t ow = 0; ow < ow0; ow++) out[ow] = 0;
                     if (stride == 1)
@@ -44,23 +53,25 @@ static void SFX(mgk_im2col)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_
     }
 }
 
-/* The adjoint of im2col (same ld): dx (zeroed here) += col scattered back, in a fixed order. */
-static void SFX(mgk_col2im)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
-                            int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict col,
-                            int64_t ld, T *restrict dx)
+/* The adjoint of mgk_im2col_full: dx (zeroed by the caller) += col, in (c, i, j, oh, ow) order
+ * (for each element of dx, the rows in increasing order). */
+static void SFX(mgk_col2im_full)(int64_t r0, int64_t r1, int64_t oh_s, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+                                 int64_t OW, int64_t stride, int64_t pad, int64_t dil, const T *restrict col,
+                                 int64_t ld, T *restrict dx)
 {
-    memset(dx, 0, (size_t)(Cg * H * W) * sizeof(T));
-    for (int64_t c = 0; c < Cg; c++)
+    for (int64_t c = r0 / (KH * KW); c <= (r1 - 1) / (KH * KW); c++)
         for (int64_t i = 0; i < KH; i++) {
             int64_t oh0, oh1;
-            SFX(mgk_valid)(H, OH, stride, i * dil - pad, &oh0, &oh1);
+            SFX(mgk_valid)(H, OH, stride, oh_s * stride + i * dil - pad, &oh0, &oh1);
             for (int64_t j = 0; j < KW; j++) {
                 int64_t offw = j * dil - pad, ow0, ow1;
                 SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
-                const T *row = col + ((c * KH + i) * KW + j) * ld;
+                int64_t r = (c * KH + i) * KW + j;
+                if (r < r0 || r >= r1) continue;
+                const T *row = col + (r - r0) * ld;
                 for (int64_t oh = oh0; oh < oh1; oh++) {
                     const T *in = row + oh * OW;
-                    T *out = dx + (c * H + oh * stride + i * dil - pad) * W;
+                    T *out = dx + (c * H + (oh_s + oh) * stride + i * dil - pad) * W;
                     if (stride == 1)
                         for (int64_t ow = ow0; ow < ow1; ow++) out[ow + offw] += in[ow];
                     else
@@ -70,25 +81,129 @@ static void SFX(mgk_col2im)(int64_t Cg, int64_t H, int64_t W, int64_t KH, int64_
         }
 }
 
-/* The scratch of a convolution kernel (sizes: mgk_conv_scratch_bytes): the patch matrix of up
- * to nb images, the gathered output (gradient) of nb > 1 images, then the GEMM's buffers. */
+/* The patch rows [r0, r1) and pixels [p0, p1) (flattened oh*OW + ow) of one group of one image
+ * x (Cg planes of H x W): col[(r - r0) * ld + p - p0] = x[c][oh*stride - pad + i*dil][ow*stride -
+ * pad + j*dil] for patch row r = (c*KH + i)*KW + j, 0 in the padding. */
+static void SFX(mgk_im2col)(int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW,
+                            int64_t stride, int64_t pad, int64_t dil, int64_t r0, int64_t r1, int64_t p0,
+                            int64_t p1, const T *restrict x, T *restrict col, int64_t ld)
+{
+    int64_t c = r0 / (KH * KW), i = r0 / KW % KH, j = r0 % KW; /* of row r, counted along */
+    for (int64_t r = r0; r < r1; r++, j = j + 1 < KW ? j + 1 : 0, i = j ? i : i + 1 < KH ? i + 1 : 0, c = j || i ? c : c + 1) {
+        int64_t offh = i * dil - pad, offw = j * dil - pad, oh0, oh1, ow0, ow1;
+        SFX(mgk_valid)(H, OH, stride, offh, &oh0, &oh1);
+        SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
+        T *row = col + (r - r0) * ld; /* row[p - p0] */
+        int64_t z = p1 < oh0 * OW ? p1 : oh0 * OW; /* output rows above the image, then below */
+        if (z > p0) memset(row, 0, (size_t)(z - p0) * sizeof(T));
+        z = p0 > oh1 * OW ? p0 : oh1 * OW;
+        if (z < p1) memset(row + (z - p0), 0, (size_t)(p1 - z) * sizeof(T));
+        for (int64_t oh = p0 / OW > oh0 ? p0 / OW : oh0; oh < oh1 && oh * OW < p1; oh++) {
+            /* pixels [a, b) of output row oh, at out[0 ..] */
+            int64_t a = p0 > oh * OW ? p0 - oh * OW : 0, b = p1 < (oh + 1) * OW ? p1 - oh * OW : OW;
+            T *out = row + (oh * OW + a - p0);
+            const T *in = x + (c * H + oh * stride + offh) * W;
+            if (a == 0 && b == OW) { /* a whole output row (all but the block's first and last) */
+                for (int64_t ow = 0; ow < ow0; ow++) out[ow] = 0;
+                if (stride == 1)
+                    for (int64_t ow = ow0; ow < ow1; ow++) out[ow] = in[ow + offw];
+                else
+                    for (int64_t ow = ow0; ow < ow1; ow++) out[ow] = in[ow * stride + offw];
+                for (int64_t ow = ow1; ow < OW; ow++) out[ow] = 0;
+                continue;
+            }
+            int64_t lo = ow0 > a ? ow0 : a, hi = ow1 < b ? ow1 : b;
+            if (lo > b) lo = b;
+            if (hi < lo) hi = lo;
+            for (int64_t ow = a; ow < lo; ow++) out[ow - a] = 0;
+            if (stride == 1)
+                for (int64_t ow = lo; ow < hi; ow++) out[ow - a] = in[ow + offw];
+            else
+                for (int64_t ow = lo; ow < hi; ow++) out[ow - a] = in[ow * stride + offw];
+            for (int64_t ow = hi; ow < b; ow++) out[ow - a] = 0;
+        }
+    }
+}
+
+/* The adjoint of im2col over the same block (same arguments): dx += the block scattered back,
+ * patch rows in increasing order. dx is zeroed by the caller before the first block. */
+static void SFX(mgk_col2im)(int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW,
+                            int64_t stride, int64_t pad, int64_t dil, int64_t r0, int64_t r1, int64_t p0,
+                            int64_t p1, const T *restrict col, int64_t ld, T *restrict dx)
+{
+    int64_t c = r0 / (KH * KW), i = r0 / KW % KH, j = r0 % KW;
+    for (int64_t r = r0; r < r1; r++, j = j + 1 < KW ? j + 1 : 0, i = j ? i : i + 1 < KH ? i + 1 : 0, c = j || i ? c : c + 1) {
+        int64_t offh = i * dil - pad, offw = j * dil - pad, oh0, oh1, ow0, ow1;
+        SFX(mgk_valid)(H, OH, stride, offh, &oh0, &oh1);
+        SFX(mgk_valid)(W, OW, stride, offw, &ow0, &ow1);
+        for (int64_t oh = p0 / OW > oh0 ? p0 / OW : oh0; oh < oh1 && oh * OW < p1; oh++) {
+            int64_t a = p0 > oh * OW ? p0 - oh * OW : 0, b = p1 < (oh + 1) * OW ? p1 - oh * OW : OW;
+            int64_t lo = ow0 > a ? ow0 : a, hi = ow1 < b ? ow1 : b;
+            const T *in = col + (r - r0) * ld + (oh * OW + a - p0); /* in[ow - a] */
+            T *out = dx + (c * H + oh * stride + offh) * W;
+            if (a == 0) { /* (a whole row, or the block's last) */
+                if (stride == 1)
+                    for (int64_t ow = lo; ow < hi; ow++) out[ow + offw] += in[ow];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++) out[ow * stride + offw] += in[ow];
+                continue;
+            }
+            if (stride == 1)
+                for (int64_t ow = lo; ow < hi; ow++) out[ow + offw] += in[ow - a];
+            else
+                for (int64_t ow = lo; ow < hi; ow++) out[ow * stride + offw] += in[ow - a];
+        }
+    }
+}
+
+/* The scratch of a convolution kernel (sizes: mgk_conv_scratch_bytes): one block of the patch
+ * matrix, the gathered output (gradient) of nb > 1 images, then the GEMM's buffers. */
 typedef struct {
     T *col, *gather;
     void *gemm;
     int64_t nb;
+    mgk_conv_chunk ch;
 } SFX(mgk_conv_scratch);
 
 static SFX(mgk_conv_scratch) SFX(mgk_conv_carve)(const mgk_conv_geom *g, void *scratch)
 {
     SFX(mgk_conv_scratch) s;
-    int64_t K = g->C / g->groups * g->KH * g->KW, cols = g->OH * g->OW * mgk_conv_batch(g);
+    int64_t cols = g->OH * g->OW * mgk_conv_batch(g);
     s.nb = mgk_conv_batch(g);
+    s.ch = mgk_conv_chunking(g, (int64_t)sizeof(T));
     s.col = (T *)mgk_conv_align64(scratch);
-    char *next = (char *)s.col + (mgk_conv_direct(g) ? 0 : mgk_gemm_roundup(K * cols * (int64_t)sizeof(T), 64));
+    char *next = (char *)s.col + (mgk_conv_direct(g) ? 0 : mgk_gemm_roundup(s.ch.rows * s.ch.cols * (int64_t)sizeof(T), 64));
     s.gather = (T *)next;
     if (s.nb > 1) next += mgk_gemm_roundup(g->Co / g->groups * cols * (int64_t)sizeof(T), 64);
     s.gemm = next;
     return s;
+}
+
+/* Builds (im2col) or scatters back (col2im) the block of patch rows [r0, r1) and columns
+ * [p0, p1) of nbb images side by side (image i's pixels are columns i*P ..), at col with row
+ * stride p1 - p0; xg is image n0's group, images xs elements apart. */
+static void SFX(mgk_conv_block)(const mgk_conv_geom *g, int64_t nbb, int64_t r0, int64_t r1, int64_t p0,
+                                int64_t p1, T *xg, int64_t xs, T *col, int back)
+{
+    int64_t P = g->OH * g->OW;
+    for (int64_t i = p0 / P; i < nbb && i * P < p1; i++) {
+        int64_t a = p0 > i * P ? p0 - i * P : 0, b = p1 < (i + 1) * P ? p1 - i * P : P;
+        T *c = col + (i * P + a - p0);
+        if (a % g->OW == 0 && (b % g->OW == 0 || b == P)) { /* whole output rows a/OW .. */
+            int64_t oh_s = a / g->OW, ohn = (b - a + g->OW - 1) / g->OW;
+            if (back)
+                SFX(mgk_col2im_full)(r0, r1, oh_s, g->H, g->W, g->KH, g->KW, ohn, g->OW, g->stride, g->pad,
+                                     g->dil, c, p1 - p0, xg + i * xs);
+            else
+                SFX(mgk_im2col_full)(r0, r1, oh_s, g->H, g->W, g->KH, g->KW, ohn, g->OW, g->stride, g->pad,
+                                     g->dil, xg + i * xs, c, p1 - p0);
+        } else if (back)
+            SFX(mgk_col2im)(g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad, g->dil, r0, r1, a, b, c, p1 - p0,
+                            xg + i * xs);
+        else
+            SFX(mgk_im2col)(g->H, g->W, g->KH, g->KW, g->OH, g->OW, g->stride, g->pad, g->dil, r0, r1, a, b, xg + i * xs,
+                            c, p1 - p0);
+    }
 }
 
 /* Copies rows of P elements between the [Cog, nbb*P] matrix m (image b's columns at b*P) and the
@@ -103,80 +218,103 @@ static void SFX(mgk_conv_regroup)(int64_t nbb, int64_t Cog, int64_t P, T *m, T *
         }
 }
 
-/* y[N,Co,OH,OW] = conv2d(x[N,C,H,W], w[Co,C/groups,KH,KW]); nb images per GEMM (conv.h) */
+/* y[N,Co,OH,OW] = conv2d(x[N,C,H,W], w[Co,C/groups,KH,KW]); nb images per GEMM (conv.h). Per
+ * block of columns, the blocks of patch rows accumulate into y in order (conv.h: their bounds
+ * are GEMM K-block bounds, so y is summed as by one GEMM). */
 void SFX(mgk_conv2d)(MGK_GEOM_PARAMS, const T *x, const T *w, T *y, void *scratch)
 {
     mgk_conv_geom g = MGK_GEOM_INIT;
     int64_t Cg = C / groups, Cog = Co / groups, K = Cg * KH * KW, P = OH * OW;
-    int direct = mgk_conv_direct(&g);
     SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch);
     for (int64_t n0 = 0; n0 < N; n0 += s.nb) {
         int64_t nbb = mgk_gemm_min64(s.nb, N - n0), cols = nbb * P;
         for (int64_t gr = 0; gr < groups; gr++) {
-            const T *b = x + (n0 * C + gr * Cg) * H * W; /* direct: nbb == 1 */
-            if (!direct) {
-                for (int64_t i = 0; i < nbb; i++)
-                    SFX(mgk_im2col)(Cg, H, W, KH, KW, OH, OW, stride, pad, dil, x + ((n0 + i) * C + gr * Cg) * H * W,
-                                    s.col + i * P, cols);
-                b = s.col;
+            const T *xg = x + (n0 * C + gr * Cg) * H * W, *wg = w + gr * Cog * K;
+            T *yg = y + (n0 * Co + gr * Cog) * P, *out = nbb > 1 ? s.gather : yg;
+            if (mgk_conv_direct(&g)) { /* nbb == 1 */
+                SFX(mgk_gemm)(Cog, P, K, wg, K, 0, xg, P, 0, yg, P, 0, s.gemm);
+                continue;
             }
-            T *yg = y + (n0 * Co + gr * Cog) * P;
-            SFX(mgk_gemm)(Cog, cols, K, w + gr * Cog * K, K, 0, b, cols, 0, nbb > 1 ? s.gather : yg, cols, 0, s.gemm);
+            for (int64_t p0 = 0; p0 < cols; p0 += s.ch.cols) {
+                int64_t pn = mgk_gemm_min64(s.ch.cols, cols - p0);
+                for (int64_t r0 = 0; r0 < K; r0 += s.ch.rows) {
+                    int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
+                    SFX(mgk_conv_block)(&g, nbb, r0, r0 + rn, p0, p0 + pn, (T *)xg, C * H * W, s.col, 0);
+                    SFX(mgk_gemm)(Cog, pn, rn, wg + r0, K, 0, s.col, pn, 0, out + p0, cols, r0 > 0, s.gemm);
+                }
+            }
             if (nbb > 1) SFX(mgk_conv_regroup)(nbb, Cog, P, s.gather, yg, Co * P, 0);
         }
     }
 }
 
-/* dx[N,C,H,W] from dy[N,Co,OH,OW] and w: per nb images and group, dcol = w_g^T dy_g, then col2im */
+/* dx[N,C,H,W] from dy[N,Co,OH,OW] and w: per nb images and group, each block of dcol = w_g^T dy_g
+ * is scattered back by col2im. The column blocks run from the last to the first: an element of dx
+ * receives its taps (i, j) at decreasing pixels as (i, j) increases, so within a block of rows
+ * this gives every element its taps in increasing (i, j), the order of one col2im over the
+ * whole matrix, and the sums are bit-identical to it. */
 void SFX(mgk_conv2d_grad_input)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx, void *scratch)
 {
     mgk_conv_geom g = MGK_GEOM_INIT;
     int64_t Cg = C / groups, Cog = Co / groups, K = Cg * KH * KW, P = OH * OW;
-    int direct = mgk_conv_direct(&g);
     SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch);
     for (int64_t n0 = 0; n0 < N; n0 += s.nb) {
         int64_t nbb = mgk_gemm_min64(s.nb, N - n0), cols = nbb * P;
         for (int64_t gr = 0; gr < groups; gr++) {
-            T *dxg = dx + (n0 * C + gr * Cg) * H * W; /* direct: nbb == 1 */
-            const T *dyg = dy + (n0 * Co + gr * Cog) * P;
+            T *dxg = dx + (n0 * C + gr * Cg) * H * W;
+            const T *dyg = dy + (n0 * Co + gr * Cog) * P, *wg = w + gr * Cog * K;
+            if (mgk_conv_direct(&g)) { /* nbb == 1 */
+                SFX(mgk_gemm)(K, P, Cog, wg, K, 1, dyg, P, 0, dxg, P, 0, s.gemm);
+                continue;
+            }
             if (nbb > 1) {
                 SFX(mgk_conv_regroup)(nbb, Cog, P, s.gather, (T *)dyg, Co * P, 1);
                 dyg = s.gather;
             }
-            T *out = direct ? dxg : s.col;
-            SFX(mgk_gemm)(K, cols, Cog, w + gr * Cog * K, K, 1, dyg, cols, 0, out, cols, 0, s.gemm);
-            if (!direct)
-                for (int64_t i = 0; i < nbb; i++)
-                    SFX(mgk_col2im)(Cg, H, W, KH, KW, OH, OW, stride, pad, dil, s.col + i * P, cols,
-                                    dx + ((n0 + i) * C + gr * Cg) * H * W);
+            for (int64_t i = 0; i < nbb; i++) memset(dxg + i * C * H * W, 0, (size_t)(Cg * H * W) * sizeof(T));
+            for (int64_t r0 = 0; r0 < K; r0 += s.ch.rows) {
+                int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
+                for (int64_t p0 = (cols - 1) / s.ch.cols * s.ch.cols; p0 >= 0; p0 -= s.ch.cols) {
+                    int64_t pn = mgk_gemm_min64(s.ch.cols, cols - p0);
+                    SFX(mgk_gemm)(rn, pn, Cog, wg + r0, K, 1, dyg + p0, cols, 0, s.col, pn, 0, s.gemm);
+                    SFX(mgk_conv_block)(&g, nbb, r0, r0 + rn, p0, p0 + pn, dxg, C * H * W, s.col, 1);
+                }
+            }
         }
     }
 }
 
 /* dw[Co,C/groups,KH,KW] = sum over images of dy_g im2col(x_g)^T: nb images per GEMM, whose K
- * runs over their columns; the groups of images in order */
+ * runs over their columns; the groups of images in order, and within them the blocks of columns
+ * in order (conv.h: their bounds are GEMM K-block bounds, so dw is summed as by one GEMM per
+ * group of images). */
 void SFX(mgk_conv2d_grad_weight)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch)
 {
     mgk_conv_geom g = MGK_GEOM_INIT;
     int64_t Cg = C / groups, Cog = Co / groups, K = Cg * KH * KW, P = OH * OW;
-    int direct = mgk_conv_direct(&g);
     SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch);
     for (int64_t n0 = 0; n0 < N; n0 += s.nb) {
         int64_t nbb = mgk_gemm_min64(s.nb, N - n0), cols = nbb * P;
         for (int64_t gr = 0; gr < groups; gr++) {
-            const T *b = x + (n0 * C + gr * Cg) * H * W; /* direct: nbb == 1 */
-            if (!direct) {
-                for (int64_t i = 0; i < nbb; i++)
-                    SFX(mgk_im2col)(Cg, H, W, KH, KW, OH, OW, stride, pad, dil, x + ((n0 + i) * C + gr * Cg) * H * W,
-                                    s.col + i * P, cols);
-                b = s.col;
+            const T *xg = x + (n0 * C + gr * Cg) * H * W, *dyg = dy + (n0 * Co + gr * Cog) * P;
+            T *dwg = dw + gr * Cog * K;
+            if (mgk_conv_direct(&g)) { /* nbb == 1 */
+                SFX(mgk_gemm)(Cog, K, P, dyg, P, 0, xg, P, 1, dwg, K, n0 > 0, s.gemm);
+                continue;
             }
-            const T *dyg = dy + (n0 * Co + gr * Cog) * P;
             if (nbb > 1) {
                 SFX(mgk_conv_regroup)(nbb, Cog, P, s.gather, (T *)dyg, Co * P, 1);
                 dyg = s.gather;
             }
-            SFX(mgk_gemm)(Cog, K, cols, dyg, cols, 0, b, cols, 1, dw + gr * Cog * K, K, n0 > 0, s.gemm);
+            for (int64_t p0 = 0; p0 < cols; p0 += s.ch.cols) {
+                int64_t pn = mgk_gemm_min64(s.ch.cols, cols - p0);
+                for (int64_t r0 = 0; r0 < K; r0 += s.ch.rows) {
+                    int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
+                    SFX(mgk_conv_block)(&g, nbb, r0, r0 + rn, p0, p0 + pn, (T *)xg, C * H * W, s.col, 0);
+                    SFX(mgk_gemm)(Cog, rn, pn, dyg + p0, cols, 0, s.col, pn, 1, dwg + r0, K, n0 > 0 || p0 > 0,
+                                  s.gemm);
+                }
+            }
         }
     }
 }
