@@ -55,29 +55,6 @@ static char *with_dtype(const char *dt)
     return out;
 }
 
-static long long header_figure(const char *h, const char *suffix)
-{
-    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
-        const char *name = p + 8, *end = name + strcspn(name, " \n");
-        size_t n = strlen(suffix);
-        if ((size_t)(end - name) < n || strncmp(end - n, suffix, n)) continue;
-        const char *v = end + strspn(end, " ");
-        if (!strncmp(v, "((size_t)", 9)) v += 9;
-        return strtoll(v, NULL, 10);
-    }
-    ck_abort_msg("no #define ..%s in the header", suffix);
-    return 0;
-}
-
-static long long json_figure(const char *json, const char *key)
-{
-    char k[128];
-    snprintf(k, sizeof k, "\"%s\": ", key);
-    const char *p = strstr(json, k);
-    ck_assert_msg(p != NULL, "no %s in the plan JSON", key);
-    return strtoll(p + strlen(k), NULL, 10);
-}
-
 typedef struct run {
     float loss;
     unsigned char *grads, *logits;
@@ -94,9 +71,9 @@ static run run_model(const char *dir, const char *tag, const char *src, const ch
     snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
     char *hdr = tu_read(hpath);
     ck_assert(hdr != NULL);
-    long long ws = header_figure(hdr, "_WORKSPACE_BYTES");
+    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
     run r = {0};
-    r.param_bytes = (size_t)header_figure(hdr, "_PARAM_BYTES");
+    r.param_bytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
     free(hdr);
     const desc *in = tu_sym(h, "fz", "inputs_desc"), *outd = tu_sym(h, "fz", "outputs_desc");
     void *params = malloc(r.param_bytes), *wsm = malloc((size_t)ws + 1);
@@ -158,8 +135,8 @@ static void fused_equals_unfused(const char *dt)
     /* memgrad plan reports the chains compile fuses: one loop nest each, train and forward */
     char *out = NULL;
     ck_assert_msg(tu_memgrad(&out, "plan '%s' --format json --no-cache", tu_path(dir, "count.mg")) == 0, "%s", out);
-    ck_assert_int_eq(json_figure(out, "fused_chains") + json_figure(out, "fused_chains_forward"), loops);
-    ck_assert_int_gt(json_figure(out, "fused_steps"), 2 * json_figure(out, "fused_chains") - 1);
+    ck_assert_int_eq(tu_json_figure(out, "fused_chains") + tu_json_figure(out, "fused_chains_forward"), loops);
+    ck_assert_int_gt(tu_json_figure(out, "fused_steps"), 2 * tu_json_figure(out, "fused_chains") - 1);
     free(out);
     run a = run_model(dir, "fused", src, "");
     run b = run_model(dir, "unfused", src, "--no-fuse");

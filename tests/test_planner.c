@@ -252,30 +252,6 @@ typedef struct desc {
 typedef float (*train_fn)(const void *, void *, const void *const *, void *);
 typedef void (*init_fn)(void *, uint64_t);
 
-static long long json_figure(const char *json, const char *key)
-{
-    char k[128];
-    snprintf(k, sizeof k, "\"%s\": ", key);
-    const char *p = strstr(json, k);
-    ck_assert_msg(p != NULL, "no %s in the plan JSON", key);
-    return strtoll(p + strlen(k), NULL, 10);
-}
-
-/* The value of the #define whose name ends in suffix. */
-static long long header_figure(const char *h, const char *suffix)
-{
-    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
-        const char *name = p + 8, *end = name + strcspn(name, " \n");
-        size_t n = strlen(suffix);
-        if ((size_t)(end - name) < n || strncmp(end - n, suffix, n)) continue;
-        const char *v = end + strspn(end, " ");
-        if (!strncmp(v, "((size_t)", 9)) v += 9;
-        return strtoll(v, NULL, 10);
-    }
-    ck_abort_msg("no #define ..%s in the header", suffix);
-    return 0;
-}
-
 /* Compiles src at budget (NULL: store-all), runs one training step from fixed parameters and
  * inputs (i32 inputs are labels in [0, classes)), and returns the loss; grads receives the
  * gradients. */
@@ -288,9 +264,9 @@ static float step_classes(const char *dir, const char *tag, const char *model, c
     ck_assert_msg(h != NULL, "compile at %s failed:\n%s", budget ? budget : "store-all", log ? log : "");
     snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
     char *hdr = tu_read(hpath);
-    long long ws = header_figure(hdr, "_WORKSPACE_BYTES");
-    *param_bytes = (size_t)header_figure(hdr, "_PARAM_BYTES");
-    int nin = (int)header_figure(hdr, "_NUM_INPUTS");
+    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    *param_bytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    int nin = (int)tu_header_figure(hdr, "_NUM_INPUTS");
     free(hdr);
     if (budget_bytes > 0) ck_assert_msg(ws <= budget_bytes, "workspace %lld over budget %lld", ws, budget_bytes);
     const desc *in_desc = tu_sym(h, model, "inputs_desc");
@@ -329,7 +305,7 @@ static void bit_identical(const char *model, const char *src)
     ck_assert(tu_write(mpath, src) == 0);
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json", MG_MEMGRAD, mpath);
     ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
-    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
     free(out);
     ck_assert_msg(minf > 0 && minf <= all, "minimum %lld, store-all %lld", minf, all);
 
@@ -359,7 +335,7 @@ static void bit_identical(const char *model, const char *src)
         /* the plan at this budget really recomputes */
         snprintf(cmd, sizeof cmd, "'%s' plan '%s' --budget %s --format json", MG_MEMGRAD, mpath, budget);
         ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
-        recomputed += json_figure(out, "flops_executed") > json_figure(out, "flops_once");
+        recomputed += tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once");
         free(out);
     }
     ck_assert_msg(recomputed > 0, "%s: no budget point made the plan recompute", model);
@@ -392,8 +368,8 @@ static char *plan_example(const char *name, char **dir, char *mpath, size_t n, l
     ck_assert(tu_write(mpath, src) == 0);
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json --no-cache", MG_MEMGRAD, mpath);
     ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
-    *all = json_figure(out, "store_all_workspace_bytes");
-    *minf = json_figure(out, "min_feasible_bytes");
+    *all = tu_json_figure(out, "store_all_workspace_bytes");
+    *minf = tu_json_figure(out, "min_feasible_bytes");
     free(out);
     return src;
 }
@@ -438,7 +414,7 @@ START_TEST(test_bit_identical_cnn_fmnist)
         ck_assert_msg(memcmp(grads, ref, pb) == 0, "cnn_fmnist at %s: gradients differ from store-all", budgets[i]);
         free(grads);
         ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, budgets[i]), 0);
-        recomputed += json_figure(out, "flops_executed") > json_figure(out, "flops_once");
+        recomputed += tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once");
         free(out);
     }
     ck_assert_msg(recomputed > 0, "cnn_fmnist: no plan recomputed");
@@ -472,7 +448,7 @@ START_TEST(test_bit_identical_transformer)
                   loss, ref_loss);
     ck_assert_msg(memcmp(grads, ref, pb) == 0, "transformer at %s: gradients differ from store-all", minb);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, minb), 0);
-    ck_assert_msg(json_figure(out, "flops_executed") > json_figure(out, "flops_once"), "transformer: no recomputation at %s",
+    ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"), "transformer: no recomputation at %s",
                   minb);
     free(out);
     free(ref);
@@ -526,7 +502,7 @@ START_TEST(test_bit_identical_unet_small)
         free(grads);
     }
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, minb), 0);
-    ck_assert_msg(json_figure(out, "flops_executed") > json_figure(out, "flops_once"), "unet_small: no recomputation at %s",
+    ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"), "unet_small: no recomputation at %s",
                   minb);
     free(out);
     free(ref);
@@ -550,10 +526,10 @@ static float step_at_state(const char *dir, const char *tag, const char *model, 
     ck_assert_msg(h != NULL, "compile at %s failed:\n%s", budget ? budget : "store-all", log ? log : "");
     snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
     char *hdr = tu_read(hpath);
-    long long ws = header_figure(hdr, "_WORKSPACE_BYTES");
-    *param_bytes = (size_t)header_figure(hdr, "_PARAM_BYTES");
-    *state_bytes = (size_t)header_figure(hdr, "_STATE_BYTES");
-    int nin = (int)header_figure(hdr, "_NUM_INPUTS");
+    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    *param_bytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    *state_bytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
+    int nin = (int)tu_header_figure(hdr, "_NUM_INPUTS");
     free(hdr);
     if (budget_bytes > 0) ck_assert_msg(ws <= budget_bytes, "workspace %lld over budget %lld", ws, budget_bytes);
     const desc *in_desc = tu_sym(h, model, "inputs_desc");
@@ -613,7 +589,7 @@ START_TEST(test_bit_identical_resnet18_64)
         ck_assert_msg(memcmp(state, ref_state, sb) == 0, "resnet18_64 at %s: running statistics differ from store-all",
                       budgets[i]);
         ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, budgets[i]), 0);
-        ck_assert_msg(json_figure(out, "flops_executed") > json_figure(out, "flops_once"),
+        ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"),
                       "resnet18_64: no recomputation at %s", budgets[i]);
         free(out);
     }
@@ -657,7 +633,7 @@ START_TEST(test_arena_waste_on_examples)
             ck_assert_msg(rc == 0, "%s", out);
             const char *train = strstr(out, "\"train\": ");
             ck_assert(train != NULL);
-            long long ws = json_figure(train, "workspace_bytes"), peak = json_figure(train, "peak_live_bytes");
+            long long ws = tu_json_figure(train, "workspace_bytes"), peak = tu_json_figure(train, "peak_live_bytes");
             ck_assert_msg(ws <= peak * 1.10, "%s at %s: workspace %lld, peak live %lld", models[m], budgets[b], ws, peak);
             free(out);
         }
@@ -695,8 +671,8 @@ START_TEST(test_solvers_on_the_command_line)
                                 example("bench/data/checkmate/vgg16.json")),
                      0);
     ck_assert_msg(strstr(out, "\"optimal\": true"), "%s", out);
-    ck_assert_msg(json_figure(out, "flops_lower_bound") == json_figure(out, "flops_executed") &&
-                      json_figure(out, "flops_executed") > json_figure(out, "flops_once"),
+    ck_assert_msg(tu_json_figure(out, "flops_lower_bound") == tu_json_figure(out, "flops_executed") &&
+                      tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"),
                   "%s", out);
     free(out);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 50%% --solver exact --time-limit 1 --no-cache", m), 0);
@@ -718,8 +694,8 @@ START_TEST(test_plan_json_figures)
 {
     char *out;
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 40%% --format json --no-cache", example("examples/mlp_deep.mg")), 0);
-    long long budget = json_figure(out, "budget_bytes"), ws = json_figure(out, "workspace_bytes");
-    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    long long budget = tu_json_figure(out, "budget_bytes"), ws = tu_json_figure(out, "workspace_bytes");
+    long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
     ck_assert_msg(ws <= budget && budget == all * 40 / 100 && minf <= ws, "budget %lld ws %lld all %lld min %lld", budget,
                   ws, all, minf);
     ck_assert_msg(strstr(out, "\"kind\": \"recompute\"") && strstr(out, "\"phase\": \"backward\"") &&
@@ -763,7 +739,7 @@ START_TEST(test_benchmark_graphs)
         char *out, path[4096];
         snprintf(path, sizeof path, "%s/bench/data/%s", MG_SOURCE_DIR, graphs[i]);
         ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --format json", path), 0);
-        long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+        long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
         free(out);
         /* at 90% of store-all (when feasible) and at the minimum: a verified plan within the budget */
         long long budgets[2] = {all * 9 / 10, minf};
@@ -772,7 +748,7 @@ START_TEST(test_benchmark_graphs)
             int rc = tu_memgrad(&out, "plan --graph '%s' --budget %lldB --verify --format json", path, budgets[k]);
             ck_assert_msg(rc == 0, "%s at %lld: %s", graphs[i], budgets[k], out);
             ck_assert_msg(strstr(out, "plan verified"), "%s", out);
-            ck_assert_msg(json_figure(out, "workspace_bytes") <= budgets[k], "%s over budget", graphs[i]);
+            ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= budgets[k], "%s over budget", graphs[i]);
             free(out);
         }
     }
@@ -790,12 +766,12 @@ START_TEST(test_layered_dags_under_the_peak)
         char *out, path[4096];
         snprintf(path, sizeof path, "%s/bench/data/layered/%s", MG_SOURCE_DIR, cases[i].graph);
         ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --format json --no-cache", path), 0);
-        long long peak = json_figure(out, "peak_live_bytes"), budget = peak * cases[i].percent / 100;
+        long long peak = tu_json_figure(out, "peak_live_bytes"), budget = peak * cases[i].percent / 100;
         free(out);
         int rc = tu_memgrad(&out, "plan --graph '%s' --budget %lldB --verify --format json --no-cache", path, budget);
         ck_assert_msg(rc == 0, "%s at %d%% of the peak: %s", cases[i].graph, cases[i].percent, out);
         ck_assert_msg(strstr(out, "plan verified"), "%s", out);
-        ck_assert_msg(json_figure(out, "workspace_bytes") <= budget, "%s over budget", cases[i].graph);
+        ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= budget, "%s over budget", cases[i].graph);
         free(out);
     }
 }
@@ -810,12 +786,12 @@ START_TEST(test_layered_min_feasible_with_arena_aimed_at_budget)
     char *out, path[4096];
     snprintf(path, sizeof path, "%s/bench/data/layered/layered_n250.json", MG_SOURCE_DIR);
     ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --format json --no-cache", path), 0);
-    long long peak = json_figure(out, "peak_live_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    long long peak = tu_json_figure(out, "peak_live_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
     free(out);
     ck_assert_msg(minf * 100 <= peak * 85, "minimum feasible %lld of peak %lld", minf, peak);
     int rc = tu_memgrad(&out, "plan --graph '%s' --budget %lldB --verify --format json --no-cache", path, minf);
     ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "%s", out);
-    ck_assert_int_le(json_figure(out, "workspace_bytes"), minf);
+    ck_assert_int_le(tu_json_figure(out, "workspace_bytes"), minf);
     free(out);
 }
 END_TEST

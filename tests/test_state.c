@@ -24,30 +24,6 @@ typedef void (*forward_fn)(const void *, const void *, const void *const *, void
 typedef void (*init_fn)(void *, uint64_t);
 typedef void (*init_state_fn)(void *);
 
-/* The value of the #define whose name ends in suffix. */
-static long long header_figure(const char *h, const char *suffix)
-{
-    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
-        const char *name = p + 8, *end = name + strcspn(name, " \n");
-        size_t n = strlen(suffix);
-        if ((size_t)(end - name) < n || strncmp(end - n, suffix, n)) continue;
-        const char *v = end + strspn(end, " ");
-        if (!strncmp(v, "((size_t)", 9)) v += 9;
-        return strtoll(v, NULL, 10);
-    }
-    ck_abort_msg("no #define ..%s in the header", suffix);
-    return 0;
-}
-
-static long long json_figure(const char *json, const char *key)
-{
-    char k[128];
-    snprintf(k, sizeof k, "\"%s\": ", key);
-    const char *p = strstr(json, k);
-    ck_assert_msg(p != NULL, "no %s in the plan JSON", key);
-    return strtoll(p + strlen(k), NULL, 10);
-}
-
 /* How many nodes of op `op` the plan computes more than once (from nodes[] and tensors[]). */
 static int recomputed_ops(const char *json, const char *op)
 {
@@ -86,11 +62,11 @@ static void build(built *b, const char *dir, const char *tag, const char *model,
     free(log);
     snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
     char *hdr = tu_read(hpath);
-    ck_assert_int_eq(header_figure(hdr, "_HAS_STATE"), 1);
-    b->pbytes = (size_t)header_figure(hdr, "_PARAM_BYTES");
-    b->sbytes = (size_t)header_figure(hdr, "_STATE_BYTES");
-    b->wbytes = (size_t)header_figure(hdr, "_WORKSPACE_BYTES");
-    b->nstate = (int)header_figure(hdr, "_NUM_STATE");
+    ck_assert_int_eq(tu_header_figure(hdr, "_HAS_STATE"), 1);
+    b->pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    b->sbytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
+    b->wbytes = (size_t)tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    b->nstate = (int)tu_header_figure(hdr, "_NUM_STATE");
     free(hdr);
     b->train = (train_fn)tu_sym(b->h, model, "train_step");
     b->fwd = (forward_fn)tu_sym(b->h, model, "forward");
@@ -131,7 +107,7 @@ static int plan_min(const char *dir, const char *src, const char *op, char *minb
     snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
     ck_assert(tu_write(mpath, src) == 0);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache", mpath), 0);
-    long long all = json_figure(out, "store_all_workspace_bytes"), minf = json_figure(out, "min_feasible_bytes");
+    long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
     ck_assert_int_eq(recomputed_ops(out, op), 0);
     free(out);
     ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
@@ -338,7 +314,7 @@ START_TEST(test_stateless_header)
                                 tu_path(dir, "p.h")), 0);
     free(out);
     char *h = tu_read(tu_path(dir, "p.h"));
-    ck_assert_int_eq(header_figure(h, "_HAS_STATE"), 0);
+    ck_assert_int_eq(tu_header_figure(h, "_HAS_STATE"), 0);
     ck_assert_ptr_null(strstr(h, "STATE_BYTES"));
     ck_assert_ptr_nonnull(strstr(h, "float p_train_step(const void *params, void *grads, const void *const inputs[], "
                                     "void *workspace);"));

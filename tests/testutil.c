@@ -149,3 +149,26 @@ void tu_dir_free(char **dir)
     free(*dir);
     *dir = NULL;
 }
+
+long long tu_header_figure(const char *h, const char *suffix)
+{
+    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
+        const char *name = p + 8, *end = name + strcspn(name, " \n");
+        size_t n = strlen(suffix);
+        if ((size_t)(end - name) < n || strncmp(end - n, suffix, n)) continue;
+        const char *v = end + strspn(end, " ");
+        if (!strncmp(v, "((size_t)", 9)) v += 9;
+        return strtoll(v, NULL, 10);
+    }
+    ck_abort_msg("no #define ..%s in the header", suffix);
+    return 0;
+}
+
+long long tu_json_figure(const char *json, const char *key)
+{
+    char k[128];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(json, k);
+    ck_assert_msg(p != NULL, "no %s in the plan JSON", key);
+    return strtoll(p + strlen(k), NULL, 10);
+}

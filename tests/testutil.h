@@ -31,6 +31,11 @@ int tu_vmemgrad(char **out, const char *fmt, va_list ap);
 void *tu_build_model(const char *dir, const char *name, const char *src, const char *options, char **log);
 /* dlsym that fails the running test when the symbol is missing. */
 void *tu_sym(void *handle, const char *model, const char *suffix);
+/* The value of the #define in a generated header whose name ends in suffix (fails the running
+ * test when there is none). */
+long long tu_header_figure(const char *header, const char *suffix);
+/* The integer after "key": in a plan's JSON (fails the running test when there is none). */
+long long tu_json_figure(const char *json, const char *key);
 /* Runs every test of s; the process exit status (EXIT_SUCCESS when all pass). */
 int tu_run_suite(Suite *s);
 #endif
