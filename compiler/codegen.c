@@ -157,6 +157,20 @@ static int too_complex(cg *c, const mg_node *n)
     return 0;
 }
 
+/* The accumulating ops (sum_to_acc, conv2d_grad_weight_acc) add into their result: it starts as
+ * a copy of the accumulator, input `slot`, unless the plan put both in the same place. */
+static void copy_acc(cg *c, const mg_plan *pl, const mg_step *st, int slot)
+{
+    const mg_place *a = &st->in[slot], *o = &st->out;
+    int same = a->mem == o->mem && (a->mem == MG_MEM_WS ? pl->bufs[a->index].offset == pl->bufs[o->index].offset
+                                                        : a->index == o->index && a->offset == o->offset);
+    if (same) return;
+    int acc = c->g->nodes[st->node].in[slot];
+    LLVMValueRef args[3] = {ci64(c, (int64_t)mg_node_bytes(c->g, acc)), place_ptr(c, pl, a, acc),
+                            place_ptr(c, pl, o, st->node)};
+    call(c, "mgk_copy", MG_I32, args, 3);
+}
+
 static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
 {
     const mg_graph *g = c->g;
@@ -400,7 +414,8 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         call(c, "mgk_bcast", dt, a, 11);
         return;
     }
-    case MG_OP_SUM_TO: {
+    case MG_OP_SUM_TO:
+    case MG_OP_SUM_TO_ACC: {
         const mg_shape *ops[2] = {s0, &n->type.shape};
         iter4 it;
         if (!collapse(s0, ops, 2, &it)) {
@@ -410,20 +425,23 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         LLVMValueRef a[11] = {ci64(c, it.d[0]), ci64(c, it.d[1]), ci64(c, it.d[2]), ci64(c, it.d[3]), x,
                               ci64(c, it.s[1][0]), ci64(c, it.s[1][1]), ci64(c, it.s[1][2]), ci64(c, it.s[1][3]),
                               out, ci64(c, numel)};
-        call(c, "mgk_sum_to", dt, a, 11);
+        if (n->op == MG_OP_SUM_TO_ACC) copy_acc(c, pl, st, 1);
+        call(c, n->op == MG_OP_SUM_TO ? "mgk_sum_to" : "mgk_sum_to_acc", dt, a, 11);
         return;
     }
     case MG_OP_CONV2D:
     case MG_OP_CONV2D_GRAD_INPUT:
     case MG_OP_CONV_TRANSPOSE2D: /* conv2d's input gradient with x as dy (geometry: mg_conv_geom) */
-    case MG_OP_CONV2D_GRAD_WEIGHT: {
+    case MG_OP_CONV2D_GRAD_WEIGHT:
+    case MG_OP_CONV2D_GRAD_WEIGHT_ACC: {
         mgk_conv_geom k = mg_conv_geom(g, st->node);
         LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
         LLVMValueRef a[17] = {ci64(c, k.N), ci64(c, k.C), ci64(c, k.H), ci64(c, k.W), ci64(c, k.Co), ci64(c, k.KH),
                               ci64(c, k.KW), ci64(c, k.OH), ci64(c, k.OW), ci64(c, k.stride), ci64(c, k.pad),
                               ci64(c, k.dil), ci64(c, k.groups), x, y, out, scratch};
+        if (n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC) copy_acc(c, pl, st, 2);
         call(c, n->op == MG_OP_CONV2D ? "mgk_conv2d" : n->op == MG_OP_CONV2D_GRAD_WEIGHT ? "mgk_conv2d_grad_weight"
-                                                                                         : "mgk_conv2d_grad_input",
+                  : n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC ? "mgk_conv2d_grad_weight_acc" : "mgk_conv2d_grad_input",
              dt, a, 17);
         return;
     }

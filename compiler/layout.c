@@ -95,7 +95,7 @@ mgk_conv_geom mg_conv_geom(const mg_graph *g, int node)
      * (x, dy) with w's shape its own; conv_transpose2d (x, w) is grad_input with its x as dy */
     const mg_shape *x = n->op == MG_OP_CONV2D_GRAD_INPUT || n->op == MG_OP_CONV_TRANSPOSE2D
                             ? &n->type.shape : &g->nodes[n->in[0]].type.shape;
-    const mg_shape *w = n->op == MG_OP_CONV2D_GRAD_WEIGHT ? &n->type.shape : &g->nodes[n->in[1]].type.shape;
+    const mg_shape *w = n->op == MG_OP_CONV2D_GRAD_WEIGHT || n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC ? &n->type.shape : &g->nodes[n->in[1]].type.shape;
     mgk_conv_geom k;
     k.N = x->dim[0];
     k.C = x->dim[1];
@@ -128,6 +128,7 @@ int64_t mg_node_scratch_bytes(const mg_graph *g, int node)
         k = mg_conv_geom(g, node);
         return align_up(mgk_conv_scratch_bytes(MGK_CONV_DX, &k, elem));
     case MG_OP_CONV2D_GRAD_WEIGHT:
+    case MG_OP_CONV2D_GRAD_WEIGHT_ACC:
         k = mg_conv_geom(g, node);
         return align_up(mgk_conv_scratch_bytes(MGK_CONV_DW, &k, elem));
     default: return 0;

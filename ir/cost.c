@@ -25,7 +25,8 @@ double mg_node_flops(const mg_graph *g, int id)
         const mg_shape *w = &g->nodes[n->in[1]].type.shape;
         return 2.0 * in0 * (double)(w->dim[1] * w->dim[2] * w->dim[3]);
     }
-    case MG_OP_CONV2D_GRAD_WEIGHT: { /* 2 * dw * N * OH * OW */
+    case MG_OP_CONV2D_GRAD_WEIGHT:
+    case MG_OP_CONV2D_GRAD_WEIGHT_ACC: { /* 2 * dw * N * OH * OW */
         const mg_shape *dy = &g->nodes[n->in[1]].type.shape;
         return 2.0 * out * (double)(dy->dim[0] * dy->dim[2] * dy->dim[3]);
     }
@@ -57,7 +58,8 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_LOG: return 4.0 * out;
     case MG_OP_SUM:
     case MG_OP_MEAN:
-    case MG_OP_SUM_TO: return in0;
+    case MG_OP_SUM_TO:
+    case MG_OP_SUM_TO_ACC: return in0;
     case MG_OP_SOFTMAX:
     case MG_OP_LOG_SOFTMAX: return 5.0 * out;
     case MG_OP_LOG_SOFTMAX_GRAD: return 6.0 * out;

@@ -532,8 +532,13 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r = *t[0];
         break;
     case MG_OP_BROADCAST:
-    case MG_OP_SUM_TO: {
+    case MG_OP_SUM_TO:
+    case MG_OP_SUM_TO_ACC: {
         /* the target shape was set by the creator in n->type; check it is compatible */
+        if (n->op == MG_OP_SUM_TO_ACC) { /* the accumulator's type is the result's */
+            if (same_dtype(n, t[0], t[1], d)) return MG_ERR;
+            n->type = *t[1];
+        }
         mg_shape big;
         const mg_shape *small = n->op == MG_OP_BROADCAST ? &t[0]->shape : &n->type.shape;
         const mg_shape *large = n->op == MG_OP_BROADCAST ? &n->type.shape : &t[0]->shape;
@@ -560,8 +565,13 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r.shape = n->type.shape;
         break;
     }
-    case MG_OP_CONV2D_GRAD_WEIGHT: { /* (x, dy), w's shape preset */
+    case MG_OP_CONV2D_GRAD_WEIGHT:
+    case MG_OP_CONV2D_GRAD_WEIGHT_ACC: { /* (x, dy), w's shape preset; (x, dy, acc): acc's */
         mg_shape y;
+        if (n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC) {
+            if (same_dtype(n, t[0], t[2], d)) return MG_ERR;
+            n->type.shape = t[2]->shape;
+        }
         if (same_dtype(n, t[0], t[1], d) || conv_shape(n, &t[0]->shape, &n->type.shape, &y, d) ||
             grad_matches(n, &y, &t[1]->shape, d))
             return MG_ERR;

@@ -304,6 +304,63 @@ START_TEST(test_conv_chunks)
 }
 END_TEST
 
+/* The micro-batched training step (compiler/microbatch.c) computes a weight gradient in parts of
+ * the batch: the first part by mgk_conv2d_grad_weight, the others by mgk_conv2d_grad_weight_acc
+ * into the same dw. Cut at multiples of the images one GEMM takes (mgk_conv_batch), that must be
+ * the bits of one call over the whole batch: random geometries (small images several per GEMM,
+ * large ones with the patch matrix in blocks, the direct 1x1 path), 2 or 3 parts, f32 and f64. */
+START_TEST(test_conv_grad_weight_acc)
+{
+    rs += (uint64_t)_i * 2654435761u;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4;
+        mgk_conv_geom g;
+        g.groups = rint_(1, 2);
+        g.C = g.groups * rint_(1, 3);
+        g.Co = g.groups * rint_(1, 3);
+        g.KH = rint_(1, 3), g.KW = rint_(1, 3), g.stride = rint_(1, 2), g.pad = rint_(0, 1), g.dil = 1;
+        if (_i % 4 == 0) g.KH = g.KW = 1, g.stride = 1, g.pad = 0; /* the direct path */
+        int64_t side = _i % 4 == 1 ? rint_(20, 30) : rint_(3, 8); /* _i % 4 == 1: one image per GEMM, 400+ pixels */
+        if (_i % 8 == 5) g.C = g.groups * 60;                     /* a patch matrix in blocks */
+        g.H = g.KH + side, g.W = g.KW + side;
+        g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
+        g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
+        g.N = 64; /* a batch of up to 64 images, cut at multiples of nb */
+        int64_t nb = mgk_conv_batch(&g), parts = rint_(2, 3), unit = nb;
+        int64_t per = rint_(1, 3);
+        g.N = unit * per * parts;
+        ck_assert_int_eq(mgk_conv_batch(&g), nb);
+        int64_t nx = g.N * g.C * g.H * g.W, ny = g.N * g.Co * g.OH * g.OW, nw = g.Co * g.C / g.groups * g.KH * g.KW;
+        void *x = rand_buf(nx, is64), *dy = rand_buf(ny, is64), *whole = rand_buf(nw, is64), *split = rand_buf(nw, is64);
+        void *s;
+        unsigned char *raw = scratch_new(mgk_conv_scratch_bytes(MGK_CONV_DW, &g, es), &s);
+        if (is64) mgk_conv2d_grad_weight_f64(GEOM, x, dy, whole, s);
+        else mgk_conv2d_grad_weight_f32(GEOM, x, dy, whole, s);
+        free(raw);
+        mgk_conv_geom pg = g;
+        pg.N = g.N / parts;
+        ck_assert_int_eq(mgk_conv_batch(&pg), nb);
+        raw = scratch_new(mgk_conv_scratch_bytes(MGK_CONV_DW, &pg, es), &s);
+        for (int64_t k = 0; k < parts; k++) {
+            const char *xp = (const char *)x + k * pg.N * g.C * g.H * g.W * es;
+            const char *dyp = (const char *)dy + k * pg.N * g.Co * g.OH * g.OW * es;
+#define PGEOM pg.N, pg.C, pg.H, pg.W, pg.Co, pg.KH, pg.KW, pg.OH, pg.OW, pg.stride, pg.pad, pg.dil, pg.groups
+            if (is64) (k ? mgk_conv2d_grad_weight_acc_f64 : mgk_conv2d_grad_weight_f64)(PGEOM, (const double *)xp,
+                                                                                       (const double *)dyp, split, s);
+            else (k ? mgk_conv2d_grad_weight_acc_f32 : mgk_conv2d_grad_weight_f32)(PGEOM, (const float *)xp,
+                                                                                   (const float *)dyp, split, s);
+            scratch_check(raw, mgk_conv_scratch_bytes(MGK_CONV_DW, &pg, es), "conv2d_grad_weight_acc");
+        }
+        free(raw);
+        int64_t i = 0;
+        while (i < nw && !memcmp((char *)whole + i * es, (char *)split + i * es, (size_t)es)) i++;
+        ck_assert_msg(i == nw, "%s dw[%lld] in %lld parts (nb %lld): %.17g, one call %.17g", is64 ? "f64" : "f32",
+                      (long long)i, (long long)parts, (long long)nb, get(split, i, is64), get(whole, i, is64));
+        free(x), free(dy), free(whole), free(split);
+    }
+}
+END_TEST
+
 START_TEST(test_pool_kernels)
 {
     rs += (uint64_t)_i * 104729;
@@ -359,6 +416,7 @@ int main(void)
     tcase_add_loop_test(tc, test_conv_kernels, 0, 40);
     tcase_add_loop_test(tc, test_pool_kernels, 0, 40);
     tcase_add_loop_test(tc, test_conv_chunks, 0, 8);
+    tcase_add_loop_test(tc, test_conv_grad_weight_acc, 0, 16);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

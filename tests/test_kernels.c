@@ -193,6 +193,46 @@ START_TEST(test_layer_norm)
 }
 END_TEST
 
+/* mgk_sum_to over a batch cut into parts, the first part by mgk_sum_to and the rest by
+ * mgk_sum_to_acc into the same output (the micro-batched step's bias gradients), has the bits of
+ * one mgk_sum_to over the whole batch: the batch axis d0 is summed (stride 0) and the output
+ * keeps at least one other axis (compiler/microbatch.c accumulates only such sums). */
+START_TEST(test_sum_to_acc)
+{
+    rs += (uint64_t)_i * 7777;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4, parts = 2 + _i % 3, d[4] = {parts * (1 + (int64_t)(rnext() % 5)), 1 + (int64_t)(rnext() % 6),
+                                                           1 + (int64_t)(rnext() % 6), 2 + (int64_t)(rnext() % 40)};
+        int kept = 1 + (int)(rnext() % 7); /* which of axes 1..3 the output keeps (bit mask, never none) */
+        int64_t st[4] = {0, 0, 0, 0}, on = 1;
+        for (int a = 3; a >= 1; a--)
+            if (kept >> (a - 1) & 1) st[a] = on, on *= d[a];
+        int64_t nx = d[0] * d[1] * d[2] * d[3], row = nx / d[0];
+        char *x = malloc((size_t)(nx * es)), *whole = malloc((size_t)(on * es)), *split = malloc((size_t)(on * es));
+        for (int64_t i = 0; i < nx; i++) {
+            double v = (double)(int64_t)(rnext() % 2000001 - 1000000) / 3e5;
+            if (is64) ((double *)x)[i] = v;
+            else ((float *)x)[i] = (float)v;
+        }
+        int64_t pn = d[0] / parts;
+        if (is64) {
+            mgk_sum_to_f64(d[0], d[1], d[2], d[3], (double *)x, st[0], st[1], st[2], st[3], (double *)whole, on);
+            for (int64_t k = 0; k < parts; k++)
+                (k ? mgk_sum_to_acc_f64 : mgk_sum_to_f64)(pn, d[1], d[2], d[3], (double *)x + k * pn * row, st[0], st[1],
+                                                         st[2], st[3], (double *)split, on);
+        } else {
+            mgk_sum_to_f32(d[0], d[1], d[2], d[3], (float *)x, st[0], st[1], st[2], st[3], (float *)whole, on);
+            for (int64_t k = 0; k < parts; k++)
+                (k ? mgk_sum_to_acc_f32 : mgk_sum_to_f32)(pn, d[1], d[2], d[3], (float *)x + k * pn * row, st[0], st[1],
+                                                         st[2], st[3], (float *)split, on);
+        }
+        ck_assert_msg(!memcmp(whole, split, (size_t)(on * es)), "%s sum_to in %lld parts differs (kept axes %d)",
+                      is64 ? "f64" : "f32", (long long)parts, kept);
+        free(x), free(whole), free(split);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernels");
@@ -201,6 +241,7 @@ int main(void)
     tcase_add_loop_test(tc, test_gemm_batched, 0, 30);
     tcase_add_loop_test(tc, test_softmax_axis, 0, 30);
     tcase_add_loop_test(tc, test_layer_norm, 0, 30);
+    tcase_add_loop_test(tc, test_sum_to_acc, 0, 30);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -287,8 +287,11 @@ void SFX(mgk_conv2d_grad_input)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx,
 /* dw[Co,C/groups,KH,KW] = sum over images of dy_g im2col(x_g)^T: nb images per GEMM, whose K
  * runs over their columns; the groups of images in order, and within them the blocks of columns
  * in order (conv.h: their bounds are GEMM K-block bounds, so dw is summed as by one GEMM per
- * group of images). */
-void SFX(mgk_conv2d_grad_weight)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch)
+ * group of images). With acc, the sums continue into what dw holds (every GEMM adds): a batch
+ * cut at a multiple of mgk_conv_batch into parts, the first part overwriting and the others
+ * accumulating, gives the bits of one call over the whole batch (the micro-batched step,
+ * compiler/microbatch.c). */
+static void SFX(mgk_conv2d_dw)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch, int acc)
 {
     mgk_conv_geom g = MGK_GEOM_INIT;
     int64_t Cg = C / groups, Cog = Co / groups, K = Cg * KH * KW, P = OH * OW;
@@ -299,7 +302,7 @@ void SFX(mgk_conv2d_grad_weight)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw
             const T *xg = x + (n0 * C + gr * Cg) * H * W, *dyg = dy + (n0 * Co + gr * Cog) * P;
             T *dwg = dw + gr * Cog * K;
             if (mgk_conv_direct(&g)) { /* nbb == 1 */
-                SFX(mgk_gemm)(Cog, K, P, dyg, P, 0, xg, P, 1, dwg, K, n0 > 0, s.gemm);
+                SFX(mgk_gemm)(Cog, K, P, dyg, P, 0, xg, P, 1, dwg, K, acc || n0 > 0, s.gemm);
                 continue;
             }
             if (nbb > 1) {
@@ -311,12 +314,23 @@ void SFX(mgk_conv2d_grad_weight)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw
                 for (int64_t r0 = 0; r0 < K; r0 += s.ch.rows) {
                     int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
                     SFX(mgk_conv_block)(&g, nbb, r0, r0 + rn, p0, p0 + pn, (T *)xg, C * H * W, s.col, 0);
-                    SFX(mgk_gemm)(Cog, rn, pn, dyg + p0, cols, 0, s.col, pn, 1, dwg + r0, K, n0 > 0 || p0 > 0,
+                    SFX(mgk_gemm)(Cog, rn, pn, dyg + p0, cols, 0, s.col, pn, 1, dwg + r0, K, acc || n0 > 0 || p0 > 0,
                                   s.gemm);
                 }
             }
         }
     }
+}
+
+void SFX(mgk_conv2d_grad_weight)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch)
+{
+    SFX(mgk_conv2d_dw)(N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups, x, dy, dw, scratch, 0);
+}
+
+/* dw += the weight gradient of this batch (dw holds the gradient of the earlier images). */
+void SFX(mgk_conv2d_grad_weight_acc)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch)
+{
+    SFX(mgk_conv2d_dw)(N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups, x, dy, dw, scratch, 1);
 }
 
 /* Pooling over planes = N*C planes of H x W, windows K x K. */

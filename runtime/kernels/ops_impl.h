@@ -95,10 +95,9 @@ void SFX(mgk_bcast)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *x, 
 }
 
 /* o (on elements) = sum of x over the axes where o's stride is 0; x contiguous over d0..d3 */
-void SFX(mgk_sum_to)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *restrict x,
-                     int64_t s0, int64_t s1, int64_t s2, int64_t s3, T *restrict o, int64_t on)
+static void SFX(mgk_sum_to_into)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *restrict x,
+                     int64_t s0, int64_t s1, int64_t s2, int64_t s3, T *restrict o)
 {
-    memset(o, 0, (size_t)on * sizeof(T));
     for (int64_t i0 = 0; i0 < d0; i0++)
         for (int64_t i1 = 0; i1 < d1; i1++)
             for (int64_t i2 = 0; i2 < d2; i2++) {
@@ -112,6 +111,23 @@ void SFX(mgk_sum_to)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *re
                     po[0] += (T)acc;
                 }
             }
+}
+
+void SFX(mgk_sum_to)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *restrict x,
+                     int64_t s0, int64_t s1, int64_t s2, int64_t s3, T *restrict o, int64_t on)
+{
+    memset(o, 0, (size_t)on * sizeof(T));
+    SFX(mgk_sum_to_into)(d0, d1, d2, d3, x, s0, s1, s2, s3, o);
+}
+
+/* o += sum_to(x) without zeroing o first: the outer axis (d0, the batch axis when it is summed)
+ * runs outermost, so the sums over a batch cut into parts, the first by mgk_sum_to and the rest
+ * by this, in order, have the bits of one mgk_sum_to over the whole batch. */
+void SFX(mgk_sum_to_acc)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *restrict x,
+                         int64_t s0, int64_t s1, int64_t s2, int64_t s3, T *restrict o, int64_t on)
+{
+    (void)on;
+    SFX(mgk_sum_to_into)(d0, d1, d2, d3, x, s0, s1, s2, s3, o);
 }
 
 /* Softmax-like kernels work on an [outer, n, inner] view: the axis has n elements at stride
