@@ -13,7 +13,8 @@ typedef struct mg_target {
 
 /* The generated functions and data of one model. */
 typedef struct mg_program {
-    const mg_graph *g;        /* the joint graph */
+    const mg_graph *g;        /* the joint graph the plans are of (micro-batched or the model's) */
+    const mg_graph *model;    /* the model's own joint graph (its hash), NULL: g */
     const mg_plan *train;     /* NAME_train_step */
     const mg_plan *forward;   /* NAME_forward */
     int64_t workspace_bytes;  /* what both functions need: the max of the two plans */

@@ -91,7 +91,7 @@ char *mg_header_text(const mg_program *p)
     put(&o, "#define %s_PARAM_BYTES     ((size_t)%lld)  /* params and grads blobs have this size */\n", M,
         (long long)p->param_bytes);
     put(&o, "#define %s_MODEL_HASH      0x%016llxULL  /* structural hash of the model */\n", M,
-        (unsigned long long)mg_graph_hash(g));
+        (unsigned long long)mg_graph_hash(p->model ? p->model : g));
     put(&o, "#define %s_NUM_PARAMS      %d\n#define %s_NUM_INPUTS      %d\n#define %s_NUM_OUTPUTS     %d\n", M,
         g->nparams, M, g->ninputs, M, g->noutputs);
     put(&o, "#define %s_HAS_STATE       %d  /* 1: the functions below take a state blob */\n", M, nstate ? 1 : 0);

@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "frontend.h"
 #include "plan.h"
+#include "microbatch.h"
 #include "report.h"
 
 #include <errno.h>
@@ -61,6 +62,10 @@ static const char *usage_text =
     "  --time-limit SEC     --solver exact: time for the MILP search, both functions of a model\n"
     "                       together (default 60)\n"
     "  --verify             run the plan verifier once more on what is emitted and report it\n"
+    "  --micro-batches K    run the per-sample layers (convolutions, pooling, elementwise ops up to\n"
+    "                       the first op that mixes samples) in K parts of the batch; auto\n"
+    "                       (default) splits only when no plan of the whole batch meets the\n"
+    "                       budget, 1 never; gradients are bit-identical either way\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache\n"
     "  --points N           sweep: number of budgets (default 8)\n"
@@ -300,10 +305,11 @@ static int terminal_width(void)
 typedef struct options {
     const char *model, *out, *header, *budget, *triple, *cpu, *emit_llvm, *solver_name, *time_limit_text, *format;
     const char *graph; /* plan --graph FILE.json */
-    const char *points_text, *cache_dir;
+    const char *points_text, *cache_dir, *micro_text;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
     int points, no_cache, from_cache, exact_bytes, no_fuse;
     int opt_level, print_ir, print_joint, verify;
+    int micro_batches; /* --micro-batches: 0 auto, 1 never split, k */
     mg_solver solver;
     double time_limit;
 } options;
@@ -327,6 +333,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         else if (is_compile && !strcmp(a, "--emit-llvm")) slot = &o->emit_llvm;
         else if ((is_compile || is_plan) && !strcmp(a, "--solver")) slot = &o->solver_name;
         else if ((is_compile || is_plan) && !strcmp(a, "--time-limit")) slot = &o->time_limit_text;
+        else if ((is_compile || is_plan) && !strcmp(a, "--micro-batches")) slot = &o->micro_text;
         else if (is_plan && !is_dot && !strcmp(a, "--format")) slot = &o->format;
         else if (is_plan && !is_dot && !strcmp(a, "--graph")) slot = &o->graph;
         else if ((is_plan_only || is_sweep) && !strcmp(a, "--svg")) slot = &o->svg;
@@ -395,6 +402,14 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && (!is_sweep || strcmp(o->format, "csv")))
         return usage_error(is_sweep ? "unknown format '%s' (use text, csv or json)" : "unknown format '%s' (use text or json)",
                            o->format);
+    if (o->micro_text) {
+        char *end;
+        long v = strtol(o->micro_text, &end, 10);
+        if (!strcmp(o->micro_text, "auto")) v = 0;
+        else if (end == o->micro_text || *end || v < 1 || v > 4096)
+            return usage_error("--micro-batches wants auto or a whole number from 1 to 4096, got '%s'", o->micro_text);
+        o->micro_batches = (int)v;
+    }
     o->points = 8;
     if (o->points_text) {
         char *end;
@@ -457,10 +472,10 @@ static int run_planner(options *o, compiled *c, int want_min)
     mg_plan_request rq = {o->solver, o->budget ? &b : NULL, o->time_limit, want_min};
     char dir[4096];
     int use_cache = cache_dir(o, dir, sizeof dir);
-    uint64_t key = mg_plan_cache_key(c->g, &rq);
+    uint64_t key = mg_plan_split_cache_key(c->g, &rq, o->micro_batches);
     if (use_cache && mg_plan_cache_load(dir, key, c->g, &c->plan)) {
         o->from_cache = 1;
-    } else if (mg_plan_program(c->g, &rq, &c->plan, &d)) {
+    } else if (mg_plan_split(c->g, &rq, o->micro_batches, &c->plan, &d)) {
         print_diag(&c->src, &d);
         return 1;
     } else if (use_cache && c->plan.train) {
@@ -486,7 +501,8 @@ static int run_planner(options *o, compiled *c, int want_min)
                     o->solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
         return 1;
     }
-    c->prog.g = c->g;
+    c->prog.g = mg_planned_graph(p, c->g);
+    c->prog.model = c->g;
     c->prog.train = p->train;
     c->prog.forward = p->forward;
     c->prog.workspace_bytes = p->workspace_bytes;
@@ -499,7 +515,7 @@ static int run_planner(options *o, compiled *c, int want_min)
 static int verify_again(compiled *c)
 {
     mg_diag d = {0};
-    if (mg_program_verify(c->g, &c->plan, &d)) {
+    if (mg_program_verify(mg_planned_graph(&c->plan, c->g), &c->plan, &d)) {
         print_diag(&c->src, &d);
         return 1;
     }
@@ -623,7 +639,7 @@ static int plan_figures(options *o, compiled *c, mg_report_figures *f)
     if (!rc) {
         mg_diag d = {0};
         mg_plan_report_info info = {mg_solver_names[o->solver], mg_graph_hash(c->g), o->from_cache};
-        if (mg_report_figures_make(c->g, &c->plan, &info, f, &d)) {
+        if (mg_report_figures_make(mg_planned_graph(&c->plan, c->g), &c->plan, &info, f, &d)) {
             print_diag(&c->src, &d);
             rc = 1;
         }
@@ -761,7 +777,7 @@ static int cmd_sweep(options *o)
         mg_plan_free(s.plan);
     } else {
         mg_plan_request rq = {MG_SOLVER_AUTO, NULL, o->time_limit, 1};
-        if (mg_plan_program(c.g, &rq, &c.plan, &d)) rc = 1;
+        if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
         all = c.plan.store_all_bytes;
         minf = c.plan.min_feasible_bytes;
         mg_planned_free(&c.plan);
@@ -789,7 +805,7 @@ static int cmd_sweep(options *o)
                 mg_plan_free(s.plan);
             } else {
                 mg_plan_request rq = {solvers[k], &b, o->time_limit, 0};
-                if (mg_plan_program(c.g, &rq, &c.plan, &d)) rc = 1;
+                if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
                 else if ((q->fits = c.plan.train != NULL)) {
                     q->workspace = c.plan.workspace_bytes;
                     q->peak = c.plan.train->peak_live_bytes;

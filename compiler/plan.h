@@ -227,7 +227,16 @@ typedef struct mg_planned {
     double flops_lower_bound;     /* proven bound on the training step's FLOPs (-1: none) */
     const char *note;             /* the training step's search note (mg_solution), or NULL */
     double solve_seconds;
+    mg_graph *graph;              /* the micro-batched joint graph both plans are of (owned; microbatch.h),
+                                     NULL: the model's own */
+    int micro_batches;            /* into how many parts graph splits the batch (0 or 1: not split) */
 } mg_planned;
+
+/* The joint graph p's plans are of: p->graph, or the model's g. */
+static inline const mg_graph *mg_planned_graph(const mg_planned *p, const mg_graph *g)
+{
+    return p->graph ? p->graph : g;
+}
 
 /* Plans g under rq. A budget no plan meets is not an error here: train and forward come back
  * NULL and min_feasible_bytes is filled, so the caller can say what would fit. */

@@ -5,7 +5,7 @@
  * checksum matches and the plan verifier accepts both plans against the model at hand; a
  * corrupt, truncated or stale entry is ignored (and replaced by the next store). Entries are
  * written through a temporary file and renamed, so readers never see half an entry. */
-#include "plan.h"
+#include "microbatch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 #define MG_VERSION "0"
 #endif
 
-static const char magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', '0', '2'};
+static const char magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', '0', '3'};
 
 uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
 {
@@ -82,8 +82,8 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     wput(&b, &key, sizeof key);
     int64_t fig[4] = {pl->workspace_bytes, pl->budget_bytes, pl->store_all_bytes, pl->min_feasible_bytes};
     wput(&b, fig, sizeof fig);
-    int32_t opt = pl->optimal;
-    wput(&b, &opt, sizeof opt);
+    int32_t opt[2] = {pl->optimal, pl->graph ? pl->micro_batches : 1};
+    wput(&b, opt, sizeof opt);
     wput(&b, &pl->solve_seconds, sizeof pl->solve_seconds);
     wput(&b, &pl->flops_lower_bound, sizeof pl->flops_lower_bound);
     put_plan(&b, pl->train);
@@ -207,10 +207,16 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     rget(&r, &stored_key, sizeof stored_key);
     int64_t fig[4];
     rget(&r, fig, sizeof fig);
-    int32_t opt;
-    rget(&r, &opt, sizeof opt);
+    int32_t opt[2];
+    rget(&r, opt, sizeof opt);
     rget(&r, &out->solve_seconds, sizeof out->solve_seconds);
     rget(&r, &out->flops_lower_bound, sizeof out->flops_lower_bound);
+    /* a micro-batched plan is of the graph the rewrite makes of g in that many parts */
+    mg_diag md = {0};
+    if (!r.bad && opt[1] >= 2 && mg_microbatch(g, opt[1], &out->graph, &md)) r.bad = 1;
+    if (!r.bad && (opt[1] < 1 || (opt[1] == 1) != !out->graph)) r.bad = 1;
+    out->micro_batches = opt[1];
+    g = mg_planned_graph(out, g);
     out->train = get_plan(&r, g);
     out->forward = get_plan(&r, g);
     ok = !r.bad && r.at == r.n && stored_key == key && out->train && out->forward && plan_shape_ok(out->train, g) &&
@@ -221,7 +227,7 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
         out->budget_bytes = fig[1];
         out->store_all_bytes = fig[2];
         out->min_feasible_bytes = fig[3];
-        out->optimal = opt;
+        out->optimal = opt[0];
         mg_diag d = {0};
         ok = mg_program_verify(g, out, &d) == MG_OK &&
              out->workspace_bytes == (out->train->workspace_bytes > out->forward->workspace_bytes

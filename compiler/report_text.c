@@ -57,6 +57,11 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     snprintf(tail, sizeof tail, ", allocator waste %.2f%%", 100.0 * f->allocator_waste);
     figure(out, "peak live", f->peak_live_bytes, exact, tail);
     figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
+    if (p->micro_batches > 1) { /* compiler/microbatch.c */
+        const mg_node *x = &f->g->nodes[f->g->inputs[0]];
+        fprintf(out, "  %-19s %d: the per-sample layers run on %lld samples at a time\n", "micro-batches",
+                p->micro_batches, (long long)(x->type.shape.dim[0] / p->micro_batches));
+    }
     fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",
             flops_str(f->flops_once, exact, a, sizeof a), flops_str(f->flops_executed, exact, b, sizeof b),
             100.0 * f->recompute_overhead);

@@ -1,0 +1,116 @@
+/* plan_split.c — planning with micro-batches: when no plan of the whole batch meets the budget,
+ * the same planning on the micro-batched joint graphs (microbatch.c), k = 2, 4, 8, ... parts.
+ *
+ * Why it exists: a store/recompute schedule cannot go below the bytes one backward op needs at
+ * once; running the per-sample prefix in parts divides those bytes. The planner itself knows
+ * nothing of it: each k is an ordinary graph planned by mg_plan_program. The cheapest plan
+ * (FLOPs executed) that fits wins, fewer parts unless more are clearly cheaper: splitting costs
+ * the slices and concatenations it adds, smaller GEMMs, and compile time (the backend emits every
+ * part's calls, and LLVM specialises each). Percentages refer to the whole batch's store-all
+ * workspace, and the minimum feasible budget is the least over every k tried. More parts are
+ * tried while they lower the minimum, up to split graphs of MAX_PARTS_NODES nodes: the backend
+ * emits the step as one function, and LLVM's time grows faster than its length (unet_small, 175
+ * nodes: 24 s whole, 90 s in 2 parts of 345 nodes; cnn_fmnist in 8 parts, 190 nodes: 30 s), so
+ * larger graphs stay whole until the backend emits the parts as a loop or as functions. */
+#include "microbatch.h"
+
+#include <stdint.h>
+
+enum { MAX_COUNTS = 64, MAX_PARTS_NODES = 300 };
+
+/* The plans of g split into k parts under the absolute budget (INT64_MAX: none); out->graph
+ * stays NULL when the split graph has more than max_nodes nodes. */
+static mg_status plan_parts(const mg_graph *g, int k, const mg_plan_request *rq, int64_t budget, int max_nodes,
+                            mg_planned *out, mg_diag *d)
+{
+    *out = (mg_planned){0};
+    mg_graph *gk;
+    if (mg_microbatch(g, k, &gk, d)) return MG_ERR;
+    if (gk->n > max_nodes) {
+        mg_graph_free(gk);
+        return MG_OK;
+    }
+    mg_budget b = {0, 0, budget};
+    mg_plan_request r = *rq;
+    r.budget = budget == INT64_MAX ? NULL : &b;
+    if (mg_plan_program(gk, &r, out, d)) {
+        mg_graph_free(gk);
+        return MG_ERR;
+    }
+    out->graph = gk;
+    out->micro_batches = k;
+    return MG_OK;
+}
+
+/* a's plan is worth more parts than b's: it executes fewer FLOPs by more than 1% of one step
+ * (FLOPs do not count what each part costs: its kernel calls, smaller GEMMs, and compile time). */
+static int cheaper(const mg_planned *a, const mg_planned *b)
+{
+    return !b->train || a->train->flops_executed < b->train->flops_executed - 0.01 * b->train->flops_once;
+}
+
+uint64_t mg_plan_split_cache_key(const mg_graph *g, const mg_plan_request *rq, int micro_batches)
+{
+    uint64_t key = mg_plan_cache_key(g, rq); /* the default (0) keeps mg_plan_cache_key's */
+    return micro_batches ? key ^ (0x9e3779b97f4a7c15ULL * (uint64_t)micro_batches) : key;
+}
+
+mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_batches, mg_planned *out, mg_diag *d)
+{
+    mg_status st = mg_plan_program(g, rq, out, d);
+    if (st) return st;
+    out->micro_batches = 1;
+    if (micro_batches == 1) return MG_OK;
+    if (micro_batches >= 2) { /* exactly k parts: the whole batch's plan gave the figures */
+        mg_planned whole = *out, p;
+        if (plan_parts(g, micro_batches, rq, whole.budget_bytes, INT32_MAX, &p, d)) {
+            mg_planned_free(&whole);
+            *out = (mg_planned){0};
+            return MG_ERR;
+        }
+        p.store_all_bytes = whole.store_all_bytes;
+        p.budget_bytes = whole.budget_bytes;
+        p.solve_seconds += whole.solve_seconds;
+        mg_planned_free(&whole);
+        *out = p;
+        return MG_OK;
+    }
+    if (out->train && !rq->want_min_feasible) return MG_OK;
+    mg_diag why = {0};
+    int ks[MAX_COUNTS], nk = mg_microbatch_counts(g, ks, MAX_COUNTS, &why);
+    int64_t minf = out->min_feasible_bytes;
+    /* selecting: more parts may still give a cheaper plan (the choice does not depend on
+     * want_min_feasible, so `plan` reports what `compile` emits); after that, parts are tried
+     * only while they lower the minimum feasible budget */
+    int selecting = !out->train; /* a plan of the whole batch that fits is kept */
+    for (int i = 0; i < nk; i++) {
+        int k = ks[i];
+        if (k & (k - 1)) continue; /* powers of two */
+        mg_planned p;
+        if (plan_parts(g, k, rq, out->budget_bytes, MAX_PARTS_NODES, &p, d)) {
+            mg_planned_free(out);
+            *out = (mg_planned){0};
+            return MG_ERR;
+        }
+        if (!p.graph) break; /* too many nodes to compile in reasonable time */
+        out->solve_seconds += p.solve_seconds;
+        int64_t pmin = p.min_feasible_bytes;
+        int lower = pmin >= 0 && (minf < 0 || pmin < minf);
+        if (lower) minf = pmin;
+        if (selecting && p.train && (!out->train || cheaper(&p, out))) { /* figures stay the whole batch's */
+            p.store_all_bytes = out->store_all_bytes;
+            p.budget_bytes = out->budget_bytes;
+            p.solve_seconds = out->solve_seconds;
+            mg_planned_free(out);
+            *out = p;
+        } else {
+            if (selecting && out->train) selecting = 0; /* more parts did not make it cheaper */
+            mg_planned_free(&p);
+        }
+        if (out->train && out->train->flops_executed <= out->train->flops_once) selecting = 0; /* none is cheaper */
+        if (!out->train && !lower) selecting = 0; /* no plan, and no progress towards one */
+        if (!selecting && (!rq->want_min_feasible || !lower)) break;
+    }
+    out->min_feasible_bytes = minf;
+    return MG_OK;
+}

@@ -1,0 +1,279 @@
+/* test_microbatch.c — the micro-batching rewrite (compiler/microbatch.c) and the planning that
+ * uses it (compiler/plan_split.c).
+ *
+ * Why it exists: splitting the batch is how cnn_fmnist meets budgets below its store-all
+ * workspace (its first layer's backward alone needs all of it), and the split must not change a
+ * single bit of the loss or the gradients. The tests check the rewritten graph's structure, that
+ * models whose prefix ends in batch statistics are not split, and end to end that cnn_fmnist
+ * compiled at store-all, 50%, 25% and its minimum feasible budget (and forced into 2 parts at
+ * store-all) gives byte-identical loss and gradients, within each budget.
+ */
+#include "autodiff.h"
+#include "frontend.h"
+#include "microbatch.h"
+#include "testutil.h"
+
+#include <check.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mg_graph *joint(const char *src)
+{
+    mg_graph *g = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_parse("t.mg", src, strlen(src), &g, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(mg_autodiff(g, &d) == MG_OK, "%s", d.msg);
+    return g;
+}
+
+static char *example(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples/%s.mg", MG_SOURCE_DIR, name);
+    char *src = tu_read(path);
+    ck_assert_msg(src != NULL, "cannot read %s", path);
+    return src;
+}
+
+/* cnn_fmnist in k = 2 and 4 parts: the graph verifies, forward nodes come first, the batch
+ * input is sliced k times, the conv layers' parameter gradients are summed through the
+ * accumulating ops in part order, and the rest of the graph (the dense layers) is whole. */
+START_TEST(test_rewrite_cnn)
+{
+    char *src = example("cnn_fmnist");
+    mg_graph *g = joint(src);
+    mg_diag d = {0};
+    int ks[64], nk = mg_microbatch_counts(g, ks, 64, &d);
+    ck_assert_msg(nk >= 2 && ks[0] == 2 && ks[1] == 4, "counts: %d (%s)", nk, d.msg);
+    for (int k = 2; k <= 4; k += 2) {
+        mg_graph *s = NULL;
+        ck_assert_msg(mg_microbatch(g, k, &s, &d) == MG_OK, "k=%d: %s", k, d.msg);
+        ck_assert_msg(mg_graph_verify(s, &d) == MG_OK, "k=%d: %s", k, d.msg);
+        ck_assert_int_eq(s->ninputs, g->ninputs);
+        ck_assert_int_eq(s->nparams, g->nparams);
+        int slices = 0, convs = 0;
+        for (int v = 0; v < s->n; v++) {
+            const mg_node *n = &s->nodes[v];
+            ck_assert_int_eq(n->phase, v < s->nforward ? MG_PHASE_FORWARD : MG_PHASE_BACKWARD);
+            slices += n->op == MG_OP_SLICE && n->in[0] == s->inputs[0];
+            if (n->op == MG_OP_CONV2D) {
+                convs++;
+                ck_assert_int_eq(n->type.shape.dim[0], 128 / k);
+            }
+        }
+        ck_assert_int_eq(slices, k);
+        ck_assert_int_eq(convs, 2 * k);
+        for (int i = 0; i < 4; i++) { /* w1 b1 w2 b2: a chain of k partial sums, in part order */
+            int v = s->param_grads[i], len = 1;
+            mg_op acc = i % 2 ? MG_OP_SUM_TO_ACC : MG_OP_CONV2D_GRAD_WEIGHT_ACC;
+            while (s->nodes[v].op == acc) {
+                int prev = s->nodes[v].in[s->nodes[v].ninputs - 1];
+                ck_assert_int_lt(prev, v);
+                v = prev;
+                len++;
+            }
+            ck_assert_int_eq(s->nodes[v].op, i % 2 ? MG_OP_SUM_TO : MG_OP_CONV2D_GRAD_WEIGHT);
+            ck_assert_int_eq(len, k);
+            ck_assert_str_eq(s->nodes[s->param_grads[i]].name, g->nodes[g->param_grads[i]].name);
+        }
+        for (int i = 4; i < 8; i++) /* the dense layers are not split */
+            ck_assert_int_eq(s->nodes[s->param_grads[i]].type.shape.dim[0], g->nodes[g->param_grads[i]].type.shape.dim[0]);
+        ck_assert_int_eq(s->nodes[s->outputs[0].node].type.shape.dim[0], 128);
+        mg_graph_free(s);
+    }
+    ck_assert_int_eq(mg_microbatch(g, 3, &(mg_graph *){NULL}, &d), MG_ERR); /* 3 does not divide 128 */
+    ck_assert_msg(strstr(d.msg, "3 micro-batches"), "%s", d.msg);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
+static const char bn_model[] = "model bnnet\n"
+                               "input x: f32[8, 2, 6, 6]\n"
+                               "input y: i32[8]\n"
+                               "param w: f32[4, 2, 3, 3] = he\n"
+                               "param s: f32[4] = ones\n"
+                               "param t: f32[4] = zeros\n"
+                               "param w2: f32[36, 3] = he\n"
+                               "h = relu(batch_norm(conv2d(x, w, pad=1), s, t))\n"
+                               "loss = cross_entropy(flatten(max_pool2d(h, kernel=2)) @ w2, y)\n"
+                               "minimize loss\n";
+
+static const char mlp_model[] = "model mlp\n"
+                                "input x: f32[8, 16]\n"
+                                "input y: i32[8]\n"
+                                "param w: f32[16, 3] = he\n"
+                                "loss = cross_entropy(relu(x @ w), y)\n"
+                                "minimize loss\n";
+
+/* A model whose per-sample prefix ends at batch_norm is not split, and says why; so is a model
+ * whose first op mixes the samples. Below the minimum the budget error stays the plain one. */
+START_TEST(test_refused)
+{
+    mg_diag d = {0};
+    int ks[8];
+    mg_graph *g = joint(bn_model);
+    ck_assert_int_eq(mg_microbatch_counts(g, ks, 8, &d), 0);
+    ck_assert_msg(strstr(d.msg, "batch_norm") && d.loc.line == 8, "%d: %s", d.loc.line, d.msg);
+    ck_assert_int_eq(mg_microbatch(g, 2, &(mg_graph *){NULL}, &d), MG_ERR);
+    mg_graph_free(g);
+    g = joint(mlp_model);
+    ck_assert_int_eq(mg_microbatch_counts(g, ks, 8, &d), 0);
+    ck_assert_msg(strstr(d.msg, "matmul") && d.loc.line == 5, "%d: %s", d.loc.line, d.msg);
+    mg_graph_free(g);
+
+    char *dir = tu_tmpdir(), *out = NULL;
+    ck_assert(tu_write(tu_path(dir, "bn.mg"), bn_model) == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache", tu_path(dir, "bn.mg")), 0);
+    long long minf = tu_json_figure(out, "min_feasible_bytes");
+    ck_assert_int_eq(tu_json_figure(out, "micro_batches"), 1);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --no-cache", tu_path(dir, "bn.mg"), minf - 4096), 1);
+    ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 2 --no-cache", tu_path(dir, "bn.mg")), 1);
+    ck_assert_msg(strstr(out, "bn.mg:8:") && strstr(out, "batch_norm"), "%s", out);
+    free(out);
+    tu_dir_free(&dir);
+}
+END_TEST
+
+/* The plan cache keeps the part count: a split plan comes back from the cache as the same
+ * split plan, verified against the graph split again. */
+START_TEST(test_cache)
+{
+    char *src = example("cnn_fmnist"), *dir = tu_tmpdir(), *first = NULL, *second = NULL;
+    ck_assert(tu_write(tu_path(dir, "m.mg"), src) == 0);
+    ck_assert_int_eq(tu_memgrad(&first, "plan '%s' --budget 50%% --cache-dir '%s' --format json", tu_path(dir, "m.mg"),
+                                tu_path(dir, "cache")), 0);
+    ck_assert_int_eq(tu_memgrad(&second, "plan '%s' --budget 50%% --cache-dir '%s' --format json", tu_path(dir, "m.mg"),
+                                tu_path(dir, "cache")), 0);
+    long long k = tu_json_figure(first, "micro_batches");
+    ck_assert_msg(k >= 2, "%lld parts", k);
+    ck_assert_int_eq(tu_json_figure(second, "micro_batches"), k);
+    ck_assert_int_eq(tu_json_figure(second, "workspace_bytes"), tu_json_figure(first, "workspace_bytes"));
+    ck_assert_int_eq(tu_json_figure(second, "flops_executed"), tu_json_figure(first, "flops_executed"));
+    free(second);
+    ck_assert_int_eq(tu_memgrad(&second, "plan '%s' --budget 50%% --cache-dir '%s'", tu_path(dir, "m.mg"),
+                                tu_path(dir, "cache")), 0);
+    ck_assert_msg(strstr(second, "from the plan cache") && strstr(second, "micro-batches"), "%s", second);
+    free(first);
+    free(second);
+    free(src);
+    tu_dir_free(&dir);
+}
+END_TEST
+
+typedef struct desc {
+    const char *name; int dtype; int rank; int64_t shape[8]; size_t offset; size_t bytes;
+} desc;
+typedef float (*train_fn)(const void *, void *, const void *const *, void *);
+typedef void (*init_fn)(void *, uint64_t);
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Compiles src with opts, runs one training step from fixed parameters and inputs and returns
+ * the loss; grads receives the gradients, *ws the workspace. */
+static float step(const char *dir, const char *tag, const char *src, const char *opts, void *grads, size_t *pbytes,
+                  long long *ws)
+{
+    char *log = NULL, hpath[4300];
+    void *h = tu_build_model(dir, tag, src, opts, &log);
+    ck_assert_msg(h != NULL, "compile with '%s' failed:\n%s", opts, log ? log : "");
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
+    char *hdr = tu_read(hpath);
+    *ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    *pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    int nin = (int)tu_header_figure(hdr, "_NUM_INPUTS");
+    free(hdr);
+    const desc *in_desc = tu_sym(h, "cnn_fmnist", "inputs_desc");
+    void *params = malloc(*pbytes), *ws_mem = malloc((size_t)*ws + 1);
+    ((init_fn)tu_sym(h, "cnn_fmnist", "init_params"))(params, 7);
+    void *inputs[8];
+    uint64_t s = 99;
+    for (int i = 0; i < nin; i++) {
+        inputs[i] = malloc(in_desc[i].bytes);
+        for (size_t k = 0; k < in_desc[i].bytes / 4; k++) {
+            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = (int32_t)(rng_next(&s) % 10);
+            else ((float *)inputs[i])[k] = (float)(rng_next(&s) % 2001) / 1000.0f - 1.0f;
+        }
+    }
+    memset(ws_mem, 0xff, (size_t)*ws + 1);
+    memset(grads, 0xa5, *pbytes);
+    float loss = ((train_fn)tu_sym(h, "cnn_fmnist", "train_step"))(params, grads, (const void *const *)inputs, ws_mem);
+    for (int i = 0; i < nin; i++) free(inputs[i]);
+    free(params);
+    free(ws_mem);
+    dlclose(h);
+    free(log);
+    return loss;
+}
+
+/* cnn_fmnist: store-all (the whole batch), store-all forced into 2 parts, 50%, 25% and the
+ * minimum feasible budget (both below what any plan of the whole batch reaches, so split):
+ * the loss and every gradient byte-identical to store-all, each workspace within its budget,
+ * and the plan says how many parts. Compiled at -O1: LLVM specialises every part's kernel calls,
+ * and at -O3 the 16-part graphs take 40 s each (the optimiser does not change the order of any
+ * sum, so the bits are those of -O3 too). */
+START_TEST(test_cnn_bit_identical)
+{
+    char *src = example("cnn_fmnist"), *dir = tu_tmpdir(), *out = NULL;
+    const char *mpath = tu_path(dir, "plan.mg");
+    ck_assert(tu_write(mpath, src) == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache", mpath), 0);
+    long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
+    ck_assert_int_eq(tu_json_figure(out, "micro_batches"), 1);
+    free(out);
+    ck_assert_msg(minf > 0 && minf < all / 4, "minimum %lld, store-all %lld", minf, all);
+    size_t pb = 0;
+    long long ws;
+    void *ref = malloc(1 << 23), *grads = malloc(1 << 23);
+    float ref_loss = step(dir, "all", src, "-O1", ref, &pb, &ws);
+    ck_assert_int_eq(ws, all);
+    ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
+    long long budgets[4] = {0, all / 2, all / 4, minf};
+    for (int i = 0; i < 4; i++) {
+        char opts[128], tag[16];
+        if (i) snprintf(opts, sizeof opts, "-O1 --budget %lldB", budgets[i]);
+        else snprintf(opts, sizeof opts, "-O1 --micro-batches 2");
+        snprintf(tag, sizeof tag, "b%d", i);
+        float loss = step(dir, tag, src, opts, grads, &pb, &ws);
+        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "%s: loss %.9g vs %.9g at store-all", opts, loss,
+                      ref_loss);
+        ck_assert_msg(memcmp(grads, ref, pb) == 0, "%s: gradients differ from store-all", opts);
+        if (i) ck_assert_msg(ws <= budgets[i], "%s: workspace %lld", opts, ws);
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' %s --format json", mpath, opts + 4), 0);
+        long long k = tu_json_figure(out, "micro_batches");
+        ck_assert_msg(i ? k >= 2 : k == 2, "%s: %lld micro-batches", opts, k);
+        ck_assert_int_eq(tu_json_figure(out, "store_all_workspace_bytes"), all);
+        free(out);
+    }
+    free(ref);
+    free(grads);
+    free(src);
+    tu_dir_free(&dir);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("microbatch");
+    TCase *tc = tcase_create("rewrite");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_rewrite_cnn);
+    tcase_add_test(tc, test_refused);
+    tcase_add_test(tc, test_cache);
+    tcase_add_test(tc, test_cnn_bit_identical);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
