@@ -136,19 +136,11 @@ static void info_free(mb_info *m)
     free(m->bat);
 }
 
-static const char *place(const mg_node *n, char *buf, size_t len)
-{
-    if (n->loc.file) snprintf(buf, len, "%s:%d:%d", n->loc.file, n->loc.line, n->loc.col);
-    else snprintf(buf, len, "line %d", n->loc.line);
-    return buf;
-}
-
 static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
 {
     memset(m, 0, sizeof *m);
     m->g = g;
     int n = g->n, nf = g->nforward;
-    char where[300];
     mg_loc none = {0};
     m->batch_in = xcalloc((size_t)n, 1);
     m->R = xcalloc((size_t)n, 1);
@@ -173,8 +165,8 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
     }
     for (int v = 0; v < n; v++)
         if (g->nodes[v].op == MG_OP_DROPOUT) /* its masks are keyed by node and element */
-            return mg_diag_set(why, g->nodes[v].loc, "the model has dropout (%s), whose masks a split would change",
-                               place(&g->nodes[v], where, sizeof where));
+            return mg_diag_set(why, g->nodes[v].loc, "not split into micro-batches: the model has dropout, whose masks "
+                               "are keyed by node and element");
     /* R, in order: a per-sample op whose batched operands are in R or batch inputs (one at least)
      * and whose other operands do not depend on R */
     int stop = -1;
@@ -196,13 +188,13 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
             stop = v;
         }
         if (reads && !ok && nd->op == MG_OP_BATCH_NORM)
-            return mg_diag_set(why, nd->loc, "the per-sample prefix ends at batch_norm (%s), whose statistics are over "
-                               "the whole batch", place(nd, where, sizeof where));
+            return mg_diag_set(why, nd->loc, "not split into micro-batches: the per-sample layers end at batch_norm, "
+                               "whose statistics are over the whole batch");
     }
     if (!m->nR) {
         if (stop < 0) return mg_diag_set(why, none, "no op reads the batch inputs sample by sample");
-        return mg_diag_set(why, g->nodes[stop].loc, "no per-sample prefix: the first op, %s (%s), mixes the samples",
-                           mg_ops[g->nodes[stop].op].name, place(&g->nodes[stop], where, sizeof where));
+        return mg_diag_set(why, g->nodes[stop].loc, "not split into micro-batches: the first op on the batch, %s, mixes "
+                           "the samples", mg_ops[g->nodes[stop].op].name);
     }
     /* B and the reductions, in order */
     for (int v = nf; v < n; v++) {
@@ -239,15 +231,15 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         for (int k = 0; k < nd->ninputs; k++) {
             int u = nd->in[k];
             if (m->acc[u] && (m->B[v] || m->acc[v]))
-                st = mg_diag_set(why, nd->loc, "a parameter gradient of the per-sample part is read inside it (%s)",
-                                 place(nd, where, sizeof where));
+                st = mg_diag_set(why, nd->loc, "not split into micro-batches: a parameter gradient of the per-sample "
+                                 "layers is read inside them");
             if ((m->R[u] && !(m->R[v] || m->B[v] || m->acc[v])) || (m->B[u] && !(m->B[v] || m->acc[v])))
                 m->cat[u] = 1;
             if (m->R[u] && (m->B[v] || m->acc[v]) && !m->bat[(size_t)v * MG_MAX_INPUTS + k])
                 m->cat[u] = 1; /* read whole by a block op (broadcast): concatenated in the forward part */
             if (m->B[u] && (m->B[v] || m->acc[v]) && !m->bat[(size_t)v * MG_MAX_INPUTS + k] && !st)
-                st = mg_diag_set(why, nd->loc, "a per-sample backward value is read whole inside the block (%s)",
-                                 place(nd, where, sizeof where));
+                st = mg_diag_set(why, nd->loc, "not split into micro-batches: a per-sample gradient is read whole by "
+                                 "another per-sample op");
             if (v >= nf && !inblock && (m->B[u] || m->acc[u] || after[u])) after[v] = 1;
         }
     }
@@ -265,8 +257,8 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
     }
     for (int v = nf; v < n && !st; v++)
         if (m->need[v] && after[v])
-            st = mg_diag_set(why, g->nodes[v].loc, "the per-sample backward block both feeds and reads %s (%s)",
-                             mg_ops[g->nodes[v].op].name, place(&g->nodes[v], where, sizeof where));
+            st = mg_diag_set(why, g->nodes[v].loc, "not split into micro-batches: the backward of the per-sample layers "
+                             "both feeds and reads this %s", mg_ops[g->nodes[v].op].name);
     return st;
 }
 
@@ -440,8 +432,11 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
     }
     if (!count_ok(&m, k)) {
         info_free(&m);
-        return mg_diag_set(d, (mg_loc){0}, "cannot split the batch of %lld into %d micro-batches of whole GEMM groups",
-                           (long long)m.N, k);
+        return mg_diag_set(d, (mg_loc){0},
+                           m.N % k || k < 2 ? "cannot split the batch of %lld into %d micro-batches: %d does not divide it"
+                                            : "cannot split the batch of %lld into %d micro-batches: a convolution takes "
+                                              "several images per GEMM, and parts of %d would cut those groups",
+                           (long long)m.N, k, m.N % k || k < 2 ? k : (int)(m.N / k));
     }
     int n = g->n, nf = g->nforward;
     mb_build b = {&m, mg_graph_new(), k, m.N / k, NULL, NULL, NULL, NULL, d, 0};
