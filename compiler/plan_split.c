@@ -10,13 +10,14 @@
  * workspace, and the minimum feasible budget is the least over every k tried. More parts are
  * tried while they lower the minimum, up to split graphs of MAX_PARTS_NODES nodes: the backend
  * emits the step as one function, and LLVM's time grows faster than its length (unet_small, 175
- * nodes: 24 s whole, 90 s in 2 parts of 345 nodes; cnn_fmnist in 8 parts, 190 nodes: 30 s), so
- * larger graphs stay whole until the backend emits the parts as a loop or as functions. */
+ * nodes: 24 s whole, 90 s in 2 parts of 345 nodes; cnn_fmnist: 4 s whole, 5 s in 4 parts of
+ * 107 nodes, 30 s in 8 parts of 189, over 2 minutes in an ASan build under load), so larger
+ * graphs stay whole until the backend emits the parts as a loop or as functions. */
 #include "microbatch.h"
 
 #include <stdint.h>
 
-enum { MAX_COUNTS = 64, MAX_PARTS_NODES = 300 };
+enum { MAX_COUNTS = 64, MAX_PARTS_NODES = 150 };
 
 /* The plans of g split into k parts under the absolute budget (INT64_MAX: none); out->graph
  * stays NULL when the split graph has more than max_nodes nodes. */
