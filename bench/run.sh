@@ -8,7 +8,8 @@
 # sides of a ratio alike, and prints wall-clock and CPU-time medians and per-round ratios. A model whose .mg is not (yet) in
 # examples/ is skipped with a message; a budget below the model's minimum is reported as such.
 #   usage: bench/run.sh [ROUNDS] [REPS_PER_ROUND]
-#   env:   MG_BENCH_THREADS (default 1), MG_BENCH_MODELS (default: all five, space-separated)
+#   env:   MG_BENCH_THREADS (default 1), MG_BENCH_MODELS (default: all five, space-separated),
+#          MG_BENCH_MALLOC=default (PyTorch with glibc's malloc defaults; see common.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
