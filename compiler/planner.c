@@ -40,6 +40,12 @@ typedef struct search_memo {
     int64_t store_all;      /* the store-all workspace */
 } search_memo;
 
+/* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's. */
+static mg_status evict_schedule(const mg_problem *pr, const mg_sched_opts *o, mg_plan **out, mg_diag *d)
+{
+    return o->rc ? mg_schedule_rc(pr, o, out, d) : mg_schedule(pr, o, out, d);
+}
+
 /* One schedule under cap, not yet placed: the eviction scheduler under opts, or (opts NULL) the
  * exact search. */
 static mg_status schedule(const mg_problem *pr, const mg_sched_opts *opts, int64_t cap, search_memo *memo,
@@ -49,7 +55,7 @@ static mg_status schedule(const mg_problem *pr, const mg_sched_opts *opts, int64
     if (opts) {
         mg_sched_opts o = *opts;
         o.cap = cap;
-        return mg_schedule(pr, &o, out, d);
+        return evict_schedule(pr, &o, out, d);
     }
     if (memo->too_big || cap <= memo->infeasible_cap) return MG_OK;
     int complete;
@@ -266,8 +272,18 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
     return MG_OK;
 }
 
-/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing. */
-enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES };
+/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing, and
+ * then sched_rc.c's scheduler under the policies that do best there (layered DAGs). */
+enum { NRC = 3, NVARIANTS = 2 * MG_EVICT_NPOLICIES + NRC };
+static const mg_evict_policy rc_policies[NRC] = {MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE_SQRTDIST,
+                                                 MG_EVICT_COST_SIZE};
+
+/* Variant i under budget; policy: the policy of sched_remat.c's variants, by i. */
+static mg_sched_opts variant_opts(int i, int64_t budget, mg_evict_policy policy)
+{
+    if (i >= 2 * MG_EVICT_NPOLICIES) return (mg_sched_opts){budget, rc_policies[i - 2 * MG_EVICT_NPOLICIES], NULL, 0, 1};
+    return (mg_sched_opts){budget, policy, NULL, i < MG_EVICT_NPOLICIES, 0};
+}
 typedef struct variant {
     mg_sched_opts o;
     mg_plan *p; /* its schedule at cap budget (not yet placed), or NULL when it has none */
@@ -288,9 +304,9 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, m
 {
     int n = 0;
     for (int i = 0; i < NVARIANTS; i++) {
-        v[i].o = (mg_sched_opts){budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL, i < MG_EVICT_NPOLICIES};
+        v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
         v[i].p = NULL;
-        if (mg_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
         if (v[i].p) {
             /* peak live bytes without placing: what the arena cannot go below */
             mg_plan *p = v[i].p;
@@ -334,7 +350,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
 {
     *out = NULL;
     *optimal = 0;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
     mg_plan *p = NULL;
     if (solver == MG_SOLVER_STORE_ALL) { /* (mg_solve has tried store-all before auto) */
         if (build(pr, &all, &p, d)) return MG_ERR;
@@ -346,7 +362,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         return MG_OK;
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
-        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0};
+        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0, 0};
         if (build(pr, &chk, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
@@ -587,10 +603,11 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     *out = NULL;
     missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
-    for (int i = 0; i < NVARIANTS && !*out && !st; i++) {
-        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
+    for (int j = 0; j < NVARIANTS && !*out && !st; j++) {
+        int i = (j + 2 * MG_EVICT_NPOLICIES) % NVARIANTS; /* sched_rc.c's first: the most frugal where it matters */
+        mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
-        if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
+        if (evict_schedule(pr, &o, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
     if (!st && !*out && chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
@@ -606,7 +623,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
     search_memo memo = {-1, 0, 0, NULL, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
