@@ -117,7 +117,9 @@ typedef struct mg_sched_opts {
                                   soon as only the backward pass still needs them (checkpointing) */
     int lazy;                  /* keep a dead value while a droppable value it feeds is still needed,
                                   until memory is short (cheaper recomputation) */
-    int rc;                    /* schedule with sched_rc.c (mg_schedule_rc) instead; keep unsupported */
+    int rc;                    /* 1: schedule with sched_rc.c (mg_schedule_rc) instead (keep and lazy
+                                  unsupported); 2: the same, the cost of dropping a value counting
+                                  the ancestors that will be freed before it is read again */
 } mg_sched_opts;
 
 /* plan_build.c: records a schedule as a plan. Every solver drives one of these: compute a

@@ -147,7 +147,8 @@ static void missed_free(missed_memo *mm)
  * already made by the caller; fit takes it over. aim: the arena, when it misses the peak live
  * bytes, searches again for a placement within the budget before the cap is lowered (else the
  * cap is lowered at once: the scheduler is not monotone in its cap, so that is sometimes
- * cheaper; auto tries both). */
+ * cheaper; auto tries both); aim 2 also lowers the cap in small steps (1/400 of the budget), as
+ * a schedule a little below the budget often places where one far below costs much more. */
 static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan *first,
                      int aim, missed_memo *mm, mg_plan **out, int *at_budget, mg_diag *d)
 {
@@ -174,8 +175,10 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
             return MG_OK;
         }
         /* every cap from the schedule's peak up gives this very schedule: go below the peak */
-        int64_t over = p->workspace_bytes - budget;
-        cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        int64_t over = p->workspace_bytes - budget, step = over > MG_ALIGN ? over : MG_ALIGN;
+        if (aim == 2 && step > budget / 400) /* small steps: a schedule a little below often places */
+            step = budget / 400 > MG_ALIGN ? budget / 400 : MG_ALIGN;
+        cap -= step;
         if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
         mg_plan_free(p);
     }
@@ -274,14 +277,18 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
 
 /* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing, and
  * then sched_rc.c's scheduler under the policies that do best there (layered DAGs). */
-enum { NRC = 3, NVARIANTS = 2 * MG_EVICT_NPOLICIES + NRC };
-static const mg_evict_policy rc_policies[NRC] = {MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE_SQRTDIST,
-                                                 MG_EVICT_COST_SIZE};
+enum { NRC = 5, NVARIANTS = 2 * MG_EVICT_NPOLICIES + NRC };
+static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
+    {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
+    {MG_EVICT_COST_SIZE_DIST, 2}, {MG_EVICT_COST_SIZE_SQRTDIST, 2}};
 
 /* Variant i under budget; policy: the policy of sched_remat.c's variants, by i. */
 static mg_sched_opts variant_opts(int i, int64_t budget, mg_evict_policy policy)
 {
-    if (i >= 2 * MG_EVICT_NPOLICIES) return (mg_sched_opts){budget, rc_policies[i - 2 * MG_EVICT_NPOLICIES], NULL, 0, 1};
+    if (i >= 2 * MG_EVICT_NPOLICIES) {
+        int j = i - 2 * MG_EVICT_NPOLICIES;
+        return (mg_sched_opts){budget, rc_variants[j].policy, NULL, 0, rc_variants[j].rc};
+    }
     return (mg_sched_opts){budget, policy, NULL, i < MG_EVICT_NPOLICIES, 0};
 }
 typedef struct variant {
@@ -382,7 +389,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, 0, NULL, &p, &at_budget, d))) continue;
         if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
             keep_better(out, p);
-            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 1, NULL, &p, NULL, d))) continue;
+            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 2, NULL, &p, NULL, d))) continue;
         }
         keep_better(out, p);
     }

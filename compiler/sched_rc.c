@@ -11,8 +11,13 @@
  * recomputation (bytes of dropped ancestors) come first, while the least is held (Sethi and
  * Ullman's order). The values the preparation still needs are not locked but count as used
  * now, so the policy drops them last; a value dropped anyway is brought back again (the step
- * limit bounds that). Values stay resident after their last read until room is needed (a
- * buffer ends at its last read, so that costs nothing), and are dropped first then.
+ * limit bounds that, and a preparation recomputing more than twice its closure fails early).
+ * A value's next use follows dropped consumers transitively. Values stay resident after their
+ * last read until room is needed (a buffer ends at its last read, so that costs nothing), and
+ * are dropped first then. With opts->rc == 2 the cost of dropping a value also counts the
+ * ancestors that no target reads by its next use (they will be gone, so bringing it back then
+ * recomputes them too): a value read again far ahead is kept rather than its whole ancestry
+ * recomputed for it.
  *
  * Like sched_remat.c it sees only the planning problem, runs targets in order under opts->cap
  * and returns MG_OK with *out NULL when the cap cannot be met. opts->keep is not supported
@@ -40,6 +45,7 @@ typedef struct rc_sim {
     int *lock;                    /* per node: reads by nodes on the recursion path */
     int *need;                    /* per node: reads still to come in the current preparation */
     int *ut;                      /* per resident node: its use_time, when ut_valid */
+    double *fc; int *fc_at;       /* per node: future_cost, and the use time it was computed for */
     char *ut_valid;
     int *touched, ntouched;       /* nodes whose need was set in the current preparation */
     int *res, *res_pos, nres;     /* resident evictable workspace values */
@@ -116,11 +122,49 @@ static void forget_upstream(rc_sim *s, int v)
     }
 }
 
+/* What bringing v back at position ut will cost if nothing is kept for it: v and every ancestor
+ * that no target reads at or after ut (those will have been freed by then), through such
+ * ancestors only; a bounded walk, capped. */
+static double future_cost(rc_sim *s, int v, int ut)
+{
+    enum { LIMIT = 64 };
+    const mg_problem *pr = s->pr;
+    int stamp = ++s->stamp, sp = 0, seen = 0;
+    double c = pr->cost[v] + 1;
+    s->walk[sp++] = v;
+    s->mark[v] = stamp;
+    while (sp > 0 && seen++ < LIMIT) {
+        int x = s->walk[--sp];
+        for (int k = pr->in_start[x]; k < pr->in_start[x + 1]; k++) {
+            int u = pr->in[k];
+            if (s->mark[u] == stamp || !pr->target[u] || !pr->evictable[u]) continue;
+            s->mark[u] = stamp;
+            if (s->use_start[u + 1] > s->use_start[u] && s->uses[s->use_start[u + 1] - 1] >= ut) continue;
+            c += pr->cost[u] + 1;
+            s->walk[sp++] = u;
+        }
+    }
+    return c < s->rc_cap ? c : s->rc_cap;
+}
+
 static double score(rc_sim *s, int v)
 {
     int ut = use_time(s, v);
     if (ut == INT32_MAX) return -1; /* nothing will read it: dropped first, at no cost */
     double dist = (double)ut - s->now + 1, size = (double)s->pr->bytes[v] + 1;
+    if (s->o->rc == 2) { /* the future cost too, where it exceeds what is known now */
+        if (s->fc_at[v] != ut) {
+            s->fc[v] = future_cost(s, v, ut);
+            s->fc_at[v] = ut;
+        }
+        double now_cost = recompute_cost(s, v), c = s->fc[v] > now_cost ? s->fc[v] : now_cost;
+        switch (s->o->policy) {
+        case MG_EVICT_COST_SIZE: return c / size;
+        case MG_EVICT_COST_SIZE_DIST2: return c / (size * dist * dist);
+        case MG_EVICT_COST_SIZE_SQRTDIST: return c / (size * sqrt(dist));
+        default: return c / (size * dist);
+        }
+    }
     switch (s->o->policy) {
     case MG_EVICT_SIZE_DIST: return 1.0 / (size * dist);
     case MG_EVICT_COST_SIZE: return recompute_cost(s, v) / size;
@@ -350,6 +394,8 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     s.lock = xcalloc((size_t)n, sizeof *s.lock);
     s.need = xcalloc((size_t)n, sizeof *s.need);
     s.ut = xcalloc((size_t)n, sizeof *s.ut);
+    s.fc = xcalloc((size_t)n, sizeof *s.fc);
+    s.fc_at = xcalloc((size_t)n, sizeof *s.fc_at);
     s.ut_valid = xcalloc((size_t)n, 1);
     s.touched = xcalloc((size_t)n, sizeof *s.touched);
     s.res = xcalloc((size_t)n, sizeof *s.res);
@@ -362,7 +408,7 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     s.frame_k = xcalloc((size_t)n + 1, sizeof *s.frame_k);
     s.frame_ord = xcalloc((size_t)n + 1, sizeof *s.frame_ord);
     s.ord = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.ord);
-    for (int v = 0; v < n; v++) s.res_pos[v] = -1;
+    for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = -1;
     s.rc_cap = s.b.p->flops_once + n;
     s.step_limit = (int64_t)s.ntargets * 8 + 10000; /* as sched_remat.c's */
 
@@ -384,6 +430,8 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     free(s.lock);
     free(s.need);
     free(s.ut);
+    free(s.fc);
+    free(s.fc_at);
     free(s.ut_valid);
     free(s.touched);
     free(s.res);
