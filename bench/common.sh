@@ -15,6 +15,15 @@ bench_setup() {
   cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build-release -j2 --target memgrad >/dev/null
   export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads MG_BENCH_THREADS=$threads
+  # PyTorch eager allocates every activation and gradient afresh with malloc; glibc serves
+  # blocks above its (dynamic) mmap threshold with mmap and trims freed heap tops, so each step
+  # page-faults its tensors in again (cnn_fmnist: ~6,000 minor faults per step, about 2/3 of its
+  # CPU time on this VM). These glibc tunables keep freed memory in the heap for reuse, as a
+  # caching allocator would — PyTorch's best case; memgrad's binaries allocate once and are
+  # unaffected. MG_BENCH_MALLOC=default times PyTorch with glibc's defaults instead.
+  if [ "${MG_BENCH_MALLOC:-}" != default ]; then
+    export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=68719476736
+  fi
 }
 
 # median of the arguments
@@ -22,7 +31,8 @@ bench_median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR %
 
 bench_torch_line() {
   echo "torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)" \
-       "with OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null) (pthread)"
+       "with OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null) (pthread)," \
+       "malloc: $([ -n "${MALLOC_MMAP_THRESHOLD_:-}" ] && echo "mmap threshold $MALLOC_MMAP_THRESHOLD_, no trim" || echo "glibc defaults")"
 }
 
 bench_machine_line() {

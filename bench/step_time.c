@@ -1,6 +1,7 @@
 /* step_time.c — times a generated training step: warm-up, then `reps` timed calls of
- * NAME_train_step on random inputs; prints one line per call ("step_ms X") so the caller can
- * take medians across interleaved runs. Built per model (and budget) by bench/run.sh, like the
+ * NAME_train_step on random inputs; prints one line per call ("step_ms WALL CPU": wall-clock and
+ * process CPU milliseconds — on a shared machine the CPU time leaves out the time slices other
+ * processes took) so the caller can take medians across interleaved runs. Built per model (and budget) by bench/run.sh, like the
  * demo trainer (MODEL, MODEL_UPPER, MODEL_HEADER).
  *   usage: step_time [REPS] [INT_RANGE]   i32 inputs (labels, token ids) are drawn from
  *                                         [0, INT_RANGE), default 10: the model's class count */
@@ -15,10 +16,10 @@
 #define FN(name) CAT(MODEL, CAT(_, name))
 #define UP(name) CAT(MODEL_UPPER, CAT(_, name))
 
-static double now(void)
+static double now(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -50,10 +51,11 @@ int main(int argc, char **argv)
 #endif
     STEP(); /* warm-up */
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
         volatile float loss = STEP();
         (void)loss;
-        printf("step_ms %.3f\n", 1e3 * (now() - t0));
+        double c1 = now(CLOCK_PROCESS_CPUTIME_ID), t1 = now(CLOCK_MONOTONIC);
+        printf("step_ms %.3f %.3f\n", 1e3 * (t1 - t0), 1e3 * (c1 - c0));
     }
     return 0;
 }

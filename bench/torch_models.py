@@ -1,9 +1,13 @@
 """The reference models of examples/*.mg in PyTorch eager, for bench/run.sh: one training step
 (forward, loss, backward; no optimizer update, like NAME_train_step), same shapes and layers.
-Prints "params N" (trainable parameters, to check against the .mg) and then one "step_ms X"
-line per timed call.
-    usage: torch_models.py MODEL [REPS]        (env MG_BENCH_THREADS, default 1)
-MODEL: mlp_deep, cnn_fmnist, transformer, resnet18_64, unet_small."""
+Prints "params N" (trainable parameters, to check against the .mg) and then one
+"step_ms WALL CPU" line per timed call (wall-clock and process CPU milliseconds).
+    usage: torch_models.py MODEL [REPS] [FORMAT]      (env MG_BENCH_THREADS, default 1)
+MODEL: mlp_deep, cnn_fmnist, transformer, resnet18_64, unet_small.
+FORMAT: nchw (default: PyTorch's contiguous tensors) or channels_last (the convolutional models'
+weights and input in torch.channels_last, which oneDNN often prefers on CPU; run.sh times both
+and compares memgrad with the faster). Convolutions run through oneDNN (aten::mkldnn_convolution)
+either way; main() refuses to time a convolutional model if torch.backends.mkldnn is off."""
 import os
 import sys
 import time
@@ -147,9 +151,18 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] not in MODELS:
         sys.exit("usage: torch_models.py MODEL [REPS]; MODEL one of " + ", ".join(MODELS))
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    fmt = sys.argv[3] if len(sys.argv) > 3 else "nchw"
+    if fmt not in ("nchw", "channels_last"):
+        sys.exit("torch_models.py: FORMAT is nchw or channels_last, not " + fmt)
     torch.manual_seed(0)
     model, x, y = MODELS[sys.argv[1]]()
     model.train()
+    if x.dim() == 4:  # a convolutional model: PyTorch must be on its best CPU path, oneDNN
+        if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
+            sys.exit("torch_models.py: torch.backends.mkldnn is not available/enabled")
+        if fmt == "channels_last":
+            model = model.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
     print("params %d" % sum(p.numel() for p in model.parameters()), flush=True)
 
     def step():
@@ -159,11 +172,13 @@ def main():
         loss.backward()
         return loss.item()
 
-    step()  # warm-up
+    step()  # warm-up (oneDNN builds its primitives and caches them here)
+    step()
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         step()
-        print("step_ms %.3f" % (1e3 * (time.perf_counter() - t0)), flush=True)
+        c1, t1 = time.process_time(), time.perf_counter()
+        print("step_ms %.3f %.3f" % (1e3 * (t1 - t0), 1e3 * (c1 - c0)), flush=True)
 
 
 if __name__ == "__main__":

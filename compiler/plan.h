@@ -117,6 +117,9 @@ typedef struct mg_sched_opts {
                                   soon as only the backward pass still needs them (checkpointing) */
     int lazy;                  /* keep a dead value while a droppable value it feeds is still needed,
                                   until memory is short (cheaper recomputation) */
+    int rc;                    /* 1: schedule with sched_rc.c (mg_schedule_rc) instead (keep and lazy
+                                  unsupported); 2: the same, the cost of dropping a value counting
+                                  the ancestors that will be freed before it is read again */
 } mg_sched_opts;
 
 /* plan_build.c: records a schedule as a plan. Every solver drives one of these: compute a
@@ -141,6 +144,10 @@ void mg_pb_discard(mg_plan_builder *b);
  * resident) before a later step reads them; every value is freed after its last use. Buffers
  * are sized but not yet placed. When the cap cannot be met it returns MG_OK with *out NULL. */
 mg_status mg_schedule(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, mg_diag *d);
+/* sched_rc.c: the same contract, but a target's dropped inputs are brought back one at a time
+ * (largest recomputation first), locking only the inputs of the nodes being recomputed: it
+ * meets tighter caps where one node reads many values from far back. opts->keep is ignored. */
+mg_status mg_schedule_rc(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, mg_diag *d);
 void mg_plan_free(mg_plan *p);
 
 /* arena.c: gives every buffer an offset (no two buffers live at the same step overlap) and

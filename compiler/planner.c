@@ -40,6 +40,21 @@ typedef struct search_memo {
     int64_t store_all;      /* the store-all workspace */
 } search_memo;
 
+/* Problems above this many nodes are left to sched_remat.c: sched_rc.c scans the resident
+ * values for each eviction (no heap), which on the joint graphs of deep models (a 1600-layer
+ * chain: 10k nodes) tripled auto's time for nothing (chains need no wide preparations). */
+enum { RC_MAX_NODES = 2500 };
+
+/* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's (none above RC_MAX_NODES). */
+static mg_status evict_schedule(const mg_problem *pr, const mg_sched_opts *o, mg_plan **out, mg_diag *d)
+{
+    if (o->rc && pr->n > RC_MAX_NODES) {
+        *out = NULL;
+        return MG_OK;
+    }
+    return o->rc ? mg_schedule_rc(pr, o, out, d) : mg_schedule(pr, o, out, d);
+}
+
 /* One schedule under cap, not yet placed: the eviction scheduler under opts, or (opts NULL) the
  * exact search. */
 static mg_status schedule(const mg_problem *pr, const mg_sched_opts *opts, int64_t cap, search_memo *memo,
@@ -49,7 +64,7 @@ static mg_status schedule(const mg_problem *pr, const mg_sched_opts *opts, int64
     if (opts) {
         mg_sched_opts o = *opts;
         o.cap = cap;
-        return mg_schedule(pr, &o, out, d);
+        return evict_schedule(pr, &o, out, d);
     }
     if (memo->too_big || cap <= memo->infeasible_cap) return MG_OK;
     int complete;
@@ -141,7 +156,8 @@ static void missed_free(missed_memo *mm)
  * already made by the caller; fit takes it over. aim: the arena, when it misses the peak live
  * bytes, searches again for a placement within the budget before the cap is lowered (else the
  * cap is lowered at once: the scheduler is not monotone in its cap, so that is sometimes
- * cheaper; auto tries both). */
+ * cheaper; auto tries both); aim 2 also lowers the cap in small steps (1/400 of the budget), as
+ * a schedule a little below the budget often places where one far below costs much more. */
 static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan *first,
                      int aim, missed_memo *mm, mg_plan **out, int *at_budget, mg_diag *d)
 {
@@ -168,8 +184,10 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
             return MG_OK;
         }
         /* every cap from the schedule's peak up gives this very schedule: go below the peak */
-        int64_t over = p->workspace_bytes - budget;
-        cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        int64_t over = p->workspace_bytes - budget, step = over > MG_ALIGN ? over : MG_ALIGN;
+        if (aim == 2 && step > budget / 400) /* small steps: a schedule a little below often places */
+            step = budget / 400 > MG_ALIGN ? budget / 400 : MG_ALIGN;
+        cap -= step;
         if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
         mg_plan_free(p);
     }
@@ -266,8 +284,22 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
     return MG_OK;
 }
 
-/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing. */
-enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES };
+/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing, and
+ * then sched_rc.c's scheduler under the policies that do best there (layered DAGs). */
+enum { NRC = 5, NVARIANTS = 2 * MG_EVICT_NPOLICIES + NRC };
+static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
+    {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
+    {MG_EVICT_COST_SIZE_DIST, 2}, {MG_EVICT_COST_SIZE_SQRTDIST, 2}};
+
+/* Variant i under budget; policy: the policy of sched_remat.c's variants, by i. */
+static mg_sched_opts variant_opts(int i, int64_t budget, mg_evict_policy policy)
+{
+    if (i >= 2 * MG_EVICT_NPOLICIES) {
+        int j = i - 2 * MG_EVICT_NPOLICIES;
+        return (mg_sched_opts){budget, rc_variants[j].policy, NULL, 0, rc_variants[j].rc};
+    }
+    return (mg_sched_opts){budget, policy, NULL, i < MG_EVICT_NPOLICIES, 0};
+}
 typedef struct variant {
     mg_sched_opts o;
     mg_plan *p; /* its schedule at cap budget (not yet placed), or NULL when it has none */
@@ -288,9 +320,9 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, m
 {
     int n = 0;
     for (int i = 0; i < NVARIANTS; i++) {
-        v[i].o = (mg_sched_opts){budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL, i < MG_EVICT_NPOLICIES};
+        v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
         v[i].p = NULL;
-        if (mg_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
         if (v[i].p) {
             /* peak live bytes without placing: what the arena cannot go below */
             mg_plan *p = v[i].p;
@@ -334,7 +366,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
 {
     *out = NULL;
     *optimal = 0;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
     mg_plan *p = NULL;
     if (solver == MG_SOLVER_STORE_ALL) { /* (mg_solve has tried store-all before auto) */
         if (build(pr, &all, &p, d)) return MG_ERR;
@@ -346,7 +378,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         return MG_OK;
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
-        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0};
+        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0, 0};
         if (build(pr, &chk, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
@@ -366,7 +398,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, 0, NULL, &p, &at_budget, d))) continue;
         if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
             keep_better(out, p);
-            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 1, NULL, &p, NULL, d))) continue;
+            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 2, NULL, &p, NULL, d))) continue;
         }
         keep_better(out, p);
     }
@@ -587,10 +619,11 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     *out = NULL;
     missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
-    for (int i = 0; i < NVARIANTS && !*out && !st; i++) {
-        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
+    for (int j = 0; j < NVARIANTS && !*out && !st; j++) {
+        int i = (j + 2 * MG_EVICT_NPOLICIES) % NVARIANTS; /* sched_rc.c's first: the most frugal where it matters */
+        mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
-        if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
+        if (evict_schedule(pr, &o, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
     if (!st && !*out && chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
@@ -606,7 +639,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
     search_memo memo = {-1, 0, 0, NULL, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;

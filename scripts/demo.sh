@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh — the README's first command: builds memgrad, compiles examples/mlp.mg and
 # examples/cnn_fmnist.mg to native code and trains each on Fashion-MNIST for 3 epochs.
-# Options (--epochs, --lr, --optimizer, ...) go to both trainers.
+# Options (--epochs, --lr, --optimizer, --schedule, ...) go to both trainers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MG_WITH_DATASET=1 bash scripts/setup.sh

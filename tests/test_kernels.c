@@ -6,7 +6,8 @@
  * permutes the wrong axes, or reads the wrong matrix of a broadcast batch, can pass them. Here
  * random geometries run against naive loops in double: the N-d transpose, batched GEMM with
  * broadcast batch strides (scratch at a misaligned start with guard bytes after it), softmax
- * and log_softmax on an inner axis, layer_norm and its two gradients.
+ * and log_softmax on an inner axis, layer_norm and its two gradients; and the accuracy of the
+ * vectorisable f32 exp and erf (vmath.h) over the float range.
  */
 #include "testutil.h"
 
@@ -233,6 +234,41 @@ START_TEST(test_sum_to_acc)
 }
 END_TEST
 
+/* Error of a float result against the double-precision reference, in units in the last place
+ * of the reference rounded to float (subnormal spacing below the normal range). */
+static double ulps(float got, double ref)
+{
+    if (isnan(ref)) return isnan(got) ? 0 : INFINITY;
+    if (isinf(ref)) return got == (float)ref ? 0 : INFINITY;
+    float r = fabsf((float)ref);
+    double ulp = r < 1.17549435e-38f ? 0x1p-149 : (double)nextafterf(r, INFINITY) - r;
+    return fabs((double)got - ref) / ulp;
+}
+
+/* vmath.h's f32 exp and erf against libm's double versions on every 509th float bit pattern
+ * (8.4 million values from -inf to +inf, subnormals included), and the special values. */
+START_TEST(test_vmath)
+{
+    double worst_exp = 0, worst_erf = 0;
+    float at_exp = 0, at_erf = 0;
+    for (uint64_t i = (uint64_t)_i; i < (1ull << 32); i += 509) {
+        uint32_t bits = (uint32_t)i;
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        if (isnan(x)) continue;
+        double e = ulps(mgk_expf(x), exp((double)x)), f = ulps(mgk_erff(x), erf((double)x));
+        if (e > worst_exp) worst_exp = e, at_exp = x;
+        if (f > worst_erf) worst_erf = f, at_erf = x;
+    }
+    ck_assert_msg(worst_exp <= 1.5, "mgk_expf is %.3f ulp off at %a", worst_exp, (double)at_exp);
+    ck_assert_msg(worst_erf <= 3.0, "mgk_erff is %.3f ulp off at %a", worst_erf, (double)at_erf);
+    ck_assert(isnan(mgk_expf(NAN)) && isnan(mgk_erff(NAN)));
+    ck_assert(mgk_expf(INFINITY) == INFINITY && mgk_expf(-INFINITY) == 0 && mgk_expf(89.0f) == INFINITY);
+    ck_assert(mgk_erff(INFINITY) == 1 && mgk_erff(-INFINITY) == -1 && mgk_erff(5.0f) == 1);
+    ck_assert(mgk_erff(0.0f) == 0 && signbit(mgk_erff(-0.0f)) && mgk_expf(0.0f) == 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernels");
@@ -243,5 +279,8 @@ int main(void)
     tcase_add_loop_test(tc, test_layer_norm, 0, 30);
     tcase_add_loop_test(tc, test_sum_to_acc, 0, 30);
     suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("vmath");
+    tcase_add_loop_test(tm, test_vmath, 0, 2); /* two offsets into the bit patterns */
+    suite_add_tcase(s, tm);
     return tu_run_suite(s);
 }

@@ -5,8 +5,12 @@
  * with 784 values per image), its second the i32 labels, and its first output the logits.
  * Reads the gzip'd IDX files that Debian's dataset-fashion-mnist installs, trains with SGD with
  * momentum from memgrad's runtime library, and prints loss, test accuracy and time per epoch.
+ * The learning rate follows a cosine from --lr down to 0 over the whole run (--schedule
+ * constant keeps it fixed): with a constant 0.05 the CNN ended its 3 epochs at 89.7–90.3%
+ * depending on the seed; the decay settles the last epoch and costs nothing per step.
  *
- *   usage: train [--epochs N] [--optimizer adam|sgd] [--lr X] [--data DIR] [--save FILE] [--seed S]
+ *   usage: train [--epochs N] [--optimizer adam|sgd] [--lr X] [--schedule cosine|constant]
+ *                [--data DIR] [--save FILE] [--seed S]
  */
 #include MODEL_HEADER
 #include "memgrad_rt.h"
@@ -94,7 +98,7 @@ int main(int argc, char **argv)
 {
     int epochs = 3;
     double lr = -1;
-    int adam = 0;
+    int adam = 0, cosine = 1;
     uint64_t seed = 1;
     const char *dir = "/usr/share/datasets/fashion-mnist", *save = NULL;
     for (int i = 1; i < argc; i++) {
@@ -103,11 +107,13 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(argv[i], "--data")) dir = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--optimizer") && (!strcmp(argv[i + 1], "adam") || !strcmp(argv[i + 1], "sgd")))
             adam = !strcmp(argv[++i], "adam");
+        else if (i + 1 < argc && !strcmp(argv[i], "--schedule") && (!strcmp(argv[i + 1], "cosine") || !strcmp(argv[i + 1], "constant")))
+            cosine = !strcmp(argv[++i], "cosine");
         else if (i + 1 < argc && !strcmp(argv[i], "--save")) save = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--seed")) seed = strtoull(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: %s [--epochs N] [--optimizer adam|sgd] [--lr X] [--data DIR] [--save FILE] [--seed S]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--epochs N] [--optimizer adam|sgd] [--lr X] [--schedule cosine|constant] "
+                            "[--data DIR] [--save FILE] [--seed S]\n", argv[0]);
             return 2;
         }
     }
@@ -137,8 +143,10 @@ int main(int argc, char **argv)
     const int classes = (int)FN(outputs_desc)[0].shape[1];
     uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
     for (int i = 0; i < tr.n; i++) perm[i] = i;
-    printf("model %s: %d parameter tensors (%.1f KiB), workspace %.1f KiB, batch %d, %s lr %g\n", MODEL_NAME,
-           UP(NUM_PARAMS), UP(PARAM_BYTES) / 1024.0, UP(WORKSPACE_BYTES) / 1024.0, B, adam ? "adam" : "sgd", lr);
+    printf("model %s: %d parameter tensors (%.1f KiB), workspace %.1f KiB, batch %d, %s lr %g%s\n", MODEL_NAME,
+           UP(NUM_PARAMS), UP(PARAM_BYTES) / 1024.0, UP(WORKSPACE_BYTES) / 1024.0, B, adam ? "adam" : "sgd", lr,
+           cosine ? " (cosine decay to 0)" : "");
+    const double total_steps = (double)epochs * (double)(tr.n / B);
     for (int ep = 1; ep <= epochs; ep++) {
         for (int i = tr.n - 1; i > 0; i--) {
             int j = (int)(rng_next(&rs) % (uint64_t)(i + 1)), t = perm[i];
@@ -154,6 +162,10 @@ int main(int argc, char **argv)
                 yb[b] = tr.labels[k];
             }
             total += FN(train_step)(params, grads, inputs, ws);
+            if (cosine) {
+                double t = ((double)(ep - 1) * steps + s) / total_steps;
+                sgd.lr = adam_cfg.lr = lr * 0.5 * (1.0 + cos(3.14159265358979323846 * t));
+            }
             if (adam) mg_adam_step(FN(params_desc), UP(NUM_PARAMS), params, grads, &adam_st, &adam_cfg);
             else mg_sgd_step(FN(params_desc), UP(NUM_PARAMS), params, grads, vel, &sgd);
         }

@@ -10,6 +10,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "vmath.h"
+
+/* The element functions (ops_impl.h) stay external so that fused loops can call them, and are
+ * always inlined where they are called, so that every loop over them vectorises: exp or erf
+ * make them too big for the inliner's own judgement. */
+#if defined(__clang__)
+#define MGK_ELEM __attribute__((always_inline))
+#else
+#define MGK_ELEM
+#endif
+
 void mgk_copy(int64_t bytes, const void *src, void *dst) { memmove(dst, src, (size_t)bytes); }
 void mgk_zero(int64_t bytes, void *dst) { memset(dst, 0, (size_t)bytes); }
 
@@ -61,15 +72,23 @@ static double mgk_draw(int kind, double arg, double fan_in, double fan_out, uint
 #define T float
 #define SFX(name) name##_f32
 #define M(fn) fn##f
+#define MX_EXP mgk_expf /* vectorisable (vmath.h) */
+#define MX_ERF mgk_erff
 #include "ops_impl.h"
 #undef T
 #undef SFX
 #undef M
+#undef MX_EXP
+#undef MX_ERF
 
 #define T double
 #define SFX(name) name##_f64
 #define M(fn) fn
+#define MX_EXP exp
+#define MX_ERF erf
 #include "ops_impl.h"
 #undef T
 #undef SFX
 #undef M
+#undef MX_EXP
+#undef MX_ERF

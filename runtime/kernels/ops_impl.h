@@ -1,5 +1,6 @@
 /* ops_impl.h — kernel bodies, instantiated by ops.c for T = float and T = double.
- * SFX(name) appends the type suffix; M(fn) picks the libm function of the right precision. */
+ * SFX(name) appends the type suffix; M(fn) picks the libm function of the right precision, and
+ * MX_EXP / MX_ERF the exp and erf: vmath.h's vectorisable ones for f32, libm's for f64. */
 
 /* Every elementwise op is one element function mgk_e_NAME (external, so it stays in the
  * bitcode) that its array kernel calls per element. The backend's fused loops (compiler/fuse.c)
@@ -8,7 +9,7 @@
 
 /* o[i0,i1,i2,i3] = a[.] OP b[.] over a collapsed 4-D space; innermost strides are 0 or 1. */
 #define MGK_BINARY(name, expr)                                                                    \
-    T SFX(mgk_e_##name)(T x, T y) { return expr; }                                                \
+    MGK_ELEM T SFX(mgk_e_##name)(T x, T y) { return expr; }                                                \
     void SFX(mgk_##name)(int64_t d0, int64_t d1, int64_t d2, int64_t d3, const T *a, int64_t sa0,       \
                    int64_t sa1, int64_t sa2, int64_t sa3, const T *b, int64_t sb0, int64_t sb1,   \
                    int64_t sb2, int64_t sb3, T *restrict o)                                       \
@@ -41,7 +42,7 @@ MGK_BINARY(mul, x * y)
 MGK_BINARY(div, x / y)
 
 #define MGK_UNARY(name, expr)                                                  \
-    T SFX(mgk_e_##name)(T x) { return expr; }                                  \
+    MGK_ELEM T SFX(mgk_e_##name)(T x) { return expr; }                                  \
     void SFX(mgk_##name)(int64_t n, const T *restrict xs, T *restrict ys)      \
     {                                                                          \
         for (int64_t i = 0; i < n; i++) ys[i] = SFX(mgk_e_##name)(xs[i]);      \
@@ -50,12 +51,12 @@ MGK_BINARY(div, x / y)
 MGK_UNARY(neg, -x)
 MGK_UNARY(relu, x > 0 ? x : (T)0)
 MGK_UNARY(tanh, M(tanh)(x))
-MGK_UNARY(sigmoid, x >= 0 ? (T)1 / ((T)1 + M(exp)(-x)) : M(exp)(x) / ((T)1 + M(exp)(x)))
-MGK_UNARY(exp, M(exp)(x))
+MGK_UNARY(sigmoid, x >= 0 ? (T)1 / ((T)1 + MX_EXP(-x)) : MX_EXP(x) / ((T)1 + MX_EXP(x)))
+MGK_UNARY(exp, MX_EXP(x))
 MGK_UNARY(log, M(log)(x))
 
 #define MGK_GRAD(name, expr)                                                                    \
-    T SFX(mgk_e_##name)(T y, T dy) { return expr; }                                             \
+    MGK_ELEM T SFX(mgk_e_##name)(T y, T dy) { return expr; }                                             \
     void SFX(mgk_##name)(int64_t n, const T *restrict ys, const T *restrict dys, T *restrict dx) \
     {                                                                                           \
         for (int64_t i = 0; i < n; i++) dx[i] = SFX(mgk_e_##name)(ys[i], dys[i]);               \
@@ -142,7 +143,7 @@ void SFX(mgk_softmax)(int64_t outer, int64_t n, int64_t inner, const T *restrict
             for (int64_t c = 1; c < n; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
             double s = 0;
             for (int64_t c = 0; c < n; c++) {
-                py[c * inner] = M(exp)(px[c * inner] - mx);
+                py[c * inner] = MX_EXP(px[c * inner] - mx);
                 s += (double)py[c * inner];
             }
             T inv = (T)(1.0 / s);
@@ -173,7 +174,7 @@ void SFX(mgk_log_softmax)(int64_t outer, int64_t n, int64_t inner, const T *rest
             T mx = px[0];
             for (int64_t c = 1; c < n; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
             double s = 0;
-            for (int64_t c = 0; c < n; c++) s += (double)M(exp)(px[c * inner] - mx);
+            for (int64_t c = 0; c < n; c++) s += (double)MX_EXP(px[c * inner] - mx);
             T ls = (T)log(s);
             for (int64_t c = 0; c < n; c++) py[c * inner] = (px[c * inner] - mx) - ls;
         }
@@ -190,7 +191,7 @@ void SFX(mgk_log_softmax_grad)(int64_t outer, int64_t n, int64_t inner, const T 
             for (int64_t c = 0; c < n; c++) s += (double)dy[base + c * inner];
             T ts = (T)s;
             for (int64_t c = 0; c < n; c++)
-                dx[base + c * inner] = dy[base + c * inner] - M(exp)(y[base + c * inner]) * ts;
+                dx[base + c * inner] = dy[base + c * inner] - MX_EXP(y[base + c * inner]) * ts;
         }
 }
 
@@ -264,12 +265,12 @@ void SFX(mgk_layer_norm_grad_scale)(int64_t rows, int64_t D, const T *restrict x
 #define MGK_SQRT1_2 0.70710678118654752440
 #define MGK_SQRT2_PI 0.79788456080286535588
 #define MGK_INV_SQRT_2PI 0.39894228040143267794
-MGK_UNARY(gelu, (T)0.5 * x * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)))
+MGK_UNARY(gelu, (T)0.5 * x * ((T)1 + MX_ERF(x * (T)MGK_SQRT1_2)))
 MGK_UNARY(gelu_tanh, (T)0.5 * x * ((T)1 + M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x))))
 
-T SFX(mgk_e_gelu_grad)(T x, T dy)
+MGK_ELEM T SFX(mgk_e_gelu_grad)(T x, T dy)
 {
-    T d = (T)0.5 * ((T)1 + M(erf)(x * (T)MGK_SQRT1_2)) + x * (T)MGK_INV_SQRT_2PI * M(exp)((T)-0.5 * x * x);
+    T d = (T)0.5 * ((T)1 + MX_ERF(x * (T)MGK_SQRT1_2)) + x * (T)MGK_INV_SQRT_2PI * MX_EXP((T)-0.5 * x * x);
     return dy * d;
 }
 
@@ -278,7 +279,7 @@ void SFX(mgk_gelu_grad)(int64_t n, const T *restrict xs, const T *restrict dys, 
     for (int64_t i = 0; i < n; i++) dx[i] = SFX(mgk_e_gelu_grad)(xs[i], dys[i]);
 }
 
-T SFX(mgk_e_gelu_tanh_grad)(T x, T dy)
+MGK_ELEM T SFX(mgk_e_gelu_tanh_grad)(T x, T dy)
 {
     T t = M(tanh)((T)MGK_SQRT2_PI * (x + (T)0.044715 * x * x * x));
     T d = (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * (T)MGK_SQRT2_PI * ((T)1 + (T)(3 * 0.044715) * x * x);
@@ -308,7 +309,7 @@ void SFX(mgk_xent)(int64_t outer, int64_t C, int64_t inner, const T *restrict x,
             T mx = px[0];
             for (int64_t c = 1; c < C; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
             double s = 0;
-            for (int64_t c = 0; c < C; c++) s += (double)M(exp)(px[c * inner] - mx);
+            for (int64_t c = 0; c < C; c++) s += (double)MX_EXP(px[c * inner] - mx);
             total += log(s) + (double)mx - (double)px[l * inner];
         }
     out[0] = (T)(total / (double)(outer * inner));
@@ -327,7 +328,7 @@ void SFX(mgk_xent_grad)(int64_t outer, int64_t C, int64_t inner, const T *restri
             for (int64_t c = 1; c < C; c++) mx = px[c * inner] > mx ? px[c * inner] : mx;
             double s = 0;
             for (int64_t c = 0; c < C; c++) {
-                pd[c * inner] = M(exp)(px[c * inner] - mx);
+                pd[c * inner] = MX_EXP(px[c * inner] - mx);
                 s += (double)pd[c * inner];
             }
             T scale = (T)(g / s);

@@ -1,0 +1,448 @@
+/* sched_rc.c — a recompute-aware eviction scheduler, for graphs where one step reads many
+ * values from far back (Moccasin's layered DAGs: a node with 44 inputs spread over the whole
+ * order). It exists beside sched_remat.c because of how the two bring dropped values back.
+ *
+ * sched_remat.c collects every dropped value a target needs and locks everything they read for
+ * the whole preparation: safe from thrashing, but the lock set is the union of the inputs of
+ * the whole recomputation, and near a wide node that alone exceeds tight caps. Here a target's
+ * dropped inputs are brought back one at a time, each recursively the same way, and only the
+ * inputs of the nodes on the current recursion path are locked: what one input's recomputation
+ * needed is free to go (last) while the next one is recomputed. The inputs with the largest
+ * recomputation (bytes of dropped ancestors) come first, while the least is held (Sethi and
+ * Ullman's order). The values the preparation still needs are not locked but count as used
+ * now, so the policy drops them last; a value dropped anyway is brought back again (the step
+ * limit bounds that, and a preparation recomputing more than twice its closure fails early).
+ * A value's next use follows dropped consumers transitively. Values stay resident after their
+ * last read until room is needed (a buffer ends at its last read, so that costs nothing), and
+ * are dropped first then. With opts->rc == 2 the cost of dropping a value also counts the
+ * ancestors that no target reads by its next use (they will be gone, so bringing it back then
+ * recomputes them too): a value read again far ahead is kept rather than its whole ancestry
+ * recomputed for it.
+ *
+ * Like sched_remat.c it sees only the planning problem, runs targets in order under opts->cap
+ * and returns MG_OK with *out NULL when the cap cannot be met. opts->keep is not supported
+ * (checkpointing is sched_remat.c's). */
+#include "plan.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) abort();
+    return p;
+}
+
+typedef struct rc_sim {
+    const mg_problem *pr;
+    const mg_sched_opts *o;
+    mg_plan_builder b;
+    int now, ntargets, cur; /* the current target: its position and node */
+    int *use_start, *uses, *uptr; /* per node: positions of the targets that read it, the next one */
+    int *out_start, *out;         /* CSR: the consumers of each node */
+    int *lock;                    /* per node: reads by nodes on the recursion path */
+    int *need;                    /* per node: reads still to come in the current preparation */
+    int *ut;                      /* per resident node: its use_time, when ut_valid */
+    double *fc; int *fc_at;       /* per node: future_cost, and the use time it was computed for */
+    char *ut_valid;
+    int *touched, ntouched;       /* nodes whose need was set in the current preparation */
+    int *res, *res_pos, nres;     /* resident evictable workspace values */
+    double *rc, rc_cap;           /* per dropped node: the cost of bringing it back when dropped */
+    int *mark, stamp;             /* visit marks of the closure walks */
+    int *walk;                    /* the closure walk's stack */
+    int64_t *est;                 /* per node: bytes of its dropped closure (input ordering) */
+    int *frame_v, *frame_k, *frame_ord, *ord; /* the recursion: node, next input, its order */
+    int64_t step_limit, prep_limit; /* on all steps, and on the current preparation's */
+} rc_sim;
+
+static int next_use(const rc_sim *s, int v)
+{
+    int k = s->use_start[v] + s->uptr[v];
+    return k < s->use_start[v + 1] ? s->uses[k] : INT32_MAX;
+}
+
+/* The cost of bringing v back now: its own cost and what bringing back its dropped inputs
+ * cost when they were dropped (shared ancestors counted more than once, so capped). */
+static double recompute_cost(const rc_sim *s, int v)
+{
+    const mg_problem *pr = s->pr;
+    double c = pr->cost[v] + 1;
+    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
+        if (s->b.where[pr->in[k]].mem == MG_MEM_NONE) c += s->rc[pr->in[k]];
+    return c < s->rc_cap ? c : s->rc_cap;
+}
+
+/* When v is read next: by the preparation under way (now), by a target, or by the
+ * recomputation of a dropped value downstream of it (through dropped values only: the walk
+ * stops after a few dozen) that a target still needs. */
+static int use_time(rc_sim *s, int v)
+{
+    enum { LIMIT = 32 };
+    if (s->need[v] > 0) return s->now;
+    if (s->ut_valid[v]) return s->ut[v];
+    int t = next_use(s, v), stamp = ++s->stamp, sp = 0, seen = 0;
+    s->walk[sp++] = v;
+    while (sp > 0 && seen++ < LIMIT) {
+        int x = s->walk[--sp];
+        for (int k = s->out_start[x]; k < s->out_start[x + 1]; k++) {
+            int c = s->out[k];
+            if (s->b.where[c].mem != MG_MEM_NONE || s->mark[c] == stamp) continue;
+            s->mark[c] = stamp; /* dropped (or not yet computed: then it reads x later anyway) */
+            int u = next_use(s, c);
+            if (u < t) t = u;
+            if (c >= s->cur) continue; /* not computed yet: what reads it comes later still */
+            s->walk[sp++] = c;
+        }
+    }
+    s->ut_valid[v] = 1;
+    return s->ut[v] = t;
+}
+
+/* use_time is cached per resident value; it changes when a value downstream of it (through
+ * dropped values) is dropped or brought back, and when a target reads it. This forgets it for
+ * the resident values upstream of v, through dropped values (a bounded walk, like use_time's). */
+static void forget_upstream(rc_sim *s, int v)
+{
+    enum { LIMIT = 32 };
+    const mg_problem *pr = s->pr;
+    int stamp = ++s->stamp, sp = 0, seen = 0;
+    s->ut_valid[v] = 0;
+    s->walk[sp++] = v;
+    while (sp > 0 && seen++ < LIMIT) {
+        int x = s->walk[--sp];
+        for (int k = pr->in_start[x]; k < pr->in_start[x + 1]; k++) {
+            int u = pr->in[k];
+            if (s->mark[u] == stamp) continue;
+            s->mark[u] = stamp;
+            s->ut_valid[u] = 0;
+            if (s->b.where[u].mem == MG_MEM_NONE) s->walk[sp++] = u;
+        }
+    }
+}
+
+/* What bringing v back at position ut will cost if nothing is kept for it: v and every ancestor
+ * that no target reads at or after ut (those will have been freed by then), through such
+ * ancestors only; a bounded walk, capped. */
+static double future_cost(rc_sim *s, int v, int ut)
+{
+    enum { LIMIT = 64 };
+    const mg_problem *pr = s->pr;
+    int stamp = ++s->stamp, sp = 0, seen = 0;
+    double c = pr->cost[v] + 1;
+    s->walk[sp++] = v;
+    s->mark[v] = stamp;
+    while (sp > 0 && seen++ < LIMIT) {
+        int x = s->walk[--sp];
+        for (int k = pr->in_start[x]; k < pr->in_start[x + 1]; k++) {
+            int u = pr->in[k];
+            if (s->mark[u] == stamp || !pr->target[u] || !pr->evictable[u]) continue;
+            s->mark[u] = stamp;
+            if (s->use_start[u + 1] > s->use_start[u] && s->uses[s->use_start[u + 1] - 1] >= ut) continue;
+            c += pr->cost[u] + 1;
+            s->walk[sp++] = u;
+        }
+    }
+    return c < s->rc_cap ? c : s->rc_cap;
+}
+
+static double score(rc_sim *s, int v)
+{
+    int ut = use_time(s, v);
+    if (ut == INT32_MAX) return -1; /* nothing will read it: dropped first, at no cost */
+    double dist = (double)ut - s->now + 1, size = (double)s->pr->bytes[v] + 1;
+    if (s->o->rc == 2) { /* the future cost too, where it exceeds what is known now */
+        if (s->fc_at[v] != ut) {
+            s->fc[v] = future_cost(s, v, ut);
+            s->fc_at[v] = ut;
+        }
+        double now_cost = recompute_cost(s, v), c = s->fc[v] > now_cost ? s->fc[v] : now_cost;
+        switch (s->o->policy) {
+        case MG_EVICT_COST_SIZE: return c / size;
+        case MG_EVICT_COST_SIZE_DIST2: return c / (size * dist * dist);
+        case MG_EVICT_COST_SIZE_SQRTDIST: return c / (size * sqrt(dist));
+        default: return c / (size * dist);
+        }
+    }
+    switch (s->o->policy) {
+    case MG_EVICT_SIZE_DIST: return 1.0 / (size * dist);
+    case MG_EVICT_COST_SIZE: return recompute_cost(s, v) / size;
+    case MG_EVICT_COST_SIZE_DIST2: return recompute_cost(s, v) / (size * dist * dist);
+    case MG_EVICT_COST_SIZE_SQRTDIST: return recompute_cost(s, v) / (size * sqrt(dist));
+    default: return recompute_cost(s, v) / (size * dist);
+    }
+}
+
+static void res_remove(rc_sim *s, int v)
+{
+    int i = s->res_pos[v], last = s->res[--s->nres];
+    s->res[i] = last;
+    s->res_pos[last] = i;
+    s->res_pos[v] = -1;
+}
+
+static void release(rc_sim *s, int v)
+{
+    if (s->b.where[v].mem != MG_MEM_WS) return;
+    s->rc[v] = recompute_cost(s, v);
+    mg_pb_release(&s->b, v);
+    forget_upstream(s, v);
+    if (s->res_pos[v] >= 0) res_remove(s, v);
+}
+
+/* Drops unlocked resident values, least score first, until need more bytes fit under the cap. */
+static int make_room(rc_sim *s, int64_t need)
+{
+    while (s->b.live + need > s->o->cap) {
+        int best = -1;
+        double bs = 0;
+        for (int i = 0; i < s->nres; i++) {
+            int v = s->res[i];
+            if (s->lock[v]) continue;
+            double sc = score(s, v);
+            if (best < 0 || sc < bs || (sc == bs && v < best)) {
+                best = v;
+                bs = sc;
+            }
+        }
+        if (best < 0) return 0;
+        release(s, best);
+    }
+    return 1;
+}
+
+static int compute(rc_sim *s, int v, int recompute)
+{
+    const mg_problem *pr = s->pr;
+    if (s->b.p->nsteps >= s->step_limit || (recompute && s->b.p->nsteps >= s->prep_limit)) return 0;
+    if (!make_room(s, pr->bytes[v] + pr->scratch[v])) return 0;
+    mg_pb_compute(&s->b, v, recompute);
+    forget_upstream(s, v);
+    if (s->b.where[v].mem == MG_MEM_WS && pr->evictable[v] && !pr->keep_to_end[v]) {
+        s->res_pos[v] = s->nres;
+        s->res[s->nres++] = v;
+    }
+    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
+        if (s->need[pr->in[k]] > 0) s->need[pr->in[k]]--;
+    return 1;
+}
+
+/* Walks the dropped values t needs (through dropped values, down to resident ones): sets how
+ * often the walk's nodes are read in it (need) and, per dropped value, the bytes of its own
+ * dropped closure (est; shared ancestors counted in each, a rough order key). */
+static void plan_preparation(rc_sim *s, int t)
+{
+    const mg_problem *pr = s->pr;
+    int stamp = ++s->stamp, sp = 0, walked = 0;
+    s->walk[sp++] = t;
+    s->mark[t] = stamp;
+    while (sp > 0) {
+        int v = s->walk[--sp];
+        walked++;
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+            int u = pr->in[k];
+            if (s->need[u]++ == 0) s->touched[s->ntouched++] = u;
+            if (s->b.where[u].mem == MG_MEM_NONE && s->mark[u] != stamp) {
+                s->mark[u] = stamp;
+                s->walk[sp++] = u;
+            }
+        }
+    }
+    /* a preparation that recomputes its values more than twice over is thrashing: the cap is
+     * too tight for this policy (failing early keeps infeasible caps cheap to try) */
+    s->prep_limit = s->b.p->nsteps + 2 * (int64_t)walked + 16;
+}
+
+/* Bytes of u's dropped closure, the walk stopping after limit nodes (enough to order by). */
+static int64_t closure_bytes(rc_sim *s, int u)
+{
+    const mg_problem *pr = s->pr;
+    enum { LIMIT = 256 };
+    int stamp = ++s->stamp, sp = 0, seen = 0;
+    int64_t bytes = 0;
+    s->walk[sp++] = u;
+    s->mark[u] = stamp;
+    while (sp > 0 && seen < LIMIT) {
+        int v = s->walk[--sp];
+        seen++;
+        bytes += pr->bytes[v];
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+            int w = pr->in[k];
+            if (s->b.where[w].mem == MG_MEM_NONE && s->mark[w] != stamp) {
+                s->mark[w] = stamp;
+                s->walk[sp++] = w;
+            }
+        }
+    }
+    return bytes;
+}
+
+/* v's input slots in the order they are brought back: the largest dropped closure first (est:
+ * -1 for the inputs resident now). */
+static void order_inputs(rc_sim *s, int v, int *ord)
+{
+    const mg_problem *pr = s->pr;
+    int a = pr->in_start[v], m = pr->in_start[v + 1] - a;
+    for (int i = 0; i < m; i++) {
+        int u = pr->in[a + i];
+        s->est[a + i] = s->b.where[u].mem == MG_MEM_NONE ? closure_bytes(s, u) : -1;
+        int j = i;
+        for (; j > 0 && s->est[a + ord[j - 1]] < s->est[a + i]; j--) ord[j] = ord[j - 1];
+        ord[j] = i;
+    }
+}
+
+/* Brings every input of target t back and locks each read (the recursion is iterative: a frame
+ * per node being prepared). Each node on the path locks its resident inputs when entered, and
+ * each dropped one once it is back; a node, once computed, unlocks its inputs. */
+static int prepare(rc_sim *s, int t)
+{
+    const mg_problem *pr = s->pr;
+    int sp = 0, ordtop = 0, ok = 1;
+    plan_preparation(s, t);
+    s->frame_v[sp] = t;
+    s->frame_k[sp] = -1;
+    s->frame_ord[sp++] = 0;
+    while (sp > 0 && ok) {
+        int v = s->frame_v[sp - 1], a = pr->in_start[v], m = pr->in_start[v + 1] - a;
+        int *ord = s->ord + s->frame_ord[sp - 1];
+        if (s->frame_k[sp - 1] < 0) { /* entered: lock what is here, order what is not */
+            for (int k = a; k < a + m; k++)
+                if (s->b.where[pr->in[k]].mem != MG_MEM_NONE) s->lock[pr->in[k]]++;
+            order_inputs(s, v, ord);
+            ordtop = s->frame_ord[sp - 1] + m;
+            s->frame_k[sp - 1] = 0;
+        }
+        int k = s->frame_k[sp - 1];
+        if (k < m) {
+            int slot = ord[k], u = pr->in[a + slot];
+            if (s->est[a + slot] < 0) { /* resident at entry: locked then */
+                s->frame_k[sp - 1]++;
+                continue;
+            }
+            if (s->b.where[u].mem != MG_MEM_NONE) { /* back (or brought back by a sibling) */
+                s->lock[u]++;
+                s->frame_k[sp - 1]++;
+                continue;
+            }
+            s->frame_v[sp] = u; /* bring u back first; this slot is revisited after */
+            s->frame_k[sp] = -1;
+            s->frame_ord[sp++] = ordtop;
+            continue;
+        }
+        sp--;
+        if (v == t) break;
+        ok = compute(s, v, 1);
+        for (int j = a; j < a + m; j++) s->lock[pr->in[j]]--;
+        ordtop = s->frame_ord[sp - 1] + (pr->in_start[s->frame_v[sp - 1] + 1] - pr->in_start[s->frame_v[sp - 1]]);
+    }
+    return ok;
+}
+
+/* After target t at position pos: unlock its inputs, pass their uses, clear the preparation's
+ * needs, and free the values that must not be dropped once nothing reads them any more. */
+static void after_target(rc_sim *s, int t, int pos)
+{
+    const mg_problem *pr = s->pr;
+    for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) {
+        int u = pr->in[k];
+        s->lock[u]--;
+        while (next_use(s, u) <= pos) s->uptr[u]++;
+        s->ut_valid[u] = 0;
+    }
+    while (s->ntouched > 0) s->need[s->touched[--s->ntouched]] = 0;
+    for (int k = pr->in_start[t]; k <= pr->in_start[t + 1]; k++) {
+        int u = k < pr->in_start[t + 1] ? pr->in[k] : t;
+        if (s->b.where[u].mem == MG_MEM_WS && !pr->keep_to_end[u] && next_use(s, u) == INT32_MAX &&
+            (!pr->evictable[u] || use_time(s, u) == INT32_MAX))
+            release(s, u);
+    }
+}
+
+mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
+{
+    int n = pr->n;
+    (void)d;
+    *out = NULL;
+    rc_sim s = {.pr = pr, .o = opts};
+    mg_pb_init(&s.b, pr);
+    int *targets = xcalloc((size_t)n, sizeof *targets);
+    for (int v = 0; v < n; v++)
+        if (pr->target[v]) targets[s.ntargets++] = v;
+    /* per node: the target positions reading it */
+    s.use_start = xcalloc((size_t)n + 1, sizeof *s.use_start);
+    for (int i = 0; i < s.ntargets; i++)
+        for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) s.use_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) s.use_start[v + 1] += s.use_start[v];
+    s.uses = xcalloc((size_t)s.use_start[n] + 1, sizeof *s.uses);
+    int *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    for (int i = 0; i < s.ntargets; i++)
+        for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) {
+            int u = pr->in[k];
+            s.uses[s.use_start[u] + fill[u]++] = i;
+        }
+    s.out_start = xcalloc((size_t)n + 1, sizeof *s.out_start);
+    s.out = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
+    for (int k = 0; k < pr->in_start[n]; k++) s.out_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) s.out_start[v + 1] += s.out_start[v];
+    for (int v = 0; v < n; v++) fill[v] = 0;
+    for (int c = 0; c < n; c++)
+        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) s.out[s.out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
+    free(fill);
+    s.uptr = xcalloc((size_t)n, sizeof *s.uptr);
+    s.lock = xcalloc((size_t)n, sizeof *s.lock);
+    s.need = xcalloc((size_t)n, sizeof *s.need);
+    s.ut = xcalloc((size_t)n, sizeof *s.ut);
+    s.fc = xcalloc((size_t)n, sizeof *s.fc);
+    s.fc_at = xcalloc((size_t)n, sizeof *s.fc_at);
+    s.ut_valid = xcalloc((size_t)n, 1);
+    s.touched = xcalloc((size_t)n, sizeof *s.touched);
+    s.res = xcalloc((size_t)n, sizeof *s.res);
+    s.res_pos = xcalloc((size_t)n, sizeof *s.res_pos);
+    s.rc = xcalloc((size_t)n, sizeof *s.rc);
+    s.mark = xcalloc((size_t)n, sizeof *s.mark);
+    s.walk = xcalloc((size_t)n + 1, sizeof *s.walk);
+    s.est = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.est);
+    s.frame_v = xcalloc((size_t)n + 1, sizeof *s.frame_v);
+    s.frame_k = xcalloc((size_t)n + 1, sizeof *s.frame_k);
+    s.frame_ord = xcalloc((size_t)n + 1, sizeof *s.frame_ord);
+    s.ord = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.ord);
+    for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = -1;
+    s.rc_cap = s.b.p->flops_once + n;
+    s.step_limit = (int64_t)s.ntargets * 8 + 10000; /* as sched_remat.c's */
+
+    int ok = 1;
+    for (int i = 0; i < s.ntargets && ok; i++) {
+        s.now = i;
+        int t = s.cur = targets[i];
+        ok = prepare(&s, t) && compute(&s, t, 0);
+        if (ok) after_target(&s, t, i);
+    }
+    if (ok) *out = mg_pb_finish(&s.b);
+    else mg_pb_discard(&s.b);
+    free(targets);
+    free(s.use_start);
+    free(s.uses);
+    free(s.out_start);
+    free(s.out);
+    free(s.uptr);
+    free(s.lock);
+    free(s.need);
+    free(s.ut);
+    free(s.fc);
+    free(s.fc_at);
+    free(s.ut_valid);
+    free(s.touched);
+    free(s.res);
+    free(s.res_pos);
+    free(s.rc);
+    free(s.mark);
+    free(s.walk);
+    free(s.est);
+    free(s.frame_v);
+    free(s.frame_k);
+    free(s.frame_ord);
+    free(s.ord);
+    return MG_OK;
+}

@@ -1,0 +1,196 @@
+/* test_layered.c — planning Moccasin's layered DAGs (bench/data/layered) under tight budgets,
+ * and sched_rc.c, the scheduler that makes that possible, on random layered DAGs.
+ *
+ *   - layered_n250 at 0.8x and 0.9x of its store-all peak: auto gives a verified plan within the
+ *     budget (before sched_rc.c its minimum was 0.84x: a node reading 44 values spread over the
+ *     whole order), and its minimum feasible budget is at most 0.8x.
+ *   - sched_rc.c alone on layered_n250 at 0.8x: a schedule whose live bytes never exceed the cap.
+ *   - random layered DAGs (skip connections, a wide last layer, some values that may not be
+ *     dropped, one kept to the end) at caps from store-all down to below the widest step: every
+ *     schedule sched_rc.c returns (every policy, rc 1 and 2) stays under its cap and passes the
+ *     verifier once placed, and
+ *     below the widest step's working set it returns none. */
+#include "plan.h"
+#include "testutil.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mg_problem *load_graph(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bench/data/layered/%s", MG_SOURCE_DIR, name);
+    char *text = tu_read(path);
+    ck_assert_msg(text != NULL, "cannot read %s", path);
+    mg_problem *pr = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_problem_from_json(path, text, strlen(text), &pr, &d) == MG_OK, "%s", d.msg);
+    free(text);
+    return pr;
+}
+
+static int64_t store_all_peak(const mg_problem *pr)
+{
+    mg_solution s;
+    mg_diag d = {0};
+    ck_assert_msg(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &s, &d) == MG_OK, "%s", d.msg);
+    ck_assert_ptr_nonnull(s.plan);
+    int64_t peak = s.plan->peak_live_bytes;
+    mg_plan_free(s.plan);
+    return peak;
+}
+
+START_TEST(test_n250_auto)
+{
+    mg_problem *pr = load_graph("layered_n250.json");
+    int64_t peak = store_all_peak(pr);
+    static const double fracs[] = {0.9, 0.8};
+    for (int i = 0; i < 2; i++) {
+        int64_t budget = (int64_t)((double)peak * fracs[i]);
+        mg_solution s;
+        mg_diag d = {0};
+        ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, budget, i == 1, 0, &s, &d) == MG_OK, "%s", d.msg);
+        ck_assert_msg(s.plan != NULL, "no plan at %.1fx of the peak (%lld bytes)", fracs[i], (long long)budget);
+        ck_assert_int_le(s.plan->workspace_bytes, budget);
+        ck_assert_msg(mg_plan_verify(s.plan, pr, &d) == MG_OK, "%s", d.msg);
+        ck_assert(s.plan->flops_executed >= s.plan->flops_once);
+        if (i == 1) ck_assert_int_le(s.min_feasible_bytes, budget);
+        mg_plan_free(s.plan);
+    }
+    mg_problem_free(pr);
+}
+END_TEST
+
+START_TEST(test_n250_sched_rc)
+{
+    mg_problem *pr = load_graph("layered_n250.json");
+    int64_t cap = (int64_t)((double)store_all_peak(pr) * 0.8);
+    mg_sched_opts o = {cap, MG_EVICT_COST_SIZE_DIST, NULL, 0, 1};
+    mg_plan *p = NULL;
+    mg_diag d = {0};
+    ck_assert(mg_schedule_rc(pr, &o, &p, &d) == MG_OK);
+    ck_assert_msg(p != NULL, "sched_rc.c has no schedule at 0.8x");
+    ck_assert(mg_arena_assign(p, &d) == MG_OK);
+    ck_assert_int_le(p->peak_live_bytes, cap);
+    ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_OK, "%s", d.msg);
+    mg_plan_free(p);
+    mg_problem_free(pr);
+}
+END_TEST
+
+static unsigned rnd(unsigned *seed)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return (*seed >> 16) & 0x7fff;
+}
+
+/* A random layered DAG: layers of 2..6 nodes, each node reading 1..3 nodes of the layer before
+ * and, now and then, one from further back; the last node reads one node of every layer. The
+ * last quarter of the nodes may not be dropped (like gradients) and the last is kept to the end. */
+static mg_problem *random_layered(unsigned *seed, int layers)
+{
+    int n = 0, *first = malloc((size_t)(layers + 2) * sizeof *first);
+    for (int l = 0; l < layers; l++) {
+        first[l] = n;
+        n += 2 + (int)(rnd(seed) % 5);
+    }
+    first[layers] = n;
+    int maxin = layers + 4, *ins = malloc((size_t)(n + 1) * (size_t)maxin * sizeof *ins), *nin = calloc((size_t)n + 1, sizeof *nin);
+    for (int l = 1; l < layers; l++)
+        for (int v = first[l]; v < first[l + 1]; v++) {
+            int w = first[l] - first[l - 1], k = 1 + (int)(rnd(seed) % 3);
+            for (int j = 0; j < k && j < w; j++) ins[v * maxin + nin[v]++] = first[l - 1] + (int)(rnd(seed) % (unsigned)w);
+            if (l > 2 && rnd(seed) % 4 == 0) ins[v * maxin + nin[v]++] = (int)(rnd(seed) % (unsigned)first[l - 2]);
+        }
+    int last = n++;
+    for (int l = 0; l < layers; l++) ins[last * maxin + nin[last]++] = first[l] + (int)(rnd(seed) % (unsigned)(first[l + 1] - first[l]));
+    int m = 0;
+    for (int v = 0; v < n; v++) m += nin[v];
+    mg_problem *pr = mg_problem_alloc(n, m);
+    pr->nfwd = n;
+    pr->result = -1;
+    for (int v = 0; v < n; v++) {
+        pr->bytes[v] = 64 * (1 + (int64_t)(rnd(seed) % 40));
+        pr->cost[v] = 1 + rnd(seed) % 100;
+        pr->target[v] = 1;
+        pr->evictable[v] = v < n - n / 4;
+        pr->in_start[v + 1] = pr->in_start[v] + nin[v];
+        for (int j = 0; j < nin[v]; j++) pr->in[pr->in_start[v] + j] = ins[v * maxin + j];
+    }
+    pr->keep_to_end[n - 1] = 1;
+    free(first);
+    free(ins);
+    free(nin);
+    return pr;
+}
+
+/* The bytes one step needs at once: its output and its distinct inputs. */
+static int64_t widest_step(const mg_problem *pr)
+{
+    int64_t best = 0;
+    for (int v = 0; v < pr->n; v++) {
+        int64_t need = pr->bytes[v];
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+            int dup = 0;
+            for (int j = pr->in_start[v]; j < k; j++) dup |= pr->in[j] == pr->in[k];
+            if (!dup) need += pr->bytes[pr->in[k]];
+        }
+        if (need > best) best = need;
+    }
+    return best;
+}
+
+START_TEST(test_random_sched_rc)
+{
+    unsigned seed = 12345;
+    int planned = 0, refused = 0;
+    for (int trial = 0; trial < 24; trial++) {
+        mg_problem *pr = random_layered(&seed, 6 + trial % 10);
+        int64_t peak = store_all_peak(pr), wide = widest_step(pr);
+        for (int pct = 100; pct >= 30; pct -= 5) {
+            int64_t cap = peak * pct / 100;
+            for (int k = 0; k < 2 * MG_EVICT_NPOLICIES; k++) { /* every policy, with and without the future cost */
+                int pol = k % MG_EVICT_NPOLICIES;
+                mg_sched_opts o = {cap, (mg_evict_policy)pol, NULL, 0, 1 + k / MG_EVICT_NPOLICIES};
+                mg_plan *p = NULL;
+                mg_diag d = {0};
+                ck_assert(mg_schedule_rc(pr, &o, &p, &d) == MG_OK);
+                if (cap < wide) ck_assert_msg(p == NULL, "a schedule below the widest step's working set");
+                if (!p) {
+                    refused++;
+                    continue;
+                }
+                planned++;
+                ck_assert(mg_arena_assign(p, &d) == MG_OK);
+                ck_assert_msg(p->peak_live_bytes <= cap, "trial %d, %d%%, policy %d: peak %lld over cap %lld", trial,
+                              pct, pol, (long long)p->peak_live_bytes, (long long)cap);
+                ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_OK, "trial %d, %d%%, policy %d: %s", trial, pct, pol, d.msg);
+                ck_assert(p->flops_executed >= p->flops_once);
+                mg_plan_free(p);
+            }
+        }
+        mg_problem_free(pr);
+    }
+    ck_assert_int_gt(planned, 150); /* the sweep plans most caps and refuses the lowest */
+    ck_assert_int_gt(refused, 0);
+}
+END_TEST
+
+static Suite *layered_suite(void)
+{
+    Suite *s = suite_create("layered");
+    TCase *c = tcase_create("layered");
+    tcase_set_timeout(c, 600);
+    tcase_add_test(c, test_n250_auto);
+    tcase_add_test(c, test_n250_sched_rc);
+    tcase_add_test(c, test_random_sched_rc);
+    suite_add_tcase(s, c);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run_suite(layered_suite());
+}
