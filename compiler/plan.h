@@ -117,6 +117,9 @@ typedef struct mg_sched_opts {
                                   soon as only the backward pass still needs them (checkpointing) */
     int lazy;                  /* keep a dead value while a droppable value it feeds is still needed,
                                   until memory is short (cheaper recomputation) */
+    uint64_t seed;             /* 0, or a restart: each value's eviction score is scaled by a factor
+                                  in [1/2, 2) drawn from (seed, value), so restarts explore other
+                                  choices where the policy's are poor */
 } mg_sched_opts;
 
 /* plan_build.c: records a schedule as a plan. Every solver drives one of these: compute a

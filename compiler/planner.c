@@ -7,7 +7,8 @@
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
  *              the budget-driven schedules under every eviction policy (with lazy and eager
- *              freeing) and of sqrt. All are scheduled first (cheap); only the cheapest are
+ *              freeing), of restarts of them with perturbed scores (small problems), and of
+ *              sqrt. All are scheduled first (cheap); only the cheapest are
  *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
  *              by whatever the arena added on top of the live bytes; and, where the problem
  *              is small enough, the exact search over (stage, resident set) (sched_search.c),
@@ -266,8 +267,16 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
     return MG_OK;
 }
 
-/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing. */
-enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES };
+/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing;
+ * then, on problems small enough that scheduling is cheap, restarts of them with perturbed
+ * scores (mg_sched_opts.seed), as many as keep the scheduled steps near RESTART_WORK. */
+enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES, MAX_RESTARTS = 64, RESTART_WORK = 40000 };
+
+static int restarts_for(const mg_problem *pr)
+{
+    int k = RESTART_WORK / (pr->n > 0 ? pr->n : 1);
+    return k < 4 ? 0 : k > MAX_RESTARTS ? MAX_RESTARTS : k;
+}
 typedef struct variant {
     mg_sched_opts o;
     mg_plan *p; /* its schedule at cap budget (not yet placed), or NULL when it has none */
@@ -284,11 +293,13 @@ static int variant_cmp(const void *a, const void *b)
 
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
  * cheapest first; returns how many have a schedule. */
-static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, mg_diag *d)
+static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
 {
     int n = 0;
-    for (int i = 0; i < NVARIANTS; i++) {
-        v[i].o = (mg_sched_opts){budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL, i < MG_EVICT_NPOLICIES};
+    for (int i = 0; i < nvariants; i++) {
+        v[i].o = (mg_sched_opts){budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES), NULL,
+                                 i < NVARIANTS ? i < MG_EVICT_NPOLICIES : (i / MG_EVICT_NPOLICIES) % 2,
+                                 i < NVARIANTS ? 0 : (uint64_t)(i - NVARIANTS + 1)};
         v[i].p = NULL;
         if (mg_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
         if (v[i].p) {
@@ -309,7 +320,7 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, m
             n++;
         }
     }
-    qsort(v, NVARIANTS, sizeof *v, variant_cmp);
+    qsort(v, (size_t)nvariants, sizeof *v, variant_cmp);
     return n;
 }
 
@@ -334,7 +345,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
 {
     *out = NULL;
     *optimal = 0;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
     mg_plan *p = NULL;
     if (solver == MG_SOLVER_STORE_ALL) { /* (mg_solve has tried store-all before auto) */
         if (build(pr, &all, &p, d)) return MG_ERR;
@@ -346,7 +357,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         return MG_OK;
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
-        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0};
+        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0, 0};
         if (build(pr, &chk, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
@@ -354,8 +365,8 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     }
     /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
      * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
-    variant v[NVARIANTS];
-    int nv = schedule_variants(pr, budget, v, d);
+    variant v[NVARIANTS + MAX_RESTARTS];
+    int nv = schedule_variants(pr, budget, v, NVARIANTS + restarts_for(pr), d);
     mg_status st = MG_OK;
     for (int i = 0; i < nv; i++) {
         if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
@@ -588,7 +599,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
     for (int i = 0; i < NVARIANTS && !*out && !st; i++) {
-        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES};
+        mg_sched_opts o = {budget, tight[i % MG_EVICT_NPOLICIES], NULL, i < MG_EVICT_NPOLICIES, 0};
         mg_plan *p;
         if (mg_schedule(pr, &o, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
@@ -606,7 +617,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0};
+    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
     search_memo memo = {-1, 0, 0, NULL, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
