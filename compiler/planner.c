@@ -269,8 +269,8 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
 
 /* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing;
  * then, on problems small enough that scheduling is cheap, restarts of them with perturbed
- * scores (mg_sched_opts.seed), as many as keep the scheduled steps near RESTART_WORK. */
-enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES, MAX_RESTARTS = 64, RESTART_WORK = 40000 };
+ * scores (mg_sched_opts.seed): as many as keep restarts x nodes near RESTART_WORK. */
+enum { NVARIANTS = 2 * MG_EVICT_NPOLICIES, MAX_RESTARTS = 64, RESTART_WORK = 20000 };
 
 static int restarts_for(const mg_problem *pr)
 {
