@@ -321,7 +321,22 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
         }
     }
     qsort(v, (size_t)nvariants, sizeof *v, variant_cmp);
-    return n;
+    /* restarts often make a schedule another variant made: keep one of each (placing is not cheap) */
+    for (int i = 1, last = 0; i < n; i++) {
+        const mg_plan *p = v[i].p, *q = v[last].p;
+        if (p->flops_executed == q->flops_executed && p->peak_live_bytes == q->peak_live_bytes &&
+            p->nsteps == q->nsteps && p->nbufs == q->nbufs && buffers_hash(p) == buffers_hash(q)) {
+            mg_plan_free(v[i].p);
+            v[i].p = NULL;
+        } else {
+            last = i;
+        }
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i].p) v[kept++] = v[i];
+    for (int i = kept; i < nvariants; i++) v[i].p = NULL;
+    return kept;
 }
 
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */

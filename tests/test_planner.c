@@ -757,7 +757,9 @@ static Suite *planner_suite(void)
     tcase_add_loop_test(r, test_random_dags, 0, RANDOM_MODELS);
     tcase_add_test(r, test_verifier_catches_corruption);
     suite_add_tcase(s, r);
+    /* the command-line and model tests run as a ctest entry of their own too (test_planner_e2e) */
     TCase *e = tcase_create("end_to_end");
+    tcase_set_tags(e, "e2e");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_cnn_fmnist);
