@@ -757,32 +757,40 @@ static Suite *planner_suite(void)
     tcase_add_loop_test(r, test_random_dags, 0, RANDOM_MODELS);
     tcase_add_test(r, test_verifier_catches_corruption);
     suite_add_tcase(s, r);
-    /* the command-line and model tests run as a ctest entry of their own too (test_planner_e2e) */
+    /* the end-to-end tests run as two ctest entries of their own (test_planner_e2e: compiled
+     * models; test_planner_cli: the command line on benchmark graphs), each well within ctest's
+     * limit under ASan */
     TCase *e = tcase_create("end_to_end");
     tcase_set_tags(e, "e2e");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_cnn_fmnist);
     tcase_add_test(e, test_bit_identical_skips);
-    tcase_add_test(e, test_arena_waste_on_examples);
-    tcase_add_test(e, test_solvers_on_the_command_line);
-    tcase_add_test(e, test_plan_json_figures);
-    tcase_add_test(e, test_sweep);
-    tcase_add_test(e, test_benchmark_graphs);
-    tcase_add_test(e, test_layered_dags_under_the_peak);
-    tcase_add_test(e, test_layered_min_feasible_with_arena_aimed_at_budget);
-    tcase_add_test(e, test_graph_import_errors);
-    tcase_add_test(e, test_plan_cache);
     suite_add_tcase(s, e);
-    /* the large models, tagged so ctest runs them as a test of their own (test_planner_models,
-     * test_planner_transformer),
-     * each process within its own time limit under ASan */
+    TCase *c = tcase_create("cli");
+    tcase_set_tags(c, "cli");
+    tcase_set_timeout(c, 600);
+    tcase_add_test(c, test_arena_waste_on_examples);
+    tcase_add_test(c, test_solvers_on_the_command_line);
+    tcase_add_test(c, test_plan_json_figures);
+    tcase_add_test(c, test_sweep);
+    tcase_add_test(c, test_benchmark_graphs);
+    tcase_add_test(c, test_layered_dags_under_the_peak);
+    tcase_add_test(c, test_layered_min_feasible_with_arena_aimed_at_budget);
+    tcase_add_test(c, test_graph_import_errors);
+    tcase_add_test(c, test_plan_cache);
+    suite_add_tcase(s, c);
+    /* the large models, one tag each (ctest: test_planner_models, _unet, _transformer) */
     TCase *m = tcase_create("models");
     tcase_set_tags(m, "models");
     tcase_set_timeout(m, 600);
     tcase_add_test(m, test_bit_identical_resnet18_64);
-    tcase_add_test(m, test_bit_identical_unet_small);
     suite_add_tcase(s, m);
+    TCase *u = tcase_create("unet");
+    tcase_set_tags(u, "unet");
+    tcase_set_timeout(u, 600);
+    tcase_add_test(u, test_bit_identical_unet_small);
+    suite_add_tcase(s, u);
     TCase *t = tcase_create("transformer");
     tcase_set_tags(t, "transformer");
     tcase_set_timeout(t, 600);
