@@ -757,16 +757,20 @@ static Suite *planner_suite(void)
     tcase_add_loop_test(r, test_random_dags, 0, RANDOM_MODELS);
     tcase_add_test(r, test_verifier_catches_corruption);
     suite_add_tcase(s, r);
-    /* the end-to-end tests run as two ctest entries of their own (test_planner_e2e: compiled
-     * models; test_planner_cli: the command line on benchmark graphs), each well within ctest's
-     * limit under ASan */
+    /* the end-to-end tests run as ctest entries of their own (test_planner_e2e and _cnn:
+     * compiled models; test_planner_cli: the command line on benchmark graphs), each well
+     * within ctest's limit under ASan */
     TCase *e = tcase_create("end_to_end");
     tcase_set_tags(e, "e2e");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_bit_identical_mlp_deep);
-    tcase_add_test(e, test_bit_identical_cnn_fmnist);
     tcase_add_test(e, test_bit_identical_skips);
     suite_add_tcase(s, e);
+    TCase *f = tcase_create("cnn");
+    tcase_set_tags(f, "cnn");
+    tcase_set_timeout(f, 600);
+    tcase_add_test(f, test_bit_identical_cnn_fmnist);
+    suite_add_tcase(s, f);
     TCase *c = tcase_create("cli");
     tcase_set_tags(c, "cli");
     tcase_set_timeout(c, 600);
