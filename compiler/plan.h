@@ -120,6 +120,9 @@ typedef struct mg_sched_opts {
     int rc;                    /* 1: schedule with sched_rc.c (mg_schedule_rc) instead (keep and lazy
                                   unsupported); 2: the same, the cost of dropping a value counting
                                   the ancestors that will be freed before it is read again */
+    uint64_t seed;             /* 0, or a restart: each value's eviction score is scaled by a factor
+                                  in [1/2, 2) drawn from (seed, value), so restarts explore other
+                                  choices where the policy's are poor */
 } mg_sched_opts;
 
 /* plan_build.c: records a schedule as a plan. Every solver drives one of these: compute a

@@ -7,7 +7,8 @@
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
  *              the budget-driven schedules under every eviction policy (with lazy and eager
- *              freeing) and of sqrt. All are scheduled first (cheap); only the cheapest are
+ *              freeing), of restarts of them with perturbed scores (small problems), and of
+ *              sqrt. All are scheduled first (cheap); only the cheapest are
  *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
  *              by whatever the arena added on top of the live bytes; and, where the problem
  *              is small enough, the exact search over (stage, resident set) (sched_search.c),
@@ -284,21 +285,37 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
     return MG_OK;
 }
 
-/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing, and
- * then sched_rc.c's scheduler under the policies that do best there (layered DAGs). */
-enum { NRC = 5, NVARIANTS = 2 * MG_EVICT_NPOLICIES + NRC };
+/* The budget-driven schedules auto tries: every eviction policy, with lazy and eager freeing;
+ * sched_rc.c's scheduler under the policies that do best there (layered DAGs); then, on problems
+ * small enough that scheduling is cheap, restarts of the eviction policies with perturbed
+ * scores (mg_sched_opts.seed): as many as keep restarts x nodes near RESTART_WORK. */
+enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NVARIANTS = NBASE + NRC, MAX_RESTARTS = 64, RESTART_WORK = 20000 };
 static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
     {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
     {MG_EVICT_COST_SIZE_DIST, 2}, {MG_EVICT_COST_SIZE_SQRTDIST, 2}};
 
-/* Variant i under budget; policy: the policy of sched_remat.c's variants, by i. */
+static int restarts_for(const mg_problem *pr)
+{
+    int k = RESTART_WORK / (pr->n > 0 ? pr->n : 1);
+    return k < 4 ? 0 : k > MAX_RESTARTS ? MAX_RESTARTS : k;
+}
+
+/* Variant i under budget (i >= NVARIANTS: a restart); policy: the policy of sched_remat.c's
+ * unperturbed variants, by i. */
 static mg_sched_opts variant_opts(int i, int64_t budget, mg_evict_policy policy)
 {
-    if (i >= 2 * MG_EVICT_NPOLICIES) {
-        int j = i - 2 * MG_EVICT_NPOLICIES;
-        return (mg_sched_opts){budget, rc_variants[j].policy, NULL, 0, rc_variants[j].rc};
+    mg_sched_opts o = {.cap = budget, .policy = policy};
+    if (i < NBASE) {
+        o.lazy = i < MG_EVICT_NPOLICIES;
+    } else if (i < NVARIANTS) {
+        o.policy = rc_variants[i - NBASE].policy;
+        o.rc = rc_variants[i - NBASE].rc;
+    } else {
+        o.policy = (mg_evict_policy)(i % MG_EVICT_NPOLICIES);
+        o.lazy = (i / MG_EVICT_NPOLICIES) % 2;
+        o.seed = (uint64_t)(i - NVARIANTS + 1);
     }
-    return (mg_sched_opts){budget, policy, NULL, i < MG_EVICT_NPOLICIES, 0};
+    return o;
 }
 typedef struct variant {
     mg_sched_opts o;
@@ -316,10 +333,10 @@ static int variant_cmp(const void *a, const void *b)
 
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
  * cheapest first; returns how many have a schedule. */
-static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, mg_diag *d)
+static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
 {
     int n = 0;
-    for (int i = 0; i < NVARIANTS; i++) {
+    for (int i = 0; i < nvariants; i++) {
         v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
         v[i].p = NULL;
         if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
@@ -341,8 +358,23 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, m
             n++;
         }
     }
-    qsort(v, NVARIANTS, sizeof *v, variant_cmp);
-    return n;
+    qsort(v, (size_t)nvariants, sizeof *v, variant_cmp);
+    /* restarts often make a schedule another variant made: keep one of each (placing is not cheap) */
+    for (int i = 1, last = 0; i < n; i++) {
+        const mg_plan *p = v[i].p, *q = v[last].p;
+        if (p->flops_executed == q->flops_executed && p->peak_live_bytes == q->peak_live_bytes &&
+            p->nsteps == q->nsteps && p->nbufs == q->nbufs && buffers_hash(p) == buffers_hash(q)) {
+            mg_plan_free(v[i].p);
+            v[i].p = NULL;
+        } else {
+            last = i;
+        }
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i].p) v[kept++] = v[i];
+    for (int i = kept; i < nvariants; i++) v[i].p = NULL;
+    return kept;
 }
 
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
@@ -386,8 +418,8 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     }
     /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
      * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
-    variant v[NVARIANTS];
-    int nv = schedule_variants(pr, budget, v, d);
+    variant v[NVARIANTS + MAX_RESTARTS];
+    int nv = schedule_variants(pr, budget, v, NVARIANTS + restarts_for(pr), d);
     mg_status st = MG_OK;
     for (int i = 0; i < nv; i++) {
         if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
@@ -620,7 +652,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
     for (int j = 0; j < NVARIANTS && !*out && !st; j++) {
-        int i = (j + 2 * MG_EVICT_NPOLICIES) % NVARIANTS; /* sched_rc.c's first: the most frugal where it matters */
+        int i = (j + NBASE) % NVARIANTS; /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
         if (evict_schedule(pr, &o, &p, d)) st = MG_ERR;

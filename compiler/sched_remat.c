@@ -53,6 +53,7 @@ typedef struct sim {
     int *zlast;            /* per node: last target position reading an evictable consumer of it */
     int *out_start, *out;  /* CSR: the consumers of each node */
     int64_t step_limit;
+    double *jitter;        /* per node: the restart's factor on its score (NULL: none) */
 } sim;
 
 static int next_use(const sim *s, int v)
@@ -160,7 +161,7 @@ static int use_time(const sim *s, int v)
 }
 
 /* The eviction score of candidate v under the policy: the lower, the sooner it is dropped. */
-static double score(const sim *s, int v)
+static double policy_score(const sim *s, int v)
 {
     double dist = (double)use_time(s, v) - s->now + 1, size = (double)s->pr->bytes[v] + 1;
     switch (s->o->policy) {
@@ -170,6 +171,25 @@ static double score(const sim *s, int v)
     case MG_EVICT_COST_SIZE_SQRTDIST: return recompute_cost(s, v) / (size * sqrt(dist));
     default: return recompute_cost(s, v) / (size * dist);
     }
+}
+
+static double score(const sim *s, int v)
+{
+    return s->jitter ? policy_score(s, v) * s->jitter[v] : policy_score(s, v);
+}
+
+/* The restart's factors: splitmix64 of (seed, node) mapped to [1/2, 2), log-uniformly. */
+static double *restart_factors(uint64_t seed, int n)
+{
+    double *f = xcalloc((size_t)n + 1, sizeof *f);
+    for (int v = 0; v < n; v++) {
+        uint64_t z = seed * 0x9e3779b97f4a7c15ULL + (uint64_t)v * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        f[v] = exp2((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    return f;
 }
 
 /* Drops values until need more bytes fit under the cap; 0 when that is impossible. The victim
@@ -319,6 +339,7 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     s.order = xcalloc((size_t)n + 1, sizeof *s.order);
     s.mark = xcalloc((size_t)n + 1, sizeof *s.mark);
     s.rc = xcalloc((size_t)n + 1, sizeof *s.rc);
+    s.jitter = opts->seed ? restart_factors(opts->seed, n) : NULL;
     int *targets = xcalloc((size_t)n, sizeof *targets);
     for (int i = 0; i < n; i++) {
         s.cand_pos[i] = -1;
@@ -370,6 +391,7 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     free(s.order);
     free(s.mark);
     free(s.rc);
+    free(s.jitter);
     free(s.zlast);
     free(s.out_start);
     free(s.out);

@@ -104,6 +104,14 @@ static void plan_or_fail(const mg_graph *g, mg_solver solver, const mg_budget *b
     ck_assert_msg(mg_plan_program(g, &rq, out, &d) == MG_OK, "solver %s: %s\n%s", mg_solver_names[solver], d.msg, src);
 }
 
+/* Random models per run; fewer in the sanitizer build (tests/CMakeLists.txt), where planning
+ * is several times slower, to keep the ctest entry well within its limit. */
+#ifdef MG_TEST_SANITIZED
+enum { RANDOM_MODELS = 20 };
+#else
+enum { RANDOM_MODELS = 60 };
+#endif
+
 START_TEST(test_random_dags)
 {
     sbuf *m = malloc(sizeof *m);
@@ -250,28 +258,55 @@ typedef struct desc {
     const char *name; int dtype; int rank; int64_t shape[8]; size_t offset; size_t bytes;
 } desc;
 typedef float (*train_fn)(const void *, void *, const void *const *, void *);
+typedef float (*train_state_fn)(const void *, void *, const void *const *, void *, void *);
 typedef void (*init_fn)(void *, uint64_t);
+typedef void (*init_state_fn)(void *);
 
-/* Compiles src at budget (NULL: store-all), runs one training step from fixed parameters and
- * inputs (i32 inputs are labels in [0, classes)), and returns the loss; grads receives the
- * gradients. */
-static float step_classes(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
-                          void *grads, size_t *param_bytes, long long budget_bytes, int classes)
+/* One training step of a model compiled at one budget. */
+typedef struct step_result {
+    float loss;
+    void *grads;             /* the gradients (malloc'd, param_bytes) */
+    size_t param_bytes;
+    void *state;             /* models with state: the state blob after the step (malloc'd), else NULL */
+    size_t state_bytes;
+} step_result;
+
+static void step_result_free(step_result *r)
 {
-    char opts[256], *log = NULL, hpath[4300];
-    snprintf(opts, sizeof opts, budget ? "--budget %s" : "", budget);
+    free(r->grads);
+    free(r->state);
+}
+
+/* Compiles src with opts (a budget and solver, or "" for store-all), runs one training step
+ * from fixed parameters, state and inputs (i32 inputs are labels in [0, classes)) and returns
+ * the loss, gradients and state. The workspace must be at most budget_bytes (when > 0). */
+static step_result run_step(const char *dir, const char *tag, const char *model, const char *src, const char *opts,
+                            long long budget_bytes, int classes)
+{
+    char *log = NULL, hpath[4300];
+    step_result r = {0};
     void *h = tu_build_model(dir, tag, src, opts, &log);
-    ck_assert_msg(h != NULL, "compile at %s failed:\n%s", budget ? budget : "store-all", log ? log : "");
+    ck_assert_msg(h != NULL, "%s: compile with '%s' failed:\n%s", model, opts, log ? log : "");
     snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
     char *hdr = tu_read(hpath);
     long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
-    *param_bytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    int has_state = tu_header_figure(hdr, "_HAS_STATE") == 1;
+    r.param_bytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    r.state_bytes = has_state ? (size_t)tu_header_figure(hdr, "_STATE_BYTES") : 0;
     int nin = (int)tu_header_figure(hdr, "_NUM_INPUTS");
     free(hdr);
-    if (budget_bytes > 0) ck_assert_msg(ws <= budget_bytes, "workspace %lld over budget %lld", ws, budget_bytes);
+    ck_assert_int_le(nin, 8);
+    if (budget_bytes > 0) ck_assert_msg(ws <= budget_bytes, "%s: workspace %lld over budget %lld", model, ws, budget_bytes);
     const desc *in_desc = tu_sym(h, model, "inputs_desc");
-    void *params = malloc(*param_bytes), *ws_mem = malloc((size_t)ws + 1);
+    void *params = malloc(r.param_bytes + 1), *ws_mem = malloc((size_t)ws + 1);
+    r.grads = malloc(r.param_bytes + 1);
+    memset(r.grads, 0xa5, r.param_bytes + 1);
     ((init_fn)tu_sym(h, model, "init_params"))(params, 7);
+    if (has_state) {
+        r.state = malloc(r.state_bytes + 1);
+        memset(r.state, 0x5a, r.state_bytes + 1);
+        ((init_state_fn)tu_sym(h, model, "init_state"))(r.state);
+    }
     void *inputs[8];
     uint64_t s = 99;
     for (int i = 0; i < nin; i++) {
@@ -283,146 +318,109 @@ static float step_classes(const char *dir, const char *tag, const char *model, c
         }
     }
     memset(ws_mem, 0xff, (size_t)ws + 1);
-    float loss = ((train_fn)tu_sym(h, model, "train_step"))(params, grads, (const void *const *)inputs, ws_mem);
+    if (has_state)
+        r.loss = ((train_state_fn)tu_sym(h, model, "train_step"))(params, r.grads, (const void *const *)inputs, ws_mem,
+                                                                   r.state);
+    else
+        r.loss = ((train_fn)tu_sym(h, model, "train_step"))(params, r.grads, (const void *const *)inputs, ws_mem);
     for (int i = 0; i < nin; i++) free(inputs[i]);
     free(params);
     free(ws_mem);
     dlclose(h);
     free(log);
-    return loss;
+    return r;
 }
 
-static float step_at(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
-                     void *grads, size_t *param_bytes, long long budget_bytes)
-{
-    return step_classes(dir, tag, model, src, budget, grads, param_bytes, budget_bytes, 10);
-}
+/* The budget points check_model compiles a model at, besides store-all (its reference). */
+enum point {
+    AT_END,          /* (ends the list) */
+    AT_HALF,         /* 50% of store-all: must be met */
+    AT_HALF_REFUSED, /* 50% of store-all: must be refused, naming the minimum feasible budget */
+    AT_HALF_IF_MET,  /* 50% of store-all, when at or above the minimum (else skipped) */
+    AT_QUARTER,      /* 25% of store-all, when at or above the minimum (else skipped) */
+    AT_MIN,          /* the minimum feasible budget */
+    AT_SQRT,         /* the sqrt solver (Chen et al.) under the store-all budget */
+};
 
-static void bit_identical(const char *model, const char *src)
+/* Compiles the model src (named model, labels in [0, classes)) at store-all and at each point,
+ * runs one training step at each from the same parameters, state and inputs, and checks that
+ * loss, gradients and state are bit-identical to store-all; each point below store-all (and
+ * sqrt) must recompute. min_below_all: the minimum feasible budget must be below store-all. */
+static void check_model(const char *model, const char *src, int classes, int min_below_all, const enum point *points)
 {
-    char *dir = tu_tmpdir(), cmd[9000], mpath[4300], *out = NULL;
+    char *dir = tu_tmpdir(), mpath[4300], *out = NULL;
     snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
     ck_assert(tu_write(mpath, src) == 0);
-    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json", MG_MEMGRAD, mpath);
-    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(tu_memgrad(&out, "plan '%s' --format json --no-cache", mpath) == 0, "%s", out);
     long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
     free(out);
-    ck_assert_msg(minf > 0 && minf <= all, "minimum %lld, store-all %lld", minf, all);
+    ck_assert_msg(minf > 0 && minf <= all, "%s: minimum %lld, store-all %lld", model, minf, all);
+    if (min_below_all) ck_assert_msg(minf < all, "%s: minimum %lld is store-all", model, minf);
 
-    size_t pb = 0;
-    void *ref = NULL;
-    float ref_loss = 0;
-    long long points[4] = {0, all / 2, all / 4, minf};
-    int recomputed = 0;
-    for (int i = 0; i < 4; i++) {
-        long long b = points[i];
-        if (i && b < minf) continue; /* below what any plan reaches: covered by the last point */
-        char budget[64], tag[32];
+    step_result ref = run_step(dir, "b0", model, src, "", 0, classes);
+    ck_assert_msg(isfinite(ref.loss), "%s: loss %g", model, ref.loss);
+    for (int i = 0; points[i] != AT_END; i++) {
+        long long b = points[i] == AT_MIN ? minf : points[i] == AT_QUARTER ? all / 4 : points[i] == AT_SQRT ? all : all / 2;
+        char budget[64], opts[128], tag[16];
         snprintf(budget, sizeof budget, "%lldB", b);
-        snprintf(tag, sizeof tag, "b%d", i);
-        void *grads = malloc(1 << 26);
-        memset(grads, 0xa5, 1 << 26);
-        float loss = step_at(dir, tag, model, src, i ? budget : NULL, grads, &pb, b);
-        if (!ref) {
-            ref = grads;
-            ref_loss = loss;
+        snprintf(opts, sizeof opts, "--budget %s%s", budget, points[i] == AT_SQRT ? " --solver sqrt" : "");
+        if (points[i] == AT_HALF_REFUSED) {
+            ck_assert_msg(b < minf, "%s: 50%% (%lld) is not below the minimum %lld", model, b, minf);
+            ck_assert_int_eq(tu_memgrad(&out, "plan '%s' %s --no-cache", mpath, opts), 1);
+            ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
+            free(out);
             continue;
         }
-        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "%s at %s: loss %.9g vs %.9g at store-all", model,
-                      budget, loss, ref_loss);
-        ck_assert_msg(memcmp(grads, ref, pb) == 0, "%s at %s: gradients differ from store-all", model, budget);
-        free(grads);
-        /* the plan at this budget really recomputes */
-        snprintf(cmd, sizeof cmd, "'%s' plan '%s' --budget %s --format json", MG_MEMGRAD, mpath, budget);
-        ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
-        recomputed += tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once");
+        if (points[i] == AT_HALF) ck_assert_msg(b >= minf, "%s: 50%% (%lld) is below the minimum %lld", model, b, minf);
+        if (b < minf) continue; /* (AT_QUARTER, AT_HALF_IF_MET) below the minimum: AT_MIN covers it */
+        snprintf(tag, sizeof tag, "b%d", i + 1);
+        step_result r = run_step(dir, tag, model, src, opts, b, classes);
+        ck_assert_msg(memcmp(&r.loss, &ref.loss, sizeof r.loss) == 0, "%s with %s: loss %.9g vs %.9g at store-all", model,
+                      opts, r.loss, ref.loss);
+        ck_assert_int_eq(r.param_bytes, ref.param_bytes);
+        ck_assert_msg(memcmp(r.grads, ref.grads, ref.param_bytes) == 0, "%s with %s: gradients differ from store-all",
+                      model, opts);
+        ck_assert_int_eq(r.state_bytes, ref.state_bytes);
+        if (ref.state)
+            ck_assert_msg(memcmp(r.state, ref.state, ref.state_bytes) == 0,
+                          "%s with %s: state (running statistics) differs from store-all", model, opts);
+        step_result_free(&r);
+        if (b == all && points[i] != AT_SQRT) continue; /* store-all itself: nothing to recompute */
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' %s --format json --no-cache", mpath, opts), 0);
+        ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"),
+                      "%s with %s: the plan recomputes nothing", model, opts);
         free(out);
     }
-    ck_assert_msg(recomputed > 0, "%s: no budget point made the plan recompute", model);
-    free(ref);
+    step_result_free(&ref);
     tu_rmtree(dir);
     free(dir);
+}
+
+/* check_model on examples/NAME.mg. */
+static void check_example(const char *name, int classes, int min_below_all, const enum point *points)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples/%s.mg", MG_SOURCE_DIR, name);
+    char *src = tu_read(path);
+    ck_assert_msg(src != NULL, "cannot read %s", path);
+    check_model(name, src, classes, min_below_all, points);
+    free(src);
 }
 
 START_TEST(test_bit_identical_mlp_deep)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/examples/mlp_deep.mg", MG_SOURCE_DIR);
-    char *src = tu_read(path);
-    ck_assert_msg(src != NULL, "cannot read %s", path);
-    bit_identical("mlp_deep", src);
-    free(src);
+    check_example("mlp_deep", 10, 1, (const enum point[]){AT_HALF, AT_QUARTER, AT_MIN, AT_END});
 }
 END_TEST
 
-/* Copies examples/NAME.mg into a fresh directory (*dir, mpath) and plans it: its store-all
- * workspace and minimum feasible budget. Returns the model text (malloc'd). */
-static char *plan_example(const char *name, char **dir, char *mpath, size_t n, long long *all, long long *minf)
-{
-    char path[4096], *out = NULL, cmd[9000];
-    snprintf(path, sizeof path, "%s/examples/%s.mg", MG_SOURCE_DIR, name);
-    char *src = tu_read(path);
-    ck_assert_msg(src != NULL, "cannot read %s", path);
-    *dir = tu_tmpdir();
-    snprintf(mpath, n, "%s/plan.mg", *dir);
-    ck_assert(tu_write(mpath, src) == 0);
-    snprintf(cmd, sizeof cmd, "'%s' plan '%s' --format json --no-cache", MG_MEMGRAD, mpath);
-    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
-    *all = tu_json_figure(out, "store_all_workspace_bytes");
-    *minf = tu_json_figure(out, "min_feasible_bytes");
-    free(out);
-    return src;
-}
-
-/* The convolutional example: store-all, 50% and the minimum feasible budget where the planner
- * meets them, and the sqrt solver (which recomputes forward convolutions and pools) all give
- * bit-identical loss and gradients. At these shapes the backward step of the first layer needs
- * three [128,32,28,28] tensors at once, so the minimum feasible budget is the store-all one and
- * 50% is refused with both figures; the sqrt schedule is the recomputing point. */
+/* The convolutional example: store-all, the minimum feasible budget and the sqrt solver (which
+ * recomputes forward convolutions and pools) give bit-identical loss and gradients. At these
+ * shapes the backward step of the first layer needs three [128,32,28,28] tensors at once, so
+ * the minimum feasible budget is the store-all one and 50% is refused with both figures; the
+ * sqrt schedule is the recomputing point. */
 START_TEST(test_bit_identical_cnn_fmnist)
 {
-    char *dir, mpath[4300], *out = NULL;
-    long long all, minf;
-    char *src = plan_example("cnn_fmnist", &dir, mpath, sizeof mpath, &all, &minf);
-    ck_assert_msg(minf > 0 && minf <= all, "minimum %lld, store-all %lld", minf, all);
-
-    char half[64], minb[64], sqrtb[96];
-    snprintf(half, sizeof half, "%lldB", all / 2);
-    snprintf(minb, sizeof minb, "%lldB", minf);
-    snprintf(sqrtb, sizeof sqrtb, "%lldB --solver sqrt", all);
-    if (all / 2 < minf) { /* refused, naming both figures */
-        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --no-cache", mpath, half), 1);
-        ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
-        free(out);
-    }
-    const char *budgets[4] = {NULL, all / 2 >= minf ? half : NULL, minb, sqrtb};
-    long long caps[4] = {0, all / 2, minf, all};
-    size_t pb = 0;
-    void *ref = malloc(1 << 26);
-    memset(ref, 0xa5, 1 << 26);
-    float ref_loss = step_at(dir, "b0", "cnn_fmnist", src, NULL, ref, &pb, 0);
-    int recomputed = 0;
-    for (int i = 1; i < 4; i++) {
-        if (!budgets[i]) continue;
-        char tag[16];
-        snprintf(tag, sizeof tag, "b%d", i);
-        void *grads = malloc(1 << 26);
-        memset(grads, 0xa5, 1 << 26);
-        float loss = step_at(dir, tag, "cnn_fmnist", src, budgets[i], grads, &pb, caps[i]);
-        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "cnn_fmnist at %s: loss %.9g vs %.9g at store-all",
-                      budgets[i], loss, ref_loss);
-        ck_assert_msg(memcmp(grads, ref, pb) == 0, "cnn_fmnist at %s: gradients differ from store-all", budgets[i]);
-        free(grads);
-        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, budgets[i]), 0);
-        recomputed += tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once");
-        free(out);
-    }
-    ck_assert_msg(recomputed > 0, "cnn_fmnist: no plan recomputed");
-    ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
-    free(ref);
-    free(src);
-    tu_rmtree(dir);
-    free(dir);
+    check_example("cnn_fmnist", 10, 0, (const enum point[]){AT_HALF_REFUSED, AT_MIN, AT_SQRT, AT_END});
 }
 END_TEST
 
@@ -431,188 +429,45 @@ END_TEST
  * must recompute: bit-identical loss and gradients. */
 START_TEST(test_bit_identical_transformer)
 {
-    char *dir, mpath[4300], *out = NULL;
-    long long all, minf;
-    char *src = plan_example("transformer", &dir, mpath, sizeof mpath, &all, &minf);
-    ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
-    char minb[64];
-    snprintf(minb, sizeof minb, "%lldB", minf);
-    size_t pb = 0;
-    void *ref = malloc(1 << 26), *grads = malloc(1 << 26);
-    memset(ref, 0xa5, 1 << 26);
-    memset(grads, 0xa5, 1 << 26);
-    float ref_loss = step_at(dir, "b0", "transformer", src, NULL, ref, &pb, 0);
-    float loss = step_at(dir, "b1", "transformer", src, minb, grads, &pb, minf);
-    ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
-    ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "transformer at %s: loss %.9g vs %.9g at store-all", minb,
-                  loss, ref_loss);
-    ck_assert_msg(memcmp(grads, ref, pb) == 0, "transformer at %s: gradients differ from store-all", minb);
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, minb), 0);
-    ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"), "transformer: no recomputation at %s",
-                  minb);
-    free(out);
-    free(ref);
-    free(grads);
-    free(src);
-    tu_rmtree(dir);
-    free(dir);
+    check_example("transformer", 10, 1, (const enum point[]){AT_MIN, AT_END});
 }
 END_TEST
 
 /* examples/unet_small.mg (3 down levels, a bottleneck, 3 up levels by conv_transpose2d joined
  * with the encoder outputs by concat: long skips that live from the start of the forward pass
- * to the end of the backward one; per-pixel cross-entropy over 2 classes) at store-all, 50%
- * where the planner meets it, and the minimum feasible budget, which recomputes (the skips
- * among others): bit-identical loss and gradients. At these shapes 50% of store-all (13.2 MiB)
- * is still below the minimum feasible budget (13.3 MiB, with the im2col patches built in blocks
- * of at most 1 MiB, conv.h; it was 14.6 against 14.8 MiB with whole 4.5 MiB patch matrices), so
- * 50% must be refused with both figures and is not compiled. Two compilations keep the test near 2 minutes under ASan. */
+ * to the end of the backward one; per-pixel cross-entropy over 2 classes) at store-all, 50% and
+ * the minimum feasible budget, both of which recompute (the skips among others): bit-identical
+ * loss and gradients. 50% (13.2 MiB) was refused while the backward pass computed each input
+ * gradient before its weight gradient (minimum 13.3 MiB); with the weight gradients first the
+ * minimum is 10.0 MiB, what the first up-level's weight gradient needs: its 4 MiB concat, the
+ * 2 MiB gradient it reads and the concat's two 2 MiB operands while it is recomputed. */
 START_TEST(test_bit_identical_unet_small)
 {
-    char *dir, mpath[4300], *out = NULL;
-    long long all, minf;
-    char *src = plan_example("unet_small", &dir, mpath, sizeof mpath, &all, &minf);
-    ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
-    char half[64], minb[64];
-    snprintf(half, sizeof half, "%lldB", all / 2);
-    snprintf(minb, sizeof minb, "%lldB", minf);
-    if (all / 2 < minf) {
-        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --no-cache", mpath, half), 1);
-        ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
-        free(out);
-    }
-    const char *budgets[3] = {NULL, all / 2 >= minf ? half : NULL, minb};
-    long long caps[3] = {0, all / 2, minf};
-    size_t pb = 0;
-    void *ref = malloc(1 << 23);
-    memset(ref, 0xa5, 1 << 23);
-    float ref_loss = step_classes(dir, "b0", "unet_small", src, NULL, ref, &pb, 0, 2);
-    ck_assert_msg(isfinite(ref_loss) && ref_loss > 0, "loss %g", ref_loss);
-    ck_assert_int_le((long)pb, 1 << 23);
-    for (int i = 1; i < 3; i++) {
-        if (!budgets[i]) continue;
-        char tag[16];
-        snprintf(tag, sizeof tag, "b%d", i);
-        void *grads = malloc(1 << 23);
-        memset(grads, 0xa5, 1 << 23);
-        float loss = step_classes(dir, tag, "unet_small", src, budgets[i], grads, &pb, caps[i], 2);
-        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "unet_small at %s: loss %.9g vs %.9g at store-all",
-                      budgets[i], loss, ref_loss);
-        ck_assert_msg(memcmp(grads, ref, pb) == 0, "unet_small at %s: gradients differ from store-all", budgets[i]);
-        free(grads);
-    }
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, minb), 0);
-    ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"), "unet_small: no recomputation at %s",
-                  minb);
-    free(out);
-    free(ref);
-    free(src);
-    tu_rmtree(dir);
-    free(dir);
+    check_example("unet_small", 2, 1, (const enum point[]){AT_HALF, AT_MIN, AT_END});
 }
 END_TEST
 
-typedef float (*train_state_fn)(const void *, void *, const void *const *, void *, void *);
-typedef void (*init_state_fn)(void *);
-
-/* step_at for models with state (batch_norm's running statistics): the state blob after the
- * step goes to state, its size to *state_bytes. */
-static float step_at_state(const char *dir, const char *tag, const char *model, const char *src, const char *budget,
-                           void *grads, size_t *param_bytes, long long budget_bytes, void *state, size_t *state_bytes)
-{
-    char opts[256], *log = NULL, hpath[4300];
-    snprintf(opts, sizeof opts, budget ? "--budget %s" : "", budget);
-    void *h = tu_build_model(dir, tag, src, opts, &log);
-    ck_assert_msg(h != NULL, "compile at %s failed:\n%s", budget ? budget : "store-all", log ? log : "");
-    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
-    char *hdr = tu_read(hpath);
-    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
-    *param_bytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
-    *state_bytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
-    int nin = (int)tu_header_figure(hdr, "_NUM_INPUTS");
-    free(hdr);
-    if (budget_bytes > 0) ck_assert_msg(ws <= budget_bytes, "workspace %lld over budget %lld", ws, budget_bytes);
-    const desc *in_desc = tu_sym(h, model, "inputs_desc");
-    void *params = malloc(*param_bytes), *ws_mem = malloc((size_t)ws + 1);
-    ((init_fn)tu_sym(h, model, "init_params"))(params, 7);
-    memset(state, 0x5a, *state_bytes);
-    ((init_state_fn)tu_sym(h, model, "init_state"))(state);
-    void *inputs[8];
-    uint64_t s = 99;
-    for (int i = 0; i < nin; i++) {
-        inputs[i] = malloc(in_desc[i].bytes);
-        size_t n = in_desc[i].bytes / 4;
-        for (size_t k = 0; k < n; k++) {
-            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = rnd(&s, 10);
-            else ((float *)inputs[i])[k] = (float)rnd(&s, 2001) / 1000.0f - 1.0f;
-        }
-    }
-    memset(ws_mem, 0xff, (size_t)ws + 1);
-    float loss = ((train_state_fn)tu_sym(h, model, "train_step"))(params, grads, (const void *const *)inputs, ws_mem, state);
-    for (int i = 0; i < nin; i++) free(inputs[i]);
-    free(params);
-    free(ws_mem);
-    dlclose(h);
-    free(log);
-    return loss;
-}
-
 /* examples/resnet18_64.mg (ResNet-18 with BatchNorm in training mode, batch 16 x 3x64x64) at
- * store-all, 50% and the minimum feasible budget: bit-identical loss, gradients and running
- * statistics. Measured: store-all 27936960 bytes, minimum feasible 12582976 (45.0%), so 50%
- * is feasible; both recompute forward convolutions and batch_norms. */
+ * store-all, 50% and the minimum feasible budget (45% of store-all), both of which recompute
+ * forward convolutions and batch_norms: bit-identical loss, gradients and running statistics. */
 START_TEST(test_bit_identical_resnet18_64)
 {
-    char *dir, mpath[4300], *out = NULL;
-    long long all, minf;
-    char *src = plan_example("resnet18_64", &dir, mpath, sizeof mpath, &all, &minf);
-    ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
-    char half[64], minb[64];
-    snprintf(half, sizeof half, "%lldB", all / 2);
-    snprintf(minb, sizeof minb, "%lldB", minf);
-    const char *budgets[3] = {NULL, all / 2 >= minf ? half : NULL, minb};
-    long long caps[3] = {0, all / 2, minf};
-    size_t pb = 0, sb = 0;
-    void *ref = malloc(1 << 26), *grads = malloc(1 << 26), *ref_state = malloc(1 << 20), *state = malloc(1 << 20);
-    memset(ref, 0xa5, 1 << 26);
-    float ref_loss = step_at_state(dir, "b0", "resnet18_64", src, NULL, ref, &pb, 0, ref_state, &sb);
-    ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
-    for (int i = 1; i < 3; i++) {
-        if (!budgets[i]) continue;
-        char tag[16];
-        snprintf(tag, sizeof tag, "b%d", i);
-        memset(grads, 0xa5, 1 << 26);
-        float loss = step_at_state(dir, tag, "resnet18_64", src, budgets[i], grads, &pb, caps[i], state, &sb);
-        ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "resnet18_64 at %s: loss %.9g vs %.9g at store-all",
-                      budgets[i], loss, ref_loss);
-        ck_assert_msg(memcmp(grads, ref, pb) == 0, "resnet18_64 at %s: gradients differ from store-all", budgets[i]);
-        ck_assert_msg(memcmp(state, ref_state, sb) == 0, "resnet18_64 at %s: running statistics differ from store-all",
-                      budgets[i]);
-        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, budgets[i]), 0);
-        ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"),
-                      "resnet18_64: no recomputation at %s", budgets[i]);
-        free(out);
-    }
-    free(ref);
-    free(grads);
-    free(ref_state);
-    free(state);
-    free(src);
-    tu_rmtree(dir);
-    free(dir);
+    check_example("resnet18_64", 10, 1, (const enum point[]){AT_HALF, AT_MIN, AT_END});
 }
 END_TEST
 
 /* residual adds, a U-Net-style long skip, a value read by many later ops, uneven widths */
 START_TEST(test_bit_identical_skips)
 {
-    bit_identical("skips", "model skips\ninput x: f32[32, 64]\ninput y: i32[32]\n"
-                           "param w0: f32[64, 128] = he\nh0 = relu(x @ w0)\n"
-                           "h = h0\nrepeat 6 {\n param w: f32[128, 128] = he\n h = relu(h @ w) + h\n}\n"
-                           "param wd: f32[128, 32] = xavier\nd = tanh(h @ wd)\n"
-                           "param wu: f32[32, 128] = xavier\nu = sigmoid(d @ wu) * h0 + h0\n"
-                           "param wo: f32[128, 10] = xavier\nlogits = u @ wo\n"
-                           "loss = cross_entropy(logits, y) + mean(h0 * h0) * 0.001\nminimize loss\n");
+    check_model("skips",
+                "model skips\ninput x: f32[32, 64]\ninput y: i32[32]\n"
+                "param w0: f32[64, 128] = he\nh0 = relu(x @ w0)\n"
+                "h = h0\nrepeat 6 {\n param w: f32[128, 128] = he\n h = relu(h @ w) + h\n}\n"
+                "param wd: f32[128, 32] = xavier\nd = tanh(h @ wd)\n"
+                "param wu: f32[32, 128] = xavier\nu = sigmoid(d @ wu) * h0 + h0\n"
+                "param wo: f32[128, 10] = xavier\nlogits = u @ wo\n"
+                "loss = cross_entropy(logits, y) + mean(h0 * h0) * 0.001\nminimize loss\n",
+                10, 1, (const enum point[]){AT_HALF_IF_MET, AT_QUARTER, AT_MIN, AT_END});
 }
 END_TEST
 
@@ -899,33 +754,47 @@ static Suite *planner_suite(void)
     Suite *s = suite_create("planner");
     TCase *r = tcase_create("random");
     tcase_set_timeout(r, 300);
-    tcase_add_loop_test(r, test_random_dags, 0, 60);
+    tcase_add_loop_test(r, test_random_dags, 0, RANDOM_MODELS);
     tcase_add_test(r, test_verifier_catches_corruption);
     suite_add_tcase(s, r);
+    /* the end-to-end tests run as ctest entries of their own (test_planner_e2e and _cnn:
+     * compiled models; test_planner_cli: the command line on benchmark graphs), each well
+     * within ctest's limit under ASan */
     TCase *e = tcase_create("end_to_end");
+    tcase_set_tags(e, "e2e");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, test_bit_identical_mlp_deep);
-    tcase_add_test(e, test_bit_identical_cnn_fmnist);
     tcase_add_test(e, test_bit_identical_skips);
-    tcase_add_test(e, test_arena_waste_on_examples);
-    tcase_add_test(e, test_solvers_on_the_command_line);
-    tcase_add_test(e, test_plan_json_figures);
-    tcase_add_test(e, test_sweep);
-    tcase_add_test(e, test_benchmark_graphs);
-    tcase_add_test(e, test_layered_dags_under_the_peak);
-    tcase_add_test(e, test_layered_min_feasible_with_arena_aimed_at_budget);
-    tcase_add_test(e, test_graph_import_errors);
-    tcase_add_test(e, test_plan_cache);
     suite_add_tcase(s, e);
-    /* the large models, tagged so ctest runs them as a test of their own (test_planner_models,
-     * test_planner_transformer),
-     * each process within its own time limit under ASan */
+    TCase *f = tcase_create("cnn");
+    tcase_set_tags(f, "cnn");
+    tcase_set_timeout(f, 600);
+    tcase_add_test(f, test_bit_identical_cnn_fmnist);
+    suite_add_tcase(s, f);
+    TCase *c = tcase_create("cli");
+    tcase_set_tags(c, "cli");
+    tcase_set_timeout(c, 600);
+    tcase_add_test(c, test_arena_waste_on_examples);
+    tcase_add_test(c, test_solvers_on_the_command_line);
+    tcase_add_test(c, test_plan_json_figures);
+    tcase_add_test(c, test_sweep);
+    tcase_add_test(c, test_benchmark_graphs);
+    tcase_add_test(c, test_layered_dags_under_the_peak);
+    tcase_add_test(c, test_layered_min_feasible_with_arena_aimed_at_budget);
+    tcase_add_test(c, test_graph_import_errors);
+    tcase_add_test(c, test_plan_cache);
+    suite_add_tcase(s, c);
+    /* the large models, one tag each (ctest: test_planner_models, _unet, _transformer) */
     TCase *m = tcase_create("models");
     tcase_set_tags(m, "models");
     tcase_set_timeout(m, 600);
     tcase_add_test(m, test_bit_identical_resnet18_64);
-    tcase_add_test(m, test_bit_identical_unet_small);
     suite_add_tcase(s, m);
+    TCase *u = tcase_create("unet");
+    tcase_set_tags(u, "unet");
+    tcase_set_timeout(u, 600);
+    tcase_add_test(u, test_bit_identical_unet_small);
+    suite_add_tcase(s, u);
     TCase *t = tcase_create("transformer");
     tcase_set_tags(t, "transformer");
     tcase_set_timeout(t, 600);
