@@ -398,7 +398,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
 {
     *out = NULL;
     *optimal = 0;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
+    mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
     mg_plan *p = NULL;
     if (solver == MG_SOLVER_STORE_ALL) { /* (mg_solve has tried store-all before auto) */
         if (build(pr, &all, &p, d)) return MG_ERR;
@@ -410,7 +410,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         return MG_OK;
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
-        mg_sched_opts chk = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, sqrt_keep, 0, 0};
+        mg_sched_opts chk = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST, .keep = sqrt_keep};
         if (build(pr, &chk, &p, d)) return MG_ERR;
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
@@ -671,7 +671,7 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
-    mg_sched_opts all = {INT64_MAX, MG_EVICT_COST_SIZE_DIST, NULL, 0, 0};
+    mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
     search_memo memo = {-1, 0, 0, NULL, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;

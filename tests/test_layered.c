@@ -67,7 +67,7 @@ START_TEST(test_n250_sched_rc)
 {
     mg_problem *pr = load_graph("layered_n250.json");
     int64_t cap = (int64_t)((double)store_all_peak(pr) * 0.8);
-    mg_sched_opts o = {cap, MG_EVICT_COST_SIZE_DIST, NULL, 0, 1};
+    mg_sched_opts o = {.cap = cap, .policy = MG_EVICT_COST_SIZE_DIST, .rc = 1};
     mg_plan *p = NULL;
     mg_diag d = {0};
     ck_assert(mg_schedule_rc(pr, &o, &p, &d) == MG_OK);
@@ -153,7 +153,7 @@ START_TEST(test_random_sched_rc)
             int64_t cap = peak * pct / 100;
             for (int k = 0; k < 2 * MG_EVICT_NPOLICIES; k++) { /* every policy, with and without the future cost */
                 int pol = k % MG_EVICT_NPOLICIES;
-                mg_sched_opts o = {cap, (mg_evict_policy)pol, NULL, 0, 1 + k / MG_EVICT_NPOLICIES};
+                mg_sched_opts o = {.cap = cap, .policy = (mg_evict_policy)pol, .rc = 1 + k / MG_EVICT_NPOLICIES};
                 mg_plan *p = NULL;
                 mg_diag d = {0};
                 ck_assert(mg_schedule_rc(pr, &o, &p, &d) == MG_OK);
