@@ -418,11 +418,11 @@ START_TEST(test_bit_identical_cnn_fmnist)
 END_TEST
 
 /* examples/transformer.mg (6 pre-LayerNorm layers, attention by batched matmul and softmax,
- * embedding, per-position cross-entropy) at store-all and at the minimum feasible budget, which
- * must recompute: bit-identical loss and gradients. */
+ * embedding, per-position cross-entropy) at store-all, 50%, 25% and the minimum feasible
+ * budget, each of which must recompute: bit-identical loss and gradients. */
 START_TEST(test_bit_identical_transformer)
 {
-    check_example("transformer", 10, 1, (const enum point[]){AT_MIN, AT_END});
+    check_example("transformer", 10, 1, (const enum point[]){AT_HALF, AT_QUARTER, AT_MIN, AT_END});
 }
 END_TEST
 
