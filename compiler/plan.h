@@ -125,6 +125,14 @@ typedef struct mg_sched_opts {
                                   choices where the policy's are poor */
 } mg_sched_opts;
 
+/* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,
+ * for each dropped input, what bringing it back cost when it was dropped, rc; an estimate that
+ * counts shared ancestors more than once, so capped at cap), and the eviction score of a value
+ * under policy from that cost, its size and the distance to its next read: the lower, the
+ * sooner it is dropped. */
+double mg_recompute_cost(const mg_problem *pr, const mg_place *where, const double *rc, double cap, int v);
+double mg_evict_score(mg_evict_policy policy, double cost, double size, double dist);
+
 /* plan_build.c: records a schedule as a plan. Every solver drives one of these: compute a
  * target (its inputs must be where the builder says they are), release a workspace value once
  * nothing reads it any more, and finish (the problem's final copies, then everything freed). */

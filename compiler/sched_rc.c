@@ -63,15 +63,9 @@ static int next_use(const rc_sim *s, int v)
     return k < s->use_start[v + 1] ? s->uses[k] : INT32_MAX;
 }
 
-/* The cost of bringing v back now: its own cost and what bringing back its dropped inputs
- * cost when they were dropped (shared ancestors counted more than once, so capped). */
 static double recompute_cost(const rc_sim *s, int v)
 {
-    const mg_problem *pr = s->pr;
-    double c = pr->cost[v] + 1;
-    for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
-        if (s->b.where[pr->in[k]].mem == MG_MEM_NONE) c += s->rc[pr->in[k]];
-    return c < s->rc_cap ? c : s->rc_cap;
+    return mg_recompute_cost(s->pr, s->b.where, s->rc, s->rc_cap, v);
 }
 
 /* When v is read next: by the preparation under way (now), by a target, or by the
@@ -158,20 +152,9 @@ static double score(rc_sim *s, int v)
             s->fc_at[v] = ut;
         }
         double now_cost = recompute_cost(s, v), c = s->fc[v] > now_cost ? s->fc[v] : now_cost;
-        switch (s->o->policy) {
-        case MG_EVICT_COST_SIZE: return c / size;
-        case MG_EVICT_COST_SIZE_DIST2: return c / (size * dist * dist);
-        case MG_EVICT_COST_SIZE_SQRTDIST: return c / (size * sqrt(dist));
-        default: return c / (size * dist);
-        }
+        return mg_evict_score(s->o->policy, c, size, dist);
     }
-    switch (s->o->policy) {
-    case MG_EVICT_SIZE_DIST: return 1.0 / (size * dist);
-    case MG_EVICT_COST_SIZE: return recompute_cost(s, v) / size;
-    case MG_EVICT_COST_SIZE_DIST2: return recompute_cost(s, v) / (size * dist * dist);
-    case MG_EVICT_COST_SIZE_SQRTDIST: return recompute_cost(s, v) / (size * sqrt(dist));
-    default: return recompute_cost(s, v) / (size * dist);
-    }
+    return mg_evict_score(s->o->policy, recompute_cost(s, v), size, dist);
 }
 
 static void res_remove(rc_sim *s, int v)

@@ -123,16 +123,17 @@ static void cand_remove(sim *s, int v)
     s->cand_pos[v] = -1;
 }
 
-/* The cost of bringing v back now: its own cost and what bringing back its dropped inputs
- * cost when they were dropped (an estimate that counts shared ancestors more than once, so it
- * is capped at the cost of running everything once). */
-static double recompute_cost(const sim *s, int v)
+double mg_recompute_cost(const mg_problem *pr, const mg_place *where, const double *rc, double cap, int v)
 {
-    const mg_problem *pr = s->pr;
     double c = pr->cost[v] + 1;
     for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
-        if (s->b.where[pr->in[k]].mem == MG_MEM_NONE) c += s->rc[pr->in[k]];
-    return c < s->rc_cap ? c : s->rc_cap;
+        if (where[pr->in[k]].mem == MG_MEM_NONE) c += rc[pr->in[k]];
+    return c < cap ? c : cap;
+}
+
+static double recompute_cost(const sim *s, int v)
+{
+    return mg_recompute_cost(s->pr, s->b.where, s->rc, s->rc_cap, v);
 }
 
 /* Drops the resident workspace value v: its buffer ends at the last step that read it. */
@@ -160,17 +161,22 @@ static int use_time(const sim *s, int v)
     return t;
 }
 
+double mg_evict_score(mg_evict_policy policy, double cost, double size, double dist)
+{
+    switch (policy) {
+    case MG_EVICT_SIZE_DIST: return 1.0 / (size * dist);
+    case MG_EVICT_COST_SIZE: return cost / size;
+    case MG_EVICT_COST_SIZE_DIST2: return cost / (size * dist * dist);
+    case MG_EVICT_COST_SIZE_SQRTDIST: return cost / (size * sqrt(dist));
+    default: return cost / (size * dist);
+    }
+}
+
 /* The eviction score of candidate v under the policy: the lower, the sooner it is dropped. */
 static double policy_score(const sim *s, int v)
 {
     double dist = (double)use_time(s, v) - s->now + 1, size = (double)s->pr->bytes[v] + 1;
-    switch (s->o->policy) {
-    case MG_EVICT_SIZE_DIST: return 1.0 / (size * dist);
-    case MG_EVICT_COST_SIZE: return recompute_cost(s, v) / size;
-    case MG_EVICT_COST_SIZE_DIST2: return recompute_cost(s, v) / (size * dist * dist);
-    case MG_EVICT_COST_SIZE_SQRTDIST: return recompute_cost(s, v) / (size * sqrt(dist));
-    default: return recompute_cost(s, v) / (size * dist);
-    }
+    return mg_evict_score(s->o->policy, recompute_cost(s, v), size, dist);
 }
 
 static double score(const sim *s, int v)
