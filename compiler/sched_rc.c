@@ -24,7 +24,6 @@
  * (checkpointing is sched_remat.c's). */
 #include "plan.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
