@@ -7,7 +7,8 @@
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
  *              the budget-driven schedules under every eviction policy (with lazy and eager
- *              freeing), of restarts of them with perturbed scores (small problems), and of
+ *              freeing), of sched_rc.c's recompute-aware scheduler (up to 2500 nodes), of
+ *              restarts of the eviction policies with perturbed scores (small problems), and of
  *              sqrt. All are scheduled first (cheap); only the cheapest are
  *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
  *              by whatever the arena added on top of the live bytes; and, where the problem
