@@ -4,17 +4,21 @@
   python3 bench/planner.py [--memgrad build-release/memgrad] [--out bench/results/planner.md]
                            [--sections checkmate,layered,growth,examples,torch] [--reuse-exact FILE]
 
+--out FILE rewrites only the sections measured in FILE, keeps its other sections as they were,
+and regenerates its header (when, on which commit and under what load each section was measured).
 --reuse-exact FILE takes the MILP's columns (exact/once, bound/once, exact solve s) of the
 Checkmate table from an earlier results file instead of running the MILP again (it is most of
 the half hour); a point whose budget label differs there is solved afresh.
 
 Sections: Checkmate training graphs at 90..40% of the store-all peak and at the minimum
 feasible budget (auto vs sqrt vs exact, the MILP, and the best lower bound it proves); Moccasin's layered DAGs at
-0.8x and 0.9x of the no-recompute peak; auto's solve time against joint-graph size; the example
-models at 75/50/33/25%. Every plan is checked by memgrad's verifier (--verify). Solve times are
-medians of 3 runs with the plan cache off.
+0.8x and 0.9x of the no-recompute peak; auto's solve time against joint-graph size (~100, ~1,000,
+~10,000 nodes) and its growth rate; every example model's store-all and minimum feasible budget
+and its overhead at 75/50/33/25% (sqrt, auto, exact); PyTorch's checkpointing beside memgrad on
+the example models bench/torch_models.py has (torch_checkpoint.py). Every plan is checked by
+memgrad's verifier (--verify). Solve times are medians of 3 runs with the plan cache off.
 """
-import argparse, json, os, resource, statistics, subprocess, sys, tempfile
+import argparse, datetime, json, math, os, resource, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -31,12 +35,13 @@ def plan(mg, target, budget=None, solver="auto", graph=False, repeat=3, time_lim
         args += ["--time-limit", str(time_limit)]
     if budget is not None:
         args += ["--budget", f"{budget}B"]
-    times, cpus, out = [], [], None
+    times, cpus, walls, out = [], [], [], None
     for _ in range(repeat):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r0, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         rc, so, se = run(mg, args)
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r1, w1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+        walls.append(w1 - w0)
         if rc != 0:
             return None
         if "plan verified" not in se:
@@ -45,6 +50,7 @@ def plan(mg, target, budget=None, solver="auto", graph=False, repeat=3, time_lim
         times.append(out["solve_seconds"])
     out["median_seconds"] = statistics.median(times)
     out["median_cpu_seconds"] = statistics.median(cpus)  # the whole process (load, plan, verify, write)
+    out["median_wall_seconds"] = statistics.median(walls)
     return out
 
 
@@ -72,7 +78,6 @@ def old_exact(path):
 
 def checkmate(mg, lines, reuse=None):
     reused = old_exact(reuse)
-    lines.append("## Checkmate training graphs\n")
     lines.append("Budgets are fractions of the store-all workspace. `auto/once` is the cost `auto` executes over "
                  "the cost of running every op once. `exact` is Checkmate's MILP solved by CBC with a "
                  f"{EXACT_SECONDS} s limit, started from auto's plan: `exact/once` is its plan's cost (✓ when proven "
@@ -118,7 +123,6 @@ def checkmate(mg, lines, reuse=None):
 
 
 def layered(mg, lines):
-    lines.append("## Layered DAGs (Moccasin's scaling set)\n")
     lines.append("Budgets are fractions of the store-all peak of live bytes; a plan's workspace (the arena, its "
                  "waste included) must fit. `solve s` is memgrad's wall-clock solve time (the plan and the minimum "
                  "feasible budget), `CPU s` the CPU time of the whole `memgrad plan` process (medians of 3).\n")
@@ -142,109 +146,286 @@ def layered(mg, lines):
 
 
 def growth(mg, lines, tmp):
-    lines.append("## Solve time against joint-graph size (auto, 50% of store-all)\n")
-    lines.append("| layers | joint nodes | solve s |")
-    lines.append("|---|---|---|")
+    lines.append("Chains `x -> repeat L { h = tanh(h @ w) } -> mean(h * h)` (batch 32, width 64) of L layers, sized for "
+                 "about 100, 1,000 and 10,000 joint-graph nodes (the training step's nodes, counted exactly), planned by "
+                 "`auto` at 50% of their store-all workspace. `solve s` is memgrad's own wall-clock solve time "
+                 "(`solve_seconds`: the plan and the minimum feasible budget); `process wall s` and `CPU s` are those "
+                 "of the whole `memgrad plan --verify --format json` process (parse, autodiff, solve, verify, write), "
+                 "CPU from `getrusage(RUSAGE_CHILDREN)` deltas; medians of 3. What `auto` tries depends on the size "
+                 "(docs/planner.md: the chain DP up to 160 stages, `sched_rc.c` up to 2,500 nodes, the "
+                 "score-perturbed restarts fewer above 312 nodes and none above 5,000), so the growth rate is that of "
+                 "`auto` as a whole, not of one algorithm.\n")
+    lines.append("| layers | joint nodes | overhead | solve s | process wall s | CPU s |")
+    lines.append("|---|---|---|---|---|---|")
     rows = []
-    for layers in [16, 160, 1600]:
+    for layers in GROWTH_LAYERS:
         f = os.path.join(tmp, f"chain{layers}.mg")
         with open(f, "w") as fh:
             fh.write(f"model chain\ninput x: f32[32, 64]\nh = x\nrepeat {layers} {{\n param w: f32[64, 64] = xavier\n"
                      " h = tanh(h @ w)\n}\nloss = mean(h * h)\nminimize loss\n")
         base = plan(mg, f, repeat=1)
         a = plan(mg, f, base["store_all_workspace_bytes"] // 2)
-        rows.append((layers, len(a["nodes"]), a["median_seconds"]))
-        lines.append(f"| {layers} | {len(a['nodes'])} | {a['median_seconds']:.3f} |")
-    import math
-    if len(rows) >= 2 and rows[0][2] > 0:
-        k = math.log(rows[-1][2] / rows[-2][2]) / math.log(rows[-1][1] / rows[-2][1])
-        lines.append(f"\nGrowth between the last two sizes: time ~ nodes^{k:.2f}.\n")
+        if a is None:
+            sys.exit(f"growth: no plan of the {layers}-layer chain at 50%")
+        rows.append((layers, len(a["nodes"]), a["median_seconds"], a["median_cpu_seconds"]))
+        lines.append(f"| {layers} | {len(a['nodes'])} | {pct(a['recompute_overhead'])} | {a['median_seconds']:.3f} | "
+                     f"{a['median_wall_seconds']:.2f} | {a['median_cpu_seconds']:.2f} |")
+    (_, n1, s1, c1), (_, n2, s2, c2) = rows[-2], rows[-1]
+    kc = math.log(c2 / c1) / math.log(n2 / n1) if c1 > 0 and c2 > 0 else float("nan")
+    ks = math.log(s2 / s1) / math.log(n2 / n1) if s1 > 0 and s2 > 0 else float("nan")
+    lines.append(f"\nGrowth between {n1} and {n2} nodes: process CPU time ~ nodes^{kc:.2f}, memgrad's solve time "
+                 f"~ nodes^{ks:.2f}.\n")
+
+
+EXAMPLE_ORDER = ["mlp", "mlp_deep", "cnn_fmnist", "transformer", "resnet18_64", "unet_small"]
+EXAMPLE_EXACT_SECONDS = 30
+EXACT_MAX_NODES = 400  # CBC does not get past the root of Checkmate's MILP on ~350-node graphs in a minute
+GROWTH_LAYERS = [16, 166, 1666]  # 6 L + 7 joint nodes: 103, 1003, 10003
+
+
+def example_models():
+    names = [os.path.splitext(n)[0] for n in os.listdir(os.path.join(ROOT, "examples")) if n.endswith(".mg")]
+    return [n for n in EXAMPLE_ORDER if n in names] + sorted(n for n in names if n not in EXAMPLE_ORDER)
+
+
+def mib(b):
+    return f"{b / 2**20:.2f}"
+
+
+def parts(p):
+    """A plan's overhead, and its micro-batch part count when it splits the batch."""
+    k = p.get("micro_batches", 1)
+    return pct(p["recompute_overhead"]) + (f" ({k} parts)" if k > 1 else "")
 
 
 def examples(mg, lines):
-    lines.append("## Example models\n")
-    lines.append(f"`exact`: the MILP with a {EXACT_SECONDS} s limit (✓ proven optimal; otherwise the best plan found, "
-                 "never worse than auto's).\n")
-    lines.append("| model | store-all | min feasible | budget | sqrt overhead | auto overhead | exact overhead |")
-    lines.append("|---|---|---|---|---|---|---|")
-    for name in ["mlp.mg", "mlp_deep.mg"]:
-        f = os.path.join(ROOT, "examples", name)
+    lines.append("Every `examples/*.mg`. `store-all` is the workspace (the arena) and the peak of live bytes of the "
+                 "plan that recomputes nothing; `min feasible` the least budget any plan meets (micro-batching "
+                 "included; its part count in brackets when it splits the batch), in MiB and as a share of the "
+                 "store-all workspace. Budgets are fractions of the store-all workspace; each cell is the plan's "
+                 "recompute overhead (FLOPs executed over FLOPs of running every op once, minus 1), with the "
+                 "micro-batch part count when the plan splits the batch. `sqrt`: Chen et al.'s checkpoints "
+                 "(\"—\": its plan does not fit the budget). `exact`: `auto` and then Checkmate's MILP by CBC with a "
+                 f"{EXAMPLE_EXACT_SECONDS} s limit (✓ proven optimal; otherwise the best plan found, never worse than "
+                 "auto's, and in brackets the proven lower bound on the overhead); it is not run on joint graphs of "
+                 f"more than {EXACT_MAX_NODES} nodes, where CBC does not get past the root of its search in that time. "
+                 "✓ after `auto`: auto proved its plan optimal itself. `auto solve s`: memgrad's wall-clock solve "
+                 "time and the CPU time of the whole `memgrad plan` process, medians of 3.\n")
+    lines.append("| model | joint nodes | store-all workspace MiB | store-all peak_live MiB | min feasible MiB (%) "
+                 "| budget | sqrt | auto | exact | auto solve s (wall / CPU) |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for name in example_models():
+        f = os.path.join(ROOT, "examples", name + ".mg")
         base = plan(mg, f, repeat=1)
-        all_b = base["store_all_workspace_bytes"]
-        base_min = plan(mg, f, all_b, repeat=1)
-        rc, so, _ = run(mg, ["plan", f, "--format", "json"])
-        minf = json.loads(so)["min_feasible_bytes"]
-        for frac in [0.75, 0.5, 0.33, 0.25]:
+        if base is None:
+            lines.append(f"| {name} | not planned: `memgrad plan` failed | | | | | | | | |")
+            continue
+        all_b, minf, nodes = base["store_all_workspace_bytes"], base["min_feasible_bytes"], len(base["nodes"])
+        at_min = plan(mg, f, minf, repeat=1)
+        k_min = at_min.get("micro_batches", 1) if at_min else 1
+        first = (f"| {name} | {nodes} | {mib(all_b)} | {mib(base['peak_live_bytes'])} | "
+                 f"{mib(minf)} ({100 * minf / all_b:.1f}%{f', {k_min} parts' if k_min > 1 else ''}) |")
+        for i, frac in enumerate([0.75, 0.5, 0.33, 0.25]):
             b = int(all_b * frac)
-            a = plan(mg, f, b, repeat=1) if b >= minf else None
+            lead = first if i == 0 else "| | | | | |"
+            if b < minf:
+                lines.append(f"{lead} {int(frac * 100)}% | infeasible | infeasible | infeasible | |")
+                continue
+            a = plan(mg, f, b)
             s = plan(mg, f, b, solver="sqrt", repeat=1)
-            e = plan(mg, f, b, solver="exact", repeat=1, time_limit=EXACT_SECONDS) if b >= minf else None
-            ao = pct(a["recompute_overhead"]) if a else "infeasible"
-            so_ = pct(s["recompute_overhead"]) if s else "—"
-            eo = (pct(e["recompute_overhead"]) + (" ✓" if e["optimal"] is True else "")) if e else "infeasible"
-            lines.append(f"| {name} | {all_b} | {minf} | {int(frac * 100)}% | {so_} | {ao} | {eo} |")
+            if nodes > EXACT_MAX_NODES:
+                eo = f"not run ({nodes} nodes)"
+            else:
+                e = plan(mg, f, b, solver="exact", repeat=1, time_limit=EXAMPLE_EXACT_SECONDS)
+                if e is None:
+                    eo = "failed"
+                elif e["optimal"] is True:
+                    eo = parts(e) + " ✓"
+                else:
+                    eo = parts(e) + f" (≥ {pct(max(e['flops_lower_bound'] / e['flops_once'] - 1, 0))})"
+            ao = parts(a) + (" ✓" if a["optimal"] is True else "") if a else "failed"
+            so_ = parts(s) if s else "—"
+            t = f"{a['median_seconds']:.3f} / {a['median_cpu_seconds']:.2f}" if a else ""
+            lines.append(f"{lead} {int(frac * 100)}% | {so_} | {ao} | {eo} | {t} |")
     lines.append("")
+
+
+TORCH_MODELS = ["mlp_deep", "cnn_fmnist", "transformer", "resnet18_64", "unet_small"]
 
 
 def torch_checkpoint(mg, lines):
-    """checkpoint_sequential beside memgrad on mlp_deep, each at the same fraction of its own
-    store-all memory (torch: activations autograd saves; memgrad: the whole workspace)."""
-    lines.append("## Beside PyTorch checkpoint_sequential (mlp_deep)\n")
+    """PyTorch's checkpointing beside memgrad on the example models bench/torch_models.py has,
+    each at the same fraction of its own store-all memory (torch: activations autograd saves;
+    memgrad: the whole workspace)."""
+    lines.append("PyTorch eager on the same architectures (`bench/torch_models.py`), run by "
+                 "`bench/torch_checkpoint.py`: `checkpoint_sequential` on the sequential models (mlp_deep, cnn_fmnist, "
+                 "resnet18_64 as one `nn.Sequential` of its layers and blocks; the transformer after its embedding, "
+                 "over its 6 blocks and the output head), and `torch.utils.checkpoint` on unet_small's double-conv "
+                 "blocks (its skips cross them, so it is not a sequence). torch's memory is the peak of the "
+                 "activations autograd saves (weights excluded), relative to no checkpointing; memgrad's is its whole "
+                 "workspace relative to store-all, and the last column is `auto` at that fraction of it. torch's "
+                 "FLOP overhead is counted (matmul and convolution FLOPs, forward and backward, by a dispatch mode), "
+                 "its time overhead measured (1 thread, median of 5 steps, noisy on a shared machine); memgrad's "
+                 "overhead is its plan's FLOPs over running every op once.\n")
+    lines.append("| model | torch configuration | torch memory | torch FLOP overhead | torch time overhead "
+                 "| memgrad auto at that memory |")
+    lines.append("|---|---|---|---|---|---|")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MG_BENCH_THREADS="1")
-    p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "torch_checkpoint.py"), "5"], capture_output=True,
-                       text=True, env=env)
-    if p.returncode != 0:
-        lines.append(f"not run: bench/torch_checkpoint.py failed ({p.stderr.strip().splitlines()[-1:]}); "
-                     "bench/run.sh installs python3-torch\n")
-        return
-    rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
-    base = rows[0]["saved_peak_bytes"]
-    f = os.path.join(ROOT, "examples", "mlp_deep.mg")
-    all_b = plan(mg, f, repeat=1)["store_all_workspace_bytes"]
-    # checkpoint_sequential recomputes the forward pass of every segment but the last; the
-    # backward pass costs about twice the forward, so a step is about 3 forward passes
-    lines.append("torch's memory is the activations autograd saves (weights excluded), relative to no "
-                 "checkpointing; memgrad's is its whole workspace relative to store-all. torch's FLOP overhead "
-                 "is (k-1)/k of a forward pass over 3 forward passes; its time overhead is measured (1 thread, "
-                 "median of 5 steps, noisy on a shared machine). memgrad's overhead is its plan's FLOPs.\n")
-    lines.append("| segments k | torch memory | torch FLOP overhead | torch time overhead | memgrad auto at that memory |")
-    lines.append("|---|---|---|---|---|")
-    for r in rows:
-        k, frac = r["segments"], r["saved_peak_bytes"] / base
-        flops = (k - 1) / k / 3 if k else 0.0
-        a = plan(mg, f, int(all_b * frac), repeat=1) if frac <= 1 else None
-        mo = pct(a["recompute_overhead"]) if a else ("—" if frac > 1 else "infeasible")
-        lines.append(f"| {k or 'none'} | {100 * frac:.1f}% | {pct(flops)} | {pct(r['time_overhead'])} | {mo} |")
+    have = example_models()
+    notes = []
+    for name in [m for m in TORCH_MODELS if m in have]:
+        p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "torch_checkpoint.py"), name, "5"],
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            notes.append(f"{name}: not run, bench/torch_checkpoint.py failed "
+                         f"({' '.join(p.stderr.strip().splitlines()[-1:])}); bench/run.sh installs python3-torch")
+            continue
+        rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        base_saved = rows[0]["saved_peak_bytes"]
+        f = os.path.join(ROOT, "examples", name + ".mg")
+        st = plan(mg, f, repeat=1)
+        all_b, minf = st["store_all_workspace_bytes"], st["min_feasible_bytes"]
+        for r in rows:
+            frac = r["saved_peak_bytes"] / base_saved
+            b = int(all_b * frac)
+            if frac > 1:
+                mo = "— (above store-all)"
+            elif b < minf:
+                mo = f"infeasible (min {100 * minf / all_b:.1f}%)"
+            else:
+                a = plan(mg, f, b, repeat=1)
+                mo = parts(a) if a else "failed"
+            lines.append(f"| {name} | {r['config']} | {100 * frac:.1f}% | {pct(r['flop_overhead'])} | "
+                         f"{pct(r['time_overhead'])} | {mo} |")
+    for name in have:
+        if name not in TORCH_MODELS:
+            notes.append(f"{name}: not run, bench/torch_models.py has no PyTorch version of it")
+    if notes:
+        lines.append("")
+        lines += [f"- {n}" for n in notes]
     lines.append("")
+
+
+# Sections of the results file: key, heading, function(mg, lines, tmp, args).
+SECTIONS = [
+    ("checkmate", "Checkmate training graphs", lambda mg, l, tmp, a: checkmate(mg, l, a.reuse_exact)),
+    ("layered", "Layered DAGs (Moccasin's scaling set)", lambda mg, l, tmp, a: layered(mg, l)),
+    ("growth", "Solve time against joint-graph size (auto, 50% of store-all)", lambda mg, l, tmp, a: growth(mg, l, tmp)),
+    ("examples", "Example models", lambda mg, l, tmp, a: examples(mg, l)),
+    ("torch", "Beside PyTorch's checkpointing", lambda mg, l, tmp, a: torch_checkpoint(mg, l)),
+]
+# headings earlier versions of this script wrote, so their sections are recognised and replaced
+OLD_HEADINGS = {"Beside PyTorch checkpoint_sequential": "torch"}
+
+
+def section_key(heading):
+    for key, title, _ in SECTIONS:
+        if heading.startswith(title.split(" (")[0]):
+            return key
+    for old, key in OLD_HEADINGS.items():
+        if heading.startswith(old):
+            return key
+    return None
+
+
+def read_sections(path):
+    """The sections of an earlier results file: [(key or None, text)], the header dropped."""
+    if not path or not os.path.exists(path):
+        return []
+    out, cur = [], None
+    for line in open(path).read().splitlines():
+        if line.startswith("## "):
+            cur = [section_key(line[3:].strip()), [line]]
+            out.append(cur)
+        elif cur is not None:
+            cur[1].append(line)
+    return [(k, "\n".join(t).rstrip() + "\n") for k, t in out]
+
+
+def git(src, *args):
+    p = subprocess.run(["git", "-C", src] + list(args), capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def measured_commit(mg):
+    """Which source the memgrad binary was built from: the CMake source directory of its build
+    tree (or this checkout), its commit and branch, whether the planner's sources differ from
+    the commit, and whether they are main's."""
+    src = ROOT
+    d = os.path.dirname(os.path.abspath(mg))
+    while d != os.path.dirname(d):
+        cache = os.path.join(d, "CMakeCache.txt")
+        if os.path.exists(cache):
+            for line in open(cache):
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    src = line.split("=", 1)[1].strip()
+            break
+        d = os.path.dirname(d)
+    head, branch = git(src, "rev-parse", "--short", "HEAD"), git(src, "rev-parse", "--abbrev-ref", "HEAD")
+    if not head:
+        return f"memgrad from {src} (not a git checkout)"
+    text = f"memgrad built from commit {head} ({branch})"
+    code = ["compiler", "ir", "runtime", "CMakeLists.txt"]
+    if git(src, "status", "--porcelain", "--untracked-files=no", "--", *code):
+        text += " with uncommitted changes to compiler/ir/runtime"
+    elif branch != "main":
+        main = git(src, "rev-parse", "--short", "main")
+        same = subprocess.run(["git", "-C", src, "diff", "--quiet", "main", "HEAD", "--"] + code).returncode == 0
+        if main and same:
+            text += f", whose compiler/ir/runtime are main's {main}"
+    return text
+
+
+def load():
+    la = os.getloadavg()
+    return f"{la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f}"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memgrad", default=os.path.join(ROOT, "build-release/memgrad"))
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--sections", default="checkmate,layered,growth,examples,torch")
+    ap.add_argument("--out", default=None, help="results file: the sections measured replace theirs, the others stay")
+    ap.add_argument("--sections", default=",".join(k for k, _, _ in SECTIONS))
     ap.add_argument("--reuse-exact", default=None, help="earlier results file to take the MILP's Checkmate columns from")
     a = ap.parse_args()
-    sections = set(a.sections.split(","))
+    keys = [k for k, _, _ in SECTIONS]
+    sections = a.sections.split(",")
+    for s in sections:
+        if s not in keys:
+            sys.exit(f"planner.py: unknown section '{s}'; sections are {', '.join(keys)}")
     if not os.path.exists(a.memgrad):
         sys.exit(f"{a.memgrad} not found: build it first (cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release "
                  "&& cmake --build build-release)")
-    import datetime
-    la = os.getloadavg()
-    lines = ["# Planner benchmark\n",
-             f"Measured {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores shared with other jobs: "
-             f"load average {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f} (1 / 5 / 15 min) at the start, so solve times are "
-             "wall-clock times under that load.\n"]
+    commit = measured_commit(a.memgrad)
+    old = read_sections(a.out)
+    new = {}
     with tempfile.TemporaryDirectory() as tmp:
-        if "checkmate" in sections: checkmate(a.memgrad, lines, a.reuse_exact)
-        if "layered" in sections: layered(a.memgrad, lines)
-        if "growth" in sections: growth(a.memgrad, lines, tmp)
-        if "examples" in sections: examples(a.memgrad, lines)
-        if "torch" in sections: torch_checkpoint(a.memgrad, lines)
-    la = os.getloadavg()
-    lines.append(f"Load average at the end: {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f}.\n")
-    text = "\n".join(lines) + "\n"
-    print(text)
+        for key, title, fn in SECTIONS:
+            if key not in sections:
+                continue
+            t0, l0 = datetime.datetime.utcnow(), load()
+            body = []
+            fn(a.memgrad, body, tmp, a)
+            t1 = datetime.datetime.utcnow()
+            meta = (f"Measured: {t0:%Y-%m-%d %H:%M}–{t1:%H:%M} UTC, {commit}; load average {l0} at the start, "
+                    f"{load()} at the end (1 / 5 / 15 min, {os.cpu_count()} cores).")
+            new[key] = "\n".join([f"## {title}\n", meta + "\n"] + body).rstrip() + "\n"
+            print(new[key], flush=True)
+    # the sections in SECTIONS' order, each measured now or kept from the earlier file; then any other
+    # sections of the earlier file as they were
+    kept = {k: t for k, t in old if k is not None}
+    out = [new.get(k) or kept.get(k) for k in keys]
+    out = [t for t in out if t] + [t for k, t in old if k is None]
+    header = ["# Planner benchmark\n",
+              "Written by `python3 bench/planner.py --out bench/results/planner.md [--sections ...]`, which "
+              "re-measures the sections asked for and keeps the others as they were. The machine's cores are shared "
+              "with other jobs, so wall-clock times are under the load stated in each section; CPU times depend on "
+              "it less. When and on what each section was measured:\n"]
+    for t in out:
+        title = t.splitlines()[0][3:].strip()
+        m = [l for l in t.splitlines() if l.startswith("Measured: ")]
+        header.append(f"- {title}: " + (m[0][len("Measured: "):] if m else "not recorded"))
+    text = "\n".join(header) + "\n\n" + "\n".join(out)
     if a.out:
         with open(a.out, "w") as fh:
             fh.write(text)

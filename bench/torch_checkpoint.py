@@ -1,15 +1,29 @@
-"""PyTorch's checkpoint_sequential on the architecture of examples/mlp_deep.mg (batch 256,
-784 -> 16 x (Linear 1024 + ReLU) -> Linear 10, cross-entropy), for bench/planner.py.
+"""PyTorch's activation checkpointing on the architectures of examples/*.mg (bench/torch_models.py),
+for bench/planner.py's comparison with memgrad's planner.
 
-For each segment count it measures, in one training step:
-  - the peak bytes of the tensors autograd keeps for the backward pass (every tensor saved
-    through torch.autograd.graph.saved_tensors_hooks except the weights, counted once per
-    storage from when it is saved until it is freed) — the activation memory checkpointing
-    trades for time;
-  - the median step time over several steps, and its overhead against no checkpointing.
+    OPENBLAS_NUM_THREADS=1 python3 bench/torch_checkpoint.py MODEL [reps]
+    MODEL: mlp_deep, cnn_fmnist, transformer, resnet18_64, unet_small
+
+Configurations, each one training step (forward, cross-entropy, backward; no optimizer update):
+  - none: plain eager autograd;
+  - mlp_deep, cnn_fmnist, resnet18_64 (nn.Sequential models): checkpoint_sequential(model, k, x)
+    for k = 2, 4, 8, 16 and the number of modules (the input gets requires_grad in every
+    configuration: torch 1.13's reentrant checkpoint gives the first segment's parameters no
+    gradient otherwise);
+  - transformer: the embedding, then checkpoint_sequential over [6 blocks, final LN + output
+    projection] for k = 2, 4, 7;
+  - unet_small (its skips cross the blocks, so it is not sequential): torch.utils.checkpoint on its
+    double-conv blocks: the encoder's (3 levels and the bottleneck), the decoder's (3), all 7.
+For each it measures:
+  - saved_peak_bytes: the peak bytes of the tensors autograd keeps for the backward pass (every
+    tensor saved through torch.autograd.graph.saved_tensors_hooks except the parameters, counted
+    once per storage from when it is saved until it is freed) — the activation memory
+    checkpointing trades for compute;
+  - flops: the matmul and convolution FLOPs the step executes (aten mm, addmm, bmm, convolution,
+    convolution_backward, counted by a TorchDispatchMode; elementwise ops are not counted), so
+    the recomputation checkpointing adds is counted, not estimated;
+  - step_ms: the median step time over `reps` steps, and its overhead against `none`.
 Prints one JSON object per line.
-
-    OPENBLAS_NUM_THREADS=1 python3 bench/torch_checkpoint.py [reps]
 """
 import json
 import os
@@ -19,31 +33,59 @@ import time
 import weakref
 
 import torch
-from torch.utils.checkpoint import checkpoint_sequential
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_models  # noqa: E402
 
 torch.set_num_threads(int(os.environ.get("MG_BENCH_THREADS", "1")))
-reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-
-torch.manual_seed(0)
-layers = [torch.nn.Linear(784, 1024), torch.nn.ReLU()]
-for _ in range(15):
-    layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
-layers += [torch.nn.Linear(1024, 10)]
-model = torch.nn.Sequential(*layers)
-# requires_grad on the input: torch 1.13's reentrant checkpoint gives no parameter gradients
-# otherwise
-x = torch.rand(256, 784, requires_grad=True)
-y = torch.randint(0, 10, (256,))
-loss_fn = torch.nn.CrossEntropyLoss()
+aten = torch.ops.aten
 
 
-param_storages = {p.storage().data_ptr() for p in model.parameters()}
+def conv_flops(out_like, inp, weight, transposed):
+    """2 x multiply-adds of a convolution: every element of the (non-transposed) output takes
+    weight.shape[1] * kernel elements (weight: [Cout, Cin/g, k...], transposed: [Cin, Cout/g, k...])"""
+    kernel = 1
+    for d in weight.shape[2:]:
+        kernel *= d
+    side = inp if transposed else out_like
+    return 2 * side.numel() * weight.shape[1] * kernel
+
+
+class Flops(TorchDispatchMode):
+    """Counts the FLOPs of the matmuls and convolutions run under it (forward and backward)."""
+
+    def __init__(self):
+        super().__init__()
+        self.flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is aten.mm.default:
+            a, b = args[0], args[1]
+            self.flops += 2 * a.shape[0] * a.shape[1] * b.shape[1]
+        elif func is aten.addmm.default:
+            a, b = args[1], args[2]
+            self.flops += 2 * a.shape[0] * a.shape[1] * b.shape[1]
+        elif func is aten.bmm.default:
+            a, b = args[0], args[1]
+            self.flops += 2 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        elif func is aten.convolution.default:
+            self.flops += conv_flops(out, args[0], args[1], args[6])
+        elif func is aten.convolution_backward.default:
+            grad_out, inp, weight, transposed, mask = args[0], args[1], args[2], args[7], args[10]
+            self.flops += conv_flops(grad_out, inp, weight, transposed) * (int(mask[0]) + int(mask[1]))
+        return out
 
 
 class Saved:
     """Live bytes of saved tensors, per storage."""
 
-    def __init__(self):
+    def __init__(self, param_storages):
+        self.params = param_storages
         self.live = {}
         self.bytes = 0
         self.peak = 0
@@ -52,7 +94,7 @@ class Saved:
         # autograd keeps the object pack returns until the graph frees it; several saved
         # tensors may share one storage
         key = t.storage().data_ptr()
-        if key in param_storages:  # weights are not activations (memgrad keeps them in params)
+        if key in self.params:  # weights are not activations (memgrad keeps them in params)
             return t
         if key not in self.live:
             self.live[key] = [t.storage().nbytes(), 0]
@@ -74,34 +116,123 @@ class Saved:
         return held
 
 
-def step(segments, saved=None):
-    for p in model.parameters():
-        p.grad = None
-    x.grad = None
+class Checkpointed(nn.Module):
+    """A block that runs under torch.utils.checkpoint when `on` is set."""
 
-    def run():
-        out = model(x) if segments == 0 else checkpoint_sequential(model, segments, x)
-        loss_fn(out, y).backward()
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+        self.on = False
 
-    if saved is None:
-        run()
-    else:
+    def forward(self, x):
+        return checkpoint(self.block, x) if self.on else self.block(x)
+
+
+class Block(nn.Module):
+    def __init__(self, t, l):
+        super().__init__()
+        self.t, self.l = [t], l  # a list: not registered twice as a submodule
+
+    def forward(self, h):
+        return self.t[0].block(self.l, h)
+
+
+class Head(nn.Module):
+    def __init__(self, t):
+        super().__init__()
+        self.t = [t]
+
+    def forward(self, h):
+        return self.t[0].head(h)
+
+
+def ks(n):
+    return [k for k in (2, 4, 8, 16) if k < n] + [n]
+
+
+def build(name):
+    """(model, target, [(label, segments or None, forward function)])"""
+    torch.manual_seed(0)
+    if name in ("mlp_deep", "cnn_fmnist", "resnet18_64"):
+        model, x, y = torch_models.MODELS[name]()
+        x.requires_grad_(True)
+        n = len(list(model.children()))
+        configs = [("none", 0, lambda: model(x))]
+        configs += [(f"checkpoint_sequential k={k}", k, lambda k=k: checkpoint_sequential(model, k, x)) for k in ks(n)]
+        return model, x, y, configs
+    if name == "transformer":
+        model, ids, y = torch_models.transformer()
+        seq = nn.Sequential(*[Block(model, l) for l in model.layers], Head(model))
+        n = len(seq)
+        configs = [("none", 0, lambda: seq(model.embed(ids)))]
+        configs += [(f"embedding, checkpoint_sequential k={k}", k,
+                     lambda k=k: checkpoint_sequential(seq, k, model.embed(ids))) for k in (2, 4, n)]
+        return model, None, y, configs
+    if name == "unet_small":
+        model, x, y = torch_models.unet_small()
+        x.requires_grad_(True)
+        for i in range(3):
+            model.down[i] = Checkpointed(model.down[i])
+            model.dec[i] = Checkpointed(model.dec[i])
+        model.bottleneck = Checkpointed(model.bottleneck)
+        enc = [model.down[0], model.down[1], model.down[2], model.bottleneck]
+        dec = [model.dec[0], model.dec[1], model.dec[2]]
+
+        def only(blocks):
+            def fwd():
+                for b in enc + dec:
+                    b.on = b in blocks
+                return model(x)
+            return fwd
+
+        configs = [("none", 0, only([])), ("checkpoint: encoder blocks (4)", None, only(enc)),
+                   ("checkpoint: decoder blocks (3)", None, only(dec)),
+                   ("checkpoint: all double-conv blocks (7)", None, only(enc + dec))]
+        return model, x, y, configs
+    sys.exit("torch_checkpoint.py: no PyTorch version of " + name + "; one of mlp_deep, cnn_fmnist, "
+             "transformer, resnet18_64, unet_small")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: torch_checkpoint.py MODEL [reps]")
+    name = sys.argv[1]
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    model, x, y, configs = build(name)
+    model.train()
+    params = list(model.parameters())
+    param_storages = {p.storage().data_ptr() for p in params}
+
+    def step(fwd):
+        for p in params:
+            p.grad = None
+        if x is not None:
+            x.grad = None
+        F.cross_entropy(fwd(), y).backward()  # over the class axis 1, every position for unet
+        missing = sum(p.grad is None for p in params)
+        if missing:
+            sys.exit(f"torch_checkpoint.py: {name}: {missing} parameters got no gradient")
+
+    base_ms = base_flops = None
+    for label, segments, fwd in configs:
+        saved = Saved(param_storages)
         with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
-            run()
-    assert all(p.grad is not None for p in model.parameters())
+            step(fwd)
+        counter = Flops()
+        with counter:
+            step(fwd)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            step(fwd)
+            times.append(time.perf_counter() - t0)
+        ms = 1e3 * statistics.median(times)
+        if base_ms is None:
+            base_ms, base_flops = ms, counter.flops
+        print(json.dumps({"model": name, "config": label, "segments": segments, "saved_peak_bytes": saved.peak,
+                          "flops": counter.flops, "flop_overhead": round(counter.flops / base_flops - 1, 6),
+                          "step_ms": round(ms, 3), "time_overhead": round(ms / base_ms - 1, 4)}), flush=True)
 
 
-base = None
-for segments in [0, 2, 4, 8, 16, 33]:
-    saved = Saved()
-    step(segments, saved)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step(segments)
-        times.append(time.perf_counter() - t0)
-    ms = 1e3 * statistics.median(times)
-    if segments == 0:
-        base = ms
-    print(json.dumps({"segments": segments, "saved_peak_bytes": saved.peak, "step_ms": round(ms, 3),
-                      "time_overhead": round(ms / base - 1, 4)}), flush=True)
+if __name__ == "__main__":
+    main()

@@ -61,16 +61,26 @@ class Transformer(nn.Module):
     def heads(self, x):
         return x.reshape(self.B, self.T, self.H, self.DH).transpose(1, 2)
 
-    def forward(self, ids):
-        h = self.tok(ids) + self.pos
-        for l in self.layers:
-            x = l["ln1"](h)
-            q, k, v = self.heads(l["wq"](x)), self.heads(l["wk"](x)), self.heads(l["wv"](x))
-            a = torch.softmax(q @ k.transpose(-1, -2) * 0.125, dim=-1)
-            o = (a @ v).transpose(1, 2).reshape(self.B, self.T, self.D)
-            h = h + l["wo"](o)
-            h = h + l["w2"](F.gelu(l["w1"](l["ln2"](h))))
+    # embed, block and head are separate so that bench/torch_checkpoint.py can checkpoint the blocks
+    def embed(self, ids):
+        return self.tok(ids) + self.pos
+
+    def block(self, l, h):
+        x = l["ln1"](h)
+        q, k, v = self.heads(l["wq"](x)), self.heads(l["wk"](x)), self.heads(l["wv"](x))
+        a = torch.softmax(q @ k.transpose(-1, -2) * 0.125, dim=-1)
+        o = (a @ v).transpose(1, 2).reshape(self.B, self.T, self.D)
+        h = h + l["wo"](o)
+        return h + l["w2"](F.gelu(l["w1"](l["ln2"](h))))
+
+    def head(self, h):
         return self.out(self.lnf(h)).reshape(-1, self.V)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        for l in self.layers:
+            h = self.block(l, h)
+        return self.head(h)
 
 
 def transformer():
