@@ -166,10 +166,14 @@ def growth(mg, lines, tmp):
         base = plan(mg, f, repeat=1)
         a = plan(mg, f, base["store_all_workspace_bytes"] // 2)
         if a is None:
-            sys.exit(f"growth: no plan of the {layers}-layer chain at 50%")
+            lines.append(f"| {layers} | {len(base['nodes'])} | no plan at 50% | | | |")
+            continue
         rows.append((layers, len(a["nodes"]), a["median_seconds"], a["median_cpu_seconds"]))
         lines.append(f"| {layers} | {len(a['nodes'])} | {pct(a['recompute_overhead'])} | {a['median_seconds']:.3f} | "
                      f"{a['median_wall_seconds']:.2f} | {a['median_cpu_seconds']:.2f} |")
+    if len(rows) < 2:
+        lines.append("")
+        return
     (_, n1, s1, c1), (_, n2, s2, c2) = rows[-2], rows[-1]
     kc = math.log(c2 / c1) / math.log(n2 / n1) if c1 > 0 and c2 > 0 else float("nan")
     ks = math.log(s2 / s1) / math.log(n2 / n1) if s1 > 0 and s2 > 0 else float("nan")
@@ -265,12 +269,15 @@ def torch_checkpoint(mg, lines):
                  "activations autograd saves (weights excluded), relative to no checkpointing; memgrad's is its whole "
                  "workspace relative to store-all, and the last column is `auto` at that fraction of it. torch's "
                  "FLOP overhead is counted (matmul and convolution FLOPs, forward and backward, by a dispatch mode), "
-                 "its time overhead measured (1 thread, median of 5 steps, noisy on a shared machine); memgrad's "
-                 "overhead is its plan's FLOPs over running every op once.\n")
-    lines.append("| model | torch configuration | torch memory | torch FLOP overhead | torch time overhead "
+                 "its time overhead measured, in process CPU time and wall-clock time (1 thread, glibc malloc "
+                 "tuned as in `bench/common.sh`, median of 5 rounds that each time every configuration once; noisy on a "
+                 "shared machine); memgrad's overhead is its plan's FLOPs over running every op once.\n")
+    lines.append("| model | torch configuration | torch memory | torch FLOP overhead | torch time overhead (CPU / wall) "
                  "| memgrad auto at that memory |")
     lines.append("|---|---|---|---|---|---|")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MG_BENCH_THREADS="1")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MG_BENCH_THREADS="1")
+    if os.environ.get("MG_BENCH_MALLOC") != "default":  # as bench/common.sh: freed memory stays in the heap for reuse
+        env.update(MALLOC_MMAP_THRESHOLD_="33554432", MALLOC_TRIM_THRESHOLD_="68719476736")
     have = example_models()
     notes = []
     for name in [m for m in TORCH_MODELS if m in have]:
@@ -296,7 +303,7 @@ def torch_checkpoint(mg, lines):
                 a = plan(mg, f, b, repeat=1)
                 mo = parts(a) if a else "failed"
             lines.append(f"| {name} | {r['config']} | {100 * frac:.1f}% | {pct(r['flop_overhead'])} | "
-                         f"{pct(r['time_overhead'])} | {mo} |")
+                         f"{pct(r['cpu_overhead'])} / {pct(r['time_overhead'])} | {mo} |")
     for name in have:
         if name not in TORCH_MODELS:
             notes.append(f"{name}: not run, bench/torch_models.py has no PyTorch version of it")
@@ -411,6 +418,13 @@ def main():
                     f"{load()} at the end (1 / 5 / 15 min, {os.cpu_count()} cores).")
             new[key] = "\n".join([f"## {title}\n", meta + "\n"] + body).rstrip() + "\n"
             print(new[key], flush=True)
+            write(a.out, keys, old, new)  # after each section, so a later failure keeps what is measured
+
+
+def write(path, keys, old, new):
+    """Writes the results file: the sections measured now, the others of the earlier file as they were."""
+    if not path:
+        return
     # the sections in SECTIONS' order, each measured now or kept from the earlier file; then any other
     # sections of the earlier file as they were
     kept = {k: t for k, t in old if k is not None}
@@ -426,9 +440,8 @@ def main():
         m = [l for l in t.splitlines() if l.startswith("Measured: ")]
         header.append(f"- {title}: " + (m[0][len("Measured: "):] if m else "not recorded"))
     text = "\n".join(header) + "\n\n" + "\n".join(out)
-    if a.out:
-        with open(a.out, "w") as fh:
-            fh.write(text)
+    with open(path, "w") as fh:
+        fh.write(text)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ For each it measures:
   - flops: the matmul and convolution FLOPs the step executes (aten mm, addmm, bmm, convolution,
     convolution_backward, counted by a TorchDispatchMode; elementwise ops are not counted), so
     the recomputation checkpointing adds is counted, not estimated;
-  - step_ms: the median step time over `reps` steps, and its overhead against `none`.
+  - step_ms, step_cpu_ms: the median wall-clock and process CPU time of a step over `reps` rounds
+    (each round times every configuration once, in turn), and their overheads against `none`.
 Prints one JSON object per line.
 """
 import json
@@ -213,7 +214,7 @@ def main():
         if missing:
             sys.exit(f"torch_checkpoint.py: {name}: {missing} parameters got no gradient")
 
-    base_ms = base_flops = None
+    measured = []
     for label, segments, fwd in configs:
         saved = Saved(param_storages)
         with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
@@ -221,18 +222,26 @@ def main():
         counter = Flops()
         with counter:
             step(fwd)
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
+        measured.append((saved.peak, counter.flops))
+    # the configurations timed in turn, round after round, so a change of the machine's load
+    # touches them all alike
+    wall, cpu = [[] for _ in configs], [[] for _ in configs]
+    for _ in range(reps):
+        for i, (_, _, fwd) in enumerate(configs):
+            t0, c0 = time.perf_counter(), time.process_time()
             step(fwd)
-            times.append(time.perf_counter() - t0)
-        ms = 1e3 * statistics.median(times)
-        if base_ms is None:
-            base_ms, base_flops = ms, counter.flops
-        print(json.dumps({"model": name, "config": label, "segments": segments, "saved_peak_bytes": saved.peak,
-                          "flops": counter.flops, "flop_overhead": round(counter.flops / base_flops - 1, 6),
-                          "step_ms": round(ms, 3), "time_overhead": round(ms / base_ms - 1, 4)}), flush=True)
-
+            c1, t1 = time.process_time(), time.perf_counter()
+            wall[i].append(t1 - t0)
+            cpu[i].append(c1 - c0)
+    wall = [1e3 * statistics.median(w) for w in wall]
+    cpu = [1e3 * statistics.median(c) for c in cpu]
+    for i, (label, segments, _) in enumerate(configs):
+        peak, flops = measured[i]
+        print(json.dumps({"model": name, "config": label, "segments": segments, "saved_peak_bytes": peak,
+                          "flops": flops, "flop_overhead": round(flops / measured[0][1] - 1, 6),
+                          "step_ms": round(wall[i], 3), "step_cpu_ms": round(cpu[i], 3),
+                          "time_overhead": round(wall[i] / wall[0] - 1, 4),
+                          "cpu_overhead": round(cpu[i] / cpu[0] - 1, 4)}), flush=True)
 
 if __name__ == "__main__":
     main()
