@@ -18,7 +18,7 @@ and its overhead at 75/50/33/25% (sqrt, auto, exact); PyTorch's checkpointing be
 the example models bench/torch_models.py has (torch_checkpoint.py). Every plan is checked by
 memgrad's verifier (--verify). Solve times are medians of 3 runs with the plan cache off.
 """
-import argparse, datetime, json, math, os, resource, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, json, math, os, re, resource, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -145,46 +145,73 @@ def layered(mg, lines):
     lines.append("")
 
 
+def chain_model(layers):
+    return (f"model chain\ninput x: f32[32, 64]\nh = x\nrepeat {layers} {{\n param w: f32[64, 64] = xavier\n"
+            " h = tanh(h @ w)\n}\nloss = mean(h * h)\nminimize loss\n")
+
+
+def transformer_model(layers):
+    """examples/transformer.mg with its layer count changed (None when it has no `repeat N {`)."""
+    path = os.path.join(ROOT, "examples", "transformer.mg")
+    if not os.path.exists(path):
+        return None
+    text = open(path).read()
+    m = re.search(r"repeat \d+ \{", text)
+    return text[:m.start()] + f"repeat {layers} {{" + text[m.end():] if m else None
+
+
+# (family, description, layer counts, model text of L layers): sized for ~100, ~1,000 and ~10,000
+# joint nodes (chain: 6 L + 7; transformer: about 94 L + 26)
+GROWTH = [("chain", "`x -> repeat L { h = tanh(h @ w) } -> mean(h * h)`, batch 32, width 64", [16, 166, 1666],
+           chain_model),
+          ("transformer", "examples/transformer.mg with L layers instead of 6 (attention diamonds, residuals)",
+           [1, 10, 106], transformer_model)]
+
+
 def growth(mg, lines, tmp):
-    lines.append("Chains `x -> repeat L { h = tanh(h @ w) } -> mean(h * h)` (batch 32, width 64) of L layers, sized for "
-                 "about 100, 1,000 and 10,000 joint-graph nodes (the training step's nodes, counted exactly), planned by "
-                 "`auto` at 50% of their store-all workspace. `solve s` is memgrad's own wall-clock solve time "
-                 "(`solve_seconds`: the plan and the minimum feasible budget); `process wall s` and `CPU s` are those "
-                 "of the whole `memgrad plan --verify --format json` process (parse, autodiff, solve, verify, write), "
-                 "CPU from `getrusage(RUSAGE_CHILDREN)` deltas; medians of 3. What `auto` tries depends on the size "
-                 "(docs/planner.md: the chain DP up to 160 stages, `sched_rc.c` up to 2,500 nodes, the "
-                 "score-perturbed restarts fewer above 312 nodes and none above 5,000), so the growth rate is that of "
-                 "`auto` as a whole, not of one algorithm.\n")
-    lines.append("| layers | joint nodes | overhead | solve s | process wall s | CPU s |")
-    lines.append("|---|---|---|---|---|---|")
-    rows = []
-    for layers in GROWTH_LAYERS:
-        f = os.path.join(tmp, f"chain{layers}.mg")
-        with open(f, "w") as fh:
-            fh.write(f"model chain\ninput x: f32[32, 64]\nh = x\nrepeat {layers} {{\n param w: f32[64, 64] = xavier\n"
-                     " h = tanh(h @ w)\n}\nloss = mean(h * h)\nminimize loss\n")
-        base = plan(mg, f, repeat=1)
-        a = plan(mg, f, base["store_all_workspace_bytes"] // 2)
-        if a is None:
-            lines.append(f"| {layers} | {len(base['nodes'])} | no plan at 50% | | | |")
-            continue
-        rows.append((layers, len(a["nodes"]), a["median_seconds"], a["median_cpu_seconds"]))
-        lines.append(f"| {layers} | {len(a['nodes'])} | {pct(a['recompute_overhead'])} | {a['median_seconds']:.3f} | "
-                     f"{a['median_wall_seconds']:.2f} | {a['median_cpu_seconds']:.2f} |")
-    if len(rows) < 2:
-        lines.append("")
-        return
-    (_, n1, s1, c1), (_, n2, s2, c2) = rows[-2], rows[-1]
-    kc = math.log(c2 / c1) / math.log(n2 / n1) if c1 > 0 and c2 > 0 else float("nan")
-    ks = math.log(s2 / s1) / math.log(n2 / n1) if s1 > 0 and s2 > 0 else float("nan")
-    lines.append(f"\nGrowth between {n1} and {n2} nodes: process CPU time ~ nodes^{kc:.2f}, memgrad's solve time "
-                 f"~ nodes^{ks:.2f}.\n")
+    lines.append("Two families of models sized for about 100, 1,000 and 10,000 joint-graph nodes (the training "
+                 "step's nodes, counted exactly), planned by `auto` at 50% of their store-all workspace: "
+                 + "; ".join(f"{fam}: {desc}" for fam, desc, _, _ in GROWTH) + ". `solve s` is memgrad's own "
+                 "wall-clock solve time (`solve_seconds`: the plan and the minimum feasible budget); `process wall s` "
+                 "and `CPU s` are those of the whole `memgrad plan --verify --format json` process (parse, autodiff, "
+                 "solve, verify, write), CPU from `getrusage(RUSAGE_CHILDREN)` deltas; medians of 3. What `auto` "
+                 "tries depends on the size (docs/planner.md: the chain DP up to 160 stages, `sched_rc.c` up to "
+                 "2,500 nodes, the score-perturbed restarts fewer above 312 nodes and none above 5,000), so the "
+                 "growth rate is that of `auto` as a whole, not of one algorithm.\n")
+    lines.append("| model | layers | joint nodes | overhead | solve s | process wall s | CPU s |")
+    lines.append("|---|---|---|---|---|---|---|")
+    growths = []
+    for fam, _, sizes, make in GROWTH:
+        rows = []
+        for layers in sizes:
+            text = make(layers)
+            if text is None:
+                lines.append(f"| {fam} | {layers} | not run: no model text | | | | |")
+                continue
+            f = os.path.join(tmp, f"{fam}{layers}.mg")
+            with open(f, "w") as fh:
+                fh.write(text)
+            base = plan(mg, f, repeat=1)
+            a = plan(mg, f, base["store_all_workspace_bytes"] // 2) if base else None
+            if a is None:
+                lines.append(f"| {fam} | {layers} | {len(base['nodes']) if base else '?'} | no plan at 50% | | | |")
+                continue
+            rows.append((layers, len(a["nodes"]), a["median_seconds"], a["median_cpu_seconds"]))
+            lines.append(f"| {fam} | {layers} | {len(a['nodes'])} | {pct(a['recompute_overhead'])} | "
+                         f"{a['median_seconds']:.3f} | {a['median_wall_seconds']:.2f} | {a['median_cpu_seconds']:.2f} |")
+        if len(rows) >= 2:
+            (_, n1, s1, c1), (_, n2, s2, c2) = rows[-2], rows[-1]
+            kc = math.log(c2 / c1) / math.log(n2 / n1) if c1 > 0 and c2 > 0 else float("nan")
+            ks = math.log(s2 / s1) / math.log(n2 / n1) if s1 > 0 and s2 > 0 else float("nan")
+            growths.append(f"{fam}, {n1} to {n2} nodes: process CPU time ~ nodes^{kc:.2f}, memgrad's solve time "
+                           f"~ nodes^{ks:.2f}")
+    if growths:
+        lines.append("\nGrowth between the two largest sizes: " + "; ".join(growths) + ".\n")
 
 
 EXAMPLE_ORDER = ["mlp", "mlp_deep", "cnn_fmnist", "transformer", "resnet18_64", "unet_small"]
 EXAMPLE_EXACT_SECONDS = 30
 EXACT_MAX_NODES = 400  # CBC does not get past the root of Checkmate's MILP on ~350-node graphs in a minute
-GROWTH_LAYERS = [16, 166, 1666]  # 6 L + 7 joint nodes: 103, 1003, 10003
 
 
 def example_models():
