@@ -838,7 +838,8 @@ static int cmd_sweep(options *o)
 }
 
 /* An explicit --target/--cpu is tried in a child process first: LLVM answers an unknown CPU
- * with a warning and, on some targets, an abort, neither of which may reach the user as such. */
+ * with a warning and, on some targets, an abort, neither of which may reach the user as such.
+ * A value LLVM refuses is a usage error (exit 2), like any other bad option value. */
 static int check_target(const options *o)
 {
     if (!o->cpu && !o->triple) return 0;
@@ -874,7 +875,8 @@ static int check_target(const options *o)
                     o->triple ? o->triple : "of this machine", msg);
         else
             fprintf(stderr, "memgrad: error: %s\n", msg[0] ? msg : "the target cannot be used");
-        return 1;
+        fprintf(stderr, "Try 'memgrad --help'.\n");
+        return 2;
     }
     return 0;
 }
@@ -894,7 +896,8 @@ static int cmd_compile(options *o)
                 return 2;
             }
     }
-    if (check_target(o)) return 1;
+    int target_rc = check_target(o);
+    if (target_rc) return target_rc;
     compiled c;
     int rc = run_frontend(o->model, &c);
     if (!rc) rc = run_planner(o, &c, 0);

@@ -563,6 +563,54 @@ START_TEST(test_compile_budget)
 }
 END_TEST
 
+/* --target and --cpu reach the object: an aarch64 triple gives an aarch64 ELF object (e_machine
+ * 183), a CPU is written into the functions' attributes, and a value LLVM does not know is a
+ * usage error (exit 2) that writes nothing. */
+static int elf_machine(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return -1;
+    unsigned char b[20] = {0};
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n != sizeof b || b[0] != 0x7f || b[1] != 'E' || b[5] != 1) return -1; /* little-endian ELF only */
+    return b[18] | b[19] << 8;
+}
+
+START_TEST(test_compile_target_and_cpu)
+{
+    const char *m = write_model("t.mg", "model t\ninput x: f32[4,3]\nparam w: f32[3,2]\nloss = sum(relu(x @ w))\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --target aarch64-linux-gnu --emit-llvm '%s'", m, path("a64.o"), path("a64.ll"));
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_int_eq(elf_machine(path("a64.o")), 183);
+    char *ll = tu_read(path("a64.ll"));
+    ck_assert_msg(ll && strstr(ll, "target triple = \"aarch64"), "no aarch64 triple in the IR");
+    free(ll);
+    rc = mg(&out, "compile '%s' -o '%s' --target x86_64-linux-gnu --cpu x86-64-v3 --emit-llvm '%s'", m, path("v3.o"),
+            path("v3.ll"));
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_int_eq(elf_machine(path("v3.o")), 62);
+    ll = tu_read(path("v3.ll"));
+    ck_assert_msg(ll && strstr(ll, "\"target-cpu\"=\"x86-64-v3\""), "--cpu x86-64-v3 is not in the IR's attributes");
+    free(ll);
+
+    char names[1024];
+    int before = list_dir(names, sizeof names);
+    rc = mg(&out, "compile '%s' -o '%s' --cpu no-such-cpu", m, path("bad.o"));
+    ck_assert_msg(rc == 2, "unknown CPU: exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "unknown CPU 'no-such-cpu'"), "message:\n%s", out);
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' --target no-such-arch-linux", m, path("bad.o"));
+    ck_assert_msg(rc == 2, "unknown target: exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "unknown target 'no-such-arch-linux'"), "message:\n%s", out);
+    free(out);
+    ck_assert_msg(list_dir(names, sizeof names) == before, "a refused compile left files: %s", names);
+}
+END_TEST
+
 START_TEST(test_compile_refuses_to_overwrite_model)
 {
     const char *m = write_model("mlp.mg", mlp_src);
@@ -779,6 +827,7 @@ static Suite *cli_suite(void)
     tcase_add_test(c, test_plan);
     tcase_add_test(c, test_compile_writes_object_and_header);
     tcase_add_test(c, test_compile_budget);
+    tcase_add_test(c, test_compile_target_and_cpu);
     tcase_add_test(c, test_compile_refuses_to_overwrite_model);
     tcase_add_test(c, test_compile_bad_model_leaves_nothing);
     suite_add_tcase(s, c);

@@ -1,8 +1,8 @@
 /* test_e2e.c — the user's path end to end: `memgrad compile` a model, link the object into a
  * C program with `cc app.c mlp.o -lm` and nothing else, and run it. The programs check that
  * training lowers the loss, that the step is reentrant (the workspace's prior contents and
- * location do not matter), that two models link into one program, and that the header's
- * figures describe the object. */
+ * location do not matter; two threads on separate buffers get the sequential results), that
+ * two models link into one program, and that the header's figures describe the object. */
 #include "testutil.h"
 
 #include <check.h>
@@ -92,6 +92,74 @@ START_TEST(train_linked_with_cc_only)
 }
 END_TEST
 
+/* Reentrancy as the issue states it: two threads train on separate buffers at the same time
+ * and get exactly what one thread gets alone. Each thread takes a different batch, so a step
+ * that kept anything outside its arguments (a static buffer, a shared scratch area) would mix
+ * the two and its losses or gradients would differ from the sequential ones. Linked with
+ * `cc app.c mlp.o -lm` and nothing else (threads are in glibc's libc since 2.34). */
+static const char *threads_app =
+    "#include \"mlp.h\"\n"
+    "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    "enum { STEPS = 12 };\n"
+    "typedef struct { const void *p; const void *in[2]; void *g, *ws; float *out; float loss[STEPS]; void *gsum; } job;\n"
+    "static void fill(float *x, int *y, unsigned long long s) {\n"
+    "  for (int i = 0; i < 128 * 784; i++) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; x[i] = (float)(s >> 40) / 16777216.0f; }\n"
+    "  for (int b = 0; b < 128; b++) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; y[b] = (int)(s >> 60) % 10; }\n"
+    "}\n"
+    "static void *run(void *arg) {\n"
+    "  job *j = arg; void *outs[1] = {j->out};\n"
+    "  for (int k = 0; k < STEPS; k++) {\n"
+    "    j->loss[k] = mlp_train_step(j->p, j->g, j->in, j->ws);\n"
+    "    for (int t = 0; t < MLP_NUM_PARAMS; t++) {  /* every step's gradients count, not only the last; */\n"
+    "      const mg_tensor_desc *d = &mlp_params_desc[t];  /* the blob's padding is nobody's */\n"
+    "      float *a = (float *)((char *)j->gsum + d->offset), *b = (float *)((char *)j->g + d->offset);\n"
+    "      for (size_t i = 0; i < d->bytes / 4; i++) a[i] += b[i] * (float)(k + 1);\n"
+    "    }\n"
+    "    mlp_forward(j->p, j->in, outs, j->ws);\n"
+    "  }\n"
+    "  return NULL;\n"
+    "}\n"
+    "static void init(job *j, const void *p, const float *x, const int *y) {\n"
+    "  j->p = p; j->in[0] = x; j->in[1] = y;\n"
+    "  j->g = malloc(MLP_PARAM_BYTES); j->ws = malloc(MLP_WORKSPACE_BYTES); j->out = malloc(128 * 10 * 4);\n"
+    "  j->gsum = calloc(1, MLP_PARAM_BYTES);\n"
+    "}\n"
+    "static int same(const job *a, const job *b) {\n"
+    "  return !memcmp(a->loss, b->loss, sizeof a->loss) && !memcmp(a->gsum, b->gsum, MLP_PARAM_BYTES) &&\n"
+    "         !memcmp(a->out, b->out, 128 * 10 * 4);\n"
+    "}\n"
+    "int main(void) {\n"
+    "  float *x[2]; int *y[2];\n"
+    "  for (int t = 0; t < 2; t++) { x[t] = malloc(128 * 784 * 4); y[t] = malloc(128 * 4); fill(x[t], y[t], 7 + 1000 * t); }\n"
+    "  void *p = malloc(MLP_PARAM_BYTES); mlp_init_params(p, 3);\n"
+    "  job seq[2], par[2];\n"
+    "  for (int t = 0; t < 2; t++) { init(&seq[t], p, x[t], y[t]); init(&par[t], p, x[t], y[t]); run(&seq[t]); }\n"
+    "  if (!memcmp(seq[0].loss, seq[1].loss, sizeof seq[0].loss)) { puts(\"the two batches give the same losses\"); return 3; }\n"
+    "  for (int round = 0; round < 5; round++) {\n"
+    "    pthread_t th[2];\n"
+    "    for (int t = 0; t < 2; t++) { memset(par[t].gsum, 0, MLP_PARAM_BYTES); memset(par[t].ws, 0xff, MLP_WORKSPACE_BYTES);\n"
+    "      if (pthread_create(&th[t], NULL, run, &par[t])) { puts(\"pthread_create failed\"); return 4; } }\n"
+    "    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);\n"
+    "    for (int t = 0; t < 2; t++)\n"
+    "      if (!same(&seq[t], &par[t])) { printf(\"thread %d, round %d: results differ from the sequential run\\n\", t, round); return 5; }\n"
+    "  }\n"
+    "  printf(\"identical %.6f %.6f\\n\", seq[0].loss[STEPS - 1], seq[1].loss[STEPS - 1]);\n"
+    "  return 0;\n"
+    "}\n";
+
+START_TEST(two_threads_give_the_sequential_results)
+{
+    char path[4200], *out = NULL;
+    snprintf(path, sizeof path, "%s/app.c", dir);
+    ck_assert_int_eq(tu_write(path, threads_app), 0);
+    int rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' -o mlp.o --header mlp.h && cc app.c mlp.o -lm -o app && ./app",
+                dir, MG_MEMGRAD, MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0, "compile/link/run failed (status %d):\n%s", rc, out);
+    ck_assert_msg(strncmp(out, "identical ", 10) == 0, "output: %s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(two_models_in_one_program)
 {
     char path[4200], *out = NULL;
@@ -143,6 +211,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, train_linked_with_cc_only);
+    tcase_add_test(tc, two_threads_give_the_sequential_results);
     tcase_add_test(tc, two_models_in_one_program);
     tcase_add_test(tc, budget_below_store_all_is_refused);
     suite_add_tcase(s, tc);
