@@ -506,11 +506,15 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
  * droppable value v computed before t and read after it that does not fit beside them must be
  * absent at t, so it is computed again after t: its cost is paid twice. Each such v counts
  * once. */
-static const int64_t *cmp_bytes_of; /* (qsort has no context argument; set only around the call) */
+typedef struct sized {
+    int64_t bytes;
+    int v;
+} sized;
 static int by_bytes_desc(const void *a, const void *b)
 {
-    int64_t x = cmp_bytes_of[*(const int *)a], y = cmp_bytes_of[*(const int *)b];
-    return x < y ? 1 : x > y ? -1 : 0;
+    const sized *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return (x->v > y->v) - (x->v < y->v); /* ties by index: the order no longer depends on qsort */
 }
 
 static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
@@ -518,7 +522,8 @@ static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
     int n = pr->n;
     if (budget == INT64_MAX) return 0;
     int *pos = malloc(((size_t)n + 1) * sizeof *pos), *last = malloc(((size_t)n + 1) * sizeof *last);
-    int *tg = malloc(((size_t)n + 1) * sizeof *tg), *cand = malloc(((size_t)n + 1) * sizeof *cand);
+    int *tg = malloc(((size_t)n + 1) * sizeof *tg);
+    sized *cand = malloc(((size_t)n + 1) * sizeof *cand);
     char *forced = calloc((size_t)n + 1, 1);
     int64_t *delta = calloc((size_t)n + 2, sizeof *delta);
     if (!pos || !last || !forced || !tg || !cand || !delta) abort();
@@ -533,15 +538,13 @@ static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
     for (int v = 0; v < n; v++) {
         if (pos[v] < 0 || pr->home[v].mem != MG_MEM_NONE) continue;
         if (pr->keep_to_end[v]) last[v] = T;
-        if (pr->evictable[v]) cand[nc++] = v;
+        if (pr->evictable[v]) cand[nc++] = (sized){pr->bytes[v], v};
         else if (last[v] > pos[v] + 1) { /* live strictly between its step and its last read */
             delta[pos[v] + 1] += pr->bytes[v];
             delta[last[v]] -= pr->bytes[v];
         }
     }
-    cmp_bytes_of = pr->bytes;
     qsort(cand, (size_t)nc, sizeof *cand, by_bytes_desc);
-    cmp_bytes_of = NULL;
     int64_t across = 0; /* values never dropped that are live across step i */
     for (int i = 0; i < T; i++) {
         across += delta[i];
@@ -553,8 +556,8 @@ static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
             if (dup || pos[u] < 0 || pr->home[u].mem != MG_MEM_NONE) continue;
             if (pr->evictable[u] || !(pos[u] < i && last[u] > i)) need += pr->bytes[u]; /* else counted above */
         }
-        for (int c = 0; c < nc && pr->bytes[cand[c]] > budget - need; c++) {
-            int v = cand[c], in = 0;
+        for (int c = 0; c < nc && cand[c].bytes > budget - need; c++) {
+            int v = cand[c].v, in = 0;
             if (forced[v] || pos[v] >= i || last[v] <= i) continue;
             for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) in |= pr->in[k] == v;
             if (!in) forced[v] = 1;
