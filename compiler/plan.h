@@ -123,6 +123,10 @@ typedef struct mg_sched_opts {
     uint64_t seed;             /* 0, or a restart: each value's eviction score is scaled by a factor
                                   in [1/2, 2) drawn from (seed, value), so restarts explore other
                                   choices where the policy's are poor */
+    int fit;                   /* sched_remat.c: when one resident value alone covers what must be
+                                  freed and costs less to bring back than the policy's choice,
+                                  drop it instead (the policy ranks by cost per byte, which
+                                  overpays for the last few bytes) */
 } mg_sched_opts;
 
 /* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,

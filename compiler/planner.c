@@ -290,7 +290,8 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
  * sched_rc.c's scheduler under the policies that do best there (layered DAGs); then, on problems
  * small enough that scheduling is cheap, restarts of the eviction policies with perturbed
  * scores (mg_sched_opts.seed): as many as keep restarts x nodes near RESTART_WORK. */
-enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NVARIANTS = NBASE + NRC, MAX_RESTARTS = 64, RESTART_WORK = 20000 };
+enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NFIT = NBASE, NVARIANTS = NBASE + NRC + NFIT, MAX_RESTARTS = 64,
+       RESTART_WORK = 20000 };
 static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
     {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
     {MG_EVICT_COST_SIZE_DIST, 2}, {MG_EVICT_COST_SIZE_SQRTDIST, 2}};
@@ -302,13 +303,17 @@ static int restarts_for(const mg_problem *pr)
 }
 
 /* Variant i under budget (i >= NVARIANTS: a restart); policy: the policy of sched_remat.c's
- * unperturbed variants, by i. */
+ * unperturbed variants, by i. The last NFIT are the first NBASE again, each dropping the cheapest
+ * value that alone covers an excess when the policy's choice costs more (mg_sched_opts.fit). */
 static mg_sched_opts variant_opts(int i, int64_t budget, mg_evict_policy policy)
 {
     mg_sched_opts o = {.cap = budget, .policy = policy};
-    if (i < NBASE) {
+    if (i >= NBASE + NRC && i < NVARIANTS) {
+        o = variant_opts(i - NBASE - NRC, budget, policy);
+        o.fit = 1;
+    } else if (i < NBASE) {
         o.lazy = i < MG_EVICT_NPOLICIES;
-    } else if (i < NVARIANTS) {
+    } else if (i < NBASE + NRC) {
         o.policy = rc_variants[i - NBASE].policy;
         o.rc = rc_variants[i - NBASE].rc;
     } else {
@@ -655,8 +660,8 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     *out = NULL;
     missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
-    for (int j = 0; j < NVARIANTS && !*out && !st; j++) {
-        int i = (j + NBASE) % NVARIANTS; /* sched_rc.c's first: the most frugal where it matters */
+    for (int j = 0; j < NBASE + NRC && !*out && !st; j++) { /* (the fit variants save cost, not bytes) */
+        int i = (j + NBASE) % (NBASE + NRC); /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
         if (evict_schedule(pr, &o, &p, d)) st = MG_ERR;
