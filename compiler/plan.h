@@ -213,6 +213,11 @@ typedef struct mg_exact_result {
 } mg_exact_result;
 mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, mg_exact_result *out,
                          mg_diag *d);
+/* solve_exact.c: a lower bound on the cost (every target once, plus recomputations) of every
+ * schedule of prob whose steps fit cap (peak live bytes), from a relaxation of the memory model
+ * solved by CBC within time_limit seconds (proven even when stopped early); -1 when CBC gave
+ * none. */
+mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
 
 /* planner.c: the solvers. */
 typedef enum { MG_SOLVER_AUTO, MG_SOLVER_STORE_ALL, MG_SOLVER_SQRT, MG_SOLVER_EXACT } mg_solver;
