@@ -400,9 +400,9 @@ END_TEST
  * Under a cap of 1024, at d's step A, S, c and d hold 64 bytes too many, so A or S is absent
  * there and recomputed: the optimum recomputes S (3). The fractional bound takes 64 of A's 640
  * bytes (1); the relaxed program, integral, takes S. */
-START_TEST(test_relaxed_bound_tighter)
+enum { X, A, S, C, D, Y, N };
+static mg_problem *excess_problem(void)
 {
-    enum { X, A, S, C, D, Y, N };
     mg_problem *p = mg_problem_alloc(N, 6);
     static const int64_t bytes[N] = {0, 640, 128, 256, 64, 64};
     static const double cost[N] = {0, 10, 3, 1, 1, 1};
@@ -423,6 +423,12 @@ START_TEST(test_relaxed_bound_tighter)
     p->in_start[N] = e;
     p->nfwd = N;
     p->keep_to_end[Y] = 1;
+    return p;
+}
+
+START_TEST(test_relaxed_bound_tighter)
+{
+    mg_problem *p = excess_problem();
     int64_t cap = 1024;
     double once = 16, opt = reference_optimum(p, cap);
     ck_assert_msg(opt == once + 3, "the reference optimum is %.1f, not %.1f", opt, once + 3);
@@ -652,6 +658,35 @@ START_TEST(test_long_chains)
 }
 END_TEST
 
+/* The same problem under sched_remat.c: at d's step the policies drop A (the least cost per
+ * byte, and it is read only at the end), recomputing it for 10; with fit they drop S, which
+ * alone covers the 64 bytes, for 3: the optimum. */
+START_TEST(test_fit_eviction)
+{
+    mg_problem *p = excess_problem();
+    mg_diag d = {0};
+    int helped = 0;
+    for (int pol = 0; pol < MG_EVICT_NPOLICIES; pol++) {
+        double cost[2];
+        for (int fit = 0; fit < 2; fit++) {
+            mg_sched_opts o = {.cap = 1024, .policy = (mg_evict_policy)pol, .fit = fit};
+            mg_plan *plan;
+            ck_assert_int_eq(mg_schedule(p, &o, &plan, &d), MG_OK);
+            ck_assert_ptr_nonnull(plan);
+            ck_assert_int_eq(mg_arena_assign(plan, &d), MG_OK);
+            ck_assert_int_eq(mg_plan_verify(plan, p, &d), MG_OK);
+            cost[fit] = plan->flops_executed;
+            mg_plan_free(plan);
+        }
+        ck_assert_msg(cost[1] == 19 && cost[1] <= cost[0], "policy %d: %.0f with fit, %.0f without", pol, cost[1],
+                      cost[0]);
+        helped += cost[1] < cost[0];
+    }
+    ck_assert_msg(helped > 0, "no policy paid more without fit: the case tests nothing");
+    mg_problem_free(p);
+}
+END_TEST
+
 static Suite *optimal_suite(void)
 {
     Suite *s = suite_create("optimal");
@@ -665,6 +700,7 @@ static Suite *optimal_suite(void)
     tcase_set_timeout(r, 600);
     tcase_add_test(r, test_random_problems);
     tcase_add_test(r, test_relaxed_bound_tighter);
+    tcase_add_test(r, test_fit_eviction);
     suite_add_tcase(s, r);
     TCase *l = tcase_create("long chains");
     tcase_set_timeout(l, 600);
