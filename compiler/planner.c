@@ -471,10 +471,10 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
         return MG_OK;
     }
     out->optimal = -1;
-    /* a third of the time for the relaxed program (solve_exact.c): its bound holds for every
+    /* half the time for the relaxed program (solve_exact.c): its bound holds for every
      * schedule, not only for the MILP's class, and it is often stronger than memgrad's own */
     double relaxed;
-    if (mg_relaxed_bound(pr, budget, time_limit / 3, &relaxed, d)) {
+    if (mg_relaxed_bound(pr, budget, time_limit / 2, &relaxed, d)) {
         mg_plan_free(best);
         return MG_ERR;
     }
