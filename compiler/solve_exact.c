@@ -542,6 +542,18 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
                 if (pos[u] >= 0 && G[v] > G[u]) G[u] = G[v];
             }
     }
+    size_t cols = 0; /* as large as the MILP's at most; skipped where that would be too large to solve */
+    for (int v = 0; v < n; v++)
+        if (WS(v)) cols += (size_t)(T - pos[v]) * 2;
+    if (cols > (size_t)4 << 20) {
+        free(pos);
+        free(tg);
+        free(G);
+        free(H);
+        free(P0);
+        free(E0);
+        return MG_OK;
+    }
     lp m = {0};
     double cscale = 0;
     for (int v = 0; v < n; v++)
