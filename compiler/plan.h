@@ -123,6 +123,10 @@ typedef struct mg_sched_opts {
     uint64_t seed;             /* 0, or a restart: each value's eviction score is scaled by a factor
                                   in [1/2, 2) drawn from (seed, value), so restarts explore other
                                   choices where the policy's are poor */
+    int fit;                   /* sched_remat.c: when one resident value alone covers what must be
+                                  freed and costs less to bring back than the policy's choice,
+                                  drop it instead (the policy ranks by cost per byte, which
+                                  overpays for the last few bytes) */
 } mg_sched_opts;
 
 /* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,
@@ -209,6 +213,11 @@ typedef struct mg_exact_result {
 } mg_exact_result;
 mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, mg_exact_result *out,
                          mg_diag *d);
+/* solve_exact.c: a lower bound on the cost (every target once, plus recomputations) of every
+ * schedule of prob whose steps fit cap (peak live bytes), from a relaxation of the memory model
+ * solved by CBC within time_limit seconds (proven even when stopped early); -1 when CBC gave
+ * none. */
+mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
 
 /* planner.c: the solvers. */
 typedef enum { MG_SOLVER_AUTO, MG_SOLVER_STORE_ALL, MG_SOLVER_SQRT, MG_SOLVER_EXACT } mg_solver;

@@ -290,7 +290,8 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
  * sched_rc.c's scheduler under the policies that do best there (layered DAGs); then, on problems
  * small enough that scheduling is cheap, restarts of the eviction policies with perturbed
  * scores (mg_sched_opts.seed): as many as keep restarts x nodes near RESTART_WORK. */
-enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NVARIANTS = NBASE + NRC, MAX_RESTARTS = 64, RESTART_WORK = 20000 };
+enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NFIT = NBASE, NVARIANTS = NBASE + NRC + NFIT, MAX_RESTARTS = 64,
+       RESTART_WORK = 20000 };
 static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
     {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
     {MG_EVICT_COST_SIZE_DIST, 2}, {MG_EVICT_COST_SIZE_SQRTDIST, 2}};
@@ -302,13 +303,17 @@ static int restarts_for(const mg_problem *pr)
 }
 
 /* Variant i under budget (i >= NVARIANTS: a restart); policy: the policy of sched_remat.c's
- * unperturbed variants, by i. */
+ * unperturbed variants, by i. The last NFIT are the first NBASE again, each dropping the cheapest
+ * value that alone covers an excess when the policy's choice costs more (mg_sched_opts.fit). */
 static mg_sched_opts variant_opts(int i, int64_t budget, mg_evict_policy policy)
 {
     mg_sched_opts o = {.cap = budget, .policy = policy};
-    if (i < NBASE) {
+    if (i >= NBASE + NRC && i < NVARIANTS) {
+        o = variant_opts(i - NBASE - NRC, budget, policy);
+        o.fit = 1;
+    } else if (i < NBASE) {
         o.lazy = i < MG_EVICT_NPOLICIES;
-    } else if (i < NVARIANTS) {
+    } else if (i < NBASE + NRC) {
         o.policy = rc_variants[i - NBASE].policy;
         o.rc = rc_variants[i - NBASE].rc;
     } else {
@@ -466,6 +471,14 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
         return MG_OK;
     }
     out->optimal = -1;
+    /* half the time for the relaxed program (solve_exact.c): its bound holds for every
+     * schedule, not only for the MILP's class, and it is often stronger than memgrad's own */
+    double relaxed;
+    if (mg_relaxed_bound(pr, budget, time_limit / 2, &relaxed, d)) {
+        mg_plan_free(best);
+        return MG_ERR;
+    }
+    if (relaxed > out->lower_bound) out->lower_bound = relaxed;
     int64_t cap = budget;
     for (int it = 0; it < 8 && cap > 0; it++) {
         double left = end - mg_seconds();
@@ -506,11 +519,15 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
  * droppable value v computed before t and read after it that does not fit beside them must be
  * absent at t, so it is computed again after t: its cost is paid twice. Each such v counts
  * once. */
-static const int64_t *cmp_bytes_of; /* (qsort has no context argument; set only around the call) */
+typedef struct sized {
+    int64_t bytes;
+    int v;
+} sized;
 static int by_bytes_desc(const void *a, const void *b)
 {
-    int64_t x = cmp_bytes_of[*(const int *)a], y = cmp_bytes_of[*(const int *)b];
-    return x < y ? 1 : x > y ? -1 : 0;
+    const sized *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return (x->v > y->v) - (x->v < y->v); /* ties by index: the order no longer depends on qsort */
 }
 
 static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
@@ -518,7 +535,8 @@ static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
     int n = pr->n;
     if (budget == INT64_MAX) return 0;
     int *pos = malloc(((size_t)n + 1) * sizeof *pos), *last = malloc(((size_t)n + 1) * sizeof *last);
-    int *tg = malloc(((size_t)n + 1) * sizeof *tg), *cand = malloc(((size_t)n + 1) * sizeof *cand);
+    int *tg = malloc(((size_t)n + 1) * sizeof *tg);
+    sized *cand = malloc(((size_t)n + 1) * sizeof *cand);
     char *forced = calloc((size_t)n + 1, 1);
     int64_t *delta = calloc((size_t)n + 2, sizeof *delta);
     if (!pos || !last || !forced || !tg || !cand || !delta) abort();
@@ -533,15 +551,13 @@ static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
     for (int v = 0; v < n; v++) {
         if (pos[v] < 0 || pr->home[v].mem != MG_MEM_NONE) continue;
         if (pr->keep_to_end[v]) last[v] = T;
-        if (pr->evictable[v]) cand[nc++] = v;
+        if (pr->evictable[v]) cand[nc++] = (sized){pr->bytes[v], v};
         else if (last[v] > pos[v] + 1) { /* live strictly between its step and its last read */
             delta[pos[v] + 1] += pr->bytes[v];
             delta[last[v]] -= pr->bytes[v];
         }
     }
-    cmp_bytes_of = pr->bytes;
     qsort(cand, (size_t)nc, sizeof *cand, by_bytes_desc);
-    cmp_bytes_of = NULL;
     int64_t across = 0; /* values never dropped that are live across step i */
     for (int i = 0; i < T; i++) {
         across += delta[i];
@@ -553,8 +569,8 @@ static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
             if (dup || pos[u] < 0 || pr->home[u].mem != MG_MEM_NONE) continue;
             if (pr->evictable[u] || !(pos[u] < i && last[u] > i)) need += pr->bytes[u]; /* else counted above */
         }
-        for (int c = 0; c < nc && pr->bytes[cand[c]] > budget - need; c++) {
-            int v = cand[c], in = 0;
+        for (int c = 0; c < nc && cand[c].bytes > budget - need; c++) {
+            int v = cand[c].v, in = 0;
             if (forced[v] || pos[v] >= i || last[v] <= i) continue;
             for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) in |= pr->in[k] == v;
             if (!in) forced[v] = 1;
@@ -652,8 +668,8 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     *out = NULL;
     missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
-    for (int j = 0; j < NVARIANTS && !*out && !st; j++) {
-        int i = (j + NBASE) % NVARIANTS; /* sched_rc.c's first: the most frugal where it matters */
+    for (int j = 0; j < NBASE + NRC && !*out && !st; j++) { /* (the fit variants save cost, not bytes) */
+        int i = (j + NBASE) % (NBASE + NRC); /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
         if (evict_schedule(pr, &o, &p, d)) st = MG_ERR;

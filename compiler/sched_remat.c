@@ -219,6 +219,22 @@ static int make_room(sim *s, int64_t need)
                 heap_push(s, (struct hent){sc, v, ++s->ver[v]});
                 continue;
             }
+            if (s->o->fit) { /* the cheapest single value that covers the excess, if cheaper */
+                int64_t excess = s->b.live + need - s->o->cap;
+                double best = recompute_cost(s, v);
+                int w = v;
+                for (int i = 0; i < s->ncand; i++) {
+                    int c = s->cand[i];
+                    if (s->lock[c] || s->pr->bytes[c] < excess || c == v) continue;
+                    double rc = recompute_cost(s, c);
+                    if (rc < best) {
+                        best = rc;
+                        w = c;
+                    }
+                }
+                if (w != v) refile(s, v); /* (its entry was popped) */
+                v = w;
+            }
             release(s, v);
             ok = 1;
             break;

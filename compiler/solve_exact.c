@@ -486,3 +486,153 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
     model_free(&md);
     return st;
 }
+
+/* ---- the relaxed program: a lower bound for every schedule -------------------------------
+ * Checkmate's program bounds only its own class (recomputations in graph order within a
+ * stage, memory op by op); memgrad's own bound (planner.c) looks at one step at a time. This
+ * program is a relaxation of every schedule of the memory model: per target position k (the
+ * targets run in order) and workspace value v,
+ *   P[v,k] binary  v is resident while target k runs
+ *   E[v,k] binary  v is computed again between targets k and k+1 (evictable values only)
+ * subject to
+ *   P[v,pos v] = 1, and P[u,k] = 1 for every u target k reads (and to the end if u is kept);
+ *   P[v,k+1] <= P[v,k] + E[v,k]      resident at k+1: resident at k, or computed in between;
+ *   E[v,k] <= P[u,k] + E[u,k]        for each input u of v: u was there when v was computed,
+ *                                    so it was resident at k or computed in the same gap;
+ *   sum_v bytes[v] P[v,k] + scratch of target k <= cap;
+ * minimising sum cost[v] E[v,k]. Every schedule under cap gives a solution of no greater cost:
+ * set P from what is resident at each target and E[v,k] = 1 when v is computed in gap k at
+ * least once (each such gap costs cost[v] at least); the constraints hold as argued beside
+ * them. Only gaps where a recomputation can still matter get variables: v is useful in gap k
+ * only while k < the last target reading v, or while an evictable value reading v is useful
+ * (G below); a recomputation after that feeds nothing a target reads, so leaving it out of
+ * the mapping keeps every constraint. Memory inside a gap is not counted and recomputations
+ * may run in any order: that is where it is weaker than the true optimum. Any bound CBC proves
+ * for this program, even when stopped early, is therefore a bound on every schedule. */
+mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double *bound, mg_diag *d)
+{
+    *bound = -1;
+    int n = pr->n, T = 0;
+    int *pos = xcalloc((size_t)n + 1, sizeof *pos), *tg = xcalloc((size_t)n + 1, sizeof *tg);
+    int *G = xcalloc((size_t)n + 1, sizeof *G), *H = xcalloc((size_t)n + 1, sizeof *H);
+    int *P0 = xcalloc((size_t)n + 1, sizeof *P0), *E0 = xcalloc((size_t)n + 1, sizeof *E0);
+    double once = 0;
+    for (int v = 0; v < n; v++) {
+        pos[v] = -1;
+        if (!pr->target[v]) continue;
+        once += pr->cost[v];
+        pos[v] = T;
+        tg[T++] = v;
+    }
+#define WS(v) (pos[v] >= 0 && pr->home[v].mem == MG_MEM_NONE && pr->bytes[v] > 0)
+    /* G[v]: the last gap in which recomputing v may matter; H[v] = G[v] + 1: the last position
+     * at which v's residency matters. Consumers come later in the order: fill backwards. */
+    for (int v = 0; v < n; v++) G[v] = pos[v] - 1;
+    for (int k = 0; k < T; k++)
+        for (int q = pr->in_start[tg[k]]; q < pr->in_start[tg[k] + 1]; q++) {
+            int u = pr->in[q];
+            if (pos[u] >= 0 && k - 1 > G[u]) G[u] = k - 1;
+        }
+    for (int v = n - 1; v >= 0; v--) {
+        if (!WS(v)) continue;
+        if (pr->keep_to_end[v]) G[v] = T - 1;
+        if (pr->evictable[v])
+            for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
+                int u = pr->in[q];
+                if (pos[u] >= 0 && G[v] > G[u]) G[u] = G[v];
+            }
+    }
+    size_t cols = 0; /* as large as the MILP's at most; skipped where that would be too large to solve */
+    for (int v = 0; v < n; v++)
+        if (WS(v)) cols += (size_t)(T - pos[v]) * 2;
+    if (cols > (size_t)4 << 20) {
+        free(pos);
+        free(tg);
+        free(G);
+        free(H);
+        free(P0);
+        free(E0);
+        return MG_OK;
+    }
+    lp m = {0};
+    double cscale = 0;
+    for (int v = 0; v < n; v++)
+        if (pos[v] >= 0 && pr->cost[v] > cscale) cscale = pr->cost[v];
+    if (cscale <= 0) cscale = 1;
+    double B = (double)(cap > 0 ? cap : 1);
+    /* columns: P[v, pos..H] then E[v, pos..G] (evictable only), contiguous per value */
+    for (int v = 0; v < n; v++) {
+        if (!WS(v)) continue;
+        H[v] = G[v] + 1 < T ? G[v] + 1 : T - 1;
+        if (H[v] < pos[v]) H[v] = pos[v];
+        if (G[v] >= T) G[v] = T - 1;
+        P0[v] = m.ncols;
+        for (int k = pos[v]; k <= H[v]; k++) col(&m, k == pos[v] || pr->keep_to_end[v] ? 1 : 0, 1, 0, 1);
+        E0[v] = -1;
+        if (pr->evictable[v] && G[v] >= pos[v]) {
+            E0[v] = m.ncols;
+            for (int k = pos[v]; k <= G[v]; k++) col(&m, 0, 1, pr->cost[v] / cscale, 1);
+        }
+    }
+#define PC(v, k) (WS(v) && (k) >= pos[v] && (k) <= H[v] ? P0[v] + (k) - pos[v] : -1)
+#define EC(v, k) (WS(v) && E0[v] >= 0 && (k) >= pos[v] && (k) <= G[v] ? E0[v] + (k) - pos[v] : -1)
+    int bad = 0; /* a read outside the horizon: cannot happen; no bound then rather than a wrong one */
+    for (int k = 0; k < T; k++)
+        for (int q = pr->in_start[tg[k]]; q < pr->in_start[tg[k] + 1]; q++) {
+            int u = pr->in[q], c = PC(u, k);
+            if (!WS(u)) continue;
+            if (c < 0) bad = 1;
+            else m.lb[c] = 1;
+        }
+    for (int v = 0; v < n; v++) {
+        if (!WS(v)) continue;
+        for (int k = pos[v]; k < H[v]; k++) { /* P[v,k+1] - P[v,k] - E[v,k] <= 0 */
+            int r = row(&m, -DBL_MAX, 0);
+            coef(&m, r, PC(v, k + 1), 1);
+            coef(&m, r, PC(v, k), -1);
+            coef(&m, r, EC(v, k), -1);
+        }
+        if (E0[v] < 0) continue;
+        for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
+            int u = pr->in[q], dup = 0;
+            for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == u;
+            if (dup || !WS(u)) continue; /* leaves and caller memory stay readable */
+            for (int k = pos[v]; k <= G[v]; k++) { /* E[v,k] - P[u,k] - E[u,k] <= 0 */
+                if (PC(u, k) < 0) bad = 1;
+                int r = row(&m, -DBL_MAX, 0);
+                coef(&m, r, EC(v, k), 1);
+                coef(&m, r, PC(u, k), -1);
+                coef(&m, r, EC(u, k), -1);
+            }
+        }
+    }
+    for (int k = 0; k < T; k++) {
+        double all = (double)pr->scratch[tg[k]];
+        for (int v = 0; v < n; v++)
+            if (PC(v, k) >= 0) all += (double)pr->bytes[v];
+        if (all <= B) continue; /* holds whatever is resident */
+        int r = row(&m, -DBL_MAX, 1 - (double)pr->scratch[tg[k]] / B);
+        for (int v = 0; v < n; v++) coef(&m, r, PC(v, k), (double)pr->bytes[v] / B);
+    }
+#undef PC
+#undef EC
+#undef WS
+    mg_status st = MG_OK;
+    if (!bad) {
+        double *x = xcalloc((size_t)m.ncols, sizeof *x);
+        outcome r;
+        st = solve_isolated(&m, time_limit, HUGE_VAL, 0, &r, x, d);
+        if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
+            /* (CBC's tolerances: a hair below what it reports) */
+            *bound = once + (r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0);
+        free(x);
+    }
+    lp_free(&m);
+    free(pos);
+    free(tg);
+    free(G);
+    free(H);
+    free(P0);
+    free(E0);
+    return st;
+}

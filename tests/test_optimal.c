@@ -349,7 +349,7 @@ static mg_problem *random_problem(uint64_t *seed, int nfwd, int nbwd)
 START_TEST(test_random_problems)
 {
     uint64_t seed = 12345;
-    int compared = 0;
+    int compared = 0, relaxed_hits = 0;
     for (int k = 0; k < 12; k++) {
         mg_problem *pr = random_problem(&seed, 6 + k % 4, 5 + k % 3);
         mg_diag d = {0};
@@ -373,6 +373,11 @@ START_TEST(test_random_problems)
                           pct, au.plan ? au.plan->flops_executed : -1.0, opt);
             ck_assert_msg(au.lower_bound <= opt, "problem %d at %d%%: lower bound %.0f above the optimum %.0f", k, pct,
                           au.lower_bound, opt);
+            double relaxed;
+            ck_assert_int_eq(mg_relaxed_bound(pr, budget, 20, &relaxed, &d), MG_OK);
+            ck_assert_msg(relaxed <= opt, "problem %d at %d%%: relaxed bound %.3f above the optimum %.0f", k, pct,
+                          relaxed, opt);
+            relaxed_hits += relaxed > au.plan->flops_once;
             /* the MILP fixes the order of recomputations, so it may only do as well or worse */
             if (ex.plan)
                 ck_assert_msg(ex.plan->flops_executed >= opt && ex.lower_bound <= ex.plan->flops_executed,
@@ -385,6 +390,62 @@ START_TEST(test_random_problems)
         mg_problem_free(pr);
     }
     ck_assert_msg(compared >= 20, "only %d feasible comparisons", compared);
+    ck_assert_msg(relaxed_hits >= 5, "the relaxed bound was above every op once only %d times", relaxed_hits);
+}
+END_TEST
+
+/* The relaxed program (solve_exact.c) against memgrad's own bound, which prices each step's
+ * excess fractionally: leaf x; A = f(x) (640 bytes, cost 10), S = f(x) (128, cost 3),
+ * c = f(x) (256, cost 1), d = f(c) (64, cost 1), y = f(A, S) (64, cost 1, read after the end).
+ * Under a cap of 1024, at d's step A, S, c and d hold 64 bytes too many, so A or S is absent
+ * there and recomputed: the optimum recomputes S (3). The fractional bound takes 64 of A's 640
+ * bytes (1); the relaxed program, integral, takes S. */
+enum { X, A, S, C, D, Y, N };
+static mg_problem *excess_problem(void)
+{
+    mg_problem *p = mg_problem_alloc(N, 6);
+    static const int64_t bytes[N] = {0, 640, 128, 256, 64, 64};
+    static const double cost[N] = {0, 10, 3, 1, 1, 1};
+    int e = 0;
+    for (int v = 0; v < N; v++) {
+        p->in_start[v] = e;
+        if (v == A || v == S || v == C) p->in[e++] = X;
+        if (v == D) p->in[e++] = C;
+        if (v == Y) {
+            p->in[e++] = A;
+            p->in[e++] = S;
+        }
+        p->target[v] = v != X;
+        p->evictable[v] = v != X && v != Y;
+        p->bytes[v] = bytes[v];
+        p->cost[v] = cost[v];
+    }
+    p->in_start[N] = e;
+    p->nfwd = N;
+    p->keep_to_end[Y] = 1;
+    return p;
+}
+
+START_TEST(test_relaxed_bound_tighter)
+{
+    mg_problem *p = excess_problem();
+    int64_t cap = 1024;
+    double once = 16, opt = reference_optimum(p, cap);
+    ck_assert_msg(opt == once + 3, "the reference optimum is %.1f, not %.1f", opt, once + 3);
+    mg_diag d = {0};
+    mg_solution before; /* store-all does not fit: the solution carries memgrad's own bound alone */
+    ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, cap, 0, 0, &before, &d), MG_OK);
+    ck_assert_ptr_null(before.plan);
+    double relaxed;
+    ck_assert_int_eq(mg_relaxed_bound(p, cap, 20, &relaxed, &d), MG_OK);
+    ck_assert_msg(before.lower_bound < relaxed - 1.5 && relaxed <= opt,
+                  "memgrad's bound %.3f, the relaxed one %.3f, the optimum %.1f", before.lower_bound, relaxed, opt);
+    mg_solution ex;
+    ck_assert_int_eq(mg_solve(p, MG_SOLVER_EXACT, cap, 0, 20, &ex, &d), MG_OK);
+    ck_assert_msg(ex.plan && ex.plan->flops_executed == opt && ex.lower_bound >= relaxed, "exact: %.1f (bound %.3f)",
+                  ex.plan ? ex.plan->flops_executed : -1.0, ex.lower_bound);
+    mg_plan_free(ex.plan);
+    mg_problem_free(p);
 }
 END_TEST
 
@@ -597,6 +658,35 @@ START_TEST(test_long_chains)
 }
 END_TEST
 
+/* The same problem under sched_remat.c: at d's step the policies drop A (the least cost per
+ * byte, and it is read only at the end), recomputing it for 10; with fit they drop S, which
+ * alone covers the 64 bytes, for 3: the optimum. */
+START_TEST(test_fit_eviction)
+{
+    mg_problem *p = excess_problem();
+    mg_diag d = {0};
+    int helped = 0;
+    for (int pol = 0; pol < MG_EVICT_NPOLICIES; pol++) {
+        double cost[2];
+        for (int fit = 0; fit < 2; fit++) {
+            mg_sched_opts o = {.cap = 1024, .policy = (mg_evict_policy)pol, .fit = fit};
+            mg_plan *plan;
+            ck_assert_int_eq(mg_schedule(p, &o, &plan, &d), MG_OK);
+            ck_assert_ptr_nonnull(plan);
+            ck_assert_int_eq(mg_arena_assign(plan, &d), MG_OK);
+            ck_assert_int_eq(mg_plan_verify(plan, p, &d), MG_OK);
+            cost[fit] = plan->flops_executed;
+            mg_plan_free(plan);
+        }
+        ck_assert_msg(cost[1] == 19 && cost[1] <= cost[0], "policy %d: %.0f with fit, %.0f without", pol, cost[1],
+                      cost[0]);
+        helped += cost[1] < cost[0];
+    }
+    ck_assert_msg(helped > 0, "no policy paid more without fit: the case tests nothing");
+    mg_problem_free(p);
+}
+END_TEST
+
 static Suite *optimal_suite(void)
 {
     Suite *s = suite_create("optimal");
@@ -609,6 +699,8 @@ static Suite *optimal_suite(void)
     TCase *r = tcase_create("random");
     tcase_set_timeout(r, 600);
     tcase_add_test(r, test_random_problems);
+    tcase_add_test(r, test_relaxed_bound_tighter);
+    tcase_add_test(r, test_fit_eviction);
     suite_add_tcase(s, r);
     TCase *l = tcase_create("long chains");
     tcase_set_timeout(l, 600);
