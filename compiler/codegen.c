@@ -4,7 +4,9 @@
  * every shape a constant — makes the kernels internal so the optimiser inlines and specialises
  * them and several models can be linked into one program, retargets everything to the chosen
  * CPU, optimises at -O3 and writes an object file. The object needs only libc and libm.
- * Chains of elementwise steps that fuse.c finds become one inline loop nest each instead. */
+ * Chains of elementwise steps that fuse.c finds become one loop nest each instead. Each kernel
+ * call and loop nest sits in a step function shared by every step that computes the same thing
+ * on other pointers (see step_fn), so LLVM specialises each distinct step once. */
 #include "backend.h"
 
 #include <llvm-c/Analysis.h>
