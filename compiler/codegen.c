@@ -838,6 +838,23 @@ static void load_ptr_array(cg *c, LLVMValueRef arr, int n, LLVMValueRef *out)
     }
 }
 
+/* Zero the alignment padding between the tensors of a params or grads blob, so that a blob
+ * the generated code filled is fully defined (a saved parameter file does not carry whatever
+ * the caller's memory held there, and two runs give byte-identical blobs). */
+static void zero_param_padding(cg *c, LLVMValueRef blob)
+{
+    int np = c->g->nparams;
+    int64_t *off = malloc(((size_t)np + 1) * sizeof *off);
+    if (!off) abort();
+    off[np] = mg_param_layout(c->g, off);
+    for (int i = 0; i < np; i++) {
+        int64_t end = off[i] + (int64_t)mg_node_bytes(c->g, c->g->params[i]);
+        if (end < off[i + 1])
+            LLVMBuildMemSet(c->b, byte_ptr(c, blob, end), LLVMConstInt(c->i8, 0, 0), ci64(c, off[i + 1] - end), 1);
+    }
+    free(off);
+}
+
 /* Models with state take the state blob as a last argument (train_step) or after params
  * (forward, forward_train). */
 static void emit_train_step(cg *c)
@@ -852,6 +869,7 @@ static void emit_train_step(cg *c)
     c->state = c->nsent ? LLVMGetParam(fn, 4) : LLVMConstNull(c->ptr);
     c->mode = CG_TRAIN;
     memset(c->bn_done, 0, (size_t)c->g->n);
+    zero_param_padding(c, c->grads);
     load_ptr_array(c, c->inputs, c->g->ninputs, c->in_ptr);
     emit_steps(c, pl);
     if (c->failed) return;
@@ -926,6 +944,7 @@ static void emit_init_params(cg *c)
     LLVMTypeRef args[2] = {c->ptr, c->i64};
     LLVMValueRef fn = begin_function(c, "init_params", c->voidt, args, 2);
     LLVMValueRef params = LLVMGetParam(fn, 0), seed = LLVMGetParam(fn, 1);
+    zero_param_padding(c, params);
     int64_t *off = malloc(((size_t)c->g->nparams + 1) * sizeof *off);
     if (!off) abort();
     mg_param_layout(c->g, off);
