@@ -81,9 +81,10 @@ def checkmate(mg, lines, reuse=None):
     lines.append("Budgets are fractions of the store-all workspace. `auto/once` is the cost `auto` executes over "
                  "the cost of running every op once. `exact` is Checkmate's MILP solved by CBC with a "
                  f"{EXACT_SECONDS} s limit, started from auto's plan: `exact/once` is its plan's cost (✓ when proven "
-                 "optimal) and `bound/once` the best proven lower bound: the MILP's, or the one memgrad proves "
-                 "itself (`flops_lower_bound`: values that cannot stay resident across some step are recomputed), "
-                 "whichever is larger (at least 1: every op runs once). "
+                 "optimal within Checkmate's class) and `bound/once` the best lower bound proven for every schedule "
+                 "(`flops_lower_bound`): the relaxed program's (`exact` runs it for half its time) or the one memgrad "
+                 "proves itself (values that cannot stay resident across some step are recomputed), whichever is "
+                 "larger (at least 1: every op runs once; the MILP's own bound covers only its class and is not used). "
                  "`auto/bound` is therefore an upper bound on auto's distance from the optimum. `sqrt` is Chen et "
                  "al.'s checkpointing (\"—\": its plan does not fit).\n")
     if reuse:

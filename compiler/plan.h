@@ -228,7 +228,9 @@ typedef struct mg_solution {
     int64_t store_all_bytes;      /* the store-all workspace of this problem */
     int64_t min_feasible_bytes;   /* -1 unless asked for or the budget was not met */
     int optimal;                  /* 1 proven optimal, 0 not, -1 unknown */
-    double lower_bound;           /* a proven lower bound on the plan's cost (-1: none) */
+    int optimal_in_class;         /* optimal == 1 was proven by the MILP: only among the schedules
+                                     of its class (solve_exact.c), so it is no bound on the others */
+    double lower_bound;           /* a proven lower bound on the cost of every plan (-1: none) */
     const char *note;             /* something the user should know about the search, or NULL */
 } mg_solution;
 

@@ -497,11 +497,13 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
                                       "unknown";
             break;
         }
-        if (it == 0 && r.lower_bound > out->lower_bound) out->lower_bound = r.lower_bound;
-        if (it == 0 && r.proven && !r.plan && best) out->optimal = 1; /* nothing beats auto's plan */
+        /* the MILP's bound and its proofs hold only for the schedules of its class (targets
+         * and each stage's recomputations in graph order), not for every plan auto may find:
+         * they settle `optimal` within that class but never raise lower_bound */
+        if (it == 0 && r.proven && !r.plan && best) out->optimal = out->optimal_in_class = 1; /* nothing beats auto's */
         if (!r.plan) break;
         if (r.plan->workspace_bytes <= budget) {
-            if (it == 0 && r.proven) out->optimal = 1;
+            if (it == 0 && r.proven) out->optimal = out->optimal_in_class = 1;
             keep_better(&best, r.plan);
             break;
         }
@@ -684,7 +686,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
 mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
                    mg_solution *out, mg_diag *d)
 {
-    *out = (mg_solution){NULL, 0, -1, -1, -1, NULL};
+    *out = (mg_solution){.min_feasible_bytes = -1, .optimal = -1, .lower_bound = -1};
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
@@ -750,12 +752,12 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     }
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
-        out->optimal = 1; /* nothing recomputed: no plan executes fewer FLOPs */
+        out->optimal = 1, out->optimal_in_class = 0; /* nothing recomputed: no plan executes fewer FLOPs */
     if (!st && out->plan && out->plan->flops_executed <= out->lower_bound)
-        out->optimal = 1; /* it recomputes only what the bound proves every plan must */
-    if (!st && out->plan && out->optimal == 1) out->lower_bound = out->plan->flops_executed;
+        out->optimal = 1, out->optimal_in_class = 0; /* it recomputes only what the bound proves every plan must */
+    if (!st && out->plan && out->optimal == 1 && !out->optimal_in_class) out->lower_bound = out->plan->flops_executed;
     if (!st && out->plan && out->lower_bound > out->plan->flops_executed)
-        out->lower_bound = out->plan->flops_executed; /* the program's class was narrower than the plan's */
+        out->lower_bound = out->plan->flops_executed; /* rounding in the relaxed program's scaled sums */
 done:
     mg_chain_free(memo.chain);
     mg_plan_free(sa);
