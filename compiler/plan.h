@@ -123,6 +123,8 @@ typedef struct mg_sched_opts {
     uint64_t seed;             /* 0, or a restart: each value's eviction score is scaled by a factor
                                   in [1/2, 2) drawn from (seed, value), so restarts explore other
                                   choices where the policy's are poor */
+    double flops_limit;        /* 0, or a cost the schedule may not exceed: past it the scheduler
+                                  gives up (no plan), so hopeless variants stop early */
 } mg_sched_opts;
 
 /* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,

@@ -31,14 +31,25 @@ void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
     b->p->result = pr->result;
     b->where = xcalloc((size_t)pr->n, sizeof *b->where);
     b->last_read = xcalloc((size_t)pr->n, sizeof *b->last_read);
+    int ntargets = 0, nbufs = 0;
     for (int v = 0; v < pr->n; v++) {
         if (pr->target[v]) {
             b->p->flops_once += pr->cost[v];
+            ntargets++;
+            nbufs += (pr->home[v].mem == MG_MEM_NONE) + (pr->scratch[v] > 0);
         } else {
             b->where[v] = pr->home[v];
             if (b->where[v].mem == MG_MEM_NONE) b->where[v].mem = MG_MEM_CONST; /* an always-resident leaf */
         }
     }
+    /* room for every target once and a quarter more (recomputations), so that long schedules
+     * are not copied over and over as they grow (on a 10k-node graph that was half a schedule's
+     * time) */
+    b->capsteps = ntargets + pr->nfinal + ntargets / 4 + 16;
+    b->capbufs = nbufs + nbufs / 4 + 16;
+    b->p->steps = malloc((size_t)b->capsteps * sizeof *b->p->steps);
+    b->p->bufs = malloc((size_t)b->capbufs * sizeof *b->p->bufs);
+    if (!b->p->steps || !b->p->bufs) abort();
 }
 
 static int add_step(mg_plan_builder *b, mg_step st)

@@ -298,7 +298,7 @@ static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
 static int restarts_for(const mg_problem *pr)
 {
     int k = RESTART_WORK / (pr->n > 0 ? pr->n : 1);
-    return k < 4 ? 0 : k > MAX_RESTARTS ? MAX_RESTARTS : k;
+    return k > MAX_RESTARTS ? MAX_RESTARTS : k;
 }
 
 /* Variant i under budget (i >= NVARIANTS: a restart); policy: the policy of sched_remat.c's
@@ -332,15 +332,28 @@ static int variant_cmp(const void *a, const void *b)
     return 0;
 }
 
+/* A variant whose schedule costs more than HOPELESS times the cheapest schedule found before
+ * it is given up on as soon as it passes that (mg_sched_opts.flops_limit): on graphs where a
+ * policy thrashes (layered DAGs: 10-15x the cost, 10x the steps) that was most of auto's time,
+ * and such a schedule is kept only if every cheaper one fails to fit, which fitting, which lowers
+ * the cap of the cheap ones, makes rare. */
+enum { HOPELESS = 2 };
+
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
- * cheapest first; returns how many have a schedule. */
+ * cheapest first; returns how many have a schedule. sched_rc.c's variants run first: where
+ * policies thrash they are the cheap ones, so the limit above cuts the others early. */
 static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
 {
     int n = 0;
-    for (int i = 0; i < nvariants; i++) {
+    double best = 0;
+    for (int j = 0; j < nvariants; j++) {
+        int i = j < NRC ? NBASE + j : j < NVARIANTS ? j - NRC : j;
         v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
+        v[i].o.flops_limit = best > 0 ? HOPELESS * best : 0;
         v[i].p = NULL;
         if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        v[i].o.flops_limit = 0; /* fitting it reschedules without the limit */
+        if (v[i].p && (best == 0 || v[i].p->flops_executed < best)) best = v[i].p->flops_executed;
         if (v[i].p) {
             /* peak live bytes without placing: what the arena cannot go below */
             mg_plan *p = v[i].p;
