@@ -149,6 +149,9 @@ typedef struct mg_plan_builder {
 void mg_pb_init(mg_plan_builder *b, const mg_problem *pr);
 int mg_pb_compute(mg_plan_builder *b, int v, int recompute); /* returns the step */
 int mg_pb_release(mg_plan_builder *b, int v);                /* 1 if v was a resident buffer */
+/* Room for nsteps steps up front (a scheduler's step limit): a long schedule is then never
+ * copied as it grows, and pages it does not reach are never touched. */
+void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps);
 mg_plan *mg_pb_finish(mg_plan_builder *b);                   /* the builder is spent after */
 void mg_pb_discard(mg_plan_builder *b);
 

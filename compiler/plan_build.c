@@ -47,14 +47,30 @@ void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
      * time) */
     b->capsteps = ntargets + pr->nfinal + ntargets / 4 + 16;
     b->capbufs = nbufs + nbufs / 4 + 16;
-    b->p->steps = malloc((size_t)b->capsteps * sizeof *b->p->steps);
     b->p->bufs = malloc((size_t)b->capbufs * sizeof *b->p->bufs);
-    if (!b->p->steps || !b->p->bufs) abort();
+    if (!b->p->bufs) abort(); /* (the steps are allocated by the first one, mg_pb_reserve may raise capsteps) */
+}
+
+void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps)
+{
+    if (nsteps <= b->capsteps || nsteps > INT32_MAX / 2) return;
+    b->capsteps = (int)nsteps;
+    if (b->p->nsteps == 0) { /* not allocated yet: the first step allocates it, once */
+        free(b->p->steps);
+        b->p->steps = NULL;
+        return;
+    }
+    b->p->steps = realloc(b->p->steps, (size_t)b->capsteps * sizeof *b->p->steps);
+    if (!b->p->steps) abort();
 }
 
 static int add_step(mg_plan_builder *b, mg_step st)
 {
     mg_plan *p = b->p;
+    if (!p->steps) {
+        p->steps = malloc((size_t)b->capsteps * sizeof *p->steps);
+        if (!p->steps) abort();
+    }
     if (p->nsteps == b->capsteps) {
         b->capsteps = b->capsteps ? 2 * b->capsteps : 256;
         p->steps = realloc(p->steps, (size_t)b->capsteps * sizeof *p->steps);
@@ -122,6 +138,10 @@ mg_plan *mg_pb_finish(mg_plan_builder *b)
         b->last_read[p->result] = p->nsteps - 1;
     }
     for (int v = 0; v < pr->n; v++) mg_pb_release(b, v);
+    if (p->nsteps < b->capsteps / 2) { /* give back what a reservation did not use */
+        mg_step *steps = realloc(p->steps, ((size_t)p->nsteps + 1) * sizeof *p->steps);
+        if (steps) p->steps = steps;
+    }
     b->p = NULL;
     mg_pb_discard(b);
     return p;

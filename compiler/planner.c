@@ -7,7 +7,7 @@
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
  *              the budget-driven schedules under every eviction policy (with lazy and eager
- *              freeing), of sched_rc.c's recompute-aware scheduler (up to 2500 nodes), of
+ *              freeing), of sched_rc.c's recompute-aware scheduler, of
  *              restarts of the eviction policies with perturbed scores (small problems), and of
  *              sqrt. All are scheduled first (cheap); only the cheapest are
  *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
@@ -42,18 +42,11 @@ typedef struct search_memo {
     int64_t store_all;      /* the store-all workspace */
 } search_memo;
 
-/* Problems above this many nodes are left to sched_remat.c: sched_rc.c scans the resident
- * values for each eviction (no heap), which on the joint graphs of deep models (a 1600-layer
- * chain: 10k nodes) tripled auto's time for nothing (chains need no wide preparations). */
-enum { RC_MAX_NODES = 2500 };
-
-/* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's (none above RC_MAX_NODES). */
+/* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's. (sched_rc.c's variants
+ * were once left out above 2500 nodes, when a preparation walked the closure of every dropped
+ * input; now they cost about what sched_remat.c's do, on graphs of any size.) */
 static mg_status evict_schedule(const mg_problem *pr, const mg_sched_opts *o, mg_plan **out, mg_diag *d)
 {
-    if (o->rc && pr->n > RC_MAX_NODES) {
-        *out = NULL;
-        return MG_OK;
-    }
     return o->rc ? mg_schedule_rc(pr, o, out, d) : mg_schedule(pr, o, out, d);
 }
 

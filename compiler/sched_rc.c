@@ -396,6 +396,7 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = -1;
     s.rc_cap = s.b.p->flops_once + n;
     s.step_limit = (int64_t)s.ntargets * 8 + 10000; /* as sched_remat.c's */
+    mg_pb_reserve(&s.b, s.step_limit + pr->nfinal + 1);
 
     int ok = 1;
     for (int i = 0; i < s.ntargets && ok; i++) {

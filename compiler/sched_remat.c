@@ -385,6 +385,7 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     }
     /* a generous bound on recomputation, so pathological graphs fail instead of running away */
     s.step_limit = (int64_t)s.ntargets * 8 + 10000;
+    mg_pb_reserve(&s.b, s.step_limit + pr->nfinal + 1);
 
     int ok = 1;
     for (int i = 0; i < s.ntargets && ok; i++) {
