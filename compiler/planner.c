@@ -327,9 +327,9 @@ static int variant_cmp(const void *a, const void *b)
 
 /* A variant whose schedule costs more than HOPELESS times the cheapest schedule found before
  * it is given up on as soon as it passes that (mg_sched_opts.flops_limit): on graphs where a
- * policy thrashes (layered DAGs: 10-15x the cost, 10x the steps) that was most of auto's time,
- * and such a schedule is kept only if every cheaper one fails to fit, which fitting, which lowers
- * the cap of the cheap ones, makes rare. */
+ * policy thrashes (layered DAGs: 10-15x the cost, 10x the steps) that was most of auto's time.
+ * Such a schedule could only win if every cheaper one failed to fit the budget once placed,
+ * which is rare: fitting lowers their caps until they do. */
 enum { HOPELESS = 2 };
 
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
