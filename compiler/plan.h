@@ -127,6 +127,8 @@ typedef struct mg_sched_opts {
                                   freed and costs less to bring back than the policy's choice,
                                   drop it instead (the policy ranks by cost per byte, which
                                   overpays for the last few bytes) */
+    double flops_limit;        /* 0, or a cost the schedule may not exceed: past it the scheduler
+                                  gives up (no plan), so hopeless variants stop early */
 } mg_sched_opts;
 
 /* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,
@@ -151,6 +153,9 @@ typedef struct mg_plan_builder {
 void mg_pb_init(mg_plan_builder *b, const mg_problem *pr);
 int mg_pb_compute(mg_plan_builder *b, int v, int recompute); /* returns the step */
 int mg_pb_release(mg_plan_builder *b, int v);                /* 1 if v was a resident buffer */
+/* Room for nsteps steps up front (a scheduler's step limit): a long schedule is then never
+ * copied as it grows, and pages it does not reach are never touched. */
+void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps);
 mg_plan *mg_pb_finish(mg_plan_builder *b);                   /* the builder is spent after */
 void mg_pb_discard(mg_plan_builder *b);
 

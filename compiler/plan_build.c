@@ -31,19 +31,46 @@ void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
     b->p->result = pr->result;
     b->where = xcalloc((size_t)pr->n, sizeof *b->where);
     b->last_read = xcalloc((size_t)pr->n, sizeof *b->last_read);
+    int ntargets = 0, nbufs = 0;
     for (int v = 0; v < pr->n; v++) {
         if (pr->target[v]) {
             b->p->flops_once += pr->cost[v];
+            ntargets++;
+            nbufs += (pr->home[v].mem == MG_MEM_NONE) + (pr->scratch[v] > 0);
         } else {
             b->where[v] = pr->home[v];
             if (b->where[v].mem == MG_MEM_NONE) b->where[v].mem = MG_MEM_CONST; /* an always-resident leaf */
         }
     }
+    /* room for every target once and a quarter more (recomputations), so that long schedules
+     * are not copied over and over as they grow (on a 10k-node graph that was half a schedule's
+     * time) */
+    b->capsteps = ntargets + pr->nfinal + ntargets / 4 + 16;
+    b->capbufs = nbufs + nbufs / 4 + 16;
+    b->p->bufs = malloc((size_t)b->capbufs * sizeof *b->p->bufs);
+    if (!b->p->bufs) abort(); /* (the steps are allocated by the first one, mg_pb_reserve may raise capsteps) */
+}
+
+void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps)
+{
+    if (nsteps <= b->capsteps || nsteps > INT32_MAX / 2) return;
+    b->capsteps = (int)nsteps;
+    if (b->p->nsteps == 0) { /* not allocated yet: the first step allocates it, once */
+        free(b->p->steps);
+        b->p->steps = NULL;
+        return;
+    }
+    b->p->steps = realloc(b->p->steps, (size_t)b->capsteps * sizeof *b->p->steps);
+    if (!b->p->steps) abort();
 }
 
 static int add_step(mg_plan_builder *b, mg_step st)
 {
     mg_plan *p = b->p;
+    if (!p->steps) {
+        p->steps = malloc((size_t)b->capsteps * sizeof *p->steps);
+        if (!p->steps) abort();
+    }
     if (p->nsteps == b->capsteps) {
         b->capsteps = b->capsteps ? 2 * b->capsteps : 256;
         p->steps = realloc(p->steps, (size_t)b->capsteps * sizeof *p->steps);
@@ -111,6 +138,10 @@ mg_plan *mg_pb_finish(mg_plan_builder *b)
         b->last_read[p->result] = p->nsteps - 1;
     }
     for (int v = 0; v < pr->n; v++) mg_pb_release(b, v);
+    if (p->nsteps < b->capsteps / 2) { /* give back what a reservation did not use */
+        mg_step *steps = realloc(p->steps, ((size_t)p->nsteps + 1) * sizeof *p->steps);
+        if (steps) p->steps = steps;
+    }
     b->p = NULL;
     mg_pb_discard(b);
     return p;

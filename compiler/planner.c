@@ -7,7 +7,7 @@
  *              pass reaches it. It ignores the budget; its plan is used only when it fits.
  *   auto       store-all when it fits (zero overhead, so optimal); otherwise the cheapest of
  *              the budget-driven schedules under every eviction policy (with lazy and eager
- *              freeing), of sched_rc.c's recompute-aware scheduler (up to 2500 nodes), of
+ *              freeing), of sched_rc.c's recompute-aware scheduler, of
  *              restarts of the eviction policies with perturbed scores (small problems), and of
  *              sqrt. All are scheduled first (cheap); only the cheapest are
  *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
@@ -42,18 +42,11 @@ typedef struct search_memo {
     int64_t store_all;      /* the store-all workspace */
 } search_memo;
 
-/* Problems above this many nodes are left to sched_remat.c: sched_rc.c scans the resident
- * values for each eviction (no heap), which on the joint graphs of deep models (a 1600-layer
- * chain: 10k nodes) tripled auto's time for nothing (chains need no wide preparations). */
-enum { RC_MAX_NODES = 2500 };
-
-/* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's (none above RC_MAX_NODES). */
+/* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's. (sched_rc.c's variants
+ * were once left out above 2500 nodes, when a preparation walked the closure of every dropped
+ * input; now they cost about what sched_remat.c's do, on graphs of any size.) */
 static mg_status evict_schedule(const mg_problem *pr, const mg_sched_opts *o, mg_plan **out, mg_diag *d)
 {
-    if (o->rc && pr->n > RC_MAX_NODES) {
-        *out = NULL;
-        return MG_OK;
-    }
     return o->rc ? mg_schedule_rc(pr, o, out, d) : mg_schedule(pr, o, out, d);
 }
 
@@ -299,7 +292,7 @@ static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
 static int restarts_for(const mg_problem *pr)
 {
     int k = RESTART_WORK / (pr->n > 0 ? pr->n : 1);
-    return k < 4 ? 0 : k > MAX_RESTARTS ? MAX_RESTARTS : k;
+    return k > MAX_RESTARTS ? MAX_RESTARTS : k;
 }
 
 /* Variant i under budget (i >= NVARIANTS: a restart); policy: the policy of sched_remat.c's
@@ -337,15 +330,28 @@ static int variant_cmp(const void *a, const void *b)
     return 0;
 }
 
+/* A variant whose schedule costs more than HOPELESS times the cheapest schedule found before
+ * it is given up on as soon as it passes that (mg_sched_opts.flops_limit): on graphs where a
+ * policy thrashes (layered DAGs: 10-15x the cost, 10x the steps) that was most of auto's time.
+ * Such a schedule could only win if every cheaper one failed to fit the budget once placed,
+ * which is rare: fitting lowers their caps until they do. */
+enum { HOPELESS = 2 };
+
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
- * cheapest first; returns how many have a schedule. */
+ * cheapest first; returns how many have a schedule. sched_rc.c's variants run first: where
+ * policies thrash they are the cheap ones, so the limit above cuts the others early. */
 static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
 {
     int n = 0;
-    for (int i = 0; i < nvariants; i++) {
+    double best = 0;
+    for (int j = 0; j < nvariants; j++) {
+        int i = j < NRC ? NBASE + j : j < NVARIANTS ? j - NRC : j;
         v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
+        v[i].o.flops_limit = best > 0 ? HOPELESS * best : 0;
         v[i].p = NULL;
         if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        v[i].o.flops_limit = 0; /* fitting it reschedules without the limit */
+        if (v[i].p && (best == 0 || v[i].p->flops_executed < best)) best = v[i].p->flops_executed;
         if (v[i].p) {
             /* peak live bytes without placing: what the arena cannot go below */
             mg_plan *p = v[i].p;

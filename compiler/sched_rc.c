@@ -198,6 +198,7 @@ static int compute(rc_sim *s, int v, int recompute)
 {
     const mg_problem *pr = s->pr;
     if (s->b.p->nsteps >= s->step_limit || (recompute && s->b.p->nsteps >= s->prep_limit)) return 0;
+    if (s->o->flops_limit > 0 && s->b.p->flops_executed + pr->cost[v] > s->o->flops_limit) return 0;
     if (!make_room(s, pr->bytes[v] + pr->scratch[v])) return 0;
     mg_pb_compute(&s->b, v, recompute);
     forget_upstream(s, v);
@@ -261,14 +262,16 @@ static int64_t closure_bytes(rc_sim *s, int u)
 }
 
 /* v's input slots in the order they are brought back: the largest dropped closure first (est:
- * -1 for the inputs resident now). */
+ * -1 for the inputs resident now). With one dropped input there is nothing to order, and its
+ * closure is not walked (on a long chain that walk was most of a preparation). */
 static void order_inputs(rc_sim *s, int v, int *ord)
 {
     const mg_problem *pr = s->pr;
-    int a = pr->in_start[v], m = pr->in_start[v + 1] - a;
+    int a = pr->in_start[v], m = pr->in_start[v + 1] - a, ndropped = 0;
+    for (int i = 0; i < m; i++) ndropped += s->b.where[pr->in[a + i]].mem == MG_MEM_NONE;
     for (int i = 0; i < m; i++) {
         int u = pr->in[a + i];
-        s->est[a + i] = s->b.where[u].mem == MG_MEM_NONE ? closure_bytes(s, u) : -1;
+        s->est[a + i] = s->b.where[u].mem != MG_MEM_NONE ? -1 : ndropped > 1 ? closure_bytes(s, u) : 0;
         int j = i;
         for (; j > 0 && s->est[a + ord[j - 1]] < s->est[a + i]; j--) ord[j] = ord[j - 1];
         ord[j] = i;
@@ -393,6 +396,7 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = -1;
     s.rc_cap = s.b.p->flops_once + n;
     s.step_limit = (int64_t)s.ntargets * 8 + 10000; /* as sched_remat.c's */
+    mg_pb_reserve(&s.b, s.step_limit + pr->nfinal + 1);
 
     int ok = 1;
     for (int i = 0; i < s.ntargets && ok; i++) {

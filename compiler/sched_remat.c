@@ -45,7 +45,10 @@ typedef struct sim {
     struct hent { double key; int node, ver; } *heap; /* candidates by (possibly stale) score */
     int nheap, capheap;
     int *ver;              /* per node: the version its valid heap entry carries */
-    int *aside, naside;    /* locked candidates popped while choosing a victim */
+    char *parked;          /* per node: its heap entry was popped while it was locked; it is
+                              refiled when it is unlocked (not after every eviction: near a wide
+                              node hundreds are locked, and re-pushing them all for each eviction
+                              was most of the scheduler's time) */
     int *stack, *stack_in; /* recomputation stack: node and next input to ensure */
     int *order, *mark, stamp; /* the dropped values one target needs, inputs first; visit marks */
     double *rc;            /* per dropped node: what bringing it back cost when it was dropped */
@@ -198,6 +201,15 @@ static double *restart_factors(uint64_t seed, int n)
     return f;
 }
 
+/* One read of v by an op being prepared is done; a candidate parked while locked is refiled. */
+static void unlock(sim *s, int v)
+{
+    if (--s->lock[v] == 0 && s->parked[v]) {
+        s->parked[v] = 0;
+        refile(s, v);
+    }
+}
+
 /* Drops values until need more bytes fit under the cap; 0 when that is impossible. The victim
  * is the unlocked candidate of least score: heap entries are lower bounds of their scores, so
  * the top is rescored and refiled until it stays on top. */
@@ -211,7 +223,7 @@ static int make_room(sim *s, int64_t need)
             int v = e.node;
             if (e.ver != s->ver[v] || s->cand_pos[v] < 0) continue; /* stale */
             if (s->lock[v]) {
-                s->aside[s->naside++] = v;
+                s->parked[v] = 1;
                 continue;
             }
             double sc = score(s, v);
@@ -239,7 +251,6 @@ static int make_room(sim *s, int64_t need)
             ok = 1;
             break;
         }
-        while (s->naside > 0) refile(s, s->aside[--s->naside]);
     }
     return ok;
 }
@@ -249,6 +260,7 @@ static int compute(sim *s, int v, int recompute)
 {
     const mg_problem *pr = s->pr;
     if (s->b.p->nsteps >= s->step_limit) return 0;
+    if (s->o->flops_limit > 0 && s->b.p->flops_executed + pr->cost[v] > s->o->flops_limit) return 0;
     if (!make_room(s, pr->bytes[v] + pr->scratch[v])) return 0;
     mg_pb_compute(&s->b, v, recompute);
     if (s->b.where[v].mem == MG_MEM_WS && pr->evictable[v]) cand_add(s, v);
@@ -290,7 +302,7 @@ static int ensure_inputs(sim *s, int t)
     for (int i = 0; i < nr; i++) {
         int v = s->order[i];
         if (!compute(s, v, 1)) return 0;
-        for (int j = pr->in_start[v]; j < pr->in_start[v + 1]; j++) s->lock[pr->in[j]]--;
+        for (int j = pr->in_start[v]; j < pr->in_start[v + 1]; j++) unlock(s, pr->in[j]);
     }
     return 1;
 }
@@ -321,7 +333,7 @@ static void after_target(sim *s, int t, int pos)
     int a = pr->in_start[t], b = pr->in_start[t + 1];
     for (int k = a; k < b; k++) {
         int u = pr->in[k];
-        s->lock[u]--;
+        unlock(s, u);
         while (next_use(s, u) <= pos) s->uptr[u]++;
         refile(s, u);
     }
@@ -355,7 +367,7 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     s.cand = xcalloc((size_t)n, sizeof *s.cand);
     s.cand_pos = xcalloc((size_t)n, sizeof *s.cand_pos);
     s.ver = xcalloc((size_t)n, sizeof *s.ver);
-    s.aside = xcalloc((size_t)n, sizeof *s.aside);
+    s.parked = xcalloc((size_t)n + 1, 1);
     s.stack = xcalloc((size_t)n + 1, sizeof *s.stack);
     s.stack_in = xcalloc((size_t)n + 1, sizeof *s.stack_in);
     s.order = xcalloc((size_t)n + 1, sizeof *s.order);
@@ -389,6 +401,7 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     }
     /* a generous bound on recomputation, so pathological graphs fail instead of running away */
     s.step_limit = (int64_t)s.ntargets * 8 + 10000;
+    mg_pb_reserve(&s.b, s.step_limit + pr->nfinal + 1);
 
     int ok = 1;
     for (int i = 0; i < s.ntargets && ok; i++) {
@@ -406,7 +419,7 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     free(s.cand);
     free(s.cand_pos);
     free(s.ver);
-    free(s.aside);
+    free(s.parked);
     free(s.heap);
     free(s.stack);
     free(s.stack_in);
