@@ -344,8 +344,11 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
 {
     int n = 0;
     double best = 0;
+    for (int i = 0; i < nvariants; i++) v[i] = (variant){.p = NULL};
     for (int j = 0; j < nvariants; j++) {
-        int i = j < NRC ? NBASE + j : j < NVARIANTS ? j - NRC : j;
+        /* j runs sched_rc.c's variants (NBASE..NBASE+NRC-1) first, then the base ones, then the
+         * rest (fit variants, restarts) in their own order: i covers 0..nvariants-1 once each */
+        int i = j < NRC ? NBASE + j : j < NBASE + NRC ? j - NRC : j;
         v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
         v[i].o.flops_limit = best > 0 ? HOPELESS * best : 0;
         v[i].p = NULL;
