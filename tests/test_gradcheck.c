@@ -323,7 +323,14 @@ START_TEST(unet_ops_reference)
         train_fn train = (train_fn)tu_sym(h, name, "train_step");
         forward_fn fwd = (forward_fn)tu_sym(h, name, "forward");
         size_t es = f64 ? 8 : 4;
-        char *params = calloc(1, pd[1].offset + RW * es), *grads = calloc(1, pd[1].offset + RW * es);
+        char hname[40];
+        snprintf(hname, sizeof hname, "%s.h", name);
+        char *hdr = tu_read(tu_path(dir, hname)); /* the blobs are NAME_PARAM_BYTES long, padding included */
+        ck_assert_ptr_nonnull(hdr);
+        size_t pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+        free(hdr);
+        ck_assert_uint_ge(pbytes, pd[1].offset + RW * es);
+        char *params = calloc(1, pbytes), *grads = calloc(1, pbytes);
         void *ws = malloc(1 << 20);
         double x[RX], w[RW], y[RY], u[RU], c[RC], loss, oy[RY], ou[RU], oc[RC], oloss;
         int32_t lab[60];
