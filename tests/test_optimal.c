@@ -264,7 +264,8 @@ static void check_against_reference(const char *src)
                       ex.lower_bound, opt);
         /* the MILP on its own (mg_solve skips it when the search has settled the question) */
         mg_exact_result r;
-        ck_assert_int_eq(mg_solve_exact(pr, budget, 150, HUGE_VAL, &r, &d), MG_OK); /* ample: CBC proves these in seconds, unless ASan and a loaded machine slow it tenfold */
+        /* 150 s is ample: CBC proves these in seconds, unless ASan and a loaded machine slow it tenfold */
+        ck_assert_int_eq(mg_solve_exact(pr, budget, 150, HUGE_VAL, &r, &d), MG_OK);
         ck_assert_msg(r.proven && r.plan, "%d%%: the MILP finds no proven optimum\n%s", pct, src);
         ck_assert_msg(r.plan->flops_executed == opt && r.lower_bound == opt,
                       "%d%%: the MILP costs %.0f (bound %.0f), the reference optimum %.0f\n%s", pct,
