@@ -176,8 +176,8 @@ def growth(mg, lines, tmp):
                  "wall-clock solve time (`solve_seconds`: the plan and the minimum feasible budget); `process wall s` "
                  "and `CPU s` are those of the whole `memgrad plan --verify --format json` process (parse, autodiff, "
                  "solve, verify, write), CPU from `getrusage(RUSAGE_CHILDREN)` deltas; medians of 3. What `auto` "
-                 "tries depends on the size (docs/planner.md: the chain DP up to 160 stages, `sched_rc.c` up to "
-                 "2,500 nodes, the score-perturbed restarts fewer above 312 nodes and none above 5,000), so the "
+                 "tries depends on the size (docs/planner.md: the chain DP up to 160 stages, the score-perturbed "
+                 "restarts fewer above 312 nodes and none above 20,000), so the "
                  "growth rate is that of `auto` as a whole, not of one algorithm.\n")
     lines.append("| model | layers | joint nodes | overhead | solve s | process wall s | CPU s |")
     lines.append("|---|---|---|---|---|---|---|")
