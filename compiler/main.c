@@ -469,9 +469,11 @@ static int run_planner(options *o, compiled *c, int want_min)
     mg_budget b;
     char err[256], h1[32], h2[32], h3[32];
     if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
-    mg_plan_request rq = {o->solver, o->budget ? &b : NULL, o->time_limit, want_min};
+    mg_plan_request rq = {.solver = o->solver, .budget = o->budget ? &b : NULL, .time_limit = o->time_limit,
+                          .want_min_feasible = want_min};
     char dir[4096];
     int use_cache = cache_dir(o, dir, sizeof dir);
+    if (use_cache) rq.build_id = mg_plan_cache_build_id("/proc/self/exe");
     uint64_t key = mg_plan_split_cache_key(c->g, &rq, o->micro_batches);
     if (use_cache && mg_plan_cache_load(dir, key, c->g, &c->plan)) {
         o->from_cache = 1;
@@ -776,7 +778,7 @@ static int cmd_sweep(options *o)
         minf = s.min_feasible_bytes;
         mg_plan_free(s.plan);
     } else {
-        mg_plan_request rq = {MG_SOLVER_AUTO, NULL, o->time_limit, 1};
+        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = o->time_limit, .want_min_feasible = 1};
         if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
         all = c.plan.store_all_bytes;
         minf = c.plan.min_feasible_bytes;
@@ -804,7 +806,7 @@ static int cmd_sweep(options *o)
                 }
                 mg_plan_free(s.plan);
             } else {
-                mg_plan_request rq = {solvers[k], &b, o->time_limit, 0};
+                mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
                 if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
                 else if ((q->fits = c.plan.train != NULL)) {
                     q->workspace = c.plan.workspace_bytes;

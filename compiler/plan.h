@@ -249,6 +249,7 @@ typedef struct mg_plan_request {
     const mg_budget *budget; /* workspace cap (bytes or % of store-all); NULL for none */
     double time_limit;    /* seconds, for solvers that search */
     int want_min_feasible;/* also find the smallest budget the planner can meet */
+    uint64_t build_id;    /* plan cache only: the planner's build (mg_plan_cache_build_id), or 0 */
 } mg_plan_request;
 
 typedef struct mg_planned {
@@ -283,6 +284,10 @@ mg_status mg_program_verify(const mg_graph *g, const mg_planned *p, mg_diag *d);
  * entry whose checksum matches and whose plans pass the verifier against g; store returns
  * MG_ERR (nothing else) when the entry cannot be written. */
 uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq);
+/* A hash of the memgrad executable at exe (the driver passes /proc/self/exe), for
+ * mg_plan_request.build_id: a rebuilt or upgraded planner may plan better, so it must not be
+ * served an older one's plans. 0 when the file cannot be read. */
+uint64_t mg_plan_cache_build_id(const char *exe);
 int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_planned *out);
 mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p);
 

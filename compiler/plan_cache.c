@@ -1,6 +1,6 @@
 /* plan_cache.c — plans on disk, so an unchanged model never solves twice. An entry is keyed
  * by an xxHash of everything the plan depends on (the model's structural hash, the joint
- * graph's size, the budget, the solver and options, memgrad's version and the layout of the
+ * graph's size, the budget, the solver and options, memgrad's version and build (a hash of the executable) and the layout of the
  * plan structs) and carries its own XXH64 checksum. A loaded entry is trusted only after its
  * checksum matches and the plan verifier accepts both plans against the model at hand; a
  * corrupt, truncated or stale entry is ignored (and replaced by the next store). Entries are
@@ -34,8 +34,25 @@ uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
     XXH64_update(st, &pct, sizeof pct);
     XXH64_update(st, &limit, sizeof limit); /* an exact search with more time may find more */
     XXH64_update(st, MG_VERSION, strlen(MG_VERSION));
+    XXH64_update(st, &rq->build_id, sizeof rq->build_id);
     uint64_t h = XXH64_digest(st);
     XXH64_freeState(st);
+    return h;
+}
+
+uint64_t mg_plan_cache_build_id(const char *exe)
+{
+    FILE *f = fopen(exe, "rb");
+    if (!f) return 0;
+    XXH64_state_t *st = XXH64_createState();
+    if (!st) abort();
+    XXH64_reset(st, 0);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) XXH64_update(st, buf, n);
+    uint64_t h = ferror(f) ? 0 : XXH64_digest(st);
+    XXH64_freeState(st);
+    fclose(f);
     return h;
 }
 

@@ -100,7 +100,7 @@ static void plan_or_fail(const mg_graph *g, mg_solver solver, const mg_budget *b
                          const char *src)
 {
     mg_diag d = {0};
-    mg_plan_request rq = {solver, b, 10, want_min};
+    mg_plan_request rq = {.solver = solver, .budget = b, .time_limit = 10, .want_min_feasible = want_min};
     ck_assert_msg(mg_plan_program(g, &rq, out, &d) == MG_OK, "solver %s: %s\n%s", mg_solver_names[solver], d.msg, src);
 }
 
@@ -690,6 +690,16 @@ START_TEST(test_plan_cache)
     free(first);
     free(out);
     char cmd[9000];
+    /* another build of memgrad (here: the same one with a byte appended) plans afresh */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/other' && printf x >> '%s/other' && '%s/other' plan '%s' --budget 45%% --cache-dir '%s/c'",
+             MG_MEMGRAD, dir, dir, dir, m, dir);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "another build was served this one's plan:\n%.300s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm '%s/other' '%s'/c/*.plan && '%s' plan '%s' --budget 45%% --cache-dir '%s/c'", dir, dir,
+             MG_MEMGRAD, m, dir); /* one entry again, for what follows */
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    free(out);
     snprintf(cmd, sizeof cmd, "ls '%s'/c/*.plan", dir);
     ck_assert_int_eq(tu_run(cmd, &out), 0);
     sscanf(out, "%4299s", entry);
@@ -712,7 +722,9 @@ START_TEST(test_plan_cache)
         char *src = tu_read(m);
         ck_assert(mg_parse(m, src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK);
         mg_budget b = {1, 45, 0};
-        mg_plan_request rq = {MG_SOLVER_AUTO, &b, 60, 1}; /* plan asks for the minimum too */
+        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &b, .time_limit = 60,
+                              .want_min_feasible = 1, /* plan asks for the minimum too */
+                              .build_id = mg_plan_cache_build_id(MG_MEMGRAD)}; /* memgrad's own key */
         char cdir[4300];
         snprintf(cdir, sizeof cdir, "%s/c", dir);
         mg_planned pl;

@@ -523,7 +523,7 @@ START_TEST(test_figures_agree_with_plan)
             mg_diag d = {0};
             ck_assert_msg(mg_parse(models[m], src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK, "%s", d.msg);
             mg_budget bud = {1, pct[b], 0};
-            mg_plan_request rq = {MG_SOLVER_AUTO, &bud, 10, 1};
+            mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &bud, .time_limit = 10, .want_min_feasible = 1};
             mg_planned p;
             ck_assert_msg(mg_plan_program(g, &rq, &p, &d) == MG_OK, "%s", d.msg);
             if (!p.train) { /* below the minimum feasible budget: nothing to report */
