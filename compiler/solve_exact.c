@@ -545,16 +545,9 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
     size_t cols = 0; /* as large as the MILP's at most; skipped where that would be too large to solve */
     for (int v = 0; v < n; v++)
         if (WS(v)) cols += (size_t)(T - pos[v]) * 2;
-    if (cols > (size_t)4 << 20) {
-        free(pos);
-        free(tg);
-        free(G);
-        free(H);
-        free(P0);
-        free(E0);
-        return MG_OK;
-    }
     lp m = {0};
+    mg_status st = MG_OK;
+    if (cols > (size_t)4 << 20) goto done;
     double cscale = 0;
     for (int v = 0; v < n; v++)
         if (pos[v] >= 0 && pr->cost[v] > cscale) cscale = pr->cost[v];
@@ -617,7 +610,6 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
 #undef PC
 #undef EC
 #undef WS
-    mg_status st = MG_OK;
     if (!bad) {
         double *x = xcalloc((size_t)m.ncols, sizeof *x);
         outcome r;
@@ -627,6 +619,7 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
             *bound = once + (r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0);
         free(x);
     }
+done:
     lp_free(&m);
     free(pos);
     free(tg);

@@ -90,14 +90,21 @@ static const char *train_app =
     "  return 0;\n"
     "}\n";
 
-START_TEST(train_linked_with_cc_only)
+/* Compiles examples/mlp.mg, links app with `cc app.c mlp.o -lm` alone and runs it; its output. */
+static char *run_mlp_app(const char *app)
 {
     char path[4200], *out = NULL;
     snprintf(path, sizeof path, "%s/app.c", dir);
-    ck_assert_int_eq(tu_write(path, train_app), 0);
+    ck_assert_int_eq(tu_write(path, app), 0);
     int rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' -o mlp.o --header mlp.h && cc app.c mlp.o -lm -o app && ./app",
                 dir, MG_MEMGRAD, MG_SOURCE_DIR);
     ck_assert_msg(rc == 0, "compile/link/run failed (status %d):\n%s", rc, out);
+    return out;
+}
+
+START_TEST(train_linked_with_cc_only)
+{
+    char *out = run_mlp_app(train_app);
     float first, last;
     int correct;
     ck_assert_msg(sscanf(out, "first %f last %f accuracy %d", &first, &last, &correct) == 3, "output: %s", out);
@@ -164,12 +171,7 @@ static const char *threads_app =
 
 START_TEST(two_threads_give_the_sequential_results)
 {
-    char path[4200], *out = NULL;
-    snprintf(path, sizeof path, "%s/app.c", dir);
-    ck_assert_int_eq(tu_write(path, threads_app), 0);
-    int rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' -o mlp.o --header mlp.h && cc app.c mlp.o -lm -o app && ./app",
-                dir, MG_MEMGRAD, MG_SOURCE_DIR);
-    ck_assert_msg(rc == 0, "compile/link/run failed (status %d):\n%s", rc, out);
+    char *out = run_mlp_app(threads_app);
     ck_assert_msg(strncmp(out, "identical ", 10) == 0, "output: %s", out);
     free(out);
 }
