@@ -48,18 +48,14 @@ void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
     b->capsteps = ntargets + pr->nfinal + ntargets / 4 + 16;
     b->capbufs = nbufs + nbufs / 4 + 16;
     b->p->bufs = malloc((size_t)b->capbufs * sizeof *b->p->bufs);
-    if (!b->p->bufs) abort(); /* (the steps are allocated by the first one, mg_pb_reserve may raise capsteps) */
+    b->p->steps = malloc((size_t)b->capsteps * sizeof *b->p->steps);
+    if (!b->p->bufs || !b->p->steps) abort();
 }
 
 void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps)
 {
     if (nsteps <= b->capsteps || nsteps > INT32_MAX / 2) return;
     b->capsteps = (int)nsteps;
-    if (b->p->nsteps == 0) { /* not allocated yet: the first step allocates it, once */
-        free(b->p->steps);
-        b->p->steps = NULL;
-        return;
-    }
     b->p->steps = realloc(b->p->steps, (size_t)b->capsteps * sizeof *b->p->steps);
     if (!b->p->steps) abort();
 }
@@ -67,10 +63,6 @@ void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps)
 static int add_step(mg_plan_builder *b, mg_step st)
 {
     mg_plan *p = b->p;
-    if (!p->steps) {
-        p->steps = malloc((size_t)b->capsteps * sizeof *p->steps);
-        if (!p->steps) abort();
-    }
     if (p->nsteps == b->capsteps) {
         b->capsteps = b->capsteps ? 2 * b->capsteps : 256;
         p->steps = realloc(p->steps, (size_t)b->capsteps * sizeof *p->steps);
