@@ -153,7 +153,7 @@ typedef struct outcome {
 /* Runs CBC in the child end of a fork. CBC (through Clp) is built with assertions that abort
  * on some numerically awkward programs (coin-or/Clp#173); in a child that costs one solve,
  * not the user's compiler process. The child writes the outcome and the solution to a pipe. */
-static void child_solve(const lp *m, double time_limit, double cutoff, int cautious, int fd)
+static void child_solve(const lp *m, double time_limit, double cutoff, int cautious, int bound_only, int fd)
 {
     double end = mg_seconds() + time_limit; /* loading the program into CBC counts too */
     int null = open("/dev/null", O_WRONLY);
@@ -173,6 +173,10 @@ static void child_solve(const lp *m, double time_limit, double cutoff, int cauti
     Cbc_setAllowableGap(cbc, 1e-9);
     Cbc_setAllowableFractionGap(cbc, 1e-9);
     if (cutoff < 1e300) Cbc_setCutoff(cbc, cutoff);
+    if (bound_only) { /* the relaxed program: its bound must be a bound (see mg_relaxed_bound) */
+        Cbc_setParameter(cbc, "heuristicsOnOff", "off");
+        Cbc_setParameter(cbc, "preprocess", "off");
+    }
     Cbc_solve(cbc);
     outcome r = {0};
     r.proven = Cbc_isProvenOptimal(cbc) || Cbc_isProvenInfeasible(cbc);
@@ -186,8 +190,8 @@ static void child_solve(const lp *m, double time_limit, double cutoff, int cauti
 
 /* Solves m in a child process; r->crashed when the child died or overran its time limit by
  * more than a grace period (then it is killed). x receives the solution when r->has_x. */
-static mg_status solve_isolated(const lp *m, double time_limit, double cutoff, int cautious, outcome *r, double *x,
-                                mg_diag *d)
+static mg_status solve_isolated(const lp *m, double time_limit, double cutoff, int cautious, int bound_only, outcome *r,
+                                double *x, mg_diag *d)
 {
     *r = (outcome){0};
     int fd[2];
@@ -201,7 +205,7 @@ static mg_status solve_isolated(const lp *m, double time_limit, double cutoff, i
     }
     if (pid == 0) {
         close(fd[0]);
-        child_solve(m, time_limit, cutoff, cautious, fd[1]);
+        child_solve(m, time_limit, cutoff, cautious, bound_only, fd[1]);
     }
     close(fd[1]);
     size_t want = sizeof *r, got = 0, total = sizeof *r;
@@ -462,9 +466,9 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
     double *x = xcalloc((size_t)m.ncols, sizeof *x);
     outcome r;
     double end = mg_seconds() + time_limit, scaled_cutoff = cutoff < 1e300 ? cutoff / cscale * (1 - 1e-9) : HUGE_VAL;
-    mg_status st = solve_isolated(&m, time_limit, scaled_cutoff, 0, &r, x, d);
+    mg_status st = solve_isolated(&m, time_limit, scaled_cutoff, 0, 0, &r, x, d);
     if (!st && r.crashed && !r.timed_out && end - mg_seconds() > 0.1) /* once more, the way that avoids CBC's known crashes */
-        st = solve_isolated(&m, end - mg_seconds(), scaled_cutoff, 1, &r, x, d);
+        st = solve_isolated(&m, end - mg_seconds(), scaled_cutoff, 1, 0, &r, x, d);
     lp_free(&m);
     if (!st && r.crashed) {
         out->crashed = 1;
@@ -506,9 +510,33 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
  * them. Only gaps where a recomputation can still matter get variables: v is useful in gap k
  * only while k < the last target reading v, or while an evictable value reading v is useful
  * (G below); a recomputation after that feeds nothing a target reads, so leaving it out of
- * the mapping keeps every constraint. Memory inside a gap is not counted and recomputations
- * may run in any order: that is where it is weaker than the true optimum. Any bound CBC proves
- * for this program, even when stopped early, is therefore a bound on every schedule. */
+ * the mapping keeps every constraint.
+ *
+ * Memory inside a gap. "Resident at target k" means a buffer of v is live at target k's step;
+ * buffers are live from the step that writes them to their last read, without holes. So if w
+ * is resident at targets k and k+1 and not computed in gap k (K[w,k] = 1), the same buffer is
+ * live at every step of gap k. For each k and w that may be resident at both,
+ *   K[w,k] >= P[w,k] + P[w,k+1] - E[w,k] - 1   (K continuous in [0,1]),
+ *   M[k] >= sum_w bytes[w] K[w,k],  M[k] <= cap (those buffers are live at target k too);
+ * and for each v that may be computed in gap k, with u over its distinct workspace inputs,
+ *   M[k] + (bytes[v] + scratch[v] + sum_u bytes[u]) E[v,k] - sum_u bytes[u] K[u,k] <= cap.
+ * Mapping a schedule as above with K[w,k] = 1 exactly when w's buffer spans gap k (and M[k]
+ * their bytes): the first two hold; for the third, when v is computed in gap k, at that step
+ * v's output and scratch are live, so is each input u (it is read there), and so is every w
+ * with K[w,k] = 1; v is not among those (E[v,k] = 1) and an input u is counted once, in M[k]
+ * or in its own term (the two terms cancel when K[u,k] = 1): the left side is at most that
+ * step's live bytes, at most the peak, at most cap. When v is not computed there, the left
+ * side is at most M[k] <= cap. Rows that cannot bind (everything that may be held plus the
+ * step fits) are left out. What stays uncounted: values computed earlier in the same gap and
+ * still held (the order of recomputations within a gap is free), and values resident at only
+ * one of the two targets. Every workspace value's buffer counts at least its bytes, so rounding
+ * up to MG_ALIGN only adds to the true peak.
+ *
+ * Any bound CBC proves for this program, even when stopped early, is therefore a bound on every
+ * schedule, with one caveat found the hard way: CBC 2.10's preprocessing "proved" 349 on a
+ * program with a feasible solution of 343 (checked row by row; tests/test_optimal.c keeps that
+ * problem), so it is turned off here, and so are CBC's primal heuristics (only the bound is
+ * wanted; the feasibility pump took half of a 20 s run on mlp_deep's program). */
 mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double *bound, mg_diag *d)
 {
     *bound = -1;
@@ -607,13 +635,57 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
         int r = row(&m, -DBL_MAX, 1 - (double)pr->scratch[tg[k]] / B);
         for (int v = 0; v < n; v++) coef(&m, r, PC(v, k), (double)pr->bytes[v] / B);
     }
+    /* memory inside gap k (the comment above): K, M[k] and a row per value computed there
+     * (K and M only ever want to be low, so they may be continuous) */
+    int *Kc = xcalloc((size_t)n + 1, sizeof *Kc);
+    for (int k = 0; k + 1 < T; k++) {
+        int any = 0;
+        for (int v = 0; v < n && !any; v++) any = EC(v, k) >= 0;
+        if (!any) continue;
+        double held = 0; /* the most M[k] can be */
+        for (int w = 0; w < n; w++) {
+            Kc[w] = -1;
+            if (PC(w, k) >= 0 && PC(w, k + 1) >= 0) held += (double)pr->bytes[w];
+        }
+        int Mk = col(&m, 0, 1, 0, 0), rm = row(&m, 0, DBL_MAX); /* M[k] - sum bytes K >= 0 */
+        coef(&m, rm, Mk, 1);
+        for (int w = 0; w < n; w++) {
+            if (PC(w, k) < 0 || PC(w, k + 1) < 0 || pr->bytes[w] == 0) continue;
+            Kc[w] = col(&m, 0, 1, 0, 0);
+            int r = row(&m, -1, DBL_MAX); /* K - P[w,k] - P[w,k+1] + E[w,k] >= -1 */
+            coef(&m, r, Kc[w], 1);
+            coef(&m, r, PC(w, k), -1);
+            coef(&m, r, PC(w, k + 1), -1);
+            coef(&m, r, EC(w, k), 1);
+            coef(&m, rm, Kc[w], -(double)pr->bytes[w] / B);
+        }
+        for (int v = 0; v < n; v++) {
+            if (EC(v, k) < 0) continue;
+            double step = (double)pr->bytes[v] + (double)pr->scratch[v];
+            for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
+                int u = pr->in[q], dup = 0;
+                for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == u;
+                if (!dup && WS(u)) step += (double)pr->bytes[u];
+            }
+            if (step + held <= B) continue; /* cannot bind */
+            int r = row(&m, -DBL_MAX, 1);
+            coef(&m, r, Mk, 1);
+            coef(&m, r, EC(v, k), step / B);
+            for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
+                int u = pr->in[q], dup = 0;
+                for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == u;
+                if (!dup && WS(u) && Kc[u] >= 0) coef(&m, r, Kc[u], -(double)pr->bytes[u] / B);
+            }
+        }
+    }
+    free(Kc);
 #undef PC
 #undef EC
 #undef WS
     if (!bad) {
         double *x = xcalloc((size_t)m.ncols, sizeof *x);
         outcome r;
-        st = solve_isolated(&m, time_limit, HUGE_VAL, 0, &r, x, d);
+        st = solve_isolated(&m, time_limit, HUGE_VAL, 0, 1, &r, x, d);
         if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
             /* (CBC's tolerances: a hair below what it reports) */
             *bound = once + (r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0);

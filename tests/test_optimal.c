@@ -450,6 +450,125 @@ START_TEST(test_relaxed_bound_tighter)
 }
 END_TEST
 
+/* Problems written out as tables: node 0 is a leaf, the others targets in order. */
+typedef struct trow {
+    int64_t bytes, scratch;
+    double cost;
+    int evictable, keep, in0, in1; /* inputs: -1 for none */
+} trow;
+
+static mg_problem *table_problem(const trow *t, int n)
+{
+    mg_problem *p = mg_problem_alloc(n, 2 * n);
+    int e = 0;
+    for (int v = 0; v < n; v++) {
+        p->in_start[v] = e;
+        if (v == 0) continue;
+        if (t[v].in0 >= 0) p->in[e++] = t[v].in0;
+        if (t[v].in1 >= 0) p->in[e++] = t[v].in1;
+        p->target[v] = 1;
+        p->bytes[v] = t[v].bytes;
+        p->scratch[v] = t[v].scratch;
+        p->cost[v] = t[v].cost;
+        p->evictable[v] = t[v].evictable;
+        p->keep_to_end[v] = t[v].keep;
+    }
+    p->in_start[n] = e;
+    p->nfwd = n;
+    return p;
+}
+
+/* Memory inside a gap (solve_exact.c). Under a cap of 1497 the optimum recomputes v3 before
+ * v10 and v4 and v6 before v11 (16 + 4 + 31 = 51 over 286). Without counting memory between
+ * targets the relaxed program recomputes v2 and then v4 = f(v3, v2) just before v11, for 34:
+ * but v11's inputs v10 and v6 are held through that gap, so v4's step would hold v10, v6, v3,
+ * v2 and v4, 192 + 256 + 256 + 448 + 448 = 1600 bytes. Counting them, the bound is the optimum. */
+static const trow gap_rows[] = {
+    {0, 0, 0, 0, 0, -1, -1},     {128, 0, 21, 1, 0, 0, -1},  {448, 0, 30, 1, 0, 1, -1}, {256, 0, 16, 1, 0, 2, -1},
+    {448, 0, 4, 1, 0, 3, 2},     {64, 0, 34, 1, 0, 4, -1},   {256, 0, 31, 1, 0, 5, 2},  {64, 0, 45, 0, 0, 6, -1},
+    {128, 0, 1, 0, 0, 7, 2},     {512, 0, 16, 0, 0, 8, 6},   {192, 0, 28, 0, 0, 9, 3},  {512, 0, 23, 0, 0, 10, 6},
+    {64, 0, 37, 0, 1, 11, 4},
+};
+
+START_TEST(test_relaxed_gap_memory)
+{
+    mg_problem *p = table_problem(gap_rows, (int)(sizeof gap_rows / sizeof *gap_rows));
+    int64_t cap = 1497;
+    double opt = reference_optimum(p, cap), relaxed;
+    ck_assert_msg(opt == 337, "the reference optimum is %.0f, not 337", opt);
+    mg_diag d = {0};
+    ck_assert_int_eq(mg_relaxed_bound(p, cap, 20, &relaxed, &d), MG_OK);
+    /* 320 (286 + 34) without the memory inside gaps */
+    ck_assert_msg(relaxed > 336.5 && relaxed <= opt, "the relaxed bound is %.3f, the optimum %.0f", relaxed, opt);
+    mg_problem_free(p);
+}
+END_TEST
+
+/* CBC's preprocessing proved 349 for the relaxed program of this problem at a cap of 1894,
+ * though the program has a solution of 343, the optimum of every schedule (auto's plan
+ * recomputes v6 and v7 before v13). The relaxed program runs without it. */
+static const trow preprocess_rows[] = {
+    {0, 0, 0, 0, 0, -1, -1},      {256, 0, 46, 1, 0, 0, -1},    {320, 0, 13, 1, 0, 1, -1},   {256, 0, 7, 1, 0, 2, -1},
+    {320, 128, 34, 1, 0, 3, -1},  {448, 0, 12, 1, 0, 4, -1},    {320, 0, 25, 1, 0, 5, -1},   {320, 192, 6, 1, 0, 6, -1},
+    {256, 128, 5, 1, 0, 7, 5},    {64, 0, 19, 1, 0, 8, 5},      {128, 64, 4, 0, 0, 9, -1},   {320, 0, 40, 0, 0, 10, 4},
+    {384, 256, 25, 0, 0, 11, 8},  {192, 0, 39, 0, 0, 12, 7},    {512, 0, 2, 0, 0, 13, 5},    {448, 192, 7, 0, 0, 14, 9},
+    {128, 0, 28, 0, 1, 15, 6},
+};
+
+START_TEST(test_relaxed_preprocess)
+{
+    mg_problem *p = table_problem(preprocess_rows, (int)(sizeof preprocess_rows / sizeof *preprocess_rows));
+    int64_t cap = 1894;
+    double opt = reference_optimum(p, cap), relaxed;
+    ck_assert_msg(opt == 343, "the reference optimum is %.0f, not 343", opt);
+    mg_diag d = {0};
+    ck_assert_int_eq(mg_relaxed_bound(p, cap, 20, &relaxed, &d), MG_OK);
+    ck_assert_msg(relaxed > 312 && relaxed <= opt, "the relaxed bound is %.3f, the optimum %.0f", relaxed, opt);
+    mg_problem_free(p);
+}
+END_TEST
+
+/* The relaxed program against the brute force on random problems with kernel scratch, a leaf,
+ * forward values reading one or two earlier ones and backward values reading the previous one
+ * and a forward value: never above the optimum. */
+START_TEST(test_relaxed_random_scratch)
+{
+    uint64_t seed = 4242;
+    int compared = 0, hits = 0;
+    for (int k = 0; k < 16; k++) {
+        int nfwd = 5 + k % 5, nbwd = 4 + k % 4, n = nfwd + nbwd + 1;
+        trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
+        for (int v = 1; v < n; v++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            uint64_t r = seed >> 20;
+            t[v] = (trow){64 * (int64_t)(1 + r / 11 % 8), r / 5003 % 4 == 0 ? 64 * (int64_t)(1 + r / 17 % 4) : 0,
+                          (double)(1 + r / 101 % 50), v <= nfwd, v == n - 1, v - 1, -1};
+            if (v <= nfwd && v > 2 && r % 3 == 0) t[v].in1 = (int)(r / 3 % (uint64_t)(v - 1));
+            if (v > nfwd + 1) t[v].in1 = 1 + (int)(r / 7 % (uint64_t)nfwd);
+        }
+        mg_problem *p = table_problem(t, n);
+        double once = 0;
+        for (int v = 1; v < n; v++) once += t[v].cost;
+        mg_diag d = {0};
+        mg_solution sa;
+        ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+        mg_plan_free(sa.plan);
+        for (int pct = 90; pct >= 45; pct -= 9) {
+            int64_t cap = sa.store_all_bytes * pct / 100;
+            double opt = reference_optimum(p, cap), relaxed;
+            if (isinf(opt)) continue;
+            ck_assert_int_eq(mg_relaxed_bound(p, cap, 20, &relaxed, &d), MG_OK);
+            ck_assert_msg(relaxed <= opt, "problem %d at %d%%: relaxed bound %.3f above the optimum %.0f", k, pct,
+                          relaxed, opt);
+            compared++;
+            hits += relaxed > once + 0.5;
+        }
+        mg_problem_free(p);
+    }
+    ck_assert_msg(compared >= 30 && hits >= 20, "%d comparisons, %d above every op once", compared, hits);
+}
+END_TEST
+
 /* ---- long chains: an independent dynamic program ----------------------------------------
  * A chain problem built directly: a leaf x, forward values f_1..f_n (f_i reads f_{i-1}), then
  * backward values g_n..g_1 (g_i reads g_{i+1}, f_i and f_{i-1}, as a layer's gradient reads
@@ -701,6 +820,9 @@ static Suite *optimal_suite(void)
     tcase_set_timeout(r, 600);
     tcase_add_test(r, test_random_problems);
     tcase_add_test(r, test_relaxed_bound_tighter);
+    tcase_add_test(r, test_relaxed_gap_memory);
+    tcase_add_test(r, test_relaxed_preprocess);
+    tcase_add_test(r, test_relaxed_random_scratch);
     tcase_add_test(r, test_fit_eviction);
     suite_add_tcase(s, r);
     TCase *l = tcase_create("long chains");
