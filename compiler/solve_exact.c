@@ -537,6 +537,19 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
  * program with a feasible solution of 343 (checked row by row; tests/test_optimal.c keeps that
  * problem), so it is turned off here, and so are CBC's primal heuristics (only the bound is
  * wanted; the feasibility pump took half of a 20 s run on mlp_deep's program). */
+/* The bytes of v's step when it is computed between targets: its output, its scratch and its
+ * distinct workspace inputs. */
+static double gap_step(const mg_problem *pr, const int *pos, int v)
+{
+    double step = (double)pr->bytes[v] + (double)pr->scratch[v];
+    for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
+        int u = pr->in[q], dup = 0;
+        for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == u;
+        if (!dup && pos[u] >= 0 && pr->home[u].mem == MG_MEM_NONE) step += (double)pr->bytes[u];
+    }
+    return step;
+}
+
 mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double *bound, mg_diag *d)
 {
     *bound = -1;
@@ -639,14 +652,14 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
      * (K and M only ever want to be low, so they may be continuous) */
     int *Kc = xcalloc((size_t)n + 1, sizeof *Kc);
     for (int k = 0; k + 1 < T; k++) {
-        int any = 0;
-        for (int v = 0; v < n && !any; v++) any = EC(v, k) >= 0;
-        if (!any) continue;
         double held = 0; /* the most M[k] can be */
         for (int w = 0; w < n; w++) {
             Kc[w] = -1;
             if (PC(w, k) >= 0 && PC(w, k + 1) >= 0) held += (double)pr->bytes[w];
         }
+        int any = 0; /* a row that can bind: else no variables either */
+        for (int v = 0; v < n && !any; v++) any = EC(v, k) >= 0 && gap_step(pr, pos, v) + held > B;
+        if (!any) continue;
         int Mk = col(&m, 0, 1, 0, 0), rm = row(&m, 0, DBL_MAX); /* M[k] - sum bytes K >= 0 */
         coef(&m, rm, Mk, 1);
         for (int w = 0; w < n; w++) {
@@ -661,12 +674,7 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
         }
         for (int v = 0; v < n; v++) {
             if (EC(v, k) < 0) continue;
-            double step = (double)pr->bytes[v] + (double)pr->scratch[v];
-            for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
-                int u = pr->in[q], dup = 0;
-                for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == u;
-                if (!dup && WS(u)) step += (double)pr->bytes[u];
-            }
+            double step = gap_step(pr, pos, v);
             if (step + held <= B) continue; /* cannot bind */
             int r = row(&m, -DBL_MAX, 1);
             coef(&m, r, Mk, 1);
