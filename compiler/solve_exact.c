@@ -654,7 +654,8 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
     int *Kc = xcalloc((size_t)n + 1, sizeof *Kc);
     /* (not on large programs: mobilenet's grew from 144k to 288k nonzeros, and CBC, which did
      * not get past the root of the smaller one, overran its time limit on the larger) */
-    for (int k = 0; k + 1 < T && m.nnz <= 100000; k++) {
+    int small = m.nnz <= 100000;
+    for (int k = 0; k + 1 < T && small; k++) {
         double held = 0; /* the most M[k] can be */
         for (int w = 0; w < n; w++) {
             Kc[w] = -1;
