@@ -287,12 +287,13 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
  * small enough that scheduling is cheap, restarts of the eviction policies with perturbed
  * scores (mg_sched_opts.seed): as many as keep restarts x nodes near RESTART_WORK. */
 enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NFIT = NBASE, NVARIANTS = NBASE + NRC + NFIT, MAX_RESTARTS = 64,
-       RESTART_WORK = 20000, IMPROVE_SEEDS = 3, IMPROVE_SCHEDULES = 200, IMPROVE_WORK = 70000 };
+       RESTART_WORK = 20000, IMPROVE_SEEDS = 3, IMPROVE_SCHEDULES = 200, IMPROVE_MIN = 20, IMPROVE_WORK = 70000 };
 /* The improvement search (sched_improve.c) runs where auto's best plan is more than IMPROVE_GAP
  * above the lower bound, from the IMPROVE_SEEDS cheapest variants of sched_remat.c whose
  * schedules cost at most IMPROVE_SLACK more than that plan (where sched_rc.c's are far cheaper,
  * as on layered DAGs, it never catches up), each with up to IMPROVE_SCHEDULES schedules, fewer
- * on large problems (IMPROVE_WORK / nodes). */
+ * on large problems (IMPROVE_WORK / nodes), and not at all where that is below IMPROVE_MIN
+ * (above 3500 nodes: a search that short seldom finds anything, and each schedule is dear). */
 static const double IMPROVE_GAP = 0.001, IMPROVE_SLACK = 0.05;
 static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
     {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
@@ -301,7 +302,7 @@ static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
 static int improve_schedules(const mg_problem *pr)
 {
     int k = IMPROVE_WORK / (pr->n > 0 ? pr->n : 1);
-    return k > IMPROVE_SCHEDULES ? IMPROVE_SCHEDULES : k;
+    return k < IMPROVE_MIN ? 0 : k > IMPROVE_SCHEDULES ? IMPROVE_SCHEDULES : k;
 }
 
 static int restarts_for(const mg_problem *pr)
@@ -476,7 +477,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     for (int i = 0; i < nseeds && !st && solver == MG_SOLVER_AUTO && *out &&
                     (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
          i++)
-        if (seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK))
+        if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK))
             st = mg_improve_schedule(pr, &seeds[i].o, budget, improve_schedules(pr), out, d);
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
         if ((st = chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) keep_better(out, p);
