@@ -129,6 +129,9 @@ typedef struct mg_sched_opts {
                                   overpays for the last few bytes) */
     double flops_limit;        /* 0, or a cost the schedule may not exceed: past it the scheduler
                                   gives up (no plan), so hopeless variants stop early */
+    const double *weight;      /* sched_remat.c, optional, per node: a factor on its eviction score
+                                  (above 1: kept longer; below: dropped sooner), on top of seed's;
+                                  sched_improve.c searches these */
 } mg_sched_opts;
 
 /* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,
@@ -180,6 +183,14 @@ mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d);
 
 /* plan_verify.c: the independent checker; replays the schedule of prob. */
 mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
+
+/* sched_improve.c: a local search over the score weights of sched_remat.c's schedule under
+ * opts (opts->weight is replaced): moves reweight one recomputed value at a time and are kept
+ * when the schedule gets cheaper and still fits budget once placed. *best (a placed plan within
+ * budget, or NULL) is replaced by the search's plan when that is cheaper. At most max_schedules
+ * schedules are made. */
+mg_status mg_improve_schedule(const mg_problem *prob, const mg_sched_opts *opts, int64_t budget, int max_schedules,
+                              mg_plan **best, mg_diag *d);
 
 /* sched_search.c: the cheapest schedule under cap (peak live bytes) by best-first search over
  * (next target, resident values), or NULL when none exists or the search would visit more than

@@ -9,7 +9,9 @@
  *              the budget-driven schedules under every eviction policy (with lazy and eager
  *              freeing), of sched_rc.c's recompute-aware scheduler, of
  *              restarts of the eviction policies with perturbed scores (small problems), and of
- *              sqrt. All are scheduled first (cheap); only the cheapest are
+ *              sqrt; where the best is above the proven lower bound, a local search over the
+ *              eviction score weights of the cheapest variants (sched_improve.c). All are
+ *              scheduled first (cheap); only the cheapest are
  *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
  *              by whatever the arena added on top of the live bytes; and, where the problem
  *              is small enough, the exact search over (stage, resident set) (sched_search.c),
@@ -40,6 +42,7 @@ typedef struct search_memo {
     mg_chain *chain;        /* its stages and tables (NULL: the problem is not a chain), */
     int64_t chain_table_cap;/* and the largest cap its tables are built for (0: none yet) */
     int64_t store_all;      /* the store-all workspace */
+    double lower_bound;     /* proven for every plan under the budget solved for (0: none) */
 } search_memo;
 
 /* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's. (sched_rc.c's variants
@@ -284,10 +287,23 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
  * small enough that scheduling is cheap, restarts of the eviction policies with perturbed
  * scores (mg_sched_opts.seed): as many as keep restarts x nodes near RESTART_WORK. */
 enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NFIT = NBASE, NVARIANTS = NBASE + NRC + NFIT, MAX_RESTARTS = 64,
-       RESTART_WORK = 20000 };
+       RESTART_WORK = 20000, IMPROVE_SEEDS = 3, IMPROVE_SCHEDULES = 200, IMPROVE_MIN = 20, IMPROVE_WORK = 70000 };
+/* The improvement search (sched_improve.c) runs where auto's best plan is more than IMPROVE_GAP
+ * above the lower bound, from the IMPROVE_SEEDS cheapest variants of sched_remat.c whose
+ * schedules cost at most IMPROVE_SLACK more than that plan (where sched_rc.c's are far cheaper,
+ * as on layered DAGs, it never catches up), each with up to IMPROVE_SCHEDULES schedules, fewer
+ * on large problems (IMPROVE_WORK / nodes), and not at all where that is below IMPROVE_MIN
+ * (above 3500 nodes: a search that short seldom finds anything, and each schedule is dear). */
+static const double IMPROVE_GAP = 0.001, IMPROVE_SLACK = 0.05;
 static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
     {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
     {MG_EVICT_COST_SIZE_DIST, 2}, {MG_EVICT_COST_SIZE_SQRTDIST, 2}};
+
+static int improve_schedules(const mg_problem *pr)
+{
+    int k = IMPROVE_WORK / (pr->n > 0 ? pr->n : 1);
+    return k < IMPROVE_MIN ? 0 : k > IMPROVE_SCHEDULES ? IMPROVE_SCHEDULES : k;
+}
 
 static int restarts_for(const mg_problem *pr)
 {
@@ -436,6 +452,13 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     variant v[NVARIANTS + MAX_RESTARTS];
     int nv = schedule_variants(pr, budget, v, NVARIANTS + restarts_for(pr), d);
     mg_status st = MG_OK;
+    struct seed {
+        mg_sched_opts o;
+        double cost; /* its schedule's, unplaced */
+    } seeds[IMPROVE_SEEDS]; /* the cheapest of sched_remat.c's variants */
+    int nseeds = 0;
+    for (int i = 0; i < nv && nseeds < IMPROVE_SEEDS; i++)
+        if (!v[i].o.rc) seeds[nseeds++] = (struct seed){v[i].o, v[i].p->flops_executed};
     for (int i = 0; i < nv; i++) {
         if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
             mg_plan_free(v[i].p);
@@ -449,6 +472,13 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         }
         keep_better(out, p);
     }
+    /* where the best plan is above the bound proven for every plan: a local search over the
+     * eviction score weights of those variants (sched_improve.c) */
+    for (int i = 0; i < nseeds && !st && solver == MG_SOLVER_AUTO && *out &&
+                    (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
+         i++)
+        if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK))
+            st = mg_improve_schedule(pr, &seeds[i].o, budget, improve_schedules(pr), out, d);
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
         if ((st = chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) keep_better(out, p);
     }
@@ -700,11 +730,12 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
-    search_memo memo = {-1, 0, 0, NULL, 0, 0};
+    search_memo memo = {-1, 0, 0, NULL, 0, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     memo.store_all = sa->workspace_bytes;
     out->lower_bound = sa->flops_once + forced_recompute_cost(pr, budget); /* every op at least once */
+    memo.lower_bound = out->lower_bound;
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
         out->plan = sa;
         sa = NULL;

@@ -184,7 +184,8 @@ static double policy_score(const sim *s, int v)
 
 static double score(const sim *s, int v)
 {
-    return s->jitter ? policy_score(s, v) * s->jitter[v] : policy_score(s, v);
+    double sc = s->jitter ? policy_score(s, v) * s->jitter[v] : policy_score(s, v);
+    return s->o->weight ? sc * s->o->weight[v] : sc;
 }
 
 /* The restart's factors: splitmix64 of (seed, node) mapped to [1/2, 2), log-uniformly. */

@@ -807,6 +807,68 @@ START_TEST(test_fit_eviction)
 }
 END_TEST
 
+/* sched_improve.c's local search over eviction score weights, on random problems small enough
+ * for the brute force: from each eviction policy's schedule (placed, within the budget) it
+ * returns a verified plan within the budget, never dearer than that schedule and never below
+ * the optimum; all-one weights change nothing; and it must find a cheaper plan somewhere (else
+ * this tests nothing), reaching the optimum where the policy missed it at least once. */
+START_TEST(test_improve_weights)
+{
+    uint64_t seed = 777;
+    int tried = 0, helped = 0, reached = 0;
+    mg_diag d = {0};
+    for (int k = 0; k < 10; k++) {
+        mg_problem *pr = random_problem(&seed, 10 + k % 4, 8 + k % 3);
+        mg_solution sa;
+        ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+        double *ones = malloc((size_t)pr->n * sizeof *ones);
+        for (int v = 0; v < pr->n; v++) ones[v] = 1;
+        for (int pct = 80; pct >= 40; pct -= 10) {
+            int64_t budget = sa.store_all_bytes * pct / 100;
+            double opt = reference_optimum(pr, budget);
+            for (int i = 0; i < 2 * MG_EVICT_NPOLICIES; i++) {
+                mg_sched_opts o = {.cap = budget, .policy = (mg_evict_policy)(i % MG_EVICT_NPOLICIES),
+                                   .lazy = i >= MG_EVICT_NPOLICIES};
+                mg_plan *plain, *w1;
+                ck_assert_int_eq(mg_schedule(pr, &o, &plain, &d), MG_OK);
+                if (!plain) continue;
+                o.weight = ones;
+                ck_assert_int_eq(mg_schedule(pr, &o, &w1, &d), MG_OK);
+                ck_assert_msg(w1 && w1->flops_executed == plain->flops_executed && w1->nsteps == plain->nsteps,
+                              "problem %d at %d%%, variant %d: weights of one changed the schedule", k, pct, i);
+                mg_plan_free(w1);
+                o.weight = NULL;
+                ck_assert_int_eq(mg_arena_assign_within(plain, budget, &d), MG_OK);
+                if (plain->workspace_bytes > budget) {
+                    mg_plan_free(plain);
+                    continue;
+                }
+                double before = plain->flops_executed;
+                mg_plan *best = plain;
+                ck_assert_int_eq(mg_improve_schedule(pr, &o, budget, 200, &best, &d), MG_OK);
+                ck_assert_ptr_nonnull(best);
+                ck_assert_int_eq(mg_plan_verify(best, pr, &d), MG_OK);
+                ck_assert_msg(best->workspace_bytes <= budget && best->flops_executed <= before &&
+                                  best->flops_executed >= opt,
+                              "problem %d at %d%%, variant %d: %.0f (workspace %lld of %lld) from %.0f, optimum %.0f",
+                              k, pct, i, best->flops_executed, (long long)best->workspace_bytes, (long long)budget,
+                              before, opt);
+                tried++;
+                helped += best->flops_executed < before;
+                reached += best->flops_executed == opt && before > opt;
+                mg_plan_free(best);
+            }
+        }
+        free(ones);
+        mg_plan_free(sa.plan);
+        mg_problem_free(pr);
+    }
+    ck_assert_msg(tried >= 50, "only %d schedules to improve", tried);
+    ck_assert_msg(helped > 0 && reached > 0, "the search improved %d of %d schedules, reaching the optimum %d times",
+                  helped, tried, reached);
+}
+END_TEST
+
 static Suite *optimal_suite(void)
 {
     Suite *s = suite_create("optimal");
@@ -824,6 +886,7 @@ static Suite *optimal_suite(void)
     tcase_add_test(r, test_relaxed_preprocess);
     tcase_add_test(r, test_relaxed_random_scratch);
     tcase_add_test(r, test_fit_eviction);
+    tcase_add_test(r, test_improve_weights);
     suite_add_tcase(s, r);
     TCase *l = tcase_create("long chains");
     tcase_set_timeout(l, 600);
