@@ -12,7 +12,10 @@
  * reshapes that keep axis 0, ...), and whose other operands do not depend on R. It ends at the
  * first op that mixes samples (matmul over the batch rows, reductions, cross_entropy).
  * The block B: backward ops of the same per-sample kind that read a value of R or B, and the
- * parameter-gradient reductions over the batch that read them (sum_to, conv2d_grad_weight).
+ * parameter-gradient reductions over the batch that read them (sum_to, conv2d_grad_weight);
+ * then, back from B, the per-sample backward ops that only B reads (unet_small: the input
+ * gradient of the 1x1 output convolution, which reads xent_grad's whole result; computed whole
+ * it held 2 MiB and kept the minimum at 8.6 MiB in 4 parts, split 25% = 6.6 MiB is met).
  *
  * The new graph, in order: the forward values that do not depend on R; for each micro-batch
  * c = 0..k-1 a copy of R on samples [c*N/k, (c+1)*N/k), reading slices of the batch inputs; the
@@ -22,7 +25,8 @@
  * conv2d_grad_weight_acc (the kernels add in the very order of one call over the whole batch);
  * the concatenations of B's values used whole later; the rest of the backward graph.
  * Convolutions are split only at multiples of the images one GEMM takes (mgk_conv_batch), so
- * every kernel call of a copy is one of the calls the whole-batch kernel makes.
+ * every kernel call of a copy is one of the calls the whole-batch kernel makes (unet_small's
+ * 8x8 bottleneck takes 2 images per GEMM: at most 4 parts of its batch of 8).
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
@@ -197,6 +201,7 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
                            "the samples", mg_ops[g->nodes[stop].op].name);
     }
     /* B and the reductions, in order */
+    char *ps = xcalloc((size_t)n, 1); /* per-sample backward ops (bat holds their batched operands) */
     for (int v = nf; v < n; v++) {
         const mg_node *nd = &g->nodes[v];
         char *bt = &m->bat[(size_t)v * MG_MAX_INPUTS];
@@ -205,6 +210,7 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         if (per_sample(g, nd, m->N, bt)) {
             for (int k = 0; k < nd->ninputs; k++) reads |= bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]]);
             m->B[v] = (char)reads;
+            ps[v] = 1;
             continue;
         }
         memset(bt, 0, MG_MAX_INPUTS);
@@ -222,6 +228,30 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         }
         m->acc[v] = (char)reads;
     }
+    /* B grows back over the per-sample backward ops that only B reads, each sample by sample (the
+     * input gradient of a last per-sample layer whose dy comes from an op that mixes the samples:
+     * unet_small's conv2d_grad_input of the 1x1 output convolution, 2 MiB whole otherwise). Their
+     * batched operands from outside are read as slices, like B's. */
+    int *uses = xcalloc((size_t)n, sizeof *uses), *inb = xcalloc((size_t)n, sizeof *inb);
+    for (int v = 0; v < n; v++)
+        for (int k = 0; k < g->nodes[v].ninputs; k++) {
+            int u = g->nodes[v].in[k];
+            uses[u]++;
+            inb[u] += (m->B[v] || m->acc[v]) && m->bat[(size_t)v * MG_MAX_INPUTS + k];
+        }
+    for (int i = 0; i < g->noutputs; i++) uses[g->outputs[i].node]++;
+    for (int i = 0; i < g->nparams; i++)
+        if (g->param_grads[i] >= 0) uses[g->param_grads[i]]++;
+    for (int v = n - 1; v >= nf; v--) {
+        const mg_node *nd = &g->nodes[v];
+        if (!ps[v] || m->B[v] || !uses[v] || inb[v] < uses[v]) continue;
+        m->B[v] = 1;
+        for (int k = 0; k < nd->ninputs; k++)
+            inb[nd->in[k]] += m->bat[(size_t)v * MG_MAX_INPUTS + k];
+    }
+    free(uses);
+    free(inb);
+    free(ps);
     /* which values are used whole (concatenated), and the order constraints of the backward */
     char *after = m->after = xcalloc((size_t)n, 1);
     mg_status st = MG_OK;
@@ -263,9 +293,10 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
 }
 
 /* k is a count the kernels allow: it divides N, and every convolution of R and B keeps its
- * groups of images per GEMM whole. */
-static int count_ok(const mb_info *m, int64_t k)
+ * groups of images per GEMM whole (*conv: the first that would be cut, else -1). */
+static int count_ok(const mb_info *m, int64_t k, int *conv)
 {
+    *conv = -1;
     if (k < 2 || m->N % k) return 0;
     int64_t part = m->N / k;
     for (int v = 0; v < m->g->n; v++) {
@@ -275,7 +306,10 @@ static int count_ok(const mb_info *m, int64_t k)
             op != MG_OP_CONV2D_GRAD_WEIGHT)
             continue;
         mgk_conv_geom geom = mg_conv_geom(m->g, v);
-        if (part % mgk_conv_batch(&geom)) return 0;
+        if (part % mgk_conv_batch(&geom)) {
+            *conv = v;
+            return 0;
+        }
     }
     return 1;
 }
@@ -286,7 +320,7 @@ int mg_microbatch_counts(const mg_graph *g, int *ks, int max, mg_diag *why)
     int nk = 0;
     if (!analyse(g, &m, why)) {
         for (int64_t k = 2; k <= m.N && nk < max; k++)
-            if (count_ok(&m, k)) ks[nk++] = (int)k;
+            if (count_ok(&m, k, &(int){0})) ks[nk++] = (int)k;
         if (!nk) mg_diag_set(why, (mg_loc){0}, "no micro-batch count divides the batch of %lld into whole GEMM groups",
                              (long long)m.N);
     }
@@ -430,13 +464,22 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
         info_free(&m);
         return MG_ERR;
     }
-    if (!count_ok(&m, k)) {
+    int conv;
+    if (!count_ok(&m, k, &conv)) {
+        mg_status st;
+        if (conv < 0) {
+            st = mg_diag_set(d, (mg_loc){0}, "cannot split the batch of %lld into %d micro-batches: %d does not divide it",
+                             (long long)m.N, k, k);
+        } else {
+            mgk_conv_geom geom = mg_conv_geom(g, conv);
+            st = mg_diag_set(d, g->nodes[conv].loc,
+                             "cannot split the batch of %lld into %d micro-batches: this %s takes %lld images per GEMM "
+                             "(%lldx%lld outputs each), and parts of %lld would cut those groups",
+                             (long long)m.N, k, mg_ops[g->nodes[conv].op].name, (long long)mgk_conv_batch(&geom),
+                             (long long)geom.OH, (long long)geom.OW, (long long)(m.N / k));
+        }
         info_free(&m);
-        return mg_diag_set(d, (mg_loc){0},
-                           m.N % k || k < 2 ? "cannot split the batch of %lld into %d micro-batches: %d does not divide it"
-                                            : "cannot split the batch of %lld into %d micro-batches: a convolution takes "
-                                              "several images per GEMM, and parts of %d would cut those groups",
-                           (long long)m.N, k, m.N % k || k < 2 ? k : (int)(m.N / k));
+        return st;
     }
     int n = g->n, nf = g->nforward;
     mb_build b = {&m, mg_graph_new(), k, m.N / k, NULL, NULL, NULL, NULL, d, 0};

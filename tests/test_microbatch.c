@@ -92,6 +92,45 @@ START_TEST(test_rewrite_cnn)
 }
 END_TEST
 
+/* unet_small (batch 8): the whole network is per-sample up to the cross-entropy. In 4 parts
+ * every input gradient is computed per part, the one of the 1x1 output convolution too (it
+ * reads xent_grad's whole gradient as slices); xent_grad and the gradient of the output bias,
+ * which mix or sum the samples outside the parts, stay whole. 8 parts would cut the 2 images
+ * the bottleneck's 8x8 convolutions take per GEMM: refused, naming the convolution. */
+START_TEST(test_rewrite_unet)
+{
+    char *src = example("unet_small");
+    mg_graph *g = joint(src), *s = NULL;
+    mg_diag d = {0};
+    int ks[64], nk = mg_microbatch_counts(g, ks, 64, &d);
+    ck_assert_msg(nk == 2 && ks[0] == 2 && ks[1] == 4, "counts: %d (%s)", nk, d.msg);
+    ck_assert_msg(mg_microbatch(g, 4, &s, &d) == MG_OK, "%s", d.msg);
+    int dx = 0, xent = 0;
+    for (int v = s->nforward; v < s->n; v++) {
+        const mg_node *n = &s->nodes[v];
+        if (n->op == MG_OP_CONV2D_GRAD_INPUT) {
+            ck_assert_msg(n->type.shape.dim[0] == 2, "%%%d: conv2d_grad_input over %lld samples", v,
+                          (long long)n->type.shape.dim[0]);
+            dx++;
+        }
+        if (n->op == MG_OP_XENT_GRAD) {
+            ck_assert_int_eq(n->type.shape.dim[0], 8);
+            xent++;
+        }
+    }
+    ck_assert_int_eq(xent, 1);
+    ck_assert_int_eq(dx, 4 * 14); /* the 14 convolutions but the first, in each part */
+    mg_graph_free(s);
+    ck_assert_int_eq(mg_microbatch(g, 8, &s, &d), MG_ERR);
+    ck_assert_msg(strcmp(d.msg, "cannot split the batch of 8 into 8 micro-batches: this conv2d takes 2 images per GEMM "
+                                "(8x8 outputs each), and parts of 1 would cut those groups") == 0 &&
+                      d.loc.line == 21,
+                  "%d: %s", d.loc.line, d.msg);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 static const char bn_model[] = "model bnnet\n"
                                "input x: f32[8, 2, 6, 6]\n"
                                "input y: i32[8]\n"
@@ -274,6 +313,7 @@ int main(void)
     TCase *tc = tcase_create("rewrite");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_rewrite_cnn);
+    tcase_add_test(tc, test_rewrite_unet);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_cnn_bit_identical);
