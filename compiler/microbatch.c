@@ -27,6 +27,15 @@
  * Convolutions are split only at multiples of the images one GEMM takes (mgk_conv_batch), so
  * every kernel call of a copy is one of the calls the whole-batch kernel makes (unet_small's
  * 8x8 bottleneck takes 2 images per GEMM: at most 4 parts of its batch of 8).
+ * Not split: prefixes that end at batch_norm. resnet18_64's minimum, 12.0 MiB (45.3% of its
+ * 26.5 MiB store-all), is its stem's backward: batch_norm_grad_input reads x and dy and writes
+ * dx, three f32[16,64,32,32] of 4 MiB; 25% (6.6 MiB) needs the stem in parts, so batch_norm
+ * across them. The kernels (stateful_impl.h) sum each channel in double, sample after sample,
+ * so a split can be bit-identical: per part, carry the double sums (forward: sum x, then with
+ * the mean sum (x-mean)^2; backward: sum dy and sum dy*xhat, which are also the shift's and the
+ * scale's gradients, bit for bit) into the next part in an f64 tensor, then normalise each
+ * part; the running statistics move once, from the last part's sums. Not done yet: it needs ops
+ * for those steps, their state entries (layout.c) and their inference-mode code.
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
