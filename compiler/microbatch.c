@@ -120,10 +120,22 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
     return 1;
 }
 
-/* What the rewrite knows of g, for any k. */
+/* Whether the kernel calls of node v on parts of `part` samples are calls the whole-batch kernel
+ * makes: a convolution keeps its groups of images per GEMM whole (mgk_conv_batch). */
+static int part_ok(const mg_graph *g, int v, int64_t part)
+{
+    mg_op op = g->nodes[v].op;
+    if (op != MG_OP_CONV2D && op != MG_OP_CONV_TRANSPOSE2D && op != MG_OP_CONV2D_GRAD_INPUT &&
+        op != MG_OP_CONV2D_GRAD_WEIGHT)
+        return 1;
+    mgk_conv_geom geom = mg_conv_geom(g, v);
+    return part % mgk_conv_batch(&geom) == 0;
+}
+
+/* What the rewrite knows of g for k parts. */
 typedef struct mb_info {
     const mg_graph *g;
-    int64_t N;
+    int64_t N, part;
     char *batch_in; /* INPUT nodes whose axis 0 is the batch */
     char *R;        /* the forward prefix */
     char *dep;      /* forward: depends on R */
@@ -133,7 +145,10 @@ typedef struct mb_info {
     char *after;    /* backward values outside B that read B (computed after it) */
     char *cat;      /* values of R or B that are used whole: concatenated */
     char *bat;      /* n * MG_MAX_INPUTS: operand k of node v of R or B carries the batch axis */
-    int nR;
+    int *bn;        /* batch_norm_grad_* of B or acc: the batch_norm of R it differentiates; else -1 */
+    int *level;     /* R and B: how many batch_norms (forward) or batch_norm_grad_inputs (backward)
+                     * lie on the way from the batch inputs: the stages of the parts, see emission */
+    int nR, cut;    /* cut: the first convolution the parts would cut, or -1 */
 } mb_info;
 
 static void info_free(mb_info *m)
@@ -147,12 +162,39 @@ static void info_free(mb_info *m)
     free(m->after);
     free(m->cat);
     free(m->bat);
+    free(m->bn);
+    free(m->level);
 }
 
-static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
+/* The batch_norm of R that backward node v (batch_norm_grad_input, _scale or _shift) differentiates,
+ * or -1: the one on the same input and scale; _shift (dy only) has the dy of another of its kind. */
+static int bn_of(const mg_graph *g, const mb_info *m, int v)
+{
+    const mg_node *nd = &g->nodes[v];
+    if (nd->op == MG_OP_BATCH_NORM_GRAD_SHIFT) {
+        for (int u = g->nforward; u < g->n; u++) {
+            const mg_node *o = &g->nodes[u];
+            if (o->op == MG_OP_BATCH_NORM_GRAD_INPUT && o->in[2] == nd->in[0]) return bn_of(g, m, u);
+            if (o->op == MG_OP_BATCH_NORM_GRAD_SCALE && o->in[1] == nd->in[0]) return bn_of(g, m, u);
+        }
+        return -1;
+    }
+    int found = -1, count = 0;
+    for (int u = 0; u < g->nforward; u++) {
+        const mg_node *f = &g->nodes[u];
+        if (f->op != MG_OP_BATCH_NORM || f->in[0] != nd->in[0] || f->fattr != nd->fattr) continue;
+        if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT && f->in[1] != nd->in[1]) continue;
+        found = u;
+        count++;
+    }
+    return count == 1 && m->R[found] ? found : -1; /* (two batch_norms of one input: not told apart) */
+}
+
+static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
 {
     memset(m, 0, sizeof *m);
     m->g = g;
+    m->cut = -1;
     int n = g->n, nf = g->nforward;
     mg_loc none = {0};
     m->batch_in = xcalloc((size_t)n, 1);
@@ -163,6 +205,9 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
     m->need = xcalloc((size_t)n, 1);
     m->cat = xcalloc((size_t)n, 1);
     m->bat = xcalloc((size_t)n * MG_MAX_INPUTS, 1);
+    m->bn = xcalloc((size_t)n, sizeof *m->bn);
+    m->level = xcalloc((size_t)n, sizeof *m->level);
+    for (int v = 0; v < n; v++) m->bn[v] = -1;
     if (!g->param_grads || g->loss < 0) return mg_diag_set(why, none, "micro-batching needs the joint graph of a training step");
     for (int i = 0; i < g->ninputs; i++) {
         const mg_node *in = &g->nodes[g->inputs[i]];
@@ -172,6 +217,10 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         }
     }
     if (m->N < 2) return mg_diag_set(why, none, "the model has no batch of two or more samples to split");
+    if (k < 2 || m->N % k)
+        return mg_diag_set(why, none, "cannot split the batch of %lld into %lld micro-batches: %lld does not divide it",
+                           (long long)m->N, (long long)k, (long long)k);
+    m->part = m->N / k;
     for (int i = 0; i < g->ninputs; i++) {
         const mg_node *in = &g->nodes[g->inputs[i]];
         if (in->type.shape.rank >= 1 && in->type.shape.dim[0] == m->N) m->batch_in[g->inputs[i]] = 1;
@@ -187,25 +236,44 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         const mg_node *nd = &g->nodes[v];
         if (is_leaf(nd->op)) continue;
         char *bt = &m->bat[(size_t)v * MG_MAX_INPUTS];
-        int reads = 0, ok = per_sample(g, nd, m->N, bt);
-        for (int k = 0; k < nd->ninputs; k++) {
-            int u = nd->in[k];
+        int reads = 0, ok = per_sample(g, nd, m->N, bt), isbn = nd->op == MG_OP_BATCH_NORM, lv = 0;
+        if (isbn) { /* its statistics over the parts in turn (the sums carried), then each part */
+            ok = nd->type.shape.dim[0] == m->N;
+            bt[0] = 1, bt[1] = bt[2] = 0;
+        }
+        if (ok && !part_ok(g, v, m->part)) {
+            ok = 0;
+            if (m->cut < 0) m->cut = v;
+        }
+        for (int i = 0; i < nd->ninputs; i++) {
+            int u = nd->in[i];
             m->dep[v] |= m->dep[u];
             reads |= m->R[u] || m->batch_in[u];
-            if (bt[k] ? !(m->R[u] || m->batch_in[u]) : m->dep[u]) ok = 0;
+            if (bt[i] ? !(m->R[u] || m->batch_in[u]) : m->dep[u]) ok = 0;
+            if (m->R[u]) {
+                int l = m->level[u] + (g->nodes[u].op == MG_OP_BATCH_NORM);
+                if (l > lv) lv = l;
+            }
         }
         if (ok && reads) {
             m->R[v] = m->dep[v] = 1;
+            m->level[v] = lv;
             m->nR++;
         } else if (reads && stop < 0) {
             stop = v;
         }
-        if (reads && !ok && nd->op == MG_OP_BATCH_NORM)
-            return mg_diag_set(why, nd->loc, "not split into micro-batches: the per-sample layers end at batch_norm, "
-                               "whose statistics are over the whole batch");
     }
     if (!m->nR) {
         if (stop < 0) return mg_diag_set(why, none, "no op reads the batch inputs sample by sample");
+        if (stop == m->cut) {
+            mgk_conv_geom geom = mg_conv_geom(g, stop);
+            return mg_diag_set(why, g->nodes[stop].loc,
+                               "cannot split the batch of %lld into %lld micro-batches: this %s takes %lld images per "
+                               "GEMM (%lldx%lld outputs each), and parts of %lld would cut those groups",
+                               (long long)m->N, (long long)k, mg_ops[g->nodes[stop].op].name,
+                               (long long)mgk_conv_batch(&geom), (long long)geom.OH, (long long)geom.OW,
+                               (long long)m->part);
+        }
         return mg_diag_set(why, g->nodes[stop].loc, "not split into micro-batches: the first op on the batch, %s, mixes "
                            "the samples", mg_ops[g->nodes[stop].op].name);
     }
@@ -216,13 +284,29 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         char *bt = &m->bat[(size_t)v * MG_MAX_INPUTS];
         int reads = 0;
         if (is_leaf(nd->op)) continue;
-        if (per_sample(g, nd, m->N, bt)) {
+        if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT || nd->op == MG_OP_BATCH_NORM_GRAD_SCALE ||
+            nd->op == MG_OP_BATCH_NORM_GRAD_SHIFT) {
+            /* split with the batch_norm of R they differentiate: input gradients part by part after
+             * the sums over the parts, the scale's and shift's gradients from those sums */
+            memset(bt, 0, MG_MAX_INPUTS);
+            m->bn[v] = bn_of(g, m, v);
+            if (m->bn[v] < 0) continue;
+            if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT) bt[0] = bt[2] = 1;
+            else bt[0] = 1, bt[1] = nd->op == MG_OP_BATCH_NORM_GRAD_SCALE;
+            for (int i = 0; i < nd->ninputs; i++) reads |= bt[i] && (m->R[nd->in[i]] || m->B[nd->in[i]]);
+            if (!reads) m->bn[v] = -1;
+            else if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT) m->B[v] = 1;
+            else m->acc[v] = 1;
+            continue;
+        }
+        if (per_sample(g, nd, m->N, bt) && part_ok(g, v, m->part)) {
             for (int k = 0; k < nd->ninputs; k++) reads |= bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]]);
             m->B[v] = (char)reads;
             ps[v] = 1;
             continue;
         }
         memset(bt, 0, MG_MAX_INPUTS);
+        if (!part_ok(g, v, m->part)) continue;
         if (nd->op == MG_OP_SUM_TO) {
             /* the batch axis summed; the output keeps another axis of extent > 1, so the kernel's
              * innermost run of summed elements never reaches across samples (mgk_sum_to) */
@@ -261,6 +345,16 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
     free(uses);
     free(inb);
     free(ps);
+    /* the backward's stages: past each batch_norm_grad_input of B (its sums over every part first) */
+    for (int v = nf; v < n; v++) {
+        if (!(m->B[v] || m->acc[v])) continue;
+        for (int i = 0; i < g->nodes[v].ninputs; i++) {
+            int u = g->nodes[v].in[i];
+            if (!m->B[u]) continue;
+            int l = m->level[u] + (g->nodes[u].op == MG_OP_BATCH_NORM_GRAD_INPUT);
+            if (l > m->level[v]) m->level[v] = l;
+        }
+    }
     /* which values are used whole (concatenated), and the order constraints of the backward */
     char *after = m->after = xcalloc((size_t)n, 1);
     mg_status st = MG_OK;
@@ -301,39 +395,20 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
     return st;
 }
 
-/* k is a count the kernels allow: it divides N, and every convolution of R and B keeps its
- * groups of images per GEMM whole (*conv: the first that would be cut, else -1). */
-static int count_ok(const mb_info *m, int64_t k, int *conv)
-{
-    *conv = -1;
-    if (k < 2 || m->N % k) return 0;
-    int64_t part = m->N / k;
-    for (int v = 0; v < m->g->n; v++) {
-        mg_op op = m->g->nodes[v].op;
-        if (!(m->R[v] || m->B[v] || m->acc[v])) continue;
-        if (op != MG_OP_CONV2D && op != MG_OP_CONV_TRANSPOSE2D && op != MG_OP_CONV2D_GRAD_INPUT &&
-            op != MG_OP_CONV2D_GRAD_WEIGHT)
-            continue;
-        mgk_conv_geom geom = mg_conv_geom(m->g, v);
-        if (part % mgk_conv_batch(&geom)) {
-            *conv = v;
-            return 0;
-        }
-    }
-    return 1;
-}
-
 int mg_microbatch_counts(const mg_graph *g, int *ks, int max, mg_diag *why)
 {
     mb_info m;
     int nk = 0;
-    if (!analyse(g, &m, why)) {
-        for (int64_t k = 2; k <= m.N && nk < max; k++)
-            if (count_ok(&m, k, &(int){0})) ks[nk++] = (int)k;
-        if (!nk) mg_diag_set(why, (mg_loc){0}, "no micro-batch count divides the batch of %lld into whole GEMM groups",
-                             (long long)m.N);
-    }
+    mg_status st = analyse(g, 2, &m, why); /* (why keeps the reason 2 parts are refused) */
+    int64_t N = m.N;
     info_free(&m);
+    if (!st && max > 0) ks[nk++] = 2;
+    for (int64_t k = 3; k <= N && nk < max; k++) {
+        mg_diag ignore = {0};
+        if (!analyse(g, k, &m, &ignore)) ks[nk++] = (int)k;
+        info_free(&m);
+    }
+    if (!nk && !st) mg_diag_set(why, (mg_loc){0}, "no micro-batch count splits the batch of %lld", (long long)N);
     return nk;
 }
 
@@ -346,6 +421,8 @@ typedef struct mb_build {
     int k;
     int64_t part;
     int *map, *cat, *cl, *sl;
+    int *st, *gs, *gs_part, *ord; /* per batch_norm of R: its statistics so far, its backward's sums
+                                   * so far and the last part they cover, its ordinal in g */
     mg_diag *d;
     int failed;
 } mb_build;
@@ -463,35 +540,102 @@ static void emit_whole(mb_build *b, int v, mg_phase ph)
     int in[MG_MAX_INPUTS];
     for (int k = 0; k < t->ninputs; k++) in[k] = whole(b, t->in[k]);
     b->map[v] = add_like(b, t, t->op, t->ninputs, in, 0, t->name, ph);
+    if (t->op == MG_OP_BATCH_NORM && b->map[v] >= 0) b->ng->nodes[b->map[v]].iattr[1] = b->ord[v]; /* mg_state_layout */
+}
+
+/* batch_norm v of R on the parts: pass 0 adds part c's sum to its statistics, pass 1 its squared
+ * deviations (b->st: the chain so far, a forward value of f64[2,C]). */
+static void emit_bn_stats(mb_build *b, int c, int v, int pass)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    s.iattr[1] = pass;
+    s.index = -1;
+    int in[2] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), b->st[v]};
+    int first = pass == 0 && c == 0;
+    b->st[v] = add_like(b, &s, first ? MG_OP_BN_STATS : MG_OP_BN_STATS_ACC, first ? 1 : 2, in, 0, NULL, MG_PHASE_FORWARD);
+}
+
+/* Part c of batch_norm v of R normalised with the batch's statistics. */
+static void emit_bn_apply(mb_build *b, int c, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    s.iattr[1] = b->ord[v];
+    s.iattr[2] = c;
+    int in[4] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), whole(b, t->in[1]), whole(b, t->in[2]), b->st[v]};
+    char nm[300];
+    b->cl[c * b->m->g->n + v] = add_like(b, &s, MG_OP_BN_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm),
+                                         MG_PHASE_FORWARD);
+}
+
+/* The backward sums of the batch_norm that backward node v differentiates, over part c (once per
+ * part, whichever of its gradients comes first). */
+static void emit_bn_grad_sums(mb_build *b, int c, int v)
+{
+    const mg_graph *g = b->m->g;
+    const mg_node *t = &g->nodes[v];
+    int f = b->m->bn[v];
+    if (b->gs_part[f] >= c) return;
+    int dy = t->op == MG_OP_BATCH_NORM_GRAD_INPUT ? t->in[2] : t->op == MG_OP_BATCH_NORM_GRAD_SCALE ? t->in[1] : t->in[0];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    s.fattr = g->nodes[f].fattr;
+    s.index = -1;
+    int in[3] = {chunk(b, c, g->nodes[f].in[0], MG_PHASE_BACKWARD), chunk(b, c, dy, MG_PHASE_BACKWARD),
+                 c == 0 ? b->st[f] : b->gs[f]};
+    b->gs[f] = add_like(b, &s, MG_OP_BN_GRAD_SUMS, 3, in, 0, NULL, MG_PHASE_BACKWARD);
+    b->gs_part[f] = c;
+}
+
+/* Part c of batch_norm_grad_input v, from the sums over every part. */
+static void emit_bn_grad_apply(mb_build *b, int c, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    int in[4] = {chunk(b, c, t->in[0], MG_PHASE_BACKWARD), whole(b, t->in[1]), chunk(b, c, t->in[2], MG_PHASE_BACKWARD),
+                 b->gs[b->m->bn[v]]};
+    char nm[300];
+    b->cl[c * b->m->g->n + v] = add_like(b, &s, MG_OP_BN_GRAD_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm),
+                                         MG_PHASE_BACKWARD);
+}
+
+/* batch_norm_grad_scale or _shift v: a row of the sums over every part. */
+static void emit_bn_grad_param(mb_build *b, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[1] = t->op == MG_OP_BATCH_NORM_GRAD_SCALE ? 3 : 2;
+    int in[1] = {b->gs[b->m->bn[v]]};
+    b->map[v] = add_like(b, &s, MG_OP_BN_GRAD_PARAM, 1, in, 0, t->name, MG_PHASE_BACKWARD);
 }
 
 mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
 {
     *out = NULL;
     mb_info m;
-    if (analyse(g, &m, d)) {
+    if (analyse(g, k, &m, d)) {
         info_free(&m);
         return MG_ERR;
     }
-    int conv;
-    if (!count_ok(&m, k, &conv)) {
-        mg_status st;
-        if (conv < 0) {
-            st = mg_diag_set(d, (mg_loc){0}, "cannot split the batch of %lld into %d micro-batches: %d does not divide it",
-                             (long long)m.N, k, k);
-        } else {
-            mgk_conv_geom geom = mg_conv_geom(g, conv);
-            st = mg_diag_set(d, g->nodes[conv].loc,
-                             "cannot split the batch of %lld into %d micro-batches: this %s takes %lld images per GEMM "
-                             "(%lldx%lld outputs each), and parts of %lld would cut those groups",
-                             (long long)m.N, k, mg_ops[g->nodes[conv].op].name, (long long)mgk_conv_batch(&geom),
-                             (long long)geom.OH, (long long)geom.OW, (long long)(m.N / k));
-        }
-        info_free(&m);
-        return st;
-    }
     int n = g->n, nf = g->nforward;
-    mb_build b = {&m, mg_graph_new(), k, m.N / k, NULL, NULL, NULL, NULL, d, 0};
+    mb_build b = {&m, mg_graph_new(), k, m.N / k, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d, 0};
+    b.st = xcalloc((size_t)n, sizeof *b.st);
+    b.gs = xcalloc((size_t)n, sizeof *b.gs);
+    b.gs_part = xcalloc((size_t)n, sizeof *b.gs_part);
+    b.ord = xcalloc((size_t)n, sizeof *b.ord);
+    for (int v = 0, o = 0; v < n; v++) {
+        b.gs_part[v] = -1;
+        if (g->nodes[v].op == MG_OP_BATCH_NORM) b.ord[v] = o++;
+    }
     b.map = malloc((size_t)n * sizeof *b.map);
     b.cat = malloc((size_t)n * sizeof *b.cat);
     b.cl = malloc((size_t)n * (size_t)k * sizeof *b.cl);
@@ -504,9 +648,26 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
     /* forward: what R does not depend on, R per micro-batch, R's values used whole, the rest */
     for (int v = 0; v < nf; v++)
         if (!m.dep[v]) emit_whole(&b, v, MG_PHASE_FORWARD);
-    for (int c = 0; c < k; c++)
+    /* R stage by stage: a batch_norm's statistics over every part end a stage, its parts
+     * normalised start the next */
+    int stages = 0;
+    for (int v = 0; v < nf; v++)
+        if (m.R[v] && m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM) > stages)
+            stages = m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM);
+    for (int s = 0; s <= stages; s++) {
+        for (int c = 0; c < k; c++) {
+            for (int v = 0; v < nf; v++)
+                if (m.R[v] && g->nodes[v].op == MG_OP_BATCH_NORM && m.level[v] + 1 == s) emit_bn_apply(&b, c, v);
+            for (int v = 0; v < nf; v++) {
+                if (!m.R[v] || m.level[v] != s) continue;
+                if (g->nodes[v].op == MG_OP_BATCH_NORM) emit_bn_stats(&b, c, v, 0);
+                else emit_chunk(&b, c, v, MG_PHASE_FORWARD);
+            }
+        }
         for (int v = 0; v < nf; v++)
-            if (m.R[v]) emit_chunk(&b, c, v, MG_PHASE_FORWARD);
+            if (m.R[v] && g->nodes[v].op == MG_OP_BATCH_NORM && m.level[v] == s)
+                for (int c = 0; c < k; c++) emit_bn_stats(&b, c, v, 1);
+    }
     for (int v = 0; v < nf; v++)
         if (m.R[v] && m.cat[v]) emit_cat(&b, v, MG_PHASE_FORWARD);
     for (int v = 0; v < nf; v++)
@@ -518,9 +679,24 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
         if (m.B[v] || m.acc[v]) first = v;
     for (int v = nf; v < n; v++)
         if (m.need[v] || (v < first && !m.after[v])) emit_whole(&b, v, MG_PHASE_BACKWARD), m.need[v] = 1;
-    for (int c = 0; c < k; c++)
+    stages = 0;
+    for (int v = nf; v < n; v++)
+        if ((m.B[v] || m.acc[v]) && m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM_GRAD_INPUT) > stages)
+            stages = m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM_GRAD_INPUT);
+    for (int s = 0; s <= stages; s++) {
+        for (int c = 0; c < k; c++) {
+            for (int v = nf; v < n; v++)
+                if (m.B[v] && g->nodes[v].op == MG_OP_BATCH_NORM_GRAD_INPUT && m.level[v] + 1 == s)
+                    emit_bn_grad_apply(&b, c, v);
+            for (int v = nf; v < n; v++) {
+                if (!(m.B[v] || m.acc[v]) || m.level[v] != s) continue;
+                if (m.bn[v] >= 0) emit_bn_grad_sums(&b, c, v);
+                else emit_chunk(&b, c, v, MG_PHASE_BACKWARD);
+            }
+        }
         for (int v = nf; v < n; v++)
-            if (m.B[v] || m.acc[v]) emit_chunk(&b, c, v, MG_PHASE_BACKWARD);
+            if (m.acc[v] && m.bn[v] >= 0 && m.level[v] == s) emit_bn_grad_param(&b, v);
+    }
     for (int v = nf; v < n; v++)
         if (m.B[v] && m.cat[v]) emit_cat(&b, v, MG_PHASE_BACKWARD);
     for (int v = nf; v < n; v++)
@@ -549,6 +725,10 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
     free(b.cat);
     free(b.cl);
     free(b.sl);
+    free(b.st);
+    free(b.gs);
+    free(b.gs_part);
+    free(b.ord);
     info_free(&m);
     if (st) {
         mg_graph_free(ng);
