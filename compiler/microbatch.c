@@ -9,8 +9,13 @@
  * The prefix R: forward ops reachable from the batch inputs (the inputs whose axis 0 is the
  * batch, N) through ops where sample n of the result depends only on sample n of the batched
  * operands (convolutions, pooling, elementwise ops whose other operands have no batch axis,
- * reshapes that keep axis 0, ...), and whose other operands do not depend on R. It ends at the
- * first op that mixes samples (matmul over the batch rows, reductions, cross_entropy).
+ * reshapes that keep axis 0, ...) or through batch_norm (below), and whose other operands do
+ * not depend on R. It ends at the first op that mixes samples (matmul over the batch rows,
+ * reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
+ * only at multiples of the images one GEMM takes (mgk_conv_batch), so that every kernel call of
+ * a copy is one of the calls the whole-batch kernel makes (unet_small's 8x8 bottleneck takes 2
+ * images per GEMM: 8 parts of its batch of 8 end before it; resnet18_64's 2x2 layer4 takes all
+ * 16: it is never split).
  * The block B: backward ops of the same per-sample kind that read a value of R or B, and the
  * parameter-gradient reductions over the batch that read them (sum_to, conv2d_grad_weight);
  * then, back from B, the per-sample backward ops that only B reads (unet_small: the input
@@ -24,18 +29,22 @@
  * each reduction of chunk c > 0 continues into chunk c-1's result through sum_to_acc or
  * conv2d_grad_weight_acc (the kernels add in the very order of one call over the whole batch);
  * the concatenations of B's values used whole later; the rest of the backward graph.
- * Convolutions are split only at multiples of the images one GEMM takes (mgk_conv_batch), so
- * every kernel call of a copy is one of the calls the whole-batch kernel makes (unet_small's
- * 8x8 bottleneck takes 2 images per GEMM: at most 4 parts of its batch of 8).
- * Not split: prefixes that end at batch_norm. resnet18_64's minimum, 12.0 MiB (45.3% of its
- * 26.5 MiB store-all), is its stem's backward: batch_norm_grad_input reads x and dy and writes
- * dx, three f32[16,64,32,32] of 4 MiB; 25% (6.6 MiB) needs the stem in parts, so batch_norm
- * across them. The kernels (stateful_impl.h) sum each channel in double, sample after sample,
- * so a split can be bit-identical: per part, carry the double sums (forward: sum x, then with
- * the mean sum (x-mean)^2; backward: sum dy and sum dy*xhat, which are also the shift's and the
- * scale's gradients, bit for bit) into the next part in an f64 tensor, then normalise each
- * part; the running statistics move once, from the last part's sums. Not done yet: it needs ops
- * for those steps, their state entries (layout.c) and their inference-mode code.
+ *
+ * batch_norm: its statistics are over the whole batch, so R runs in stages, each batch_norm
+ * ending one: the parts of a stage in turn, then the statistics of each of its batch_norms
+ * summed over the parts (bn_stats: sum x, then with the mean sum (x-mean)^2), then in the next
+ * stage each part normalised with them (bn_apply). The kernels (stateful_impl.h) sum each
+ * channel in double, sample after sample, and the parts carry those double sums (an f64[2,C]
+ * value) from one to the next: the very additions of the whole-batch kernel, so the split is
+ * bit-identical. The running statistics move once, on the first part's bn_apply of a training
+ * step; mg_state_layout orders them by the batch_norm's ordinal (iattr[1]) as in the whole
+ * graph. B likewise in stages ending at each batch_norm_grad_input: the sums of dy and dy*xhat
+ * over the parts (bn_grad_sums, f64[4,C] with the statistics), each part's input gradient
+ * (bn_grad_apply), and the scale's and shift's gradients read off those sums (bn_grad_param:
+ * they are the sums batch_norm_grad_scale and _shift make, bit for bit). resnet18_64's whole-
+ * batch minimum, 12.0 MiB (45.3% of its 26.5 MiB store-all), is its stem's backward
+ * (batch_norm_grad_input: x, dy and dx, three f32[16,64,32,32] of 4 MiB); in 16 parts (layers
+ * 1-3 split, layer4 whole) it is 6.3 MiB, under 25%.
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
