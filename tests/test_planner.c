@@ -441,7 +441,12 @@ END_TEST
  * met in 4 parts. */
 START_TEST(test_bit_identical_unet_small)
 {
+#ifdef MG_TEST_SANITIZED
+    /* one 4-part compile fewer under the sanitizers: the minimum is 4 parts too */
+    check_example("unet_small", 2, 1, (const enum point[]){AT_HALF, AT_MIN, AT_END});
+#else
     check_example("unet_small", 2, 1, (const enum point[]){AT_HALF, AT_QUARTER_MET, AT_MIN, AT_END});
+#endif
 }
 END_TEST
 
