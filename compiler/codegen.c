@@ -608,6 +608,56 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         }
         return;
     }
+    case MG_OP_BN_STATS:
+    case MG_OP_BN_STATS_ACC:
+    case MG_OP_BN_APPLY:
+    case MG_OP_BN_GRAD_SUMS:
+    case MG_OP_BN_GRAD_APPLY: { /* batch_norm over a batch in parts (microbatch.c) */
+        int64_t N = s0->dim[0], C = s0->dim[1], S = mg_shape_numel(s0) / (N * C);
+        mg_dtype xt = g->nodes[n->in[0]].type.dtype;
+        LLVMValueRef nul = LLVMConstNull(c->ptr), eps = cf64(c, n->fattr);
+        LLVMValueRef w = n->ninputs > 3 ? place_ptr(c, pl, &st->in[3], n->in[3]) : NULL;
+        LLVMValueRef dims[4] = {ci64(c, N), ci64(c, C), ci64(c, S), ci64(c, n->iattr[0])};
+        if (n->op == MG_OP_BN_STATS || n->op == MG_OP_BN_STATS_ACC) {
+            LLVMValueRef a[8] = {dims[0], dims[1], dims[2], dims[3], ci64(c, n->op == MG_OP_BN_STATS ? 0 : n->iattr[1]),
+                                 x, y ? y : nul, out};
+            call(c, "mgk_bn_stats", xt, a, 8);
+        } else if (n->op == MG_OP_BN_APPLY) {
+            /* the running statistics: those of the batch_norm (its first part's bn_apply owns the
+             * state entries); inference reads them, a training step moves them on the first
+             * computation of the first part */
+            int owner = -1;
+            for (int i = 0; i < g->n && owner < 0; i++)
+                if (g->nodes[i].op == MG_OP_BN_APPLY && g->nodes[i].iattr[2] == 0 && g->nodes[i].iattr[1] == n->iattr[1])
+                    owner = i;
+            LLVMValueRef rm = nul, rv = nul;
+            if (owner >= 0 && (c->mode == CG_EVAL || (c->mode == CG_TRAIN && owner == st->node && !c->bn_done[owner]))) {
+                rm = byte_ptr(c, c->state, c->bn_state[owner]);
+                rv = byte_ptr(c, c->state, c->bn_var[owner]);
+                c->bn_done[owner] = c->mode == CG_TRAIN;
+            }
+            if (c->mode == CG_EVAL) {
+                LLVMValueRef a[10] = {dims[0], dims[1], dims[2], x, y, z, eps, rm, rv, out};
+                call(c, "mgk_batch_norm_eval", dt, a, 10);
+            } else {
+                LLVMValueRef a[13] = {dims[0], dims[1], dims[2], dims[3], x, y, z, w, eps, cf64(c, n->fattr2), rm, rv, out};
+                call(c, "mgk_bn_apply", dt, a, 13);
+            }
+        } else if (n->op == MG_OP_BN_GRAD_SUMS) { /* (x, dy, sums): the first part reads the [2,C] statistics */
+            int first = g->nodes[n->in[2]].type.shape.dim[0] == 2;
+            LLVMValueRef a[10] = {dims[0], dims[1], dims[2], dims[3], ci64(c, first), x, y, z, eps, out};
+            call(c, "mgk_bn_grad_sums", xt, a, 10);
+        } else { /* (x, scale, dy, sums) */
+            LLVMValueRef a[10] = {dims[0], dims[1], dims[2], dims[3], x, y, z, w, eps, out};
+            call(c, "mgk_bn_grad_apply", dt, a, 10);
+        }
+        return;
+    }
+    case MG_OP_BN_GRAD_PARAM: {
+        LLVMValueRef a[4] = {ci64(c, n->type.shape.dim[0]), ci64(c, n->iattr[1]), x, out};
+        call(c, "mgk_bn_grad_param", dt, a, 4);
+        return;
+    }
     case MG_OP_DROPOUT:
     case MG_OP_DROPOUT_GRAD: {
         if (c->mode == CG_EVAL) { /* inference: the identity */

@@ -17,18 +17,40 @@ int64_t mg_param_layout(const mg_graph *g, int64_t *offsets)
     return off;
 }
 
+/* Whether forward node n holds a batch_norm's running statistics, and its ordinal among the
+ * model's batch_norms: a batch_norm, or the first part's bn_apply of one split into micro-batches
+ * (microbatch.c gives both the original ordinal in iattr[1], so the split graph's entries come in
+ * the whole graph's order; a graph never split has them all 0 and keeps the node order). */
+static int bn_owner(const mg_node *n, int *ordinal)
+{
+    *ordinal = n->iattr[1];
+    return n->op == MG_OP_BATCH_NORM || (n->op == MG_OP_BN_APPLY && n->iattr[2] == 0);
+}
+
 int mg_state_layout(const mg_graph *g, mg_state_entry *entries, int64_t *total)
 {
-    int k = 0, any = 0;
+    int k = 0, any = 0, nbn = 0, ord;
     int64_t off = 0;
     int nf = g->nforward ? g->nforward : g->n;
     for (int i = 0; i < nf; i++) {
-        const mg_node *n = &g->nodes[i];
-        any |= n->op == MG_OP_DROPOUT;
-        if (n->op != MG_OP_BATCH_NORM) continue;
+        any |= g->nodes[i].op == MG_OP_DROPOUT;
+        nbn += bn_owner(&g->nodes[i], &ord);
+    }
+    /* the owners by ordinal, then node order (a selection: models have tens of batch_norms) */
+    int last_ord = -1, last_node = -1;
+    for (int done = 0; done < nbn; done++) {
+        int best = -1, best_ord = 0;
+        for (int i = 0; i < nf; i++) {
+            if (!bn_owner(&g->nodes[i], &ord)) continue;
+            if (ord < last_ord || (ord == last_ord && i <= last_node)) continue;
+            if (best < 0 || ord < best_ord) best = i, best_ord = ord;
+        }
+        last_ord = best_ord;
+        last_node = best;
+        const mg_node *n = &g->nodes[best];
         int64_t bytes = (int64_t)mg_node_bytes(g, n->in[1]);
         for (int j = 0; j < 2; j++) {
-            if (entries) entries[k] = (mg_state_entry){j ? MG_STATE_RUNNING_VAR : MG_STATE_RUNNING_MEAN, i, off, bytes};
+            if (entries) entries[k] = (mg_state_entry){j ? MG_STATE_RUNNING_VAR : MG_STATE_RUNNING_MEAN, best, off, bytes};
             k++;
             off += align_up(bytes);
         }
@@ -52,9 +74,10 @@ const char *mg_state_name(const mg_graph *g, const mg_state_entry *e, char *buf,
      * earlier batch_norm; else "batch_norm#K", the K-th batch_norm ('#' is in no .mg name), so
      * that every entry of NAME_state_desc has its own name. */
     const char *what = e->kind == MG_STATE_RUNNING_MEAN ? "running_mean" : "running_var";
-    int scale = g->nodes[e->node].in[1], ordinal = 0, shared = 0;
-    for (int i = 0; i < e->node; i++)
-        if (g->nodes[i].op == MG_OP_BATCH_NORM) {
+    int scale = g->nodes[e->node].in[1], ordinal = 0, shared = 0, mine, ord;
+    bn_owner(&g->nodes[e->node], &mine);
+    for (int i = 0; i < g->n; i++) /* the owners before this one in mg_state_layout's order */
+        if (i != e->node && bn_owner(&g->nodes[i], &ord) && (ord < mine || (ord == mine && i < e->node))) {
             ordinal++;
             shared |= g->nodes[i].in[1] == scale;
         }

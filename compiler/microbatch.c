@@ -9,10 +9,18 @@
  * The prefix R: forward ops reachable from the batch inputs (the inputs whose axis 0 is the
  * batch, N) through ops where sample n of the result depends only on sample n of the batched
  * operands (convolutions, pooling, elementwise ops whose other operands have no batch axis,
- * reshapes that keep axis 0, ...), and whose other operands do not depend on R. It ends at the
- * first op that mixes samples (matmul over the batch rows, reductions, cross_entropy).
+ * reshapes that keep axis 0, ...) or through batch_norm (below), and whose other operands do
+ * not depend on R. It ends at the first op that mixes samples (matmul over the batch rows,
+ * reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
+ * only at multiples of the images one GEMM takes (mgk_conv_batch), so that every kernel call of
+ * a copy is one of the calls the whole-batch kernel makes (unet_small's 8x8 bottleneck takes 2
+ * images per GEMM: 8 parts of its batch of 8 end before it; resnet18_64's 2x2 layer4 takes all
+ * 16: it is never split).
  * The block B: backward ops of the same per-sample kind that read a value of R or B, and the
- * parameter-gradient reductions over the batch that read them (sum_to, conv2d_grad_weight).
+ * parameter-gradient reductions over the batch that read them (sum_to, conv2d_grad_weight);
+ * then, back from B, the per-sample backward ops that only B reads (unet_small: the input
+ * gradient of the 1x1 output convolution, which reads xent_grad's whole result; computed whole
+ * it held 2 MiB and kept the minimum at 8.6 MiB in 4 parts, split 25% = 6.6 MiB is met).
  *
  * The new graph, in order: the forward values that do not depend on R; for each micro-batch
  * c = 0..k-1 a copy of R on samples [c*N/k, (c+1)*N/k), reading slices of the batch inputs; the
@@ -21,8 +29,22 @@
  * each reduction of chunk c > 0 continues into chunk c-1's result through sum_to_acc or
  * conv2d_grad_weight_acc (the kernels add in the very order of one call over the whole batch);
  * the concatenations of B's values used whole later; the rest of the backward graph.
- * Convolutions are split only at multiples of the images one GEMM takes (mgk_conv_batch), so
- * every kernel call of a copy is one of the calls the whole-batch kernel makes.
+ *
+ * batch_norm: its statistics are over the whole batch, so R runs in stages, each batch_norm
+ * ending one: the parts of a stage in turn, then the statistics of each of its batch_norms
+ * summed over the parts (bn_stats: sum x, then with the mean sum (x-mean)^2), then in the next
+ * stage each part normalised with them (bn_apply). The kernels (stateful_impl.h) sum each
+ * channel in double, sample after sample, and the parts carry those double sums (an f64[2,C]
+ * value) from one to the next: the very additions of the whole-batch kernel, so the split is
+ * bit-identical. The running statistics move once, on the first part's bn_apply of a training
+ * step; mg_state_layout orders them by the batch_norm's ordinal (iattr[1]) as in the whole
+ * graph. B likewise in stages ending at each batch_norm_grad_input: the sums of dy and dy*xhat
+ * over the parts (bn_grad_sums, f64[4,C] with the statistics), each part's input gradient
+ * (bn_grad_apply), and the scale's and shift's gradients read off those sums (bn_grad_param:
+ * they are the sums batch_norm_grad_scale and _shift make, bit for bit). resnet18_64's whole-
+ * batch minimum, 12.0 MiB (45.3% of its 26.5 MiB store-all), is its stem's backward
+ * (batch_norm_grad_input: x, dy and dx, three f32[16,64,32,32] of 4 MiB); in 16 parts (layers
+ * 1-3 split, layer4 whole) it is 6.3 MiB, under 25%.
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
@@ -107,10 +129,22 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
     return 1;
 }
 
-/* What the rewrite knows of g, for any k. */
+/* Whether the kernel calls of node v on parts of `part` samples are calls the whole-batch kernel
+ * makes: a convolution keeps its groups of images per GEMM whole (mgk_conv_batch). */
+static int part_ok(const mg_graph *g, int v, int64_t part)
+{
+    mg_op op = g->nodes[v].op;
+    if (op != MG_OP_CONV2D && op != MG_OP_CONV_TRANSPOSE2D && op != MG_OP_CONV2D_GRAD_INPUT &&
+        op != MG_OP_CONV2D_GRAD_WEIGHT)
+        return 1;
+    mgk_conv_geom geom = mg_conv_geom(g, v);
+    return part % mgk_conv_batch(&geom) == 0;
+}
+
+/* What the rewrite knows of g for k parts. */
 typedef struct mb_info {
     const mg_graph *g;
-    int64_t N;
+    int64_t N, part;
     char *batch_in; /* INPUT nodes whose axis 0 is the batch */
     char *R;        /* the forward prefix */
     char *dep;      /* forward: depends on R */
@@ -120,7 +154,10 @@ typedef struct mb_info {
     char *after;    /* backward values outside B that read B (computed after it) */
     char *cat;      /* values of R or B that are used whole: concatenated */
     char *bat;      /* n * MG_MAX_INPUTS: operand k of node v of R or B carries the batch axis */
-    int nR;
+    int *bn;        /* batch_norm_grad_* of B or acc: the batch_norm of R it differentiates; else -1 */
+    int *level;     /* R and B: how many batch_norms (forward) or batch_norm_grad_inputs (backward)
+                     * lie on the way from the batch inputs: the stages of the parts, see emission */
+    int nR, cut;    /* cut: the first convolution the parts would cut, or -1 */
 } mb_info;
 
 static void info_free(mb_info *m)
@@ -134,12 +171,39 @@ static void info_free(mb_info *m)
     free(m->after);
     free(m->cat);
     free(m->bat);
+    free(m->bn);
+    free(m->level);
 }
 
-static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
+/* The batch_norm of R that backward node v (batch_norm_grad_input, _scale or _shift) differentiates,
+ * or -1: the one on the same input and scale; _shift (dy only) has the dy of another of its kind. */
+static int bn_of(const mg_graph *g, const mb_info *m, int v)
+{
+    const mg_node *nd = &g->nodes[v];
+    if (nd->op == MG_OP_BATCH_NORM_GRAD_SHIFT) {
+        for (int u = g->nforward; u < g->n; u++) {
+            const mg_node *o = &g->nodes[u];
+            if (o->op == MG_OP_BATCH_NORM_GRAD_INPUT && o->in[2] == nd->in[0]) return bn_of(g, m, u);
+            if (o->op == MG_OP_BATCH_NORM_GRAD_SCALE && o->in[1] == nd->in[0]) return bn_of(g, m, u);
+        }
+        return -1;
+    }
+    int found = -1, count = 0;
+    for (int u = 0; u < g->nforward; u++) {
+        const mg_node *f = &g->nodes[u];
+        if (f->op != MG_OP_BATCH_NORM || f->in[0] != nd->in[0] || f->fattr != nd->fattr) continue;
+        if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT && f->in[1] != nd->in[1]) continue;
+        found = u;
+        count++;
+    }
+    return count == 1 && m->R[found] ? found : -1; /* (two batch_norms of one input: not told apart) */
+}
+
+static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
 {
     memset(m, 0, sizeof *m);
     m->g = g;
+    m->cut = -1;
     int n = g->n, nf = g->nforward;
     mg_loc none = {0};
     m->batch_in = xcalloc((size_t)n, 1);
@@ -150,6 +214,9 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
     m->need = xcalloc((size_t)n, 1);
     m->cat = xcalloc((size_t)n, 1);
     m->bat = xcalloc((size_t)n * MG_MAX_INPUTS, 1);
+    m->bn = xcalloc((size_t)n, sizeof *m->bn);
+    m->level = xcalloc((size_t)n, sizeof *m->level);
+    for (int v = 0; v < n; v++) m->bn[v] = -1;
     if (!g->param_grads || g->loss < 0) return mg_diag_set(why, none, "micro-batching needs the joint graph of a training step");
     for (int i = 0; i < g->ninputs; i++) {
         const mg_node *in = &g->nodes[g->inputs[i]];
@@ -159,6 +226,10 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         }
     }
     if (m->N < 2) return mg_diag_set(why, none, "the model has no batch of two or more samples to split");
+    if (k < 2 || m->N % k)
+        return mg_diag_set(why, none, "cannot split the batch of %lld into %lld micro-batches: %lld does not divide it",
+                           (long long)m->N, (long long)k, (long long)k);
+    m->part = m->N / k;
     for (int i = 0; i < g->ninputs; i++) {
         const mg_node *in = &g->nodes[g->inputs[i]];
         if (in->type.shape.rank >= 1 && in->type.shape.dim[0] == m->N) m->batch_in[g->inputs[i]] = 1;
@@ -174,40 +245,77 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
         const mg_node *nd = &g->nodes[v];
         if (is_leaf(nd->op)) continue;
         char *bt = &m->bat[(size_t)v * MG_MAX_INPUTS];
-        int reads = 0, ok = per_sample(g, nd, m->N, bt);
-        for (int k = 0; k < nd->ninputs; k++) {
-            int u = nd->in[k];
+        int reads = 0, ok = per_sample(g, nd, m->N, bt), isbn = nd->op == MG_OP_BATCH_NORM, lv = 0;
+        if (isbn) { /* its statistics over the parts in turn (the sums carried), then each part */
+            ok = nd->type.shape.dim[0] == m->N;
+            bt[0] = 1, bt[1] = bt[2] = 0;
+        }
+        if (ok && !part_ok(g, v, m->part)) {
+            ok = 0;
+            if (m->cut < 0) m->cut = v;
+        }
+        for (int i = 0; i < nd->ninputs; i++) {
+            int u = nd->in[i];
             m->dep[v] |= m->dep[u];
             reads |= m->R[u] || m->batch_in[u];
-            if (bt[k] ? !(m->R[u] || m->batch_in[u]) : m->dep[u]) ok = 0;
+            if (bt[i] ? !(m->R[u] || m->batch_in[u]) : m->dep[u]) ok = 0;
+            if (m->R[u]) {
+                int l = m->level[u] + (g->nodes[u].op == MG_OP_BATCH_NORM);
+                if (l > lv) lv = l;
+            }
         }
         if (ok && reads) {
             m->R[v] = m->dep[v] = 1;
+            m->level[v] = lv;
             m->nR++;
         } else if (reads && stop < 0) {
             stop = v;
         }
-        if (reads && !ok && nd->op == MG_OP_BATCH_NORM)
-            return mg_diag_set(why, nd->loc, "not split into micro-batches: the per-sample layers end at batch_norm, "
-                               "whose statistics are over the whole batch");
     }
     if (!m->nR) {
         if (stop < 0) return mg_diag_set(why, none, "no op reads the batch inputs sample by sample");
+        if (stop == m->cut) {
+            mgk_conv_geom geom = mg_conv_geom(g, stop);
+            return mg_diag_set(why, g->nodes[stop].loc,
+                               "cannot split the batch of %lld into %lld micro-batches: this %s takes %lld images per "
+                               "GEMM (%lldx%lld outputs each), and parts of %lld would cut those groups",
+                               (long long)m->N, (long long)k, mg_ops[g->nodes[stop].op].name,
+                               (long long)mgk_conv_batch(&geom), (long long)geom.OH, (long long)geom.OW,
+                               (long long)m->part);
+        }
         return mg_diag_set(why, g->nodes[stop].loc, "not split into micro-batches: the first op on the batch, %s, mixes "
                            "the samples", mg_ops[g->nodes[stop].op].name);
     }
     /* B and the reductions, in order */
+    char *ps = xcalloc((size_t)n, 1); /* per-sample backward ops (bat holds their batched operands) */
     for (int v = nf; v < n; v++) {
         const mg_node *nd = &g->nodes[v];
         char *bt = &m->bat[(size_t)v * MG_MAX_INPUTS];
         int reads = 0;
         if (is_leaf(nd->op)) continue;
-        if (per_sample(g, nd, m->N, bt)) {
+        if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT || nd->op == MG_OP_BATCH_NORM_GRAD_SCALE ||
+            nd->op == MG_OP_BATCH_NORM_GRAD_SHIFT) {
+            /* split with the batch_norm of R they differentiate: input gradients part by part after
+             * the sums over the parts, the scale's and shift's gradients from those sums */
+            memset(bt, 0, MG_MAX_INPUTS);
+            m->bn[v] = bn_of(g, m, v);
+            if (m->bn[v] < 0) continue;
+            if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT) bt[0] = bt[2] = 1;
+            else bt[0] = 1, bt[1] = nd->op == MG_OP_BATCH_NORM_GRAD_SCALE;
+            for (int i = 0; i < nd->ninputs; i++) reads |= bt[i] && (m->R[nd->in[i]] || m->B[nd->in[i]]);
+            if (!reads) m->bn[v] = -1;
+            else if (nd->op == MG_OP_BATCH_NORM_GRAD_INPUT) m->B[v] = 1;
+            else m->acc[v] = 1;
+            continue;
+        }
+        if (per_sample(g, nd, m->N, bt) && part_ok(g, v, m->part)) {
             for (int k = 0; k < nd->ninputs; k++) reads |= bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]]);
             m->B[v] = (char)reads;
+            ps[v] = 1;
             continue;
         }
         memset(bt, 0, MG_MAX_INPUTS);
+        if (!part_ok(g, v, m->part)) continue;
         if (nd->op == MG_OP_SUM_TO) {
             /* the batch axis summed; the output keeps another axis of extent > 1, so the kernel's
              * innermost run of summed elements never reaches across samples (mgk_sum_to) */
@@ -221,6 +329,40 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
             if (bt[k] && g->nodes[nd->in[k]].type.shape.dim[0] != m->N) bt[0] = bt[1] = reads = 0;
         }
         m->acc[v] = (char)reads;
+    }
+    /* B grows back over the per-sample backward ops that only B reads, each sample by sample (the
+     * input gradient of a last per-sample layer whose dy comes from an op that mixes the samples:
+     * unet_small's conv2d_grad_input of the 1x1 output convolution, 2 MiB whole otherwise). Their
+     * batched operands from outside are read as slices, like B's. */
+    int *uses = xcalloc((size_t)n, sizeof *uses), *inb = xcalloc((size_t)n, sizeof *inb);
+    for (int v = 0; v < n; v++)
+        for (int k = 0; k < g->nodes[v].ninputs; k++) {
+            int u = g->nodes[v].in[k];
+            uses[u]++;
+            inb[u] += (m->B[v] || m->acc[v]) && m->bat[(size_t)v * MG_MAX_INPUTS + k];
+        }
+    for (int i = 0; i < g->noutputs; i++) uses[g->outputs[i].node]++;
+    for (int i = 0; i < g->nparams; i++)
+        if (g->param_grads[i] >= 0) uses[g->param_grads[i]]++;
+    for (int v = n - 1; v >= nf; v--) {
+        const mg_node *nd = &g->nodes[v];
+        if (!ps[v] || m->B[v] || !uses[v] || inb[v] < uses[v]) continue;
+        m->B[v] = 1;
+        for (int k = 0; k < nd->ninputs; k++)
+            inb[nd->in[k]] += m->bat[(size_t)v * MG_MAX_INPUTS + k];
+    }
+    free(uses);
+    free(inb);
+    free(ps);
+    /* the backward's stages: past each batch_norm_grad_input of B (its sums over every part first) */
+    for (int v = nf; v < n; v++) {
+        if (!(m->B[v] || m->acc[v])) continue;
+        for (int i = 0; i < g->nodes[v].ninputs; i++) {
+            int u = g->nodes[v].in[i];
+            if (!m->B[u]) continue;
+            int l = m->level[u] + (g->nodes[u].op == MG_OP_BATCH_NORM_GRAD_INPUT);
+            if (l > m->level[v]) m->level[v] = l;
+        }
     }
     /* which values are used whole (concatenated), and the order constraints of the backward */
     char *after = m->after = xcalloc((size_t)n, 1);
@@ -262,35 +404,20 @@ static mg_status analyse(const mg_graph *g, mb_info *m, mg_diag *why)
     return st;
 }
 
-/* k is a count the kernels allow: it divides N, and every convolution of R and B keeps its
- * groups of images per GEMM whole. */
-static int count_ok(const mb_info *m, int64_t k)
-{
-    if (k < 2 || m->N % k) return 0;
-    int64_t part = m->N / k;
-    for (int v = 0; v < m->g->n; v++) {
-        mg_op op = m->g->nodes[v].op;
-        if (!(m->R[v] || m->B[v] || m->acc[v])) continue;
-        if (op != MG_OP_CONV2D && op != MG_OP_CONV_TRANSPOSE2D && op != MG_OP_CONV2D_GRAD_INPUT &&
-            op != MG_OP_CONV2D_GRAD_WEIGHT)
-            continue;
-        mgk_conv_geom geom = mg_conv_geom(m->g, v);
-        if (part % mgk_conv_batch(&geom)) return 0;
-    }
-    return 1;
-}
-
 int mg_microbatch_counts(const mg_graph *g, int *ks, int max, mg_diag *why)
 {
     mb_info m;
     int nk = 0;
-    if (!analyse(g, &m, why)) {
-        for (int64_t k = 2; k <= m.N && nk < max; k++)
-            if (count_ok(&m, k)) ks[nk++] = (int)k;
-        if (!nk) mg_diag_set(why, (mg_loc){0}, "no micro-batch count divides the batch of %lld into whole GEMM groups",
-                             (long long)m.N);
-    }
+    mg_status st = analyse(g, 2, &m, why); /* (why keeps the reason 2 parts are refused) */
+    int64_t N = m.N;
     info_free(&m);
+    if (!st && max > 0) ks[nk++] = 2;
+    for (int64_t k = 3; k <= N && nk < max; k++) {
+        mg_diag ignore = {0};
+        if (!analyse(g, k, &m, &ignore)) ks[nk++] = (int)k;
+        info_free(&m);
+    }
+    if (!nk && !st) mg_diag_set(why, (mg_loc){0}, "no micro-batch count splits the batch of %lld", (long long)N);
     return nk;
 }
 
@@ -303,6 +430,8 @@ typedef struct mb_build {
     int k;
     int64_t part;
     int *map, *cat, *cl, *sl;
+    int *st, *gs, *gs_part, *ord; /* per batch_norm of R: its statistics so far, its backward's sums
+                                   * so far and the last part they cover, its ordinal in g */
     mg_diag *d;
     int failed;
 } mb_build;
@@ -420,26 +549,102 @@ static void emit_whole(mb_build *b, int v, mg_phase ph)
     int in[MG_MAX_INPUTS];
     for (int k = 0; k < t->ninputs; k++) in[k] = whole(b, t->in[k]);
     b->map[v] = add_like(b, t, t->op, t->ninputs, in, 0, t->name, ph);
+    if (t->op == MG_OP_BATCH_NORM && b->map[v] >= 0) b->ng->nodes[b->map[v]].iattr[1] = b->ord[v]; /* mg_state_layout */
+}
+
+/* batch_norm v of R on the parts: pass 0 adds part c's sum to its statistics, pass 1 its squared
+ * deviations (b->st: the chain so far, a forward value of f64[2,C]). */
+static void emit_bn_stats(mb_build *b, int c, int v, int pass)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    s.iattr[1] = pass;
+    s.index = -1;
+    int in[2] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), b->st[v]};
+    int first = pass == 0 && c == 0;
+    b->st[v] = add_like(b, &s, first ? MG_OP_BN_STATS : MG_OP_BN_STATS_ACC, first ? 1 : 2, in, 0, NULL, MG_PHASE_FORWARD);
+}
+
+/* Part c of batch_norm v of R normalised with the batch's statistics. */
+static void emit_bn_apply(mb_build *b, int c, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    s.iattr[1] = b->ord[v];
+    s.iattr[2] = c;
+    int in[4] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), whole(b, t->in[1]), whole(b, t->in[2]), b->st[v]};
+    char nm[300];
+    b->cl[c * b->m->g->n + v] = add_like(b, &s, MG_OP_BN_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm),
+                                         MG_PHASE_FORWARD);
+}
+
+/* The backward sums of the batch_norm that backward node v differentiates, over part c (once per
+ * part, whichever of its gradients comes first). */
+static void emit_bn_grad_sums(mb_build *b, int c, int v)
+{
+    const mg_graph *g = b->m->g;
+    const mg_node *t = &g->nodes[v];
+    int f = b->m->bn[v];
+    if (b->gs_part[f] >= c) return;
+    int dy = t->op == MG_OP_BATCH_NORM_GRAD_INPUT ? t->in[2] : t->op == MG_OP_BATCH_NORM_GRAD_SCALE ? t->in[1] : t->in[0];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    s.fattr = g->nodes[f].fattr;
+    s.index = -1;
+    int in[3] = {chunk(b, c, g->nodes[f].in[0], MG_PHASE_BACKWARD), chunk(b, c, dy, MG_PHASE_BACKWARD),
+                 c == 0 ? b->st[f] : b->gs[f]};
+    b->gs[f] = add_like(b, &s, MG_OP_BN_GRAD_SUMS, 3, in, 0, NULL, MG_PHASE_BACKWARD);
+    b->gs_part[f] = c;
+}
+
+/* Part c of batch_norm_grad_input v, from the sums over every part. */
+static void emit_bn_grad_apply(mb_build *b, int c, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[0] = (int)b->m->N;
+    int in[4] = {chunk(b, c, t->in[0], MG_PHASE_BACKWARD), whole(b, t->in[1]), chunk(b, c, t->in[2], MG_PHASE_BACKWARD),
+                 b->gs[b->m->bn[v]]};
+    char nm[300];
+    b->cl[c * b->m->g->n + v] = add_like(b, &s, MG_OP_BN_GRAD_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm),
+                                         MG_PHASE_BACKWARD);
+}
+
+/* batch_norm_grad_scale or _shift v: a row of the sums over every part. */
+static void emit_bn_grad_param(mb_build *b, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[1] = t->op == MG_OP_BATCH_NORM_GRAD_SCALE ? 3 : 2;
+    int in[1] = {b->gs[b->m->bn[v]]};
+    b->map[v] = add_like(b, &s, MG_OP_BN_GRAD_PARAM, 1, in, 0, t->name, MG_PHASE_BACKWARD);
 }
 
 mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
 {
     *out = NULL;
     mb_info m;
-    if (analyse(g, &m, d)) {
+    if (analyse(g, k, &m, d)) {
         info_free(&m);
         return MG_ERR;
     }
-    if (!count_ok(&m, k)) {
-        info_free(&m);
-        return mg_diag_set(d, (mg_loc){0},
-                           m.N % k || k < 2 ? "cannot split the batch of %lld into %d micro-batches: %d does not divide it"
-                                            : "cannot split the batch of %lld into %d micro-batches: a convolution takes "
-                                              "several images per GEMM, and parts of %d would cut those groups",
-                           (long long)m.N, k, m.N % k || k < 2 ? k : (int)(m.N / k));
-    }
     int n = g->n, nf = g->nforward;
-    mb_build b = {&m, mg_graph_new(), k, m.N / k, NULL, NULL, NULL, NULL, d, 0};
+    mb_build b = {&m, mg_graph_new(), k, m.N / k, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d, 0};
+    b.st = xcalloc((size_t)n, sizeof *b.st);
+    b.gs = xcalloc((size_t)n, sizeof *b.gs);
+    b.gs_part = xcalloc((size_t)n, sizeof *b.gs_part);
+    b.ord = xcalloc((size_t)n, sizeof *b.ord);
+    for (int v = 0, o = 0; v < n; v++) {
+        b.gs_part[v] = -1;
+        if (g->nodes[v].op == MG_OP_BATCH_NORM) b.ord[v] = o++;
+    }
     b.map = malloc((size_t)n * sizeof *b.map);
     b.cat = malloc((size_t)n * sizeof *b.cat);
     b.cl = malloc((size_t)n * (size_t)k * sizeof *b.cl);
@@ -452,9 +657,26 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
     /* forward: what R does not depend on, R per micro-batch, R's values used whole, the rest */
     for (int v = 0; v < nf; v++)
         if (!m.dep[v]) emit_whole(&b, v, MG_PHASE_FORWARD);
-    for (int c = 0; c < k; c++)
+    /* R stage by stage: a batch_norm's statistics over every part end a stage, its parts
+     * normalised start the next */
+    int stages = 0;
+    for (int v = 0; v < nf; v++)
+        if (m.R[v] && m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM) > stages)
+            stages = m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM);
+    for (int s = 0; s <= stages; s++) {
+        for (int c = 0; c < k; c++) {
+            for (int v = 0; v < nf; v++)
+                if (m.R[v] && g->nodes[v].op == MG_OP_BATCH_NORM && m.level[v] + 1 == s) emit_bn_apply(&b, c, v);
+            for (int v = 0; v < nf; v++) {
+                if (!m.R[v] || m.level[v] != s) continue;
+                if (g->nodes[v].op == MG_OP_BATCH_NORM) emit_bn_stats(&b, c, v, 0);
+                else emit_chunk(&b, c, v, MG_PHASE_FORWARD);
+            }
+        }
         for (int v = 0; v < nf; v++)
-            if (m.R[v]) emit_chunk(&b, c, v, MG_PHASE_FORWARD);
+            if (m.R[v] && g->nodes[v].op == MG_OP_BATCH_NORM && m.level[v] == s)
+                for (int c = 0; c < k; c++) emit_bn_stats(&b, c, v, 1);
+    }
     for (int v = 0; v < nf; v++)
         if (m.R[v] && m.cat[v]) emit_cat(&b, v, MG_PHASE_FORWARD);
     for (int v = 0; v < nf; v++)
@@ -466,9 +688,24 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
         if (m.B[v] || m.acc[v]) first = v;
     for (int v = nf; v < n; v++)
         if (m.need[v] || (v < first && !m.after[v])) emit_whole(&b, v, MG_PHASE_BACKWARD), m.need[v] = 1;
-    for (int c = 0; c < k; c++)
+    stages = 0;
+    for (int v = nf; v < n; v++)
+        if ((m.B[v] || m.acc[v]) && m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM_GRAD_INPUT) > stages)
+            stages = m.level[v] + (g->nodes[v].op == MG_OP_BATCH_NORM_GRAD_INPUT);
+    for (int s = 0; s <= stages; s++) {
+        for (int c = 0; c < k; c++) {
+            for (int v = nf; v < n; v++)
+                if (m.B[v] && g->nodes[v].op == MG_OP_BATCH_NORM_GRAD_INPUT && m.level[v] + 1 == s)
+                    emit_bn_grad_apply(&b, c, v);
+            for (int v = nf; v < n; v++) {
+                if (!(m.B[v] || m.acc[v]) || m.level[v] != s) continue;
+                if (m.bn[v] >= 0) emit_bn_grad_sums(&b, c, v);
+                else emit_chunk(&b, c, v, MG_PHASE_BACKWARD);
+            }
+        }
         for (int v = nf; v < n; v++)
-            if (m.B[v] || m.acc[v]) emit_chunk(&b, c, v, MG_PHASE_BACKWARD);
+            if (m.acc[v] && m.bn[v] >= 0 && m.level[v] == s) emit_bn_grad_param(&b, v);
+    }
     for (int v = nf; v < n; v++)
         if (m.B[v] && m.cat[v]) emit_cat(&b, v, MG_PHASE_BACKWARD);
     for (int v = nf; v < n; v++)
@@ -497,6 +734,10 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
     free(b.cat);
     free(b.cl);
     free(b.sl);
+    free(b.st);
+    free(b.gs);
+    free(b.gs_part);
+    free(b.ord);
     info_free(&m);
     if (st) {
         mg_graph_free(ng);

@@ -71,6 +71,11 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_BATCH_NORM: return 8.0 * out;
     case MG_OP_BATCH_NORM_GRAD_INPUT: return 14.0 * out;
     case MG_OP_BATCH_NORM_GRAD_SCALE: return 8.0 * in0;
+    case MG_OP_BN_STATS:
+    case MG_OP_BN_STATS_ACC: return 3.0 * in0;
+    case MG_OP_BN_APPLY: return 2.0 * out;
+    case MG_OP_BN_GRAD_SUMS: return 5.0 * in0;
+    case MG_OP_BN_GRAD_APPLY: return 9.0 * out;
     case MG_OP_DROPOUT:
     case MG_OP_DROPOUT_GRAD: return 6.0 * out;
     case MG_OP_SOFTMAX_GRAD: return 4.0 * out;

@@ -268,6 +268,49 @@ static mg_status unet_shape(const mg_node *n, const mg_type **t, mg_type *r, mg_
     }
 }
 
+/* The ops of batch_norm over a batch in parts (microbatch.c makes them, nothing parses them):
+ * x [n,C] or [n,C,H,W] a part of a batch of iattr[0] samples; the sums are f64 [2,C] ([sum x;
+ * sum (x-mean)^2]) or [4,C] (those, then [sum dy; sum dy*xhat]). */
+static mg_status bn_part_type(const mg_node *n, const mg_type *const *t, mg_type *r, mg_diag *d)
+{
+    if (n->op == MG_OP_BN_GRAD_PARAM) { /* [C] of the preset dtype, from f64[4,C] */
+        const mg_shape *s = &t[0]->shape;
+        if (t[0]->dtype != MG_F64 || s->rank != 2 || s->dim[0] != 4 || n->type.shape.rank != 1 ||
+            n->type.shape.dim[0] != s->dim[1] || n->type.dtype == MG_I32 || n->iattr[1] < 2 || n->iattr[1] > 3)
+            return mg_diag_set(d, n->loc, "'%s' needs f64[4,C] sums and a [C] result", opname(n));
+        *r = n->type;
+        return MG_OK;
+    }
+    const mg_type *x = t[0];
+    if (need_float(n, x, "input", d)) return MG_ERR;
+    if (x->shape.rank != 2 && x->shape.rank != 4)
+        return mg_diag_set(d, n->loc, "'%s' needs an input of shape [N,C] or [N,C,H,W]", opname(n));
+    int64_t C = x->shape.dim[1], Nt = n->iattr[0];
+    if (Nt < x->shape.dim[0] || (Nt * (mg_shape_numel(&x->shape) / (C ? C : 1)) / (x->shape.dim[0] ? x->shape.dim[0] : 1)) < 2)
+        return mg_diag_set(d, n->loc, "'%s' needs a batch of at least the part's %lld samples, got %lld", opname(n),
+                           (long long)x->shape.dim[0], (long long)Nt);
+    mg_shape c = {1, {C}}, s2 = {2, {2, C}}, s4 = {2, {4, C}};
+    /* operands after x: 'x' x's type, 'c' [C] of x's dtype, '2' / '4' f64 [2,C] / [4,C], '*' either */
+    const char *kinds = n->op == MG_OP_BN_STATS_ACC ? "2" : n->op == MG_OP_BN_APPLY ? "cc2"
+                      : n->op == MG_OP_BN_GRAD_SUMS ? "x*" : n->op == MG_OP_BN_GRAD_APPLY ? "cx4" : "";
+    for (int i = 1; i < n->ninputs; i++) {
+        char k = kinds[i - 1];
+        const mg_type *u = t[i];
+        int ok = k == 'x'   ? mg_shape_eq(&u->shape, &x->shape) && u->dtype == x->dtype
+                 : k == 'c' ? mg_shape_eq(&u->shape, &c) && u->dtype == x->dtype
+                 : k == '2' ? mg_shape_eq(&u->shape, &s2) && u->dtype == MG_F64
+                 : k == '4' ? mg_shape_eq(&u->shape, &s4) && u->dtype == MG_F64
+                            : (mg_shape_eq(&u->shape, &s2) || mg_shape_eq(&u->shape, &s4)) && u->dtype == MG_F64;
+        if (!ok) return mg_diag_set(d, n->loc, "'%s' operand %d does not match its input", opname(n), i + 1);
+    }
+    if (n->op != MG_OP_BN_STATS && n->op != MG_OP_BN_STATS_ACC && !(n->fattr > 0))
+        return mg_diag_set(d, n->loc, "'%s' eps must be positive, got %g", opname(n), n->fattr);
+    if (n->op == MG_OP_BN_STATS || n->op == MG_OP_BN_STATS_ACC) *r = (mg_type){MG_F64, s2};
+    else if (n->op == MG_OP_BN_GRAD_SUMS) *r = (mg_type){MG_F64, s4};
+    else *r = *x;
+    return MG_OK;
+}
+
 /* batch_norm (x, scale, shift) and its gradients: grad_input (x, scale, dy), grad_scale (x, dy)
  * and grad_shift (dy) -> [C]. x is [N,C] or [N,C,H,W]; statistics run over all but axis 1. */
 static mg_status bn_type(const mg_node *n, const mg_type *const *t, mg_type *r, mg_diag *d)
@@ -636,6 +679,14 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
     case MG_OP_BATCH_NORM_GRAD_SCALE:
     case MG_OP_BATCH_NORM_GRAD_SHIFT:
         if (bn_type(n, t, &r, d)) return MG_ERR;
+        break;
+    case MG_OP_BN_STATS:
+    case MG_OP_BN_STATS_ACC:
+    case MG_OP_BN_APPLY:
+    case MG_OP_BN_GRAD_SUMS:
+    case MG_OP_BN_GRAD_APPLY:
+    case MG_OP_BN_GRAD_PARAM:
+        if (bn_part_type(n, t, &r, d)) return MG_ERR;
         break;
     case MG_OP_DROPOUT:
     case MG_OP_DROPOUT_GRAD:

@@ -32,6 +32,12 @@ typedef struct gcase {
     const char *body; /* statements after 'model NAME'; must end with loss = ..., output loss, minimize loss */
 } gcase;
 
+/* memgrad compile options of a case (NULL: none): the split batch_norm is forced into parts */
+static const char *case_options(const gcase *c)
+{
+    return strcmp(c->name, "batch_norm_parts") == 0 ? "--micro-batches 2" : NULL;
+}
+
 static const gcase cases[] = {
     {"matmul", "param a: f64[3,5] = normal(1)\nparam b: f64[5,4] = normal(1)\n"
                "loss = sum(tanh(a @ b))\n"},
@@ -144,6 +150,12 @@ static const gcase cases[] = {
     {"dropout_bn", "param x: f64[4,3,2,2] = normal(1)\nparam g: f64[3] = normal(1)\nparam b: f64[3] = normal(1)\n"
                    "input t: f64[4,3,2,2]\nloss = sum(tanh(dropout(batch_norm(x, g, b), p=0.25)) * t)"
                    " + sum(dropout(x * x, p=0.4, seed=3))\n"},
+    /* batch_norm split into micro-batches (microbatch.c): two stages of bn_stats / bn_apply,
+     * bn_grad_sums / bn_grad_apply / bn_grad_param, on 2 parts of the batch of 4 */
+    {"batch_norm_parts", "input x: f64[4,2,3,3]\nparam p: f64[1,2,3,3] = normal(1)\nparam g: f64[2] = normal(1)\n"
+                         "param b: f64[2] = normal(1)\nparam g2: f64[2] = normal(1)\nparam b2: f64[2] = normal(1)\n"
+                         "input t: f64[4,2,3,3]\n"
+                         "loss = sum(tanh(batch_norm(tanh(batch_norm(x * p, g, b)), g2, b2, eps=0.01)) * t)\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
 };
 
@@ -165,7 +177,7 @@ START_TEST(gradcheck)
     snprintf(src, len, "model %s\n%soutput loss\nminimize loss\n", name, c->body);
     char *dir = tu_tmpdir();
     ck_assert_ptr_nonnull(dir);
-    void *h = tu_build_model(dir, name, src, NULL, &log);
+    void *h = tu_build_model(dir, name, src, case_options(c), &log);
     ck_assert_msg(h != NULL, "building %s failed:\n%s", c->name, log ? log : "");
 
     const desc *pd = tu_sym(h, name, "params_desc"), *id = tu_sym(h, name, "inputs_desc");

@@ -39,6 +39,20 @@ static char *example(const char *name)
     return src;
 }
 
+typedef struct desc {
+    const char *name; int dtype; int rank; int64_t shape[8]; size_t offset; size_t bytes;
+} desc;
+typedef float (*train_fn)(const void *, void *, const void *const *, void *);
+typedef void (*init_fn)(void *, uint64_t);
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 /* cnn_fmnist in k = 2 and 4 parts: the graph verifies, forward nodes come first, the batch
  * input is sliced k times, the conv layers' parameter gradients are summed through the
  * accumulating ops in part order, and the rest of the graph (the dense layers) is whole. */
@@ -92,6 +106,51 @@ START_TEST(test_rewrite_cnn)
 }
 END_TEST
 
+/* unet_small (batch 8): the whole network is per-sample up to the cross-entropy. In 4 parts
+ * every input gradient is computed per part, the one of the 1x1 output convolution too (it
+ * reads xent_grad's whole gradient as slices); xent_grad and the gradient of the output bias,
+ * which mix or sum the samples outside the parts, stay whole. 8 parts would cut the 2 images
+ * the bottleneck's 8x8 convolutions take per GEMM: the parts end before it. */
+START_TEST(test_rewrite_unet)
+{
+    char *src = example("unet_small");
+    mg_graph *g = joint(src), *s = NULL;
+    mg_diag d = {0};
+    int ks[64], nk = mg_microbatch_counts(g, ks, 64, &d);
+    ck_assert_msg(nk == 3 && ks[0] == 2 && ks[1] == 4 && ks[2] == 8, "counts: %d (%s)", nk, d.msg);
+    ck_assert_msg(mg_microbatch(g, 4, &s, &d) == MG_OK, "%s", d.msg);
+    int dx = 0, xent = 0;
+    for (int v = s->nforward; v < s->n; v++) {
+        const mg_node *n = &s->nodes[v];
+        if (n->op == MG_OP_CONV2D_GRAD_INPUT) {
+            ck_assert_msg(n->type.shape.dim[0] == 2, "%%%d: conv2d_grad_input over %lld samples", v,
+                          (long long)n->type.shape.dim[0]);
+            dx++;
+        }
+        if (n->op == MG_OP_XENT_GRAD) {
+            ck_assert_int_eq(n->type.shape.dim[0], 8);
+            xent++;
+        }
+    }
+    ck_assert_int_eq(xent, 1);
+    ck_assert_int_eq(dx, 4 * 14); /* the 14 convolutions but the first, in each part */
+    mg_graph_free(s);
+    ck_assert_msg(mg_microbatch(g, 8, &s, &d) == MG_OK, "%s", d.msg);
+    int part = 0, whole8 = 0;
+    for (int v = 0; v < s->nforward; v++) {
+        const mg_node *n = &s->nodes[v];
+        if (n->op != MG_OP_CONV2D) continue;
+        part += n->type.shape.dim[0] == 1;
+        whole8 += n->type.shape.dim[0] == 8; /* the bottleneck's and the decoder's */
+    }
+    ck_assert_int_eq(part, 8 * 6); /* the encoder's 6 convolutions, in each part */
+    ck_assert_int_eq(whole8, 14 - 6 + 1);
+    mg_graph_free(s);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 static const char bn_model[] = "model bnnet\n"
                                "input x: f32[8, 2, 6, 6]\n"
                                "input y: i32[8]\n"
@@ -100,7 +159,9 @@ static const char bn_model[] = "model bnnet\n"
                                "param t: f32[4] = zeros\n"
                                "param w2: f32[36, 3] = he\n"
                                "h = relu(batch_norm(conv2d(x, w, pad=1), s, t))\n"
-                               "loss = cross_entropy(flatten(max_pool2d(h, kernel=2)) @ w2, y)\n"
+                               "logits = flatten(max_pool2d(h, kernel=2)) @ w2\n"
+                               "loss = cross_entropy(logits, y)\n"
+                               "output logits\n"
                                "minimize loss\n";
 
 static const char mlp_model[] = "model mlp\n"
@@ -110,16 +171,22 @@ static const char mlp_model[] = "model mlp\n"
                                 "loss = cross_entropy(relu(x @ w), y)\n"
                                 "minimize loss\n";
 
-/* A model whose per-sample prefix ends at batch_norm is not split, and says why; so is a model
- * whose first op mixes the samples. Below the minimum the budget error stays the plain one. */
+/* A part count that would cut the images a convolution takes per GEMM (bn_model's 6x6 outputs:
+ * 4 per GEMM) is refused when that convolution is the first op on the batch, naming it; so is a
+ * model whose first op mixes the samples. Below the minimum the budget error stays the plain one. */
 START_TEST(test_refused)
 {
     mg_diag d = {0};
     int ks[8];
     mg_graph *g = joint(bn_model);
-    ck_assert_int_eq(mg_microbatch_counts(g, ks, 8, &d), 0);
-    ck_assert_msg(strstr(d.msg, "batch_norm") && d.loc.line == 8, "%d: %s", d.loc.line, d.msg);
-    ck_assert_int_eq(mg_microbatch(g, 2, &(mg_graph *){NULL}, &d), MG_ERR);
+    ck_assert_int_eq(mg_microbatch_counts(g, ks, 8, &d), 1);
+    ck_assert_int_eq(ks[0], 2);
+    ck_assert_int_eq(mg_microbatch(g, 4, &(mg_graph *){NULL}, &d), MG_ERR);
+    ck_assert_msg(strcmp(d.msg, "cannot split the batch of 8 into 4 micro-batches: this conv2d takes 4 images per GEMM "
+                                "(6x6 outputs each), and parts of 2 would cut those groups") == 0 && d.loc.line == 8,
+                  "%d: %s", d.loc.line, d.msg);
+    ck_assert_int_eq(mg_microbatch(g, 3, &(mg_graph *){NULL}, &d), MG_ERR);
+    ck_assert_str_eq(d.msg, "cannot split the batch of 8 into 3 micro-batches: 3 does not divide it");
     mg_graph_free(g);
     g = joint(mlp_model);
     ck_assert_int_eq(mg_microbatch_counts(g, ks, 8, &d), 0);
@@ -135,9 +202,105 @@ START_TEST(test_refused)
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --no-cache", tu_path(dir, "bn.mg"), minf - 4096), 1);
     ck_assert_msg(strstr(out, "below the minimum feasible budget"), "%s", out);
     free(out);
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 2 --no-cache", tu_path(dir, "bn.mg")), 1);
-    ck_assert_msg(strstr(out, "bn.mg:8:") && strstr(out, "batch_norm"), "%s", out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 4 --no-cache", tu_path(dir, "bn.mg")), 1);
+    ck_assert_msg(strstr(out, "bn.mg:8:") && strstr(out, "would cut those groups"), "%s", out);
     free(out);
+    tu_dir_free(&dir);
+}
+END_TEST
+
+/* bn_model in 2 parts: batch_norm becomes its statistics summed part after part (pass 0: the
+ * sums, pass 1: the squared deviations), each part normalised; its backward the sums of dy and
+ * dy*xhat part after part, each part's input gradient, and the scale's and shift's gradients
+ * read off the sums. Compiled whole and in 2 parts: two training steps give byte-identical
+ * losses, gradients and running statistics, and the forward passes (inference and training
+ * mode) byte-identical outputs. */
+typedef float (*train_state_fn)(const void *, void *, const void *const *, void *, void *);
+typedef void (*init_state_fn)(void *);
+typedef void (*forward_fn)(const void *, const void *, const void *const *, void *const *, void *);
+
+typedef struct bn_run {
+    float loss[2];
+    unsigned char grads[4096], state[4096], eval[4096], train[4096];
+    size_t pbytes, sbytes, obytes;
+} bn_run;
+
+static void run_bn(const char *dir, const char *tag, const char *opts, bn_run *r)
+{
+    char *log = NULL, hpath[4300];
+    void *h = tu_build_model(dir, tag, bn_model, opts, &log);
+    ck_assert_msg(h != NULL, "compile with '%s' failed:\n%s", opts, log ? log : "");
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
+    char *hdr = tu_read(hpath);
+    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    r->pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    r->sbytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
+    free(hdr);
+    ck_assert(r->pbytes <= sizeof r->grads && r->sbytes <= sizeof r->state);
+    const desc *in_desc = tu_sym(h, "bnnet", "inputs_desc"), *out_desc = tu_sym(h, "bnnet", "outputs_desc");
+    r->obytes = out_desc[0].bytes;
+    ck_assert(r->obytes <= sizeof r->eval);
+    void *params = malloc(r->pbytes), *ws_mem = malloc((size_t)ws + 1), *inputs[2];
+    ((init_fn)tu_sym(h, "bnnet", "init_params"))(params, 3);
+    memset(r->state, 0x5a, sizeof r->state);
+    ((init_state_fn)tu_sym(h, "bnnet", "init_state"))(r->state);
+    uint64_t s = 5;
+    for (int i = 0; i < 2; i++) {
+        inputs[i] = malloc(in_desc[i].bytes);
+        for (size_t k = 0; k < in_desc[i].bytes / 4; k++) {
+            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = (int32_t)(rng_next(&s) % 3);
+            else ((float *)inputs[i])[k] = (float)(rng_next(&s) % 2001) / 1000.0f - 1.0f;
+        }
+    }
+    for (int step = 0; step < 2; step++) {
+        memset(ws_mem, 0xff, (size_t)ws + 1);
+        r->loss[step] = ((train_state_fn)tu_sym(h, "bnnet", "train_step"))(params, r->grads, (const void *const *)inputs,
+                                                                          ws_mem, r->state);
+    }
+    void *outs[1] = {r->eval};
+    ((forward_fn)tu_sym(h, "bnnet", "forward"))(params, r->state, (const void *const *)inputs, outs, ws_mem);
+    outs[0] = r->train;
+    ((forward_fn)tu_sym(h, "bnnet", "forward_train"))(params, r->state, (const void *const *)inputs, outs, ws_mem);
+    for (int i = 0; i < 2; i++) free(inputs[i]);
+    free(params);
+    free(ws_mem);
+    dlclose(h);
+    free(log);
+}
+
+START_TEST(test_bn_split)
+{
+    mg_graph *g = joint(bn_model), *s = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, 2, &s, &d) == MG_OK, "%s", d.msg);
+    int count[MG_OP_COUNT] = {0};
+    for (int v = 0; v < s->n; v++) count[s->nodes[v].op]++;
+    ck_assert_int_eq(count[MG_OP_BN_STATS], 1);
+    ck_assert_int_eq(count[MG_OP_BN_STATS_ACC], 3);
+    ck_assert_int_eq(count[MG_OP_BN_APPLY], 2);
+    ck_assert_int_eq(count[MG_OP_BN_GRAD_SUMS], 2);
+    ck_assert_int_eq(count[MG_OP_BN_GRAD_APPLY], 2);
+    ck_assert_int_eq(count[MG_OP_BN_GRAD_PARAM], 2);
+    ck_assert_int_eq(count[MG_OP_BATCH_NORM] + count[MG_OP_BATCH_NORM_GRAD_INPUT] + count[MG_OP_BATCH_NORM_GRAD_SCALE] +
+                         count[MG_OP_BATCH_NORM_GRAD_SHIFT], 0);
+    ck_assert_str_eq(s->nodes[s->param_grads[1]].name, g->nodes[g->param_grads[1]].name);
+    mg_graph_free(s);
+    mg_graph_free(g);
+
+    char *dir = tu_tmpdir();
+    bn_run *whole = calloc(1, sizeof *whole), *parts = calloc(1, sizeof *parts);
+    run_bn(dir, "whole", "-O1 --micro-batches 1", whole);
+    run_bn(dir, "parts", "-O1 --micro-batches 2", parts);
+    ck_assert_msg(isfinite(whole->loss[1]), "loss %g", whole->loss[1]);
+    ck_assert(memcmp(whole->loss, parts->loss, sizeof whole->loss) == 0);
+    ck_assert_int_eq(whole->pbytes, parts->pbytes);
+    ck_assert_int_eq(whole->sbytes, parts->sbytes);
+    ck_assert_msg(memcmp(whole->grads, parts->grads, whole->pbytes) == 0, "gradients differ");
+    ck_assert_msg(memcmp(whole->state, parts->state, whole->sbytes) == 0, "running statistics differ");
+    ck_assert_msg(memcmp(whole->eval, parts->eval, whole->obytes) == 0, "inference outputs differ");
+    ck_assert_msg(memcmp(whole->train, parts->train, whole->obytes) == 0, "training-mode outputs differ");
+    free(whole);
+    free(parts);
     tu_dir_free(&dir);
 }
 END_TEST
@@ -168,19 +331,6 @@ START_TEST(test_cache)
 }
 END_TEST
 
-typedef struct desc {
-    const char *name; int dtype; int rank; int64_t shape[8]; size_t offset; size_t bytes;
-} desc;
-typedef float (*train_fn)(const void *, void *, const void *const *, void *);
-typedef void (*init_fn)(void *, uint64_t);
-
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 /* Compiles src with opts, runs one training step from fixed parameters and inputs and returns
  * the loss; grads receives the gradients, *ws the workspace. */
@@ -274,7 +424,9 @@ int main(void)
     TCase *tc = tcase_create("rewrite");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_rewrite_cnn);
+    tcase_add_test(tc, test_rewrite_unet);
     tcase_add_test(tc, test_refused);
+    tcase_add_test(tc, test_bn_split);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_cnn_bit_identical);
     suite_add_tcase(s, tc);

@@ -56,7 +56,7 @@ typedef struct built {
 static void build(built *b, const char *dir, const char *tag, const char *model, const char *src, const char *budget)
 {
     char opts[128], *log = NULL, hpath[4300];
-    snprintf(opts, sizeof opts, budget ? "--budget %s" : "", budget);
+    snprintf(opts, sizeof opts, budget ? "--budget %s --micro-batches 1" : "", budget);
     b->h = tu_build_model(dir, tag, src, opts, &log);
     ck_assert_msg(b->h != NULL, "compile at %s failed:\n%s", budget ? budget : "store-all", log ? log : "");
     free(log);
@@ -100,19 +100,21 @@ static void sgd(built *b, float lr)
 }
 
 /* Plans src at store-all (the JSON's minimum feasible budget into minb) and at that minimum;
- * returns how many `op` nodes the minimum plan recomputes. */
+ * returns how many `op` nodes the minimum plan recomputes. The whole batch: split into
+ * micro-batches, batch_norm runs as bn_stats and bn_apply (test_microbatch checks its state). */
 static int plan_min(const char *dir, const char *src, const char *op, char *minb, size_t n)
 {
     char *out = NULL, mpath[4300];
     snprintf(mpath, sizeof mpath, "%s/plan.mg", dir);
     ck_assert(tu_write(mpath, src) == 0);
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache", mpath), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache --micro-batches 1", mpath), 0);
     long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
     ck_assert_int_eq(recomputed_ops(out, op), 0);
     free(out);
     ck_assert_msg(minf > 0 && minf < all, "minimum %lld, store-all %lld", minf, all);
     snprintf(minb, n, "%lldB", minf);
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache", mpath, minb), 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s --format json --no-cache --micro-batches 1", mpath, minb),
+                     0);
     int k = recomputed_ops(out, op);
     free(out);
     return k;

@@ -117,6 +117,107 @@ void SFX(mgk_batch_norm_grad_shift)(int64_t N, int64_t C, int64_t S, const T *re
     }
 }
 
+/* batch_norm over a batch in parts (the micro-batching rewrite, compiler/microbatch.c). x is
+ * one part [N, C, S] of a batch of Nt samples; the statistics travel from part to part in double,
+ * so each channel's sums take the very additions of the whole-batch kernels above, sample after
+ * sample: st = [sum x; sum (x - mean)^2] ([2, C]); gs = those two rows, then [sum dy;
+ * sum dy * xhat] ([4, C]). */
+
+/* pass 0 adds the part's sum of x to row 0 (prev NULL: from 0), pass 1 its squared deviations
+ * from the batch mean (row 0 / count, complete by then) to row 1; prev is the sums so far. */
+void SFX(mgk_bn_stats)(int64_t N, int64_t C, int64_t S, int64_t Nt, int64_t pass, const T *restrict x,
+                       const double *prev, double *st)
+{
+    double cnt = (double)(Nt * S);
+    for (int64_t c = 0; c < C; c++) {
+        double s = prev ? prev[c] : 0, q = prev && pass ? prev[C + c] : 0;
+        if (pass == 0) {
+            for (int64_t n = 0; n < N; n++) {
+                const T *p = x + (n * C + c) * S;
+                for (int64_t i = 0; i < S; i++) s += (double)p[i];
+            }
+        } else {
+            double mu = s / cnt;
+            for (int64_t n = 0; n < N; n++) {
+                const T *p = x + (n * C + c) * S;
+                for (int64_t i = 0; i < S; i++) {
+                    double e = (double)p[i] - mu;
+                    q += e * e;
+                }
+            }
+        }
+        st[c] = s;
+        st[C + c] = q;
+    }
+}
+
+/* mgk_batch_norm on a part with the batch's statistics st; rm and rv (not NULL on the one call
+ * the compiler marks) move as there. */
+void SFX(mgk_bn_apply)(int64_t N, int64_t C, int64_t S, int64_t Nt, const T *restrict x, const T *restrict g,
+                       const T *restrict b, const double *restrict st, double eps, double momentum, T *restrict rm,
+                       T *restrict rv, T *restrict y)
+{
+    double cnt = (double)(Nt * S);
+    for (int64_t c = 0; c < C; c++) {
+        double mu = st[c] / cnt, q = st[C + c], var = q / cnt, rs = 1.0 / sqrt(q / cnt + eps);
+        T m = (T)mu, sc = (T)(rs * (double)g[c]), sh = b[c];
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S;
+            T *o = y + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) o[i] = (p[i] - m) * sc + sh;
+        }
+        if (rm) {
+            rm[c] = (T)((1.0 - momentum) * (double)rm[c] + momentum * mu);
+            rv[c] = (T)((1.0 - momentum) * (double)rv[c] + momentum * var * cnt / (cnt - 1.0));
+        }
+    }
+}
+
+/* The backward's sums of a part: prev is st ([2, C], the first part) or the [4, C] sums so far. */
+void SFX(mgk_bn_grad_sums)(int64_t N, int64_t C, int64_t S, int64_t Nt, int64_t first, const T *restrict x,
+                           const T *restrict dy, const double *prev, double eps, double *gs)
+{
+    double cnt = (double)(Nt * S);
+    for (int64_t c = 0; c < C; c++) {
+        double s = prev[c], q = prev[C + c], sd = first ? 0 : prev[2 * C + c], sdx = first ? 0 : prev[3 * C + c];
+        double mu = s / cnt, rs = 1.0 / sqrt(q / cnt + eps);
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) {
+                sd += (double)pd[i];
+                sdx += (double)pd[i] * (((double)p[i] - mu) * rs);
+            }
+        }
+        gs[c] = s;
+        gs[C + c] = q;
+        gs[2 * C + c] = sd;
+        gs[3 * C + c] = sdx;
+    }
+}
+
+/* mgk_batch_norm_grad_input on a part, with the batch's sums gs */
+void SFX(mgk_bn_grad_apply)(int64_t N, int64_t C, int64_t S, int64_t Nt, const T *restrict x, const T *restrict g,
+                            const T *restrict dy, const double *restrict gs, double eps, T *restrict dx)
+{
+    double cnt = (double)(Nt * S);
+    for (int64_t c = 0; c < C; c++) {
+        double mu = gs[c] / cnt, rs = 1.0 / sqrt(gs[C + c] / cnt + eps);
+        double md = gs[2 * C + c] / cnt, mdx = gs[3 * C + c] / cnt, k = (double)g[c] * rs;
+        for (int64_t n = 0; n < N; n++) {
+            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
+            T *o = dx + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) o[i] = (T)(k * ((double)pd[i] - md - ((double)p[i] - mu) * rs * mdx));
+        }
+    }
+}
+
+/* A parameter gradient from the sums: row 2 (sum dy) is the shift's, row 3 (sum dy * xhat) the
+ * scale's, as mgk_batch_norm_grad_shift and _scale compute them. */
+void SFX(mgk_bn_grad_param)(int64_t C, int64_t row, const double *restrict gs, T *restrict out)
+{
+    for (int64_t c = 0; c < C; c++) out[c] = (T)gs[row * C + c];
+}
+
 /* y = x * keep / (1 - p); the backward applies the same mask to dy (the same kernel). */
 void SFX(mgk_dropout)(int64_t n, const T *restrict x, double p, int64_t seed, const int32_t *step, int64_t op,
                       T *restrict y)
