@@ -203,7 +203,7 @@ static int same_schedule(const mg_plan *a, const mg_plan *b)
     return 1;
 }
 
-/* mg_schedule_rc_range's contract, which the minimum-feasible bisection relies on to skip runs:
+/* mg_schedule_rc_range's and mg_schedule_range's contract, which the minimum-feasible bisection relies on to skip runs:
  * the range holds the cap, and the scheduler does exactly the same (the same schedule, or none)
  * under every cap in it (its ends checked, and the middle), and something else just outside it
  * where it ends below the store-all peak (the range is as wide as it may be: the cap met a
@@ -216,12 +216,13 @@ START_TEST(test_sched_rc_range)
         mg_problem *pr = random_layered(&seed, 6 + trial % 8);
         int64_t peak = store_all_peak(pr);
         for (int pct = 100; pct >= 30; pct -= 7) {
-            for (int rc = 1; rc <= 2; rc++) {
-                mg_sched_opts o = {.cap = peak * pct / 100 + trial, .policy = MG_EVICT_COST_SIZE_DIST, .rc = rc};
+            for (int kind = 0; kind < 5; kind++) { /* sched_rc.c (rc 1, 2); sched_remat.c (lazy, eager, fit) */
+                mg_sched_opts o = {.cap = peak * pct / 100 + trial, .policy = MG_EVICT_COST_SIZE_DIST,
+                                   .rc = kind < 2 ? kind + 1 : 0, .lazy = kind == 2, .fit = kind == 4};
                 mg_plan *p = NULL;
                 mg_diag d = {0};
                 int64_t r[2];
-                ck_assert(mg_schedule_rc_range(pr, &o, &p, r, &d) == MG_OK);
+                ck_assert((o.rc ? mg_schedule_rc_range(pr, &o, &p, r, &d) : mg_schedule_range(pr, &o, &p, r, &d)) == MG_OK);
                 ck_assert(r[0] <= o.cap && o.cap < r[1]);
                 ranges++;
                 fails += p == NULL;
@@ -231,16 +232,16 @@ START_TEST(test_sched_rc_range)
                     mg_sched_opts q = o;
                     q.cap = caps[c];
                     mg_plan *p2 = NULL;
-                    ck_assert(mg_schedule_rc(pr, &q, &p2, &d) == MG_OK);
-                    ck_assert_msg(same_schedule(p, p2), "trial %d, cap %lld: range [%lld, %lld) but cap %lld differs",
-                                  trial, (long long)o.cap, (long long)r[0], (long long)r[1], (long long)caps[c]);
+                    ck_assert((o.rc ? mg_schedule_rc(pr, &q, &p2, &d) : mg_schedule(pr, &q, &p2, &d)) == MG_OK);
+                    ck_assert_msg(same_schedule(p, p2), "trial %d, kind %d, cap %lld: range [%lld, %lld) but cap %lld differs",
+                                  trial, kind, (long long)o.cap, (long long)r[0], (long long)r[1], (long long)caps[c]);
                     mg_plan_free(p2);
                 }
                 if (r[1] != INT64_MAX) { /* at the range's upper end the cap stops binding somewhere */
                     mg_sched_opts q = o;
                     q.cap = r[1];
                     mg_plan *p2 = NULL;
-                    ck_assert(mg_schedule_rc(pr, &q, &p2, &d) == MG_OK);
+                    ck_assert((o.rc ? mg_schedule_rc(pr, &q, &p2, &d) : mg_schedule(pr, &q, &p2, &d)) == MG_OK);
                     differs_outside += !same_schedule(p, p2);
                     mg_plan_free(p2);
                 }
