@@ -167,10 +167,19 @@ void mg_pb_discard(mg_plan_builder *b);
  * resident) before a later step reads them; every value is freed after its last use. Buffers
  * are sized but not yet placed. When the cap cannot be met it returns MG_OK with *out NULL. */
 mg_status mg_schedule(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, mg_diag *d);
+/* The same, and the caps it would do exactly the same under (the same schedule, or no schedule):
+ * every cap c with range[0] <= c < range[1], opts->cap among them. */
+mg_status mg_schedule_range(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
+                            mg_diag *d);
 /* sched_rc.c: the same contract, but a target's dropped inputs are brought back one at a time
  * (largest recomputation first), locking only the inputs of the nodes being recomputed: it
  * meets tighter caps where one node reads many values from far back. opts->keep is ignored. */
 mg_status mg_schedule_rc(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, mg_diag *d);
+/* The same, and the caps it would do exactly the same under (the same schedule, or no schedule):
+ * every cap c with range[0] <= c < range[1] (the scheduler compares its footprint with the cap
+ * and with nothing else depending on it), opts->cap among them. */
+mg_status mg_schedule_rc_range(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
+                               mg_diag *d);
 void mg_plan_free(mg_plan *p);
 
 /* arena.c: gives every buffer an offset (no two buffers live at the same step overlap) and

@@ -700,9 +700,38 @@ static int64_t working_set_bound(const mg_problem *pr)
     return best;
 }
 
+/* What the bisection learns of the variants it runs: each run reports the caps it behaves
+ * identically under (mg_schedule_range, mg_schedule_rc_range), so a later probe whose budget falls in such a range
+ * where the variant found no schedule skips it. Near the minimum the bisection's probes are
+ * closer together than the footprints the scheduler compares with the cap, so most failing runs
+ * there would only repeat. (Runs that found a schedule are not kept: a later probe rarely falls
+ * in their range, and copying their plans cost more than it saved.) */
+enum { FAILS_MAX = 8 };
+typedef struct probe_memo {
+    int64_t lo[NBASE + NRC][FAILS_MAX], hi[NBASE + NRC][FAILS_MAX]; /* variant j: no schedule under any cap in [lo, hi) */
+    int n[NBASE + NRC], next[NBASE + NRC];                          /* ranges kept, and the one replaced next when full */
+} probe_memo;
+
+/* Variant j (0..NBASE+NRC-1) under opts->cap, unless a run already failed under it. */
+static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int j, probe_memo *pm, mg_plan **out,
+                                  mg_diag *d)
+{
+    *out = NULL;
+    for (int k = 0; k < pm->n[j]; k++)
+        if (pm->lo[j][k] <= o->cap && o->cap < pm->hi[j][k]) return MG_OK;
+    int64_t range[2];
+    if (o->rc ? mg_schedule_rc_range(pr, o, out, range, d) : mg_schedule_range(pr, o, out, range, d)) return MG_ERR;
+    if (*out) return MG_OK;
+    int k = pm->n[j] < FAILS_MAX ? pm->n[j]++ : pm->next[j]++ % FAILS_MAX; /* full: the oldest makes room */
+    pm->lo[j][k] = range[0];
+    pm->hi[j][k] = range[1];
+    return MG_OK;
+}
+
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
  * still fits once placed. */
-static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, mg_plan **out, mg_diag *d)
+static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm, mg_plan **out,
+                             mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
@@ -713,7 +742,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
         int i = (j + NBASE) % (NBASE + NRC); /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
-        if (evict_schedule(pr, &o, &p, d)) st = MG_ERR;
+        if (schedule_memo(pr, &o, i, pm, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
     }
     if (!st && !*out && chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
@@ -757,10 +786,11 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
          * budget can be cheaper than the one found under the budget; the cheapest that fits
          * the budget is kept (cheap, owned apart from best unless they are the same plan) */
         mg_plan *cheap = NULL;
+        probe_memo pm = {.n = {0}};
         while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
             int64_t mid = lo + (hi - lo) / 2;
             mg_plan *p;
-            if ((st = feasible_at(pr, mid, &memo, &p, d))) break;
+            if ((st = feasible_at(pr, mid, &memo, &pm, &p, d))) break;
             if (p) {
                 hi = p->workspace_bytes;
                 if (best != cheap) mg_plan_free(best);

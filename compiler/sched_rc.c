@@ -54,7 +54,22 @@ typedef struct rc_sim {
     int64_t *est;                 /* per node: bytes of its dropped closure (input ordering) */
     int *frame_v, *frame_k, *frame_ord, *ord; /* the recursion: node, next input, its order */
     int64_t step_limit, prep_limit; /* on all steps, and on the current preparation's */
+    int64_t below, above;         /* the largest live-plus-need met that fit the cap, the least that did not */
+    double *sc; int *sc_at, epoch; /* per resident node: its score, valid while sc_at is the epoch */
 } rc_sim;
+
+/* A value's score changes when the position of the target under way does (a new epoch), when
+ * its use_time may (its cache is forgotten, or the preparation stops needing it), and when an
+ * input of it is dropped or brought back (its recompute cost). */
+static void forget_score(rc_sim *s, int v)
+{
+    s->sc_at[v] = -1;
+}
+
+static void forget_consumers(rc_sim *s, int v)
+{
+    for (int k = s->out_start[v]; k < s->out_start[v + 1]; k++) s->sc_at[s->out[k]] = -1;
+}
 
 static int next_use(const rc_sim *s, int v)
 {
@@ -102,6 +117,7 @@ static void forget_upstream(rc_sim *s, int v)
     const mg_problem *pr = s->pr;
     int stamp = ++s->stamp, sp = 0, seen = 0;
     s->ut_valid[v] = 0;
+    forget_score(s, v);
     s->walk[sp++] = v;
     while (sp > 0 && seen++ < LIMIT) {
         int x = s->walk[--sp];
@@ -110,6 +126,7 @@ static void forget_upstream(rc_sim *s, int v)
             if (s->mark[u] == stamp) continue;
             s->mark[u] = stamp;
             s->ut_valid[u] = 0;
+            forget_score(s, u);
             if (s->b.where[u].mem == MG_MEM_NONE) s->walk[sp++] = u;
         }
     }
@@ -170,19 +187,31 @@ static void release(rc_sim *s, int v)
     s->rc[v] = recompute_cost(s, v);
     mg_pb_release(&s->b, v);
     forget_upstream(s, v);
+    forget_consumers(s, v);
     if (s->res_pos[v] >= 0) res_remove(s, v);
 }
 
 /* Drops unlocked resident values, least score first, until need more bytes fit under the cap. */
 static int make_room(rc_sim *s, int64_t need)
 {
-    while (s->b.live + need > s->o->cap) {
+    for (;;) {
+        /* the cap is read only here: every cap in [below, above) makes the same choices */
+        int64_t x = s->b.live + need;
+        if (x <= s->o->cap) {
+            if (x > s->below) s->below = x;
+            break;
+        }
+        if (x < s->above) s->above = x;
         int best = -1;
         double bs = 0;
         for (int i = 0; i < s->nres; i++) {
             int v = s->res[i];
             if (s->lock[v]) continue;
-            double sc = score(s, v);
+            if (s->sc_at[v] != s->epoch) {
+                s->sc[v] = score(s, v);
+                s->sc_at[v] = s->epoch;
+            }
+            double sc = s->sc[v];
             if (best < 0 || sc < bs || (sc == bs && v < best)) {
                 best = v;
                 bs = sc;
@@ -202,12 +231,13 @@ static int compute(rc_sim *s, int v, int recompute)
     if (!make_room(s, pr->bytes[v] + pr->scratch[v])) return 0;
     mg_pb_compute(&s->b, v, recompute);
     forget_upstream(s, v);
+    forget_consumers(s, v);
     if (s->b.where[v].mem == MG_MEM_WS && pr->evictable[v] && !pr->keep_to_end[v]) {
         s->res_pos[v] = s->nres;
         s->res[s->nres++] = v;
     }
     for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
-        if (s->need[pr->in[k]] > 0) s->need[pr->in[k]]--;
+        if (s->need[pr->in[k]] > 0 && --s->need[pr->in[k]] == 0) forget_score(s, pr->in[k]);
     return 1;
 }
 
@@ -235,6 +265,7 @@ static void plan_preparation(rc_sim *s, int t)
     /* a preparation that recomputes its values more than twice over is thrashing: the cap is
      * too tight for this policy (failing early keeps infeasible caps cheap to try) */
     s->prep_limit = s->b.p->nsteps + 2 * (int64_t)walked + 16;
+    s->epoch++; /* a new target position, new needs: every score afresh */
 }
 
 /* Bytes of u's dropped closure, the walk stopping after limit nodes (enough to order by). */
@@ -343,14 +374,21 @@ static void after_target(rc_sim *s, int t, int pos)
             (!pr->evictable[u] || use_time(s, u) == INT32_MAX))
             release(s, u);
     }
+    s->epoch++;
 }
 
 mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
 {
+    return mg_schedule_rc_range(pr, opts, out, NULL, d);
+}
+
+mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
+                               mg_diag *d)
+{
     int n = pr->n;
     (void)d;
     *out = NULL;
-    rc_sim s = {.pr = pr, .o = opts};
+    rc_sim s = {.pr = pr, .o = opts, .below = INT64_MIN, .above = INT64_MAX};
     mg_pb_init(&s.b, pr);
     int *targets = xcalloc((size_t)n, sizeof *targets);
     for (int v = 0; v < n; v++)
@@ -393,7 +431,9 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     s.frame_k = xcalloc((size_t)n + 1, sizeof *s.frame_k);
     s.frame_ord = xcalloc((size_t)n + 1, sizeof *s.frame_ord);
     s.ord = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.ord);
-    for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = -1;
+    s.sc = xcalloc((size_t)n, sizeof *s.sc);
+    s.sc_at = xcalloc((size_t)n, sizeof *s.sc_at);
+    for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = s.sc_at[v] = -1;
     s.rc_cap = s.b.p->flops_once + n;
     s.step_limit = (int64_t)s.ntargets * 8 + 10000; /* as sched_remat.c's */
     mg_pb_reserve(&s.b, s.step_limit + pr->nfinal + 1);
@@ -407,6 +447,10 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     }
     if (ok) *out = mg_pb_finish(&s.b);
     else mg_pb_discard(&s.b);
+    if (range) {
+        range[0] = s.below;
+        range[1] = s.above;
+    }
     free(targets);
     free(s.use_start);
     free(s.uses);
@@ -430,5 +474,7 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     free(s.frame_k);
     free(s.frame_ord);
     free(s.ord);
+    free(s.sc);
+    free(s.sc_at);
     return MG_OK;
 }

@@ -57,6 +57,7 @@ typedef struct sim {
     int *out_start, *out;  /* CSR: the consumers of each node */
     int64_t step_limit;
     double *jitter;        /* per node: the restart's factor on its score (NULL: none) */
+    int64_t below, above;  /* caps in [below, above) make the same choices (mg_schedule_range) */
 } sim;
 
 static int next_use(const sim *s, int v)
@@ -217,7 +218,14 @@ static void unlock(sim *s, int v)
 static int make_room(sim *s, int64_t need)
 {
     int ok = 1;
-    while (ok && s->b.live + need > s->o->cap) {
+    for (;;) {
+        int64_t x = s->b.live + need; /* the cap is compared with this, and (fit) x - bytes, only */
+        if (!ok) break;
+        if (x <= s->o->cap) {
+            if (x > s->below) s->below = x;
+            break;
+        }
+        if (x < s->above) s->above = x;
         ok = 0;
         while (s->nheap > 0) {
             struct hent e = heap_pop(s);
@@ -233,12 +241,17 @@ static int make_room(sim *s, int64_t need)
                 continue;
             }
             if (s->o->fit) { /* the cheapest single value that covers the excess, if cheaper */
-                int64_t excess = s->b.live + need - s->o->cap;
                 double best = recompute_cost(s, v);
                 int w = v;
                 for (int i = 0; i < s->ncand; i++) {
                     int c = s->cand[i];
-                    if (s->lock[c] || s->pr->bytes[c] < excess || c == v) continue;
+                    if (s->lock[c] || c == v) continue;
+                    int64_t y = s->b.live + need - s->pr->bytes[c]; /* bytes < excess iff cap < y */
+                    if (s->o->cap < y) {
+                        if (y < s->above) s->above = y;
+                        continue;
+                    }
+                    if (y > s->below) s->below = y;
                     double rc = recompute_cost(s, c);
                     if (rc < best) {
                         best = rc;
@@ -359,9 +372,15 @@ static void after_target(sim *s, int t, int pos)
 
 mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, mg_diag *d)
 {
+    return mg_schedule_range(pr, opts, out, NULL, d);
+}
+
+mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
+                            mg_diag *d)
+{
     int n = pr->n;
     *out = NULL;
-    sim s = {.pr = pr, .o = opts};
+    sim s = {.pr = pr, .o = opts, .below = INT64_MIN, .above = INT64_MAX};
     mg_pb_init(&s.b, pr);
     s.uptr = xcalloc((size_t)n, sizeof *s.uptr);
     s.lock = xcalloc((size_t)n, sizeof *s.lock);
@@ -413,6 +432,10 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     }
     if (ok) *out = mg_pb_finish(&s.b);
     else mg_pb_discard(&s.b);
+    if (range) {
+        range[0] = s.below;
+        range[1] = s.above;
+    }
     free(s.use_start);
     free(s.uses);
     free(s.uptr);

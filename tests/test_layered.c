@@ -187,6 +187,75 @@ START_TEST(test_random_sched_rc)
 }
 END_TEST
 
+/* Whether two unplaced schedules are the same steps and buffers (both NULL: the same too). */
+static int same_schedule(const mg_plan *a, const mg_plan *b)
+{
+    if (!a || !b) return !a && !b;
+    if (a->nsteps != b->nsteps || a->nbufs != b->nbufs || a->flops_executed != b->flops_executed) return 0;
+    for (int i = 0; i < a->nsteps; i++)
+        if (a->steps[i].kind != b->steps[i].kind || a->steps[i].node != b->steps[i].node ||
+            a->steps[i].recompute != b->steps[i].recompute)
+            return 0;
+    for (int i = 0; i < a->nbufs; i++)
+        if (a->bufs[i].bytes != b->bufs[i].bytes || a->bufs[i].first != b->bufs[i].first ||
+            a->bufs[i].last != b->bufs[i].last || a->bufs[i].node != b->bufs[i].node)
+            return 0;
+    return 1;
+}
+
+/* mg_schedule_rc_range's and mg_schedule_range's contract, which the minimum-feasible bisection relies on to skip runs:
+ * the range holds the cap, and the scheduler does exactly the same (the same schedule, or none)
+ * under every cap in it (its ends checked, and the middle), and something else just outside it
+ * where it ends below the store-all peak (the range is as wide as it may be: the cap met a
+ * footprint there). */
+START_TEST(test_sched_rc_range)
+{
+    unsigned seed = 4242;
+    int ranges = 0, fails = 0, differs_outside = 0;
+    for (int trial = 0; trial < 12; trial++) {
+        mg_problem *pr = random_layered(&seed, 6 + trial % 8);
+        int64_t peak = store_all_peak(pr);
+        for (int pct = 100; pct >= 30; pct -= 7) {
+            for (int kind = 0; kind < 5; kind++) { /* sched_rc.c (rc 1, 2); sched_remat.c (lazy, eager, fit) */
+                mg_sched_opts o = {.cap = peak * pct / 100 + trial, .policy = MG_EVICT_COST_SIZE_DIST,
+                                   .rc = kind < 2 ? kind + 1 : 0, .lazy = kind == 2, .fit = kind == 4};
+                mg_plan *p = NULL;
+                mg_diag d = {0};
+                int64_t r[2];
+                ck_assert((o.rc ? mg_schedule_rc_range(pr, &o, &p, r, &d) : mg_schedule_range(pr, &o, &p, r, &d)) == MG_OK);
+                ck_assert(r[0] <= o.cap && o.cap < r[1]);
+                ranges++;
+                fails += p == NULL;
+                int64_t lo = r[0] > 0 ? r[0] : 1, hi = r[1] == INT64_MAX ? o.cap + peak : r[1] - 1;
+                int64_t caps[3] = {lo, lo + (hi - lo) / 2, hi};
+                for (int c = 0; c < 3; c++) {
+                    mg_sched_opts q = o;
+                    q.cap = caps[c];
+                    mg_plan *p2 = NULL;
+                    ck_assert((o.rc ? mg_schedule_rc(pr, &q, &p2, &d) : mg_schedule(pr, &q, &p2, &d)) == MG_OK);
+                    ck_assert_msg(same_schedule(p, p2), "trial %d, kind %d, cap %lld: range [%lld, %lld) but cap %lld differs",
+                                  trial, kind, (long long)o.cap, (long long)r[0], (long long)r[1], (long long)caps[c]);
+                    mg_plan_free(p2);
+                }
+                if (r[1] != INT64_MAX) { /* at the range's upper end the cap stops binding somewhere */
+                    mg_sched_opts q = o;
+                    q.cap = r[1];
+                    mg_plan *p2 = NULL;
+                    ck_assert((o.rc ? mg_schedule_rc(pr, &q, &p2, &d) : mg_schedule(pr, &q, &p2, &d)) == MG_OK);
+                    differs_outside += !same_schedule(p, p2);
+                    mg_plan_free(p2);
+                }
+                mg_plan_free(p);
+            }
+        }
+        mg_problem_free(pr);
+    }
+    ck_assert_int_gt(fails, 0); /* the sweep reaches caps with no schedule */
+    ck_assert_int_lt(fails, ranges);
+    ck_assert_int_gt(differs_outside, 0); /* and the ranges are not wider than they may be */
+}
+END_TEST
+
 /* A random layered DAG of over 3000 nodes (sched_rc.c's variants were once left out above 2500):
  * at 0.9x of its store-all peak sched_rc.c's schedules stay under the cap and verify, and auto's
  * plan, which fits the budget and verifies, is cheaper than every schedule sched_remat.c makes
@@ -236,6 +305,7 @@ static Suite *layered_suite(void)
     tcase_add_test(c, test_n250_auto);
     tcase_add_test(c, test_n250_sched_rc);
     tcase_add_test(c, test_random_sched_rc);
+    tcase_add_test(c, test_sched_rc_range);
     tcase_add_test(c, test_large_sched_rc);
     suite_add_tcase(s, c);
     return s;
