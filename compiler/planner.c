@@ -891,6 +891,10 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
         out->optimal = ts.optimal == 1 && fs.optimal == 1 ? 1 : -1;
         out->flops_lower_bound = ts.lower_bound;
         out->note = ts.note ? ts.note : fs.note;
+        /* the bisection stops within 0.1% of its minimum: a plan at a budget just below that
+         * can meet it, and then it is the minimum known */
+        if (out->min_feasible_bytes >= 0 && out->workspace_bytes < out->min_feasible_bytes)
+            out->min_feasible_bytes = out->workspace_bytes;
     }
 done:
     mg_plan_free(ts.plan);
