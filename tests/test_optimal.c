@@ -490,17 +490,23 @@ static const trow gap_rows[] = {
     {64, 0, 37, 0, 1, 11, 4},
 };
 
-START_TEST(test_relaxed_gap_memory)
+/* The relaxed bound of the table problem rows under cap: above above, at most the reference
+ * optimum, which must be opt. */
+static void check_relaxed(const trow *rows, int n, int64_t cap, double opt_expected, double above)
 {
-    mg_problem *p = table_problem(gap_rows, (int)(sizeof gap_rows / sizeof *gap_rows));
-    int64_t cap = 1497;
+    mg_problem *p = table_problem(rows, n);
     double opt = reference_optimum(p, cap), relaxed;
-    ck_assert_msg(opt == 337, "the reference optimum is %.0f, not 337", opt);
+    ck_assert_msg(opt == opt_expected, "the reference optimum is %.0f, not %.0f", opt, opt_expected);
     mg_diag d = {0};
     ck_assert_int_eq(mg_relaxed_bound(p, cap, 20, &relaxed, &d), MG_OK);
-    /* 320 (286 + 34) without the memory inside gaps */
-    ck_assert_msg(relaxed > 336.5 && relaxed <= opt, "the relaxed bound is %.3f, the optimum %.0f", relaxed, opt);
+    ck_assert_msg(relaxed > above && relaxed <= opt, "the relaxed bound is %.3f, the optimum %.0f", relaxed, opt);
     mg_problem_free(p);
+}
+
+START_TEST(test_relaxed_gap_memory)
+{
+    /* 320 (286 + 34) without the memory inside gaps */
+    check_relaxed(gap_rows, (int)(sizeof gap_rows / sizeof *gap_rows), 1497, 337, 336.5);
 }
 END_TEST
 
@@ -517,14 +523,7 @@ static const trow preprocess_rows[] = {
 
 START_TEST(test_relaxed_preprocess)
 {
-    mg_problem *p = table_problem(preprocess_rows, (int)(sizeof preprocess_rows / sizeof *preprocess_rows));
-    int64_t cap = 1894;
-    double opt = reference_optimum(p, cap), relaxed;
-    ck_assert_msg(opt == 343, "the reference optimum is %.0f, not 343", opt);
-    mg_diag d = {0};
-    ck_assert_int_eq(mg_relaxed_bound(p, cap, 20, &relaxed, &d), MG_OK);
-    ck_assert_msg(relaxed > 312 && relaxed <= opt, "the relaxed bound is %.3f, the optimum %.0f", relaxed, opt);
-    mg_problem_free(p);
+    check_relaxed(preprocess_rows, (int)(sizeof preprocess_rows / sizeof *preprocess_rows), 1894, 343, 312);
 }
 END_TEST
 

@@ -24,6 +24,24 @@ static void SFX(mgk_bn_channel)(int64_t N, int64_t C, int64_t S, const T *restri
     *rstd = 1.0 / sqrt(q / cnt + eps);
 }
 
+/* Channel c of y = (x - mean) * rstd * g + b, and (rm not NULL) the running statistics moved
+ * towards mean and the unbiased variance of cnt values: batch_norm's and bn_apply's one body. */
+static void SFX(mgk_bn_normalize)(int64_t N, int64_t C, int64_t S, const T *restrict x, const T *restrict g,
+                                  const T *restrict b, int64_t c, double mu, double var, double rs, double cnt,
+                                  double momentum, T *restrict rm, T *restrict rv, T *restrict y)
+{
+    T m = (T)mu, sc = (T)(rs * (double)g[c]), sh = b[c];
+    for (int64_t n = 0; n < N; n++) {
+        const T *p = x + (n * C + c) * S;
+        T *q = y + (n * C + c) * S;
+        for (int64_t i = 0; i < S; i++) q[i] = (p[i] - m) * sc + sh;
+    }
+    if (rm) {
+        rm[c] = (T)((1.0 - momentum) * (double)rm[c] + momentum * mu);
+        rv[c] = (T)((1.0 - momentum) * (double)rv[c] + momentum * var * cnt / (cnt - 1.0));
+    }
+}
+
 /* Training mode: y = (x - mean) * rstd * g + b with the batch statistics. When rm and rv are
  * not NULL the running statistics move towards them (PyTorch's rule, unbiased variance):
  * r = (1 - momentum) * r + momentum * stat. The compiler passes them on exactly one call per
@@ -36,16 +54,7 @@ void SFX(mgk_batch_norm)(int64_t N, int64_t C, int64_t S, const T *restrict x, c
     for (int64_t c = 0; c < C; c++) {
         double mu, var, rs;
         SFX(mgk_bn_channel)(N, C, S, x, c, eps, &mu, &var, &rs);
-        T m = (T)mu, sc = (T)(rs * (double)g[c]), sh = b[c];
-        for (int64_t n = 0; n < N; n++) {
-            const T *p = x + (n * C + c) * S;
-            T *q = y + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) q[i] = (p[i] - m) * sc + sh;
-        }
-        if (rm) {
-            rm[c] = (T)((1.0 - momentum) * (double)rm[c] + momentum * mu);
-            rv[c] = (T)((1.0 - momentum) * (double)rv[c] + momentum * var * cnt / (cnt - 1.0));
-        }
+        SFX(mgk_bn_normalize)(N, C, S, x, g, b, c, mu, var, rs, cnt, momentum, rm, rv, y);
     }
 }
 
@@ -160,16 +169,7 @@ void SFX(mgk_bn_apply)(int64_t N, int64_t C, int64_t S, int64_t Nt, const T *res
     double cnt = (double)(Nt * S);
     for (int64_t c = 0; c < C; c++) {
         double mu = st[c] / cnt, q = st[C + c], var = q / cnt, rs = 1.0 / sqrt(q / cnt + eps);
-        T m = (T)mu, sc = (T)(rs * (double)g[c]), sh = b[c];
-        for (int64_t n = 0; n < N; n++) {
-            const T *p = x + (n * C + c) * S;
-            T *o = y + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) o[i] = (p[i] - m) * sc + sh;
-        }
-        if (rm) {
-            rm[c] = (T)((1.0 - momentum) * (double)rm[c] + momentum * mu);
-            rv[c] = (T)((1.0 - momentum) * (double)rv[c] + momentum * var * cnt / (cnt - 1.0));
-        }
+        SFX(mgk_bn_normalize)(N, C, S, x, g, b, c, mu, var, rs, cnt, momentum, rm, rv, y);
     }
 }
 
