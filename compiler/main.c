@@ -63,7 +63,8 @@ static const char *usage_text =
     "                       together (default 60)\n"
     "  --verify             run the plan verifier once more on what is emitted and report it\n"
     "  --micro-batches K    run the per-sample layers (convolutions, pooling, elementwise ops up to\n"
-    "                       the first op that mixes samples) in K parts of the batch; auto\n"
+    "                       the first op that mixes samples; batch_norm's statistics are carried\n"
+    "                       from part to part) in K parts of the batch; auto\n"
     "                       (default) splits only when no plan of the whole batch meets the\n"
     "                       budget, 1 never; gradients are bit-identical either way\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
@@ -501,6 +502,11 @@ static int run_planner(options *o, compiled *c, int want_min)
                     c->src.path, mg_solver_names[o->solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
                     mg_human_bytes(p->store_all_bytes, h3, sizeof h3), (long long)p->store_all_bytes,
                     o->solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
+        if (p->unsplit.msg[0] && p->unsplit.loc.line > 0)
+            fprintf(stderr, "%s:%d:%d: note: %s\n", c->src.path, p->unsplit.loc.line, p->unsplit.loc.col,
+                    p->unsplit.msg);
+        else if (p->unsplit.msg[0])
+            fprintf(stderr, "%s: note: %s\n", c->src.path, p->unsplit.msg);
         return 1;
     }
     c->prog.g = mg_planned_graph(p, c->g);

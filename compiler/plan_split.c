@@ -78,6 +78,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
     if (out->train && !rq->want_min_feasible) return MG_OK;
     mg_diag why = {0};
     int ks[MAX_COUNTS], nk = mg_microbatch_counts(g, ks, MAX_COUNTS, &why);
+    if (nk == 0 && !out->train) out->unsplit = why;
     int64_t minf = out->min_feasible_bytes;
     /* selecting: more parts may still give a cheaper plan (the choice does not depend on
      * want_min_feasible, so `plan` reports what `compile` emits); after that, parts are tried

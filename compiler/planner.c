@@ -851,7 +851,7 @@ void mg_planned_free(mg_planned *p)
 mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_planned *out, mg_diag *d)
 {
     double t0 = mg_seconds();
-    *out = (mg_planned){NULL, NULL, 0, INT64_MAX, 0, -1, -1, -1, NULL, 0, NULL, 0};
+    *out = (mg_planned){.budget_bytes = INT64_MAX, .min_feasible_bytes = -1, .optimal = -1, .flops_lower_bound = -1};
     mg_problem *pt = mg_problem_from_graph(g, MG_PLAN_TRAIN), *pf = mg_problem_from_graph(g, MG_PLAN_FORWARD);
     mg_solution st_all, sf_all, ts = {0}, fs = {0};
     mg_status st = MG_OK;

@@ -205,6 +205,13 @@ START_TEST(test_refused)
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 4 --no-cache", tu_path(dir, "bn.mg")), 1);
     ck_assert_msg(strstr(out, "bn.mg:8:") && strstr(out, "would cut those groups"), "%s", out);
     free(out);
+    /* a budget below the minimum of a model that cannot be split says why, where */
+    ck_assert(tu_write(tu_path(dir, "mlp.mg"), mlp_model) == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 1KiB --no-cache", tu_path(dir, "mlp.mg")), 1);
+    ck_assert_msg(strstr(out, "below the minimum feasible budget") && strstr(out, "mlp.mg:5:") &&
+                      strstr(out, "note: not split into micro-batches") && strstr(out, "matmul"),
+                  "%s", out);
+    free(out);
     tu_dir_free(&dir);
 }
 END_TEST
