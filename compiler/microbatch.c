@@ -283,8 +283,10 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
                                (long long)mgk_conv_batch(&geom), (long long)geom.OH, (long long)geom.OW,
                                (long long)m->part);
         }
-        return mg_diag_set(why, g->nodes[stop].loc, "not split into micro-batches: the first op on the batch, %s, mixes "
-                           "the samples", mg_ops[g->nodes[stop].op].name);
+        return mg_diag_set(why, g->nodes[stop].loc,
+                           "not split into micro-batches: the first op on the batch, %s, is not one the split runs "
+                           "in parts (convolutions, pooling, batch_norm and elementwise ops are)",
+                           mg_ops[g->nodes[stop].op].name);
     }
     /* B and the reductions, in order */
     char *ps = xcalloc((size_t)n, 1); /* per-sample backward ops (bat holds their batched operands) */

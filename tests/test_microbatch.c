@@ -173,7 +173,8 @@ static const char mlp_model[] = "model mlp\n"
 
 /* A part count that would cut the images a convolution takes per GEMM (bn_model's 6x6 outputs:
  * 4 per GEMM) is refused when that convolution is the first op on the batch, naming it; so is a
- * model whose first op mixes the samples. Below the minimum the budget error stays the plain one. */
+ * model whose first op the split does not run in parts; below the minimum the budget error then
+ * says so, at that op. */
 START_TEST(test_refused)
 {
     mg_diag d = {0};
