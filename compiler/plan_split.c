@@ -112,7 +112,6 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         if (!out->train && !lower) selecting = 0; /* no plan, and no progress towards one */
         if (!selecting && (!rq->want_min_feasible || !lower)) break;
     }
-    if (out->train && minf >= 0 && out->workspace_bytes < minf) minf = out->workspace_bytes; /* (as in mg_plan_program) */
     out->min_feasible_bytes = minf;
     return MG_OK;
 }

@@ -2,16 +2,20 @@
  * T = float and T = double. Tensors are [N, C, S] (S = H*W, or 1 for [N, C] inputs);
  * channel c of sample n is the contiguous run x[(n*C + c)*S .. +S). */
 
-/* mean and 1/sqrt(biased variance + eps) of channel c, two passes in double, fixed order */
-static void SFX(mgk_bn_channel)(int64_t N, int64_t C, int64_t S, const T *restrict x, int64_t c, double eps,
-                                double *mean, double *var, double *rstd)
+/* s plus the values of channel c, sample after sample: the one order of additions every
+ * batch_norm kernel sums in, whole batch or part after part (bit-identical either way). */
+static double SFX(mgk_bn_sum)(int64_t N, int64_t C, int64_t S, const T *restrict x, int64_t c, double s)
 {
-    double s = 0, q = 0, cnt = (double)(N * S);
     for (int64_t n = 0; n < N; n++) {
         const T *p = x + (n * C + c) * S;
         for (int64_t i = 0; i < S; i++) s += (double)p[i];
     }
-    double mu = s / cnt;
+    return s;
+}
+
+/* q plus the squared deviations of channel c from mu, in the same order. */
+static double SFX(mgk_bn_sqdev)(int64_t N, int64_t C, int64_t S, const T *restrict x, int64_t c, double mu, double q)
+{
     for (int64_t n = 0; n < N; n++) {
         const T *p = x + (n * C + c) * S;
         for (int64_t i = 0; i < S; i++) {
@@ -19,6 +23,15 @@ static void SFX(mgk_bn_channel)(int64_t N, int64_t C, int64_t S, const T *restri
             q += e * e;
         }
     }
+    return q;
+}
+
+/* mean and 1/sqrt(biased variance + eps) of channel c, two passes in double, fixed order */
+static void SFX(mgk_bn_channel)(int64_t N, int64_t C, int64_t S, const T *restrict x, int64_t c, double eps,
+                                double *mean, double *var, double *rstd)
+{
+    double cnt = (double)(N * S), s = SFX(mgk_bn_sum)(N, C, S, x, c, 0), mu = s / cnt;
+    double q = SFX(mgk_bn_sqdev)(N, C, S, x, c, mu, 0);
     *mean = mu;
     *var = q / cnt;
     *rstd = 1.0 / sqrt(q / cnt + eps);
@@ -140,21 +153,8 @@ void SFX(mgk_bn_stats)(int64_t N, int64_t C, int64_t S, int64_t Nt, int64_t pass
     double cnt = (double)(Nt * S);
     for (int64_t c = 0; c < C; c++) {
         double s = prev ? prev[c] : 0, q = prev && pass ? prev[C + c] : 0;
-        if (pass == 0) {
-            for (int64_t n = 0; n < N; n++) {
-                const T *p = x + (n * C + c) * S;
-                for (int64_t i = 0; i < S; i++) s += (double)p[i];
-            }
-        } else {
-            double mu = s / cnt;
-            for (int64_t n = 0; n < N; n++) {
-                const T *p = x + (n * C + c) * S;
-                for (int64_t i = 0; i < S; i++) {
-                    double e = (double)p[i] - mu;
-                    q += e * e;
-                }
-            }
-        }
+        if (pass == 0) s = SFX(mgk_bn_sum)(N, C, S, x, c, s);
+        else q = SFX(mgk_bn_sqdev)(N, C, S, x, c, s / cnt, q);
         st[c] = s;
         st[C + c] = q;
     }
