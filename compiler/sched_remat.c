@@ -37,6 +37,7 @@ typedef struct sim {
     const mg_sched_opts *o;
     mg_plan_builder b;     /* the plan so far, where each value is, the live bytes */
     int now;               /* position of the current target */
+    int target_now;        /* the current target */
     int ntargets, nfwd_targets;
     int *use_start, *uses; /* per node: positions of the targets that read it (CSR) */
     int *uptr;             /* per node: first use not yet passed */
@@ -57,6 +58,8 @@ typedef struct sim {
     int *out_start, *out;  /* CSR: the consumers of each node */
     int64_t step_limit;
     double *jitter;        /* per node: the restart's factor on its score (NULL: none) */
+    double *rest;          /* per target position i: the cost of the targets after it, each once
+                              (with flops_limit: what the schedule must still execute at least) */
     int64_t below, above;  /* caps in [below, above) make the same choices (mg_schedule_range) */
 } sim;
 
@@ -274,7 +277,13 @@ static int compute(sim *s, int v, int recompute)
 {
     const mg_problem *pr = s->pr;
     if (s->b.p->nsteps >= s->step_limit) return 0;
-    if (s->o->flops_limit > 0 && s->b.p->flops_executed + pr->cost[v] > s->o->flops_limit) return 0;
+    /* past the limit, or sure to pass it: every target after this one still runs at least once
+     * (and the one being prepared, when this is a recomputation); a schedule that would pass
+     * the limit is given up on, so giving up early changes nothing but the time spent */
+    if (s->o->flops_limit > 0 &&
+        s->b.p->flops_executed + pr->cost[v] + (recompute ? pr->cost[s->target_now] : 0) + s->rest[s->now] >
+            s->o->flops_limit)
+        return 0;
     if (!make_room(s, pr->bytes[v] + pr->scratch[v])) return 0;
     mg_pb_compute(&s->b, v, recompute);
     if (s->b.where[v].mem == MG_MEM_WS && pr->evictable[v]) cand_add(s, v);
@@ -402,6 +411,8 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
         targets[s.ntargets++] = i;
     }
     s.rc_cap = s.b.p->flops_once + n;
+    s.rest = xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
+    for (int i = s.ntargets - 1; i > 0; i--) s.rest[i - 1] = s.rest[i] + pr->cost[targets[i]];
     build_uses(&s, targets);
     s.out_start = xcalloc((size_t)n + 1, sizeof *s.out_start);
     s.out = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
@@ -427,6 +438,7 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
     for (int i = 0; i < s.ntargets && ok; i++) {
         s.now = i;
         int t = targets[i];
+        s.target_now = t;
         ok = ensure_inputs(&s, t) && compute(&s, t, 0);
         if (ok) after_target(&s, t, i);
     }
@@ -451,6 +463,7 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
     free(s.mark);
     free(s.rc);
     free(s.jitter);
+    free(s.rest);
     free(s.zlast);
     free(s.out_start);
     free(s.out);
