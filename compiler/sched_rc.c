@@ -56,6 +56,7 @@ typedef struct rc_sim {
     int64_t step_limit, prep_limit; /* on all steps, and on the current preparation's */
     int64_t below, above;         /* the largest live-plus-need met that fit the cap, the least that did not */
     double *sc; int *sc_at, epoch; /* per resident node: its score, valid while sc_at is the epoch */
+    double *rest;                 /* per target position i: the cost of the targets after it, each once */
 } rc_sim;
 
 /* A value's score changes when the position of the target under way does (a new epoch), when
@@ -227,7 +228,12 @@ static int compute(rc_sim *s, int v, int recompute)
 {
     const mg_problem *pr = s->pr;
     if (s->b.p->nsteps >= s->step_limit || (recompute && s->b.p->nsteps >= s->prep_limit)) return 0;
-    if (s->o->flops_limit > 0 && s->b.p->flops_executed + pr->cost[v] > s->o->flops_limit) return 0;
+    /* past the limit, or sure to pass it (every later target still runs once, and the one being
+     * prepared): such a schedule is given up on anyway, giving up early only saves time */
+    if (s->o->flops_limit > 0 &&
+        s->b.p->flops_executed + pr->cost[v] + (recompute ? pr->cost[s->cur] : 0) + s->rest[s->now] >
+            s->o->flops_limit)
+        return 0;
     if (!make_room(s, pr->bytes[v] + pr->scratch[v])) return 0;
     mg_pb_compute(&s->b, v, recompute);
     forget_upstream(s, v);
@@ -393,6 +399,8 @@ mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, 
     int *targets = xcalloc((size_t)n, sizeof *targets);
     for (int v = 0; v < n; v++)
         if (pr->target[v]) targets[s.ntargets++] = v;
+    s.rest = xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
+    for (int i = s.ntargets - 1; i > 0; i--) s.rest[i - 1] = s.rest[i] + pr->cost[targets[i]];
     /* per node: the target positions reading it */
     s.use_start = xcalloc((size_t)n + 1, sizeof *s.use_start);
     for (int i = 0; i < s.ntargets; i++)
@@ -452,6 +460,7 @@ mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, 
         range[1] = s.above;
     }
     free(targets);
+    free(s.rest);
     free(s.use_start);
     free(s.uses);
     free(s.out_start);
