@@ -868,6 +868,57 @@ START_TEST(test_improve_weights)
 }
 END_TEST
 
+/* mg_sched_opts.flops_limit gives up on a schedule as soon as it is sure to pass the limit
+ * (every later target still runs once): that must change nothing but the time. On random
+ * problems, under every policy of both schedulers, a limit equal to the schedule's cost gives
+ * the very same schedule, and a limit just below it gives none; a limit of the cost of running
+ * every op once gives a schedule exactly where the unlimited one recomputes nothing. */
+START_TEST(test_flops_limit_exact)
+{
+    uint64_t seed = 4242;
+    int same = 0, cut = 0;
+    mg_diag d = {0};
+    for (int k = 0; k < 12; k++) {
+        mg_problem *pr = random_problem(&seed, 10 + k % 5, 8 + k % 4);
+        mg_solution sa;
+        ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+        double once = sa.plan->flops_once;
+        for (int pct = 90; pct >= 30; pct -= 15) {
+            int64_t budget = sa.store_all_bytes * pct / 100;
+            for (int i = 0; i < 2 * MG_EVICT_NPOLICIES + 3; i++) {
+                mg_sched_opts o = {.cap = budget, .policy = (mg_evict_policy)(i % MG_EVICT_NPOLICIES),
+                                   .lazy = i < MG_EVICT_NPOLICIES, .rc = i >= 2 * MG_EVICT_NPOLICIES ? 1 + i % 2 : 0};
+                if (o.rc) o.lazy = 0;
+                mg_plan *plain, *at, *below, *atonce;
+                ck_assert_int_eq(o.rc ? mg_schedule_rc(pr, &o, &plain, &d) : mg_schedule(pr, &o, &plain, &d), MG_OK);
+                if (!plain) continue;
+                o.flops_limit = plain->flops_executed;
+                ck_assert_int_eq(o.rc ? mg_schedule_rc(pr, &o, &at, &d) : mg_schedule(pr, &o, &at, &d), MG_OK);
+                ck_assert_msg(at && at->nsteps == plain->nsteps && at->flops_executed == plain->flops_executed,
+                              "problem %d at %d%%, variant %d: the limit %.0f, its own cost, cut the schedule", k, pct,
+                              i, plain->flops_executed);
+                for (int t = 0; t < at->nsteps; t++)
+                    ck_assert(at->steps[t].node == plain->steps[t].node && at->steps[t].kind == plain->steps[t].kind);
+                o.flops_limit = plain->flops_executed - 0.5;
+                ck_assert_int_eq(o.rc ? mg_schedule_rc(pr, &o, &below, &d) : mg_schedule(pr, &o, &below, &d), MG_OK);
+                ck_assert_msg(!below, "problem %d at %d%%, variant %d: a schedule above the limit", k, pct, i);
+                o.flops_limit = once;
+                ck_assert_int_eq(o.rc ? mg_schedule_rc(pr, &o, &atonce, &d) : mg_schedule(pr, &o, &atonce, &d), MG_OK);
+                ck_assert_int_eq(!!atonce, plain->flops_executed == once);
+                same++;
+                cut += plain->flops_executed > once;
+                mg_plan_free(plain);
+                mg_plan_free(at);
+                mg_plan_free(atonce);
+            }
+        }
+        mg_plan_free(sa.plan);
+        mg_problem_free(pr);
+    }
+    ck_assert_msg(same >= 100 && cut >= 20, "%d schedules compared, %d recomputing: the case tests little", same, cut);
+}
+END_TEST
+
 static Suite *optimal_suite(void)
 {
     Suite *s = suite_create("optimal");
@@ -883,6 +934,7 @@ static Suite *optimal_suite(void)
     tcase_add_test(r, test_random_problems);
     tcase_add_test(r, test_fit_eviction);
     tcase_add_test(r, test_improve_weights);
+    tcase_add_test(r, test_flops_limit_exact);
     suite_add_tcase(s, r);
     TCase *b = tcase_create("bounds");
     tcase_set_timeout(b, 600);
