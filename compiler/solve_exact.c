@@ -684,8 +684,10 @@ mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_
      * (K and M only ever want to be low, so they may be continuous) */
     int *Kc = xcalloc((size_t)n + 1, sizeof *Kc);
     /* (not on large programs: mobilenet's grew from 144k to 288k nonzeros, and CBC, which did
-     * not get past the root of the smaller one, overran its time limit on the larger) */
-    int small = m.nnz <= 100000;
+     * not get past the root of the smaller one, overran a 15 s limit on the larger; longer
+     * limits allow larger programs, up to 4 times larger from 96 s on) */
+    double scale = time_limit > 24 ? (time_limit < 96 ? time_limit / 24 : 4) : 1;
+    int small = m.nnz <= 100000 * scale;
     for (int k = 0; k + 1 < T && small; k++) {
         double held = 0; /* the most M[k] can be */
         for (int w = 0; w < n; w++) {
@@ -724,7 +726,7 @@ mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_
     free(Kc);
     /* paths back to the inputs (the comment above), with prefix sums S[u,k] = sum_{j<k} E[u,j]
      * (so that a row has a few terms, not one per gap): paths of up to PATH_DEPTH values when
-     * the program stays within PATH_NNZ nonzeros, else shorter ones, else none */
+     * the program stays within PATH_NNZ nonzeros (times scale), else shorter ones, else none */
     int *S0 = xcalloc((size_t)n + 1, sizeof *S0);
     int *rstart = xcalloc((size_t)n + 2, sizeof *rstart), *fill = xcalloc((size_t)n + 1, sizeof *fill);
     for (int k = 0; k < T; k++) /* the targets that read each value, CSR */
@@ -750,7 +752,7 @@ mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_
             }
         }
 #define SC(u, k) (S0[u] >= 0 && (k) > pos[u] && (k) <= G[u] + 1 ? S0[u] + (k) - pos[u] - 1 : -1)
-        for (int v = 0; v < n && m.nnz <= PATH_NNZ; v++) {
+        for (int v = 0; v < n && m.nnz <= PATH_NNZ * scale; v++) {
             if (!WS(v) || E0[v] < 0 || H[v] <= pos[v]) continue;
             for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
                 int c[PATH_DEPTH], len = 0, dup = 0;
@@ -790,7 +792,7 @@ mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_
                 }
             }
         }
-        if (m.nnz <= PATH_NNZ) break;
+        if (m.nnz <= PATH_NNZ * scale) break;
         m.ncols = base_cols; /* too large: drop them and try shorter paths */
         m.nrows = base_rows;
         m.nnz = base_nnz;

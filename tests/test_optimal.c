@@ -609,6 +609,19 @@ START_TEST(test_relaxed_paths_random)
                           relaxed, opt);
             compared++;
             exact += relaxed > opt - 0.01 && opt > once;
+            /* with a cutoff at the cost of a schedule (auto's, or 10% above it): still never
+             * above the optimum */
+            mg_solution au;
+            ck_assert_int_eq(mg_solve(p, MG_SOLVER_AUTO, cap, 0, 0, &au, &d), MG_OK);
+            ck_assert_ptr_nonnull(au.plan);
+            for (int dear = 0; dear < 2; dear++) {
+                double cut = au.plan->flops_executed * (dear ? 1.1 : 1), below;
+                ck_assert_int_eq(mg_relaxed_bound_below(p, cap, 20, cut, &below, &d), MG_OK);
+                ck_assert_msg(below <= opt,
+                              "problem %d at %d%%: bound %.3f below a cutoff of %.1f, the optimum %.0f", k, pct, below,
+                              cut, opt);
+            }
+            mg_plan_free(au.plan);
         }
         mg_problem_free(p);
     }
