@@ -19,6 +19,7 @@
  * peak is never above what the program accounted for. */
 #include "clock.h"
 #include "plan.h"
+#include "solve_exact.h"
 
 #include <coin/Cbc_C_Interface.h>
 #include <errno.h>
@@ -177,6 +178,7 @@ static void child_solve(const lp *m, double time_limit, double cutoff, int cauti
     if (bound_only) { /* the relaxed program: its bound must be a bound (see mg_relaxed_bound) */
         Cbc_setParameter(cbc, "heuristicsOnOff", "off");
         Cbc_setParameter(cbc, "preprocess", "off");
+        Cbc_setParameter(cbc, "knapsackCuts", "off");
     }
     Cbc_solve(cbc);
     outcome r = {0};
@@ -533,11 +535,32 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
  * one of the two targets. Every workspace value's buffer counts at least its bytes, so rounding
  * up to MG_ALIGN only adds to the true peak.
  *
+ * Paths back to the inputs. The rows above hold for every schedule, but their linear
+ * relaxation is weak where cheap values sit between expensive ones (mlp_deep: h = tanh(z + b),
+ * z = h' @ w): it keeps z "3% resident" all along and recomputes 3% of z + b and of h in each of
+ * 30 gaps, paying for the cheap ops only, and its value was 0.0005 of the optimum's recomputed
+ * cost; only CBC's cuts, given 20 s and more, closed that. Valid inequalities close most of it:
+ * for a recomputable v, a path c_1 .. c_L of inputs (c_1 an input of v, c_{i+1} one of c_i,
+ * each c_i < c_L recomputable), a target b that reads v and a position a, pos v < a < b:
+ *   P[v,b] <= P[v,a] + sum_i P[c_i,a] + sum_{a<=k<b} E[c_L,k].
+ * Proof, for a schedule mapped as above: say v is resident at b and not at a. Then its buffer at
+ * b was written after target a (buffers have no holes, and pos v < a), in some gap k in [a,b)
+ * (a target step writes only its own target, and pos v <= a). That step read c_1, so c_1's
+ * buffer was live there: written before target a, so resident at a (P[c_1,a] = 1), or written
+ * in a gap in [a,k]. In the latter case c_1 was recomputed there, which read c_2, and so on:
+ * either some c_i is resident at a, or c_L was computed in a gap in [a,b) (E[c_L,k'] = 1 for
+ * that gap, which is within c_L's horizon: horizons only grow towards inputs). On mlp_deep at
+ * 50% the rows raise the linear relaxation from 0.0005 to 0.90 of the optimum's recomputed cost
+ * and CBC closes the rest at the root in a few seconds (the plan is then proven optimal).
+ *
  * Any bound CBC proves for this program, even when stopped early, is therefore a bound on every
- * schedule, with one caveat found the hard way: CBC 2.10's preprocessing "proved" 349 on a
- * program with a feasible solution of 343 (checked row by row; tests/test_optimal.c keeps that
- * problem), so it is turned off here, and so are CBC's primal heuristics (only the bound is
- * wanted; the feasibility pump took half of a 20 s run on mlp_deep's program). */
+ * schedule, with caveats found the hard way: CBC 2.10's preprocessing "proved" 349 on a program
+ * with a feasible solution of 343 (checked row by row; tests/test_optimal.c keeps that problem),
+ * and so did its knapsack cover cuts with preprocessing off once the path rows were added (the
+ * program with every P and E fixed to that schedule's values is feasible, Clp says; with
+ * knapsack cuts off CBC finds 343). Both are turned off here, and so are CBC's primal
+ * heuristics (only the bound is wanted; the feasibility pump took half of a 20 s run on
+ * mlp_deep's program). */
 /* The bytes of v's step when it is computed between targets: its output, its scratch and its
  * distinct workspace inputs. */
 static double gap_step(const mg_problem *pr, const int *pos, int v)
@@ -551,7 +574,15 @@ static double gap_step(const mg_problem *pr, const int *pos, int v)
     return step;
 }
 
+enum { PATH_DEPTH = 2, PATH_NNZ = 300000 };
+
 mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double *bound, mg_diag *d)
+{
+    return mg_relaxed_bound_below(pr, cap, time_limit, HUGE_VAL, bound, d);
+}
+
+mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, double *bound,
+                                 mg_diag *d)
 {
     *bound = -1;
     int n = pr->n, T = 0;
@@ -653,8 +684,10 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
      * (K and M only ever want to be low, so they may be continuous) */
     int *Kc = xcalloc((size_t)n + 1, sizeof *Kc);
     /* (not on large programs: mobilenet's grew from 144k to 288k nonzeros, and CBC, which did
-     * not get past the root of the smaller one, overran its time limit on the larger) */
-    int small = m.nnz <= 100000;
+     * not get past the root of the smaller one, overran a 15 s limit on the larger; longer
+     * limits allow larger programs, up to 4 times larger from 96 s on) */
+    double scale = time_limit > 24 ? (time_limit < 96 ? time_limit / 24 : 4) : 1;
+    int small = m.nnz <= 100000 * scale;
     for (int k = 0; k + 1 < T && small; k++) {
         double held = 0; /* the most M[k] can be */
         for (int w = 0; w < n; w++) {
@@ -691,16 +724,98 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
         }
     }
     free(Kc);
+    /* paths back to the inputs (the comment above), with prefix sums S[u,k] = sum_{j<k} E[u,j]
+     * (so that a row has a few terms, not one per gap): paths of up to PATH_DEPTH values when
+     * the program stays within PATH_NNZ nonzeros (times scale), else shorter ones, else none */
+    int *S0 = xcalloc((size_t)n + 1, sizeof *S0);
+    int *rstart = xcalloc((size_t)n + 2, sizeof *rstart), *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    for (int k = 0; k < T; k++) /* the targets that read each value, CSR */
+        for (int q = pr->in_start[tg[k]]; q < pr->in_start[tg[k] + 1]; q++) rstart[pr->in[q] + 1]++;
+    for (int v = 0; v < n; v++) rstart[v + 1] += rstart[v];
+    int *readers = xcalloc((size_t)rstart[n] + 1, sizeof *readers);
+    for (int k = 0; k < T; k++)
+        for (int q = pr->in_start[tg[k]]; q < pr->in_start[tg[k] + 1]; q++)
+            readers[rstart[pr->in[q]] + fill[pr->in[q]]++] = tg[k];
+    free(fill);
+    int base_cols = m.ncols, base_rows = m.nrows, base_nnz = m.nnz;
+    for (int depth = PATH_DEPTH; depth >= 1; depth--) {
+        for (int u = 0; u < n; u++) {
+            S0[u] = -1;
+            if (!WS(u) || E0[u] < 0) continue;
+            S0[u] = m.ncols; /* S[u,k] for k in pos+1 .. G+1; S[u,pos] = 0 */
+            for (int k = pos[u] + 1; k <= G[u] + 1; k++) {
+                col(&m, 0, DBL_MAX, 0, 0);
+                int r = row(&m, 0, 0); /* S[u,k] - S[u,k-1] - E[u,k-1] = 0 */
+                coef(&m, r, S0[u] + k - pos[u] - 1, 1);
+                if (k - 1 > pos[u]) coef(&m, r, S0[u] + k - pos[u] - 2, -1);
+                coef(&m, r, EC(u, k - 1), -1);
+            }
+        }
+#define SC(u, k) (S0[u] >= 0 && (k) > pos[u] && (k) <= G[u] + 1 ? S0[u] + (k) - pos[u] - 1 : -1)
+        for (int v = 0; v < n && m.nnz <= PATH_NNZ * scale; v++) {
+            if (!WS(v) || E0[v] < 0 || H[v] <= pos[v]) continue;
+            for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
+                int c[PATH_DEPTH], len = 0, dup = 0;
+                for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == pr->in[q];
+                if (dup || !WS(pr->in[q])) continue;
+                c[len++] = pr->in[q];
+                /* on through recomputable values with a single workspace input */
+                while (len < depth && pr->evictable[c[len - 1]]) {
+                    int w = -1, many = 0, x = c[len - 1];
+                    for (int z = pr->in_start[x]; z < pr->in_start[x + 1]; z++)
+                        if (WS(pr->in[z]) && pr->in[z] != w) many |= w >= 0, w = pr->in[z];
+                    if (w < 0 || many) break;
+                    c[len++] = w;
+                }
+                /* b: the targets that read v (P[v,b] = 1), and H[v] when v is kept to the end;
+                 * a: every position between pos v and b */
+                for (int L = 1; L <= len; L++) {
+                    int u = c[L - 1];
+                    for (int z = rstart[v]; z <= rstart[v + 1]; z++) {
+                        int b = z < rstart[v + 1] ? pos[readers[z]] : pr->keep_to_end[v] ? H[v] : -1, seen = 0;
+                        if (b <= pos[v] || b > H[v]) continue;
+                        for (int y = rstart[v]; y < z; y++) seen |= pos[readers[y]] == b;
+                        if (seen) continue;
+                        for (int a = pos[v] + 1; a < b; a++) {
+                            /* P[v,b] - S[u,b] - P[v,a] - sum_i P[c_i,a] + S[u,a] <= 0 */
+                            int r = row(&m, -DBL_MAX, 0);
+                            coef(&m, r, PC(v, b), 1);
+                            coef(&m, r, SC(u, b), -1);
+                            coef(&m, r, PC(v, a), -1);
+                            for (int i = 0; i < L; i++) {
+                                if (PC(c[i], a) < 0) bad = 1; /* (cannot happen: horizons grow towards inputs) */
+                                coef(&m, r, PC(c[i], a), -1);
+                            }
+                            coef(&m, r, SC(u, a), 1);
+                        }
+                    }
+                }
+            }
+        }
+        if (m.nnz <= PATH_NNZ * scale) break;
+        m.ncols = base_cols; /* too large: drop them and try shorter paths */
+        m.nrows = base_rows;
+        m.nnz = base_nnz;
+    }
+#undef SC
+    free(S0);
+    free(rstart);
+    free(readers);
 #undef PC
 #undef EC
 #undef WS
     if (!bad) {
         double *x = xcalloc((size_t)m.ncols, sizeof *x);
         outcome r;
-        st = solve_isolated(&m, time_limit, HUGE_VAL, 0, 1, &r, x, d);
-        if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
+        /* (the cutoff a hair below the schedule's cost: a program that only that cost meets
+         * comes out infeasible, and then the schedule is proven optimal) */
+        double scut = cutoff < 1e300 ? (cutoff - once) / cscale * (1 - 1e-9) : HUGE_VAL;
+        st = solve_isolated(&m, time_limit, scut > 0 ? scut : 0, 0, 1, &r, x, d);
+        if (!st && !r.crashed && r.infeasible && cutoff < 1e300) *bound = cutoff;
+        else if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
             /* (CBC's tolerances: a hair below what it reports) */
             *bound = once + (r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0);
+        if (*bound > cutoff) *bound = cutoff;
         free(x);
     }
 done:
