@@ -243,6 +243,12 @@ mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit,
  * solved by CBC within time_limit seconds (proven even when stopped early); -1 when CBC gave
  * none. */
 mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
+/* mg_relaxed_bound with cutoff, the cost of a schedule of prob known to fit cap (HUGE_VAL:
+ * none): CBC discards what cannot come below it, and the bound is at most cutoff, cutoff
+ * itself when CBC proves that nothing in the relaxed program costs less (the schedule is then
+ * optimal). */
+mg_status mg_relaxed_bound_below(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, double *bound,
+                                 mg_diag *d);
 
 /* planner.c: the solvers. */
 typedef enum { MG_SOLVER_AUTO, MG_SOLVER_STORE_ALL, MG_SOLVER_SQRT, MG_SOLVER_EXACT } mg_solver;

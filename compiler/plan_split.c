@@ -12,16 +12,19 @@
  * functions), so the k parts cost little more to compile than one (cnn_fmnist: 2.3 s whole,
  * 2.2 s in 8 parts of 189 nodes, 3.4 s in 32 parts of 677; unet_small in 4 parts of 588 nodes:
  * 4.7 s), and planning 128 parts of cnn_fmnist (2,629 nodes) takes under a second. */
+#include "clock.h"
 #include "microbatch.h"
 
 #include <stdint.h>
 
 enum { MAX_COUNTS = 64, MAX_PARTS_NODES = 5000 };
 
-/* The plans of g split into k parts under the absolute budget (INT64_MAX: none); out->graph
+/* The plans of g split into k parts under the absolute budget (INT64_MAX: none), within what
+ * is left at `end` of rq's time limit (--time-limit bounds the whole solve, every part count
+ * together: with nothing left, exact returns auto's plan); out->graph
  * stays NULL when the split graph has more than max_nodes nodes. */
 static mg_status plan_parts(const mg_graph *g, int k, const mg_plan_request *rq, int64_t budget, int max_nodes,
-                            mg_planned *out, mg_diag *d)
+                            double end, mg_planned *out, mg_diag *d)
 {
     *out = (mg_planned){0};
     mg_graph *gk;
@@ -33,6 +36,8 @@ static mg_status plan_parts(const mg_graph *g, int k, const mg_plan_request *rq,
     mg_budget b = {0, 0, budget};
     mg_plan_request r = *rq;
     r.budget = budget == INT64_MAX ? NULL : &b;
+    double left = end - mg_seconds();
+    r.time_limit = left > 0 ? left : 0;
     if (mg_plan_program(gk, &r, out, d)) {
         mg_graph_free(gk);
         return MG_ERR;
@@ -57,13 +62,14 @@ uint64_t mg_plan_split_cache_key(const mg_graph *g, const mg_plan_request *rq, i
 
 mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_batches, mg_planned *out, mg_diag *d)
 {
+    double end = mg_seconds() + rq->time_limit;
     mg_status st = mg_plan_program(g, rq, out, d);
     if (st) return st;
     out->micro_batches = 1;
     if (micro_batches == 1) return MG_OK;
     if (micro_batches >= 2) { /* exactly k parts: the whole batch's plan gave the figures */
         mg_planned whole = *out, p;
-        if (plan_parts(g, micro_batches, rq, whole.budget_bytes, INT32_MAX, &p, d)) {
+        if (plan_parts(g, micro_batches, rq, whole.budget_bytes, INT32_MAX, end, &p, d)) {
             mg_planned_free(&whole);
             *out = (mg_planned){0};
             return MG_ERR;
@@ -88,7 +94,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         int k = ks[i];
         if (k & (k - 1)) continue; /* powers of two */
         mg_planned p;
-        if (plan_parts(g, k, rq, out->budget_bytes, MAX_PARTS_NODES, &p, d)) {
+        if (plan_parts(g, k, rq, out->budget_bytes, MAX_PARTS_NODES, end, &p, d)) {
             mg_planned_free(out);
             *out = (mg_planned){0};
             return MG_ERR;

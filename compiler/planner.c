@@ -25,7 +25,6 @@
  * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
 #include "clock.h"
 #include "plan.h"
-#include "solve_exact.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -519,6 +518,10 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
      * proves auto's plan optimal, the MILP has nothing left to find; else it gets the rest
      * (auto's plan was the MILP's best on every example and all but two Checkmate rows). */
     double relaxed, remain = end - mg_seconds();
+    if (remain <= 0) { /* no time left (the later part counts of a split, plan_split.c): auto's plan */
+        out->plan = best;
+        return MG_OK;
+    }
     if (mg_relaxed_bound_below(pr, budget, remain * 0.8, best ? best->flops_executed : HUGE_VAL, &relaxed, d)) {
         mg_plan_free(best);
         return MG_ERR;

@@ -19,7 +19,6 @@
  * peak is never above what the program accounted for. */
 #include "clock.h"
 #include "plan.h"
-#include "solve_exact.h"
 
 #include <coin/Cbc_C_Interface.h>
 #include <errno.h>
