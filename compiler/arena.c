@@ -49,7 +49,8 @@ enum {
     MG_ARENA_PLAN_SEARCH_MAX = 2000, /* buffers; mg_arena_assign searches only up to this */
 };
 static const int64_t search_items_max = 30000000; /* overlap + section entries the search may index */
-static const int64_t plan_work_limit = 4000000;   /* mg_arena_assign's search effort (~30 ms) */
+static const int64_t plan_work_limit = 4000000;
+static const double FIT_SHARE = 1.0;   /* mg_arena_assign's search effort (~30 ms) */
 
 static void *xmalloc(size_t n)
 {
@@ -184,13 +185,63 @@ typedef struct gkey {
     int i;
 } gkey;
 
-static int cmp_gkey(const void *a, const void *b)
+static inline int cmp_gkey(const void *a, const void *b)
 {
     const gkey *x = a, *y = b;
     if (x->k1 != y->k1) return x->k1 > y->k1 ? -1 : 1;
     if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
     if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
     return x->i - y->i;
+}
+
+/* qsort with the comparison inline (the keys are distinct, so any sort gives the same order):
+ * a quicksort on the median of three, insertion sort on short runs, and libc's qsort where the
+ * pivots keep coming out badly. Sorting is a large share of the placement's time. */
+static void sort_gkeys(gkey *a, int n, int depth)
+{
+    while (n > 16) {
+        if (depth-- <= 0) {
+            qsort(a, (size_t)n, sizeof *a, cmp_gkey);
+            return;
+        }
+        gkey *x = &a[0], *y = &a[n / 2], *z = &a[n - 1];
+        const gkey *mid = cmp_gkey(x, y) < 0 ? (cmp_gkey(y, z) < 0 ? y : cmp_gkey(x, z) < 0 ? z : x)
+                                             : (cmp_gkey(x, z) < 0 ? x : cmp_gkey(y, z) < 0 ? z : y);
+        gkey pivot = *mid;
+        int i = 0, j = n - 1;
+        for (;;) {
+            while (cmp_gkey(&a[i], &pivot) < 0) i++;
+            while (cmp_gkey(&a[j], &pivot) > 0) j--;
+            if (i >= j) break;
+            gkey t = a[i];
+            a[i++] = a[j];
+            a[j--] = t;
+        }
+        if (j + 1 < n - j - 1) {
+            sort_gkeys(a, j + 1, depth);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_gkeys(a + j + 1, n - j - 1, depth);
+            n = j + 1;
+        }
+    }
+    for (int x = 1; x < n; x++) {
+        gkey t = a[x];
+        int y = x;
+        for (; y > 0 && cmp_gkey(&a[y - 1], &t) > 0; y--) a[y] = a[y - 1];
+        a[y] = t;
+    }
+}
+
+static int sort_depth(int n)
+{
+    int d = 8;
+    while (n > 1) {
+        n /= 2;
+        d += 2;
+    }
+    return d;
 }
 
 typedef struct slot { /* a placed buffer, copied so the scan below reads memory in order */
@@ -273,7 +324,7 @@ static int64_t linear_scan(const live_set *ls, int64_t *off)
     int *active = xmalloc((size_t)(n + 1) * sizeof *active);
     /* by start, larger first among equal starts */
     for (int i = 0; i < n; i++) order[i] = (gkey){-(double)ls->lo[i], (double)ls->size[i], ls->lo[i], i};
-    qsort(order, (size_t)n, sizeof *order, cmp_gkey);
+    sort_gkeys(order, n, sort_depth(n));
     int64_t top = 0;
     for (int k = 0; k < n; k++) {
         int b = order[k].i;
@@ -557,8 +608,8 @@ static const struct {
     gkey_kind key;
     gplace place;
 } greedies[] = {
-    {KEY_SIZE, FIRST_FIT}, {KEY_AREA, SKYLINE},    {KEY_BUSIEST, SKYLINE},  {KEY_LIFETIME, FIRST_FIT},
-    {KEY_AREA, FIRST_FIT}, {KEY_BUSIEST, FIRST_FIT}, {KEY_BUSIEST, BEST_FIT}, {KEY_SIZE_LIFETIME, SKYLINE},
+    {KEY_SIZE, FIRST_FIT},   {KEY_AREA, SKYLINE},    {KEY_BUSIEST, SKYLINE},  {KEY_BUSIEST, FIRST_FIT},
+    {KEY_BUSIEST, BEST_FIT}, {KEY_AREA, FIRST_FIT},  {KEY_LIFETIME, FIRST_FIT}, {KEY_SIZE_LIFETIME, SKYLINE},
 };
 enum { NGREEDY = sizeof greedies / sizeof greedies[0], NGREEDY_LARGE = 3 };
 
@@ -578,7 +629,7 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
     if (!overlaps_init(&ov, ls, greedy_items_max)) {
         slot *placed = xmalloc((size_t)m * sizeof *placed);
         for (int i = 0; i < m; i++) order[i] = (gkey){(double)ls->size[i], 0, ls->lo[i], i};
-        qsort(order, (size_t)m, sizeof *order, cmp_gkey);
+        sort_gkeys(order, m, sort_depth(m));
         top = greedy(ls, order, best, placed);
         free(placed);
         free(order);
@@ -591,20 +642,22 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
     sky_item *heap = xmalloc((size_t)(m + 1) * sizeof *heap);
     int ngreedy = m <= MG_ARENA_ORDERS_MAX ? NGREEDY : NGREEDY_LARGE;
     for (int h = 0; h < ngreedy && top > ls->lower_bound; h++) {
-        for (int u = 0; u < m; u++) { /* u in the overlap lists' numbering: ties go by start */
-            int i = ov.perm[u];
-            double size = (double)ls->size[i], len = (double)ls->up[i] - (double)ls->lo[i];
-            gkey k = {size, 0, ls->lo[i], u};
-            switch (greedies[h].key) {
-            case KEY_SIZE: break;
-            case KEY_LIFETIME: k = (gkey){len, size, ls->lo[i], u}; break;
-            case KEY_AREA: k = (gkey){size * len, size, ls->lo[i], u}; break;
-            case KEY_BUSIEST: k = (gkey){(double)peak[i], size * len, ls->lo[i], u}; break;
-            case KEY_SIZE_LIFETIME: k = (gkey){size, len, ls->lo[i], u}; break;
+        if (h == 0 || greedies[h].key != greedies[h - 1].key) { /* the order (the same key: the same order) */
+            for (int u = 0; u < m; u++) { /* u in the overlap lists' numbering: ties go by start */
+                int i = ov.perm[u];
+                double size = (double)ls->size[i], len = (double)ls->up[i] - (double)ls->lo[i];
+                gkey k = {size, 0, ls->lo[i], u};
+                switch (greedies[h].key) {
+                case KEY_SIZE: break;
+                case KEY_LIFETIME: k = (gkey){len, size, ls->lo[i], u}; break;
+                case KEY_AREA: k = (gkey){size * len, size, ls->lo[i], u}; break;
+                case KEY_BUSIEST: k = (gkey){(double)peak[i], size * len, ls->lo[i], u}; break;
+                case KEY_SIZE_LIFETIME: k = (gkey){size, len, ls->lo[i], u}; break;
+                }
+                order[u] = k;
             }
-            order[u] = k;
+            sort_gkeys(order, m, sort_depth(m));
         }
-        qsort(order, (size_t)m, sizeof *order, cmp_gkey);
         int64_t t = greedies[h].place == SKYLINE ? skyline(&ov, m, order, off, minoff, pos, heap)
                                                  : greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp);
         if (t < top) {
@@ -639,11 +692,49 @@ typedef struct cand {
     int rank, u;
 } cand;
 
-static int cmp_cand(const void *a, const void *b)
+static inline int cmp_cand(const void *a, const void *b)
 {
     const cand *x = a, *y = b;
     if (x->off != y->off) return x->off < y->off ? -1 : 1;
     return x->rank - y->rank;
+}
+
+/* As sort_gkeys (the candidates' (offset, rank) are distinct). */
+static void sort_cands(cand *a, int n, int depth)
+{
+    while (n > 16) {
+        if (depth-- <= 0) {
+            qsort(a, (size_t)n, sizeof *a, cmp_cand);
+            return;
+        }
+        cand *x = &a[0], *y = &a[n / 2], *z = &a[n - 1];
+        const cand *mid = cmp_cand(x, y) < 0 ? (cmp_cand(y, z) < 0 ? y : cmp_cand(x, z) < 0 ? z : x)
+                                             : (cmp_cand(x, z) < 0 ? x : cmp_cand(y, z) < 0 ? z : y);
+        cand pivot = *mid;
+        int i = 0, j = n - 1;
+        for (;;) {
+            while (cmp_cand(&a[i], &pivot) < 0) i++;
+            while (cmp_cand(&a[j], &pivot) > 0) j--;
+            if (i >= j) break;
+            cand t = a[i];
+            a[i++] = a[j];
+            a[j--] = t;
+        }
+        if (j + 1 < n - j - 1) {
+            sort_cands(a, j + 1, depth);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_cands(a + j + 1, n - j - 1, depth);
+            n = j + 1;
+        }
+    }
+    for (int x = 1; x < n; x++) {
+        cand t = a[x];
+        int y = x;
+        for (; y > 0 && cmp_cand(&a[y - 1], &t) > 0; y--) a[y] = a[y - 1];
+        a[y] = t;
+    }
 }
 
 /* A static order: a buffer's keys, compared larger first, then by input position. */
@@ -840,7 +931,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank)
     st->ncand = keep;
     size_t end = st->ncand;
     if (end - base > 24) {
-        qsort(st->cand + base, end - base, sizeof *st->cand, cmp_cand);
+        sort_cands(st->cand + base, (int)(end - base), sort_depth((int)(end - base)));
     } else { /* usually a handful: insertion sort, no calls */
         for (size_t k = base + 1; k < end; k++) {
             cand c = st->cand[k];
@@ -1178,13 +1269,23 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
             int64_t lo = goal;   /* the largest arena that failed or was given up on */
             /* half of the effort for a capacity (what is left goes to coming close when it
              * is out of reach), a quarter for the lower bound, all for the planner */
-            int r = probe(&s, goal, !bisect ? 1.0 : goal == ls.lower_bound ? 0.25 : 0.5, end, opts->work_limit);
-            if (r == FOUND) try_result(&s, &top, best);
-            if (r == NOTFOUND) proven = lo;
-            if (!bisect && r != FOUND && top > fallback && fallback > goal && opts->work_limit != INT64_MAX &&
-                mg_seconds() < end &&
-                probe(&s, fallback, 1.0, end, s.work + opts->work_limit) == FOUND)
-                try_result(&s, &top, best);
+            int r;
+            if (!bisect && top > fallback && fallback > goal && opts->work_limit != INT64_MAX) {
+                /* the planner, whose budget the greedy missed: first the budget (a target far
+                 * easier than the bound, and all the planner needs) with a share of the effort;
+                 * only when that succeeds does the rest go to the bound. Most placements that
+                 * miss the budget at first miss it whatever the effort (the bound is out of
+                 * reach), and these now cost a fraction of what they did. */
+                r = probe(&s, fallback, FIT_SHARE, end, opts->work_limit);
+                if (r == FOUND && try_result(&s, &top, best) && top > goal && mg_seconds() < end &&
+                    probe(&s, goal, 1.0, end, opts->work_limit) == FOUND)
+                    try_result(&s, &top, best);
+                r = STOPPED;
+            } else {
+                r = probe(&s, goal, !bisect ? 1.0 : goal == ls.lower_bound ? 0.25 : 0.5, end, opts->work_limit);
+                if (r == FOUND) try_result(&s, &top, best);
+                if (r == NOTFOUND) proven = lo;
+            }
             /* bisection between what failed and what fits, each probe with half of what is
              * left */
             while (bisect && r != FOUND && top - lo > 1 && mg_seconds() < end && s.work < opts->work_limit) {
