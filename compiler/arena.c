@@ -6,11 +6,14 @@
  * whether a plan fits at all.
  *
  * How, cheapest first:
- *  1. Greedy placement: buffers in some order, each at the lowest offset where it overlaps no
- *     already-placed buffer whose lifetime intersects its own (placed buffers kept sorted by
- *     offset, so that gap is one pass: O(n^2) comparisons). Up to 2000 buffers the best of four
- *     orders is kept (size, lifetime length, area, then the busiest time the buffer sees);
- *     up to 20000 only by size; above that a linear scan in time order (O(n log n)).
+ *  1. Greedy placements: buffers in some order, each at the lowest offset where it overlaps no
+ *     already-placed buffer whose lifetime intersects its own (found on per-buffer overlap
+ *     lists, built once by a sweep), or the skyline variant (the buffer whose lowest offset
+ *     above the placed ones it overlaps is least goes next). Up to 2000 buffers the best of
+ *     eight (four first-fit orders, best fit, three skylines) is kept and then compacted (every
+ *     buffer falls to the lowest gap that holds it, the placement is turned upside down and
+ *     compacted again); up to 20000 the best of three; above that a linear scan in time order
+ *     (O(n log n)).
  *  2. When that misses the target (the capacity asked for, else the lower bound), an exact
  *     depth-first branch and bound in the manner of MiniMalloc (Moffitt, ASPLOS 2023). Time is
  *     cut into "sections" (the maximal sets of buffers live together). Buffers are placed one
@@ -600,6 +603,56 @@ static int64_t skyline(const overlaps *ov, int m, const gkey *order, int64_t *of
 
 static const int64_t greedy_items_max = 16000000; /* overlap entries the greedy portfolio may index */
 
+/* Compaction (gravity): every buffer, lowest first, moves down to the lowest gap that holds it
+ * among the buffers it overlaps in time, where they are now; then the placement is turned
+ * upside down (offset -> top - offset - size) and compacted again, so that buffers also fall the
+ * other way. The top never rises; where a buffer that held the top up can drop, it falls. Two
+ * passes (a final flip restores the orientation) take most of the gain: on resnet18_64's plans
+ * of 16 parts the best greedy goes from 1.095 to 1.058 times the lower bound. Returns the top. */
+static int64_t compact(const overlaps *ov, int m, int passes, int64_t *off, gkey *order, span *tmp)
+{
+    int64_t top = 0;
+    for (int u = 0; u < m; u++)
+        if (off[u] + ov->size[u] > top) top = off[u] + ov->size[u];
+    int flipped = 0, still = 0; /* still: passes in a row that moved nothing */
+    for (int pass = 0; pass < passes && still < 2; pass++) {
+        int moved = 0;
+        for (int u = 0; u < m; u++) order[u] = (gkey){-(double)off[u], 0, 0, u};
+        sort_gkeys(order, m, sort_depth(m));
+        for (int k = 0; k < m; k++) {
+            int b = order[k].i, c = 0;
+            for (int j = ov->start[b]; j < ov->start[b + 1]; j++) { /* those above b cannot matter */
+                int v = ov->adj[j];
+                if (off[v] < off[b]) tmp[c++] = (span){off[v], off[v] + ov->size[v]};
+            }
+            if (c == 0) {
+                moved |= off[b] != 0;
+                off[b] = 0;
+                continue;
+            }
+            sort_spans(tmp, c);
+            int64_t o = 0, size = ov->size[b];
+            for (int j = 0; j < c && o < off[b]; j++) {
+                if (tmp[j].offset >= o + size) break;
+                if (tmp[j].end > o) o = tmp[j].end;
+            }
+            if (o < off[b]) {
+                off[b] = o;
+                moved = 1;
+            }
+        }
+        top = 0;
+        for (int u = 0; u < m; u++)
+            if (off[u] + ov->size[u] > top) top = off[u] + ov->size[u];
+        for (int u = 0; u < m; u++) off[u] = top - off[u] - ov->size[u];
+        flipped = !flipped;
+        still = moved ? 0 : still + 1;
+    }
+    if (flipped)
+        for (int u = 0; u < m; u++) off[u] = top - off[u] - ov->size[u];
+    return top;
+}
+
 /* The greedy placements tried, best first on large plans: a key (larger first, then the second
  * key, then the earlier start) and how to place in that order. */
 typedef enum { KEY_SIZE, KEY_LIFETIME, KEY_AREA, KEY_BUSIEST, KEY_SIZE_LIFETIME } gkey_kind;
@@ -636,7 +689,7 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
         return top;
     }
     int64_t *peak = section_peaks(ls), *minoff = xmalloc((size_t)m * sizeof *minoff);
-    int64_t *off = xmalloc((size_t)m * sizeof *off);
+    int64_t *off = xmalloc((size_t)m * sizeof *off), *bestu = xmalloc((size_t)m * sizeof *bestu);
     int *pos = xmalloc((size_t)m * sizeof *pos);
     span *tmp = xmalloc((size_t)m * sizeof *tmp);
     sky_item *heap = xmalloc((size_t)(m + 1) * sizeof *heap);
@@ -662,9 +715,12 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
                                                  : greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp);
         if (t < top) {
             top = t;
-            for (int u = 0; u < m; u++) best[ov.perm[u]] = off[u];
+            memcpy(bestu, off, (size_t)m * sizeof *off);
         }
     }
+    if (top > ls->lower_bound && m <= MG_ARENA_ORDERS_MAX) top = compact(&ov, m, 4, bestu, order, tmp);
+    for (int u = 0; u < m; u++) best[ov.perm[u]] = bestu[u];
+    free(bestu);
     overlaps_free(&ov);
     free(peak);
     free(minoff);
