@@ -694,7 +694,14 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
     span *tmp = xmalloc((size_t)m * sizeof *tmp);
     sky_item *heap = xmalloc((size_t)(m + 1) * sizeof *heap);
     int ngreedy = m <= MG_ARENA_ORDERS_MAX ? NGREEDY : NGREEDY_LARGE;
+    /* dense overlaps (each buffer overlapping a large share of the others, as on layered DAGs):
+     * sorting a buffer's placed neighbours costs more than scanning every placed buffer in
+     * address order, so there first fit scans (the same placements) and the rest is left out */
+    int dense = m > 512 && ov.start[m] / m > m / 8; /* on average, over an eighth of the others */
+    slot *placed = dense ? xmalloc((size_t)m * sizeof *placed) : NULL;
+    gkey *lsorder = dense ? xmalloc((size_t)m * sizeof *lsorder) : NULL;
     for (int h = 0; h < ngreedy && top > ls->lower_bound; h++) {
+        if (dense && greedies[h].place != FIRST_FIT) continue;
         if (h == 0 || greedies[h].key != greedies[h - 1].key) { /* the order (the same key: the same order) */
             for (int u = 0; u < m; u++) { /* u in the overlap lists' numbering: ties go by start */
                 int i = ov.perm[u];
@@ -711,14 +718,24 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
             }
             sort_gkeys(order, m, sort_depth(m));
         }
-        int64_t t = greedies[h].place == SKYLINE ? skyline(&ov, m, order, off, minoff, pos, heap)
-                                                 : greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp);
+        int64_t t;
+        if (greedies[h].place == SKYLINE) {
+            t = skyline(&ov, m, order, off, minoff, pos, heap);
+        } else if (dense) {
+            for (int k = 0; k < m; k++) lsorder[k] = (gkey){0, 0, 0, ov.perm[order[k].i]};
+            t = greedy(ls, lsorder, minoff, placed); /* offsets by live_set index, then ours */
+            for (int u = 0; u < m; u++) off[u] = minoff[ov.perm[u]];
+        } else {
+            t = greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp);
+        }
         if (t < top) {
             top = t;
             memcpy(bestu, off, (size_t)m * sizeof *off);
         }
     }
-    if (top > ls->lower_bound && m <= MG_ARENA_ORDERS_MAX) top = compact(&ov, m, 4, bestu, order, tmp);
+    if (top > ls->lower_bound && m <= MG_ARENA_ORDERS_MAX && !dense) top = compact(&ov, m, 4, bestu, order, tmp);
+    free(placed);
+    free(lsorder);
     for (int u = 0; u < m; u++) best[ov.perm[u]] = bestu[u];
     free(bestu);
     overlaps_free(&ov);
