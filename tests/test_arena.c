@@ -232,6 +232,78 @@ START_TEST(test_random_medium_valid)
 }
 END_TEST
 
+/* First fit in order of size (larger first, then earlier start), placed buffers scanned in
+ * address order: the greedy the placement started from, which its portfolio includes. */
+static int64_t first_fit_by_size(const mg_interval *iv, int n)
+{
+    int *ord = malloc((size_t)n * sizeof *ord);
+    int64_t *off = malloc((size_t)n * sizeof *off), top = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (live(&iv[i])) ord[m++] = i;
+    for (int a = 1; a < m; a++) { /* insertion sort: size desc, lower asc, index asc */
+        int x = ord[a], b = a;
+        for (; b > 0; b--) {
+            const mg_interval *p = &iv[ord[b - 1]], *q = &iv[x];
+            if (p->size > q->size || (p->size == q->size && p->lower <= q->lower)) break;
+            ord[b] = ord[b - 1];
+        }
+        ord[b] = x;
+    }
+    for (int k = 0; k < m; k++) {
+        const mg_interval *q = &iv[ord[k]];
+        int64_t o = 0;
+        for (int moved = 1; moved;) { /* raise o past every placed overlap until none is left */
+            moved = 0;
+            for (int j = 0; j < k; j++) {
+                const mg_interval *p = &iv[ord[j]];
+                if (p->lower < q->upper && q->lower < p->upper && off[j] < o + q->size && o < off[j] + p->size) {
+                    o = off[j] + p->size;
+                    moved = 1;
+                }
+            }
+        }
+        off[k] = o;
+        if (o + q->size > top) top = o + q->size;
+    }
+    free(ord);
+    free(off);
+    return top;
+}
+
+/* Plans of many parts: a few thousand buffers, a staircase of long-lived ones under short
+ * peaks. Without the search the placement is valid, deterministic, at least the bound and no
+ * worse than first fit by size; on both sides of the size where the greedy changes (2000
+ * buffers: eight orders and compaction below, three above). */
+START_TEST(test_greedy_large_valid)
+{
+    uint64_t s = 0xfeedbeefull + (uint64_t)_i * 104729u;
+    int n = _i == 0 ? 1500 : 2600;
+    mg_interval *iv = malloc((size_t)n * sizeof *iv);
+    for (int i = 0; i < n; i++) {
+        int64_t part = rnd(&s, 16), a = part * 100 + rnd(&s, 100);
+        int64_t len = rnd(&s, 8) == 0 ? 200 + rnd(&s, 1200) : 1 + rnd(&s, 12);
+        iv[i] = (mg_interval){a, a + len, 1024 * (int64_t)(1 + rnd(&s, rnd(&s, 4) == 0 ? 64 : 8)), 0};
+    }
+    char what[64];
+    snprintf(what, sizeof what, "large %d", _i);
+    mg_arena_opts o = {INT64_MAX, 0, 0};
+    mg_arena_stats st;
+    int64_t arena = mg_arena_place_ex(iv, n, &o, &st);
+    check_placement(iv, n, arena, what);
+    ck_assert_int_eq(st.lower_bound, max_live(iv, n));
+    ck_assert_int_ge(arena, st.lower_bound);
+    ck_assert_int_le(arena, first_fit_by_size(iv, n));
+    int64_t *off1 = malloc((size_t)n * sizeof *off1);
+    for (int i = 0; i < n; i++) off1[i] = iv[i].offset;
+    ck_assert_int_eq(mg_arena_place_ex(iv, n, &o, NULL), arena);
+    for (int i = 0; i < n; i++)
+        if (iv[i].offset != off1[i]) ck_abort_msg("%s: buffer %d placed differently the second time", what, i);
+    free(off1);
+    free(iv);
+}
+END_TEST
+
 START_TEST(test_edge_cases)
 {
     int optimal = -1;
@@ -522,6 +594,7 @@ static Suite *arena_suite(void)
     TCase *r = tcase_create("random");
     tcase_add_loop_test(r, test_random_against_brute_force, 0, NRANDOM);
     tcase_add_loop_test(r, test_random_medium_valid, 0, 4);
+    tcase_add_loop_test(r, test_greedy_large_valid, 0, 2);
     tcase_add_test(r, test_edge_cases);
     tcase_add_test(r, test_search_beats_greedy);
     tcase_add_loop_test(r, test_assign_on_a_plan, 0, 2);
