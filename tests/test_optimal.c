@@ -7,7 +7,6 @@
 #include "autodiff.h"
 #include "frontend.h"
 #include "plan.h"
-#include "solve_exact.h"
 #include "testutil.h"
 
 #include <math.h>
