@@ -267,6 +267,53 @@ START_TEST(test_k_split_bit_identical)
 }
 END_TEST
 
+/* mgk_gemm_capped: smaller blocks under a scratch cap (mgk_gemm_blocking), within the scratch
+ * its formula gives (a canary after it), bit for bit the uncapped result. f32 (_i 0), f64 (1). */
+START_TEST(test_capped_bit_identical)
+{
+    static const int64_t caps[] = {1, 4096, 20000, 100000};
+    static const int64_t shapes[][3] = {{100, 300, 700}, {13, 37, 601}, {150, 70, 40}};
+    int is64 = _i;
+    size_t es = is64 ? sizeof(double) : sizeof(float);
+    rng_state = 4242 + (uint64_t)_i;
+    for (int sh = 0; sh < 3; sh++) {
+        int64_t M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
+        for (int f = 0; f < 8; f++) {
+            int ta = f & 1, tb = (f >> 1) & 1, beta = (f >> 2) & 1;
+            int64_t lda = ta ? M : K, ldb = tb ? K : N;
+            void *A = malloc((size_t)(K * M) * es), *B = malloc((size_t)(K * N) * es);
+            void *C0 = malloc((size_t)(M * N) * es), *C1 = malloc((size_t)(M * N) * es), *C2 = malloc((size_t)(M * N) * es);
+            void *full = malloc((size_t)mgk_gemm_scratch_bytes(M, N, K, (int64_t)es));
+            ck_assert(A && B && C0 && C1 && C2 && full);
+            for (int64_t i = 0; i < K * M; i++) set(A, i, rng_val(), is64);
+            for (int64_t i = 0; i < K * N; i++) set(B, i, rng_val(), is64);
+            for (int64_t i = 0; i < M * N; i++) set(C0, i, rng_val(), is64);
+            memcpy(C1, C0, (size_t)(M * N) * es);
+            if (is64) mgk_gemm_f64(M, N, K, A, lda, ta, B, ldb, tb, C1, N, beta, full);
+            else mgk_gemm_f32(M, N, K, A, lda, ta, B, ldb, tb, C1, N, beta, full);
+            for (int c = 0; c < 4; c++) {
+                int64_t bytes = mgk_gemm_capped_scratch_bytes(M, N, K, (int64_t)es, caps[c]);
+                mgk_gemm_blocks bl = mgk_gemm_blocking(M, N, K, (int64_t)es, caps[c]);
+                ck_assert(bytes <= caps[c] || (bl.nc <= 64 && bl.kc <= 32 && bl.mc <= 2 * MGK_GEMM_MR));
+                ck_assert(bytes <= mgk_gemm_scratch_bytes(M, N, K, (int64_t)es));
+                unsigned char *raw = malloc((size_t)bytes + CANARY_BYTES);
+                ck_assert(raw);
+                memset(raw, 0xFF, (size_t)bytes);
+                memset(raw + bytes, CANARY, CANARY_BYTES);
+                memcpy(C2, C0, (size_t)(M * N) * es);
+                if (is64) mgk_gemm_capped_f64(M, N, K, A, lda, ta, B, ldb, tb, C2, N, beta, raw, caps[c]);
+                else mgk_gemm_capped_f32(M, N, K, A, lda, ta, B, ldb, tb, C2, N, beta, raw, caps[c]);
+                for (int i = 0; i < CANARY_BYTES; i++) ck_assert_msg(raw[bytes + i] == CANARY, "scratch overrun, cap %ld", (long)caps[c]);
+                ck_assert_msg(memcmp(C1, C2, (size_t)(M * N) * es) == 0, "%s %ldx%ldx%ld f=%d cap %ld: differs from uncapped",
+                              is64 ? "f64" : "f32", (long)M, (long)N, (long)K, f, (long)caps[c]);
+                free(raw);
+            }
+            free(A); free(B); free(C0); free(C1); free(C2); free(full);
+        }
+    }
+}
+END_TEST
+
 static Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -277,6 +324,7 @@ static Suite *gemm_suite(void)
     tcase_add_loop_test(small, test_edges, 0, 2);
     tcase_add_test(small, test_k_zero);
     tcase_add_loop_test(small, test_k_split_bit_identical, 0, 2);
+    tcase_add_loop_test(small, test_capped_bit_identical, 0, 2);
     suite_add_tcase(s, small);
     TCase *large = tcase_create("large");
     tcase_set_timeout(large, 600);

@@ -6,7 +6,9 @@
  * SIMD comes from clang/GCC vector extensions, never from intrinsics headers, and the backend
  * picks the host's instructions (AVX2 + FMA, NEON, ...).
  *
- * Blocking (BLIS / GotoBLAS scheme, constants in gemm.h):
+ * Blocking (BLIS / GotoBLAS scheme, constants in gemm.h; mgk_gemm_capped takes smaller blocks,
+ * mgk_gemm_blocking, when its caller has less scratch to give: micro-batched graphs, whose
+ * GEMMs on a part of the batch get a part of the scratch, compiler/microbatch.c):
  *
  *   for jc over N by NC:
  *     for pc over K by KC:
@@ -55,7 +57,7 @@
 typedef float mgk_v16f __attribute__((vector_size(64), aligned(4)));
 typedef double mgk_v8d __attribute__((vector_size(64), aligned(8)));
 
-enum { MGK_MC = MGK_GEMM_MC, MGK_KC = MGK_GEMM_KC, MGK_NC = MGK_GEMM_NC, MGK_MR = MGK_GEMM_MR };
+enum { MGK_MR = MGK_GEMM_MR };
 
 static void *mgk_gemm_align64(void *p)
 {
@@ -162,9 +164,9 @@ static void *mgk_gemm_align64(void *p)
             for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = tmp[i * NR + j];                     \
     }                                                                                              \
                                                                                                    \
-    void mgk_gemm_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA,      \
-                        const T *B, int64_t ldb, int transB, T *C, int64_t ldc, int beta,          \
-                        void *scratch)                                                             \
+    void mgk_gemm_capped_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,           \
+                               int transA, const T *B, int64_t ldb, int transB, T *C, int64_t ldc, \
+                               int beta, void *scratch, int64_t cap)                               \
     {                                                                                              \
         enum { NR = MGK_NR_##SFX };                                                                \
         if (M <= 0 || N <= 0) return;                                                              \
@@ -173,20 +175,20 @@ static void *mgk_gemm_align64(void *p)
                 for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof(T));     \
             return;                                                                                \
         }                                                                                          \
+        mgk_gemm_blocks bl = mgk_gemm_blocking(M, N, K, (int64_t)sizeof(T), cap);                  \
         T *pb = (T *)mgk_gemm_align64(scratch);                                                    \
-        T *pa = pb + mgk_gemm_min64(K, MGK_KC) *                                                   \
-                         mgk_gemm_roundup(mgk_gemm_min64(N, MGK_NC), MGK_GEMM_NR);                 \
-        for (int64_t jc = 0; jc < N; jc += MGK_NC) {                                               \
-            int64_t nc = mgk_gemm_min64(MGK_NC, N - jc);                                           \
-            for (int64_t pc = 0; pc < K; pc += MGK_KC) {                                           \
-                int64_t kc = mgk_gemm_min64(MGK_KC, K - pc);                                       \
+        T *pa = pb + bl.kc * bl.nc;                                                                \
+        for (int64_t jc = 0; jc < N; jc += bl.nc) {                                                \
+            int64_t nc = mgk_gemm_min64(bl.nc, N - jc);                                            \
+            for (int64_t pc = 0; pc < K; pc += bl.kc) {                                            \
+                int64_t kc = mgk_gemm_min64(bl.kc, K - pc);                                        \
                 int accumulate = pc > 0 || beta;                                                   \
                 if (transB) /* op(B)[k, j] = B[j * ldb + k] */                                     \
                     mgk_pack_##SFX(NR, nc, kc, B + jc * ldb + pc, ldb, 1, pb);                     \
                 else                                                                               \
                     mgk_pack_##SFX(NR, nc, kc, B + pc * ldb + jc, 1, ldb, pb);                     \
-                for (int64_t ic = 0; ic < M; ic += MGK_MC) {                                       \
-                    int64_t mc = mgk_gemm_min64(MGK_MC, M - ic);                                   \
+                for (int64_t ic = 0; ic < M; ic += bl.mc) {                                        \
+                    int64_t mc = mgk_gemm_min64(bl.mc, M - ic);                                    \
                     if (transA) /* op(A)[i, k] = A[k * lda + i] */                                 \
                         mgk_pack_##SFX(MGK_MR, mc, kc, A + pc * lda + ic, 1, lda, pa);             \
                     else                                                                           \
@@ -200,6 +202,13 @@ static void *mgk_gemm_align64(void *p)
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    void mgk_gemm_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA,      \
+                        const T *B, int64_t ldb, int transB, T *C, int64_t ldc, int beta,          \
+                        void *scratch)                                                             \
+    {                                                                                              \
+        mgk_gemm_capped_##SFX(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, beta, scratch, 0);  \
     }
 
 MGK_GEMM_DEFINE(float, mgk_v16f, 16, f32)
