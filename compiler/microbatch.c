@@ -48,6 +48,7 @@
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,21 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
     case MG_OP_CONV2D:
     case MG_OP_CONV_TRANSPOSE2D:
     case MG_OP_CONV2D_GRAD_INPUT: batched[1] = 0; break;
+    case MG_OP_MATMUL:
+        /* matrices: row n of x @ w (x @ w^T: an input gradient) is row n of x times w; a stack:
+         * the stack's axis 0, operands of a lower rank or of extent 1 there broadcast. Each
+         * element is one chain over K whatever the rows around it (gemm.c), so bit for bit */
+        if (o->rank == 2) {
+            if (n->iattr[0]) return 0;
+            batched[1] = 0;
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            const mg_shape *s = &g->nodes[n->in[k]].type.shape;
+            batched[k] = s->rank == o->rank && s->dim[0] == N;
+            if (!batched[k] && s->rank == o->rank && s->dim[0] != 1) return 0;
+        }
+        break;
     case MG_OP_SUM_TO: /* a sum over other axes only */
         if (g->nodes[n->in[0]].type.shape.rank != o->rank) return 0;
         break;
@@ -285,7 +301,8 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         }
         return mg_diag_set(why, g->nodes[stop].loc,
                            "not split into micro-batches: the first op on the batch, %s, is not one the split runs "
-                           "in parts (convolutions, pooling, batch_norm and elementwise ops are)",
+                           "in parts (convolutions, matmul by the batch rows, pooling, batch_norm and elementwise "
+                           "ops are)",
                            mg_ops[g->nodes[stop].op].name);
     }
     /* B and the reductions, in order */
@@ -325,10 +342,29 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
             bt[0] = s->rank >= 1 && s->dim[0] == m->N && mg_shape_numel(&nd->type.shape) > 1;
         } else if (nd->op == MG_OP_CONV2D_GRAD_WEIGHT) {
             bt[0] = bt[1] = 1;
+        } else if (nd->op == MG_OP_MATMUL && nd->iattr[0] && !nd->iattr[1] && nd->type.shape.rank == 2 &&
+                   g->nodes[nd->in[0]].type.shape.rank == 2 && g->nodes[nd->in[1]].type.shape.rank == 2) {
+            bt[0] = bt[1] = 1; /* a weight gradient x^T @ dy: GEMM K is the batch, cut at the parts */
         }
+        int64_t whole_bytes = 0; /* what R and B would have to hold whole for it */
         for (int k = 0; k < nd->ninputs; k++) {
             reads |= bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]]);
+            if (bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]])) whole_bytes += (int64_t)mg_node_bytes(g, nd->in[k]);
             if (bt[k] && g->nodes[nd->in[k]].type.shape.dim[0] != m->N) bt[0] = bt[1] = reads = 0;
+        }
+        /* a weight gradient that is a parameter's gradient and nothing else has its partial sums
+         * written into the caller's gradient, each adding to the one before in place (problem.c);
+         * otherwise, when the partial sums, two at a time (the one before and the next), take
+         * more workspace than those values whole, it is made whole from them after the parts */
+        int in_place = 0, other_use = 0;
+        for (int i = 0; i < g->nparams; i++) in_place |= g->param_grads[i] == v;
+        for (int i = 0; i < g->noutputs; i++) other_use |= g->outputs[i].node == v;
+        for (int u = v + 1; u < n; u++)
+            for (int k = 0; k < g->nodes[u].ninputs; k++) other_use |= g->nodes[u].in[k] == v;
+        in_place &= !other_use && v != g->loss;
+        if (reads && nd->op == MG_OP_MATMUL && !in_place && 2 * (int64_t)mg_node_bytes(g, v) > whole_bytes) {
+            memset(bt, 0, MG_MAX_INPUTS);
+            reads = 0;
         }
         m->acc[v] = (char)reads;
     }
@@ -522,8 +558,9 @@ static void emit_chunk(mb_build *b, int c, int v, mg_phase ph)
         id = add_like(b, t, t->op, t->ninputs, in, 0, name, ph);
     } else {
         in[t->ninputs] = b->map[v]; /* the partial sum of the micro-batches before */
-        id = add_like(b, t, t->op == MG_OP_SUM_TO ? MG_OP_SUM_TO_ACC : MG_OP_CONV2D_GRAD_WEIGHT_ACC, t->ninputs + 1,
-                      in, 0, name, ph);
+        mg_op acc = t->op == MG_OP_SUM_TO ? MG_OP_SUM_TO_ACC
+                    : t->op == MG_OP_MATMUL ? MG_OP_MATMUL_ACC : MG_OP_CONV2D_GRAD_WEIGHT_ACC;
+        id = add_like(b, t, acc, t->ninputs + 1, in, 0, name, ph);
     }
     b->map[v] = id;
 }
@@ -731,6 +768,18 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
         ng->outputs[i].node = whole(&b, g->outputs[i].node);
     }
     ng->loss = whole(&b, g->loss);
+    /* GEMM scratch in proportion: a graph in k parts is made for a budget the whole batch cannot
+     * meet, and a GEMM's packing buffers (mlp's x @ w1: 328 KiB of blocks of w1 next to a
+     * 128 KiB result) would otherwise stay what the whole batch's need. Each matrix product
+     * gets 1/k of its usual scratch (at least 16 KiB) and takes smaller blocks: the same bits */
+    for (int v = 0; v < ng->n && !b.failed; v++) {
+        mg_node *nd = &ng->nodes[v];
+        if (nd->op != MG_OP_MATMUL && nd->op != MG_OP_MATMUL_ACC) continue;
+        mg_matmul_geom mm = mg_matmul_geometry(ng, v);
+        int64_t full = mgk_gemm_scratch_bytes(mm.M, mm.N, mm.K, (int64_t)mg_dtype_size(nd->type.dtype));
+        int64_t cap = full / k < 16384 ? 16384 : full / k;
+        if (mm.flat && cap < full && cap <= INT32_MAX) nd->iattr[2] = (int)cap;
+    }
     mg_status st = b.failed ? MG_ERR : mg_graph_verify(ng, d);
     free(b.map);
     free(b.cat);
