@@ -9,15 +9,16 @@
  * The prefix R: forward ops reachable from the batch inputs (the inputs whose axis 0 is the
  * batch, N) through ops where sample n of the result depends only on sample n of the batched
  * operands (convolutions, pooling, elementwise ops whose other operands have no batch axis,
- * reshapes that keep axis 0, ...) or through batch_norm (below), and whose other operands do
- * not depend on R. It ends at the first op that mixes samples (matmul over the batch rows,
- * reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
+ * reshapes that keep axis 0, x @ w with x's rows the samples, ...) or through batch_norm
+ * (below), and whose other operands do not depend on R. It ends at the first op that mixes
+ * samples (reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
  * only at multiples of the images one GEMM takes (mgk_conv_batch), so that every kernel call of
  * a copy is one of the calls the whole-batch kernel makes (unet_small's 8x8 bottleneck takes 2
  * images per GEMM: 8 parts of its batch of 8 end before it; resnet18_64's 2x2 layer4 takes all
  * 16: it is never split).
- * The block B: backward ops of the same per-sample kind that read a value of R or B, and the
- * parameter-gradient reductions over the batch that read them (sum_to, conv2d_grad_weight);
+ * The block B: backward ops of the same per-sample kind that read a value of R or B (dy @ w^T
+ * among them), and the parameter-gradient reductions over the batch that read them (sum_to,
+ * conv2d_grad_weight, x^T @ dy: a GEMM whose K is the batch);
  * then, back from B, the per-sample backward ops that only B reads (unet_small: the input
  * gradient of the 1x1 output convolution, which reads xent_grad's whole result; computed whole
  * it held 2 MiB and kept the minimum at 8.6 MiB in 4 parts, split 25% = 6.6 MiB is met).
@@ -26,8 +27,11 @@
  * c = 0..k-1 a copy of R on samples [c*N/k, (c+1)*N/k), reading slices of the batch inputs; the
  * concatenations of the values of R used whole later; the rest of the forward graph; the
  * backward values B needs; for each c a copy of B (values from outside read as slices), where
- * each reduction of chunk c > 0 continues into chunk c-1's result through sum_to_acc or
- * conv2d_grad_weight_acc (the kernels add in the very order of one call over the whole batch);
+ * each reduction of chunk c > 0 continues into chunk c-1's result through sum_to_acc,
+ * conv2d_grad_weight_acc or matmul_acc (the kernels add in the very order of one call over the
+ * whole batch: gemm.c keeps each element one chain over k however K is cut); when the result
+ * is a parameter's gradient, problem.c puts the partial sums in that gradient, so they take no
+ * workspace (mlp: 784 KiB each for w1);
  * the concatenations of B's values used whole later; the rest of the backward graph.
  *
  * batch_norm: its statistics are over the whole batch, so R runs in stages, each batch_norm
@@ -45,6 +49,10 @@
  * batch minimum, 12.0 MiB (45.3% of its 26.5 MiB store-all), is its stem's backward
  * (batch_norm_grad_input: x, dy and dx, three f32[16,64,32,32] of 4 MiB); in 16 parts (layers
  * 1-3 split, layer4 whole) it is 6.3 MiB, under 25%.
+ * GEMM scratch: every flat matmul of a graph in k parts gets 1/k of its usual packing buffers
+ * (iattr[2], mgk_gemm_capped: smaller blocks, the same bits). mlp's store-all peak is its first
+ * GEMM, 128 KiB of result and 328 KiB of blocks of w1: with both, its minimum went from 456 KiB
+ * (store-all) to 20.7 KiB in 128 parts.
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 

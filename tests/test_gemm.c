@@ -272,7 +272,7 @@ END_TEST
 START_TEST(test_capped_bit_identical)
 {
     static const int64_t caps[] = {1, 4096, 20000, 100000};
-    static const int64_t shapes[][3] = {{100, 300, 700}, {13, 37, 601}, {150, 70, 40}};
+    static const int64_t shapes[][3] = {{60, 200, 300}, {13, 37, 301}, {150, 70, 40}};
     int is64 = _i;
     size_t es = is64 ? sizeof(double) : sizeof(float);
     rng_state = 4242 + (uint64_t)_i;
