@@ -52,7 +52,7 @@
  * GEMM scratch: every flat matmul of a graph in k parts gets 1/k of its usual packing buffers
  * (iattr[2], mgk_gemm_capped: smaller blocks, the same bits). mlp's store-all peak is its first
  * GEMM, 128 KiB of result and 328 KiB of blocks of w1: with both, its minimum went from 456 KiB
- * (store-all) to 20.7 KiB in 128 parts.
+ * (store-all) to 47.9 KiB in 16 parts of 8 rows (part_ok: at least MR rows per GEMM).
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
@@ -154,10 +154,14 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
 }
 
 /* Whether the kernel calls of node v on parts of `part` samples are calls the whole-batch kernel
- * makes: a convolution keeps its groups of images per GEMM whole (mgk_conv_batch). */
+ * makes: a convolution keeps its groups of images per GEMM whole (mgk_conv_batch); and whether
+ * a matrix product on the batch rows keeps at least a micro-tile of rows (MR): fewer waste most
+ * of each tile, and the planner, which weighs FLOPs, would pick them for the last bytes (mlp in
+ * 128 parts of one row: 21 KiB, but GEMMs of one row, and seconds to plan). */
 static int part_ok(const mg_graph *g, int v, int64_t part)
 {
     mg_op op = g->nodes[v].op;
+    if (op == MG_OP_MATMUL) return g->nodes[v].type.shape.rank != 2 || part >= MGK_GEMM_MR;
     if (op != MG_OP_CONV2D && op != MG_OP_CONV_TRANSPOSE2D && op != MG_OP_CONV2D_GRAD_INPUT &&
         op != MG_OP_CONV2D_GRAD_WEIGHT)
         return 1;
@@ -298,6 +302,11 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
     }
     if (!m->nR) {
         if (stop < 0) return mg_diag_set(why, none, "no op reads the batch inputs sample by sample");
+        if (stop == m->cut && g->nodes[stop].op == MG_OP_MATMUL)
+            return mg_diag_set(why, g->nodes[stop].loc,
+                               "cannot split the batch of %lld into %lld micro-batches: this matmul would run on "
+                               "parts of %lld rows, fewer than a GEMM micro-tile (%d)",
+                               (long long)m->N, (long long)k, (long long)m->part, (int)MGK_GEMM_MR);
         if (stop == m->cut) {
             mgk_conv_geom geom = mg_conv_geom(g, stop);
             return mg_diag_set(why, g->nodes[stop].loc,
