@@ -332,14 +332,17 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         call(c, k, dt, a, 4);
         return;
     }
-    case MG_OP_MATMUL: {
+    case MG_OP_MATMUL:
+    case MG_OP_MATMUL_ACC: { /* _acc: acc copied to the result (unless in place), then added into */
         mg_matmul_geom m = mg_matmul_geometry(g, st->node);
         LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
         LLVMValueRef ta = LLVMConstInt(c->i32, (unsigned)n->iattr[0], 0), tb = LLVMConstInt(c->i32, (unsigned)n->iattr[1], 0);
-        if (m.flat) {
-            LLVMValueRef a[13] = {ci64(c, m.M), ci64(c, m.N), ci64(c, m.K), x, ci64(c, m.lda), ta, y, ci64(c, m.ldb), tb,
-                                  out, ci64(c, m.N), LLVMConstInt(c->i32, 0, 0), scratch};
-            call(c, "mgk_gemm", dt, a, 13);
+        if (m.flat) { /* iattr[2]: a scratch cap, smaller blocks (mg_matmul_scratch_bytes) */
+            LLVMValueRef a[14] = {ci64(c, m.M), ci64(c, m.N), ci64(c, m.K), x, ci64(c, m.lda), ta, y, ci64(c, m.ldb), tb,
+                                  out, ci64(c, m.N), LLVMConstInt(c->i32, n->op == MG_OP_MATMUL_ACC, 0), scratch,
+                                  ci64(c, n->iattr[2])};
+            if (n->op == MG_OP_MATMUL_ACC) copy_acc(c, pl, st, 2);
+            call(c, n->iattr[2] > 0 ? "mgk_gemm_capped" : "mgk_gemm", dt, a, n->iattr[2] > 0 ? 14 : 13);
             return;
         }
         /* a stack of GEMMs: the batch axes collapsed, operand strides scaled to whole matrices */

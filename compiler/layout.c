@@ -108,7 +108,8 @@ int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node)
 {
     const mg_node *n = &g->nodes[node];
     mg_matmul_geom m = mg_matmul_geometry(g, node);
-    return align_up(mgk_gemm_scratch_bytes(m.M, m.N, m.K, (int64_t)mg_dtype_size(n->type.dtype)));
+    int64_t cap = m.flat ? n->iattr[2] : 0; /* (a stack of GEMMs takes the whole blocks) */
+    return align_up(mgk_gemm_capped_scratch_bytes(m.M, m.N, m.K, (int64_t)mg_dtype_size(n->type.dtype), cap));
 }
 
 mgk_conv_geom mg_conv_geom(const mg_graph *g, int node)
@@ -142,7 +143,8 @@ int64_t mg_node_scratch_bytes(const mg_graph *g, int node)
     int64_t elem = (int64_t)mg_dtype_size(n->type.dtype);
     mgk_conv_geom k;
     switch (n->op) {
-    case MG_OP_MATMUL: return mg_matmul_scratch_bytes(g, node);
+    case MG_OP_MATMUL:
+    case MG_OP_MATMUL_ACC: return mg_matmul_scratch_bytes(g, node);
     case MG_OP_CONV2D:
         k = mg_conv_geom(g, node);
         return align_up(mgk_conv_scratch_bytes(MGK_CONV_FWD, &k, elem));

@@ -9,15 +9,16 @@
  * The prefix R: forward ops reachable from the batch inputs (the inputs whose axis 0 is the
  * batch, N) through ops where sample n of the result depends only on sample n of the batched
  * operands (convolutions, pooling, elementwise ops whose other operands have no batch axis,
- * reshapes that keep axis 0, ...) or through batch_norm (below), and whose other operands do
- * not depend on R. It ends at the first op that mixes samples (matmul over the batch rows,
- * reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
+ * reshapes that keep axis 0, x @ w with x's rows the samples, ...) or through batch_norm
+ * (below), and whose other operands do not depend on R. It ends at the first op that mixes
+ * samples (reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
  * only at multiples of the images one GEMM takes (mgk_conv_batch), so that every kernel call of
  * a copy is one of the calls the whole-batch kernel makes (unet_small's 8x8 bottleneck takes 2
  * images per GEMM: 8 parts of its batch of 8 end before it; resnet18_64's 2x2 layer4 takes all
  * 16: it is never split).
- * The block B: backward ops of the same per-sample kind that read a value of R or B, and the
- * parameter-gradient reductions over the batch that read them (sum_to, conv2d_grad_weight);
+ * The block B: backward ops of the same per-sample kind that read a value of R or B (dy @ w^T
+ * among them), and the parameter-gradient reductions over the batch that read them (sum_to,
+ * conv2d_grad_weight, x^T @ dy: a GEMM whose K is the batch);
  * then, back from B, the per-sample backward ops that only B reads (unet_small: the input
  * gradient of the 1x1 output convolution, which reads xent_grad's whole result; computed whole
  * it held 2 MiB and kept the minimum at 8.6 MiB in 4 parts, split 25% = 6.6 MiB is met).
@@ -26,8 +27,11 @@
  * c = 0..k-1 a copy of R on samples [c*N/k, (c+1)*N/k), reading slices of the batch inputs; the
  * concatenations of the values of R used whole later; the rest of the forward graph; the
  * backward values B needs; for each c a copy of B (values from outside read as slices), where
- * each reduction of chunk c > 0 continues into chunk c-1's result through sum_to_acc or
- * conv2d_grad_weight_acc (the kernels add in the very order of one call over the whole batch);
+ * each reduction of chunk c > 0 continues into chunk c-1's result through sum_to_acc,
+ * conv2d_grad_weight_acc or matmul_acc (the kernels add in the very order of one call over the
+ * whole batch: gemm.c keeps each element one chain over k however K is cut); when the result
+ * is a parameter's gradient, problem.c puts the partial sums in that gradient, so they take no
+ * workspace (mlp: 784 KiB each for w1);
  * the concatenations of B's values used whole later; the rest of the backward graph.
  *
  * batch_norm: its statistics are over the whole batch, so R runs in stages, each batch_norm
@@ -45,9 +49,14 @@
  * batch minimum, 12.0 MiB (45.3% of its 26.5 MiB store-all), is its stem's backward
  * (batch_norm_grad_input: x, dy and dx, three f32[16,64,32,32] of 4 MiB); in 16 parts (layers
  * 1-3 split, layer4 whole) it is 6.3 MiB, under 25%.
+ * GEMM scratch: every flat matmul of a graph in k parts gets 1/k of its usual packing buffers
+ * (iattr[2], mgk_gemm_capped: smaller blocks, the same bits). mlp's store-all peak is its first
+ * GEMM, 128 KiB of result and 328 KiB of blocks of w1: with both, its minimum went from 456 KiB
+ * (store-all) to 47.9 KiB in 16 parts of 8 rows (part_ok: at least MR rows per GEMM).
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +126,21 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
     case MG_OP_CONV2D:
     case MG_OP_CONV_TRANSPOSE2D:
     case MG_OP_CONV2D_GRAD_INPUT: batched[1] = 0; break;
+    case MG_OP_MATMUL:
+        /* matrices: row n of x @ w (x @ w^T: an input gradient) is row n of x times w; a stack:
+         * the stack's axis 0, operands of a lower rank or of extent 1 there broadcast. Each
+         * element is one chain over K whatever the rows around it (gemm.c), so bit for bit */
+        if (o->rank == 2) {
+            if (n->iattr[0]) return 0;
+            batched[1] = 0;
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            const mg_shape *s = &g->nodes[n->in[k]].type.shape;
+            batched[k] = s->rank == o->rank && s->dim[0] == N;
+            if (!batched[k] && s->rank == o->rank && s->dim[0] != 1) return 0;
+        }
+        break;
     case MG_OP_SUM_TO: /* a sum over other axes only */
         if (g->nodes[n->in[0]].type.shape.rank != o->rank) return 0;
         break;
@@ -130,10 +154,14 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
 }
 
 /* Whether the kernel calls of node v on parts of `part` samples are calls the whole-batch kernel
- * makes: a convolution keeps its groups of images per GEMM whole (mgk_conv_batch). */
+ * makes: a convolution keeps its groups of images per GEMM whole (mgk_conv_batch); and whether
+ * a matrix product on the batch rows keeps at least a micro-tile of rows (MR): fewer waste most
+ * of each tile, and the planner, which weighs FLOPs, would pick them for the last bytes (mlp in
+ * 128 parts of one row: 21 KiB, but GEMMs of one row, and seconds to plan). */
 static int part_ok(const mg_graph *g, int v, int64_t part)
 {
     mg_op op = g->nodes[v].op;
+    if (op == MG_OP_MATMUL) return g->nodes[v].type.shape.rank != 2 || part >= MGK_GEMM_MR;
     if (op != MG_OP_CONV2D && op != MG_OP_CONV_TRANSPOSE2D && op != MG_OP_CONV2D_GRAD_INPUT &&
         op != MG_OP_CONV2D_GRAD_WEIGHT)
         return 1;
@@ -274,6 +302,11 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
     }
     if (!m->nR) {
         if (stop < 0) return mg_diag_set(why, none, "no op reads the batch inputs sample by sample");
+        if (stop == m->cut && g->nodes[stop].op == MG_OP_MATMUL)
+            return mg_diag_set(why, g->nodes[stop].loc,
+                               "cannot split the batch of %lld into %lld micro-batches: this matmul would run on "
+                               "parts of %lld rows, fewer than a GEMM micro-tile (%d)",
+                               (long long)m->N, (long long)k, (long long)m->part, (int)MGK_GEMM_MR);
         if (stop == m->cut) {
             mgk_conv_geom geom = mg_conv_geom(g, stop);
             return mg_diag_set(why, g->nodes[stop].loc,
@@ -285,7 +318,8 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         }
         return mg_diag_set(why, g->nodes[stop].loc,
                            "not split into micro-batches: the first op on the batch, %s, is not one the split runs "
-                           "in parts (convolutions, pooling, batch_norm and elementwise ops are)",
+                           "in parts (convolutions, matmul by the batch rows, pooling, batch_norm and elementwise "
+                           "ops are)",
                            mg_ops[g->nodes[stop].op].name);
     }
     /* B and the reductions, in order */
@@ -325,10 +359,29 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
             bt[0] = s->rank >= 1 && s->dim[0] == m->N && mg_shape_numel(&nd->type.shape) > 1;
         } else if (nd->op == MG_OP_CONV2D_GRAD_WEIGHT) {
             bt[0] = bt[1] = 1;
+        } else if (nd->op == MG_OP_MATMUL && nd->iattr[0] && !nd->iattr[1] && nd->type.shape.rank == 2 &&
+                   g->nodes[nd->in[0]].type.shape.rank == 2 && g->nodes[nd->in[1]].type.shape.rank == 2) {
+            bt[0] = bt[1] = 1; /* a weight gradient x^T @ dy: GEMM K is the batch, cut at the parts */
         }
+        int64_t whole_bytes = 0; /* what R and B would have to hold whole for it */
         for (int k = 0; k < nd->ninputs; k++) {
             reads |= bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]]);
+            if (bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]])) whole_bytes += (int64_t)mg_node_bytes(g, nd->in[k]);
             if (bt[k] && g->nodes[nd->in[k]].type.shape.dim[0] != m->N) bt[0] = bt[1] = reads = 0;
+        }
+        /* a weight gradient that is a parameter's gradient and nothing else has its partial sums
+         * written into the caller's gradient, each adding to the one before in place (problem.c);
+         * otherwise, when the partial sums, two at a time (the one before and the next), take
+         * more workspace than those values whole, it is made whole from them after the parts */
+        int in_place = 0, other_use = 0;
+        for (int i = 0; i < g->nparams; i++) in_place |= g->param_grads[i] == v;
+        for (int i = 0; i < g->noutputs; i++) other_use |= g->outputs[i].node == v;
+        for (int u = v + 1; u < n; u++)
+            for (int k = 0; k < g->nodes[u].ninputs; k++) other_use |= g->nodes[u].in[k] == v;
+        in_place &= !other_use && v != g->loss;
+        if (reads && nd->op == MG_OP_MATMUL && !in_place && 2 * (int64_t)mg_node_bytes(g, v) > whole_bytes) {
+            memset(bt, 0, MG_MAX_INPUTS);
+            reads = 0;
         }
         m->acc[v] = (char)reads;
     }
@@ -522,8 +575,9 @@ static void emit_chunk(mb_build *b, int c, int v, mg_phase ph)
         id = add_like(b, t, t->op, t->ninputs, in, 0, name, ph);
     } else {
         in[t->ninputs] = b->map[v]; /* the partial sum of the micro-batches before */
-        id = add_like(b, t, t->op == MG_OP_SUM_TO ? MG_OP_SUM_TO_ACC : MG_OP_CONV2D_GRAD_WEIGHT_ACC, t->ninputs + 1,
-                      in, 0, name, ph);
+        mg_op acc = t->op == MG_OP_SUM_TO ? MG_OP_SUM_TO_ACC
+                    : t->op == MG_OP_MATMUL ? MG_OP_MATMUL_ACC : MG_OP_CONV2D_GRAD_WEIGHT_ACC;
+        id = add_like(b, t, acc, t->ninputs + 1, in, 0, name, ph);
     }
     b->map[v] = id;
 }
@@ -731,6 +785,18 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
         ng->outputs[i].node = whole(&b, g->outputs[i].node);
     }
     ng->loss = whole(&b, g->loss);
+    /* GEMM scratch in proportion: a graph in k parts is made for a budget the whole batch cannot
+     * meet, and a GEMM's packing buffers (mlp's x @ w1: 328 KiB of blocks of w1 next to a
+     * 128 KiB result) would otherwise stay what the whole batch's need. Each matrix product
+     * gets 1/k of its usual scratch (at least 16 KiB) and takes smaller blocks: the same bits */
+    for (int v = 0; v < ng->n && !b.failed; v++) {
+        mg_node *nd = &ng->nodes[v];
+        if (nd->op != MG_OP_MATMUL && nd->op != MG_OP_MATMUL_ACC) continue;
+        mg_matmul_geom mm = mg_matmul_geometry(ng, v);
+        int64_t full = mgk_gemm_scratch_bytes(mm.M, mm.N, mm.K, (int64_t)mg_dtype_size(nd->type.dtype));
+        int64_t cap = full / k < 16384 ? 16384 : full / k;
+        if (mm.flat && cap < full && cap <= INT32_MAX) nd->iattr[2] = (int)cap;
+    }
     mg_status st = b.failed ? MG_ERR : mg_graph_verify(ng, d);
     free(b.map);
     free(b.cat);

@@ -14,6 +14,7 @@ int mg_microbatch_counts(const mg_graph *g, int *ks, int max, mg_diag *why);
  * copies read slices of the batch inputs; values used whole later are concatenated; parameter
  * gradients of the prefix are summed micro-batch after micro-batch in order through the
  * accumulating ops, so every value of the new graph has the bits of the same value of g.
+ * Matrix products get 1/k of their usual GEMM scratch (iattr[2]; the same bits).
  * Forward nodes come first; inputs, params, outputs, loss and param_grads correspond to g's.
  * MG_ERR with a diag when k is not one of mg_microbatch_counts. */
 mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d);

@@ -21,6 +21,11 @@ static int cmp_ev(const void *a, const void *b)
     return x->kind - y->kind; /* what ended before a step goes before what starts at it */
 }
 
+static int is_acc_op(mg_op op)
+{
+    return op == MG_OP_SUM_TO_ACC || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC || op == MG_OP_MATMUL_ACC;
+}
+
 static int is_ws_value(const mg_problem *pr, int v) { return pr->target[v] && pr->home[v].mem == MG_MEM_NONE; }
 
 /* For model plans: the place a step reads a caller-memory value from is that value's. */
@@ -167,10 +172,15 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *pr, mg_diag *d)
         } else if (!g) {
             st = mg_diag_set(d, loc, "plan: step %d writes outside the workspace", s);
         } else if (o->mem == MG_MEM_GRADS) {
-            if (o->index < 0 || o->index >= np || poff[o->index] != o->offset ||
-                (p->kind == MG_PLAN_TRAIN ? g->param_grads[o->index] : -2) != want)
+            /* the gradient, or a partial sum of it (micro-batches: each accumulating op adds to
+             * the one before, last input, in place) */
+            int gv = o->index >= 0 && o->index < np && p->kind == MG_PLAN_TRAIN ? g->param_grads[o->index] : -2;
+            while (gv >= 0 && gv != want && is_acc_op(g->nodes[gv].op))
+                gv = g->nodes[gv].in[g->nodes[gv].ninputs - 1];
+            int prev = want >= 0 && is_acc_op(g->nodes[want].op) ? g->nodes[want].in[g->nodes[want].ninputs - 1] : -4;
+            if (o->index < 0 || o->index >= np || poff[o->index] != o->offset || gv != want)
                 st = mg_diag_set(d, loc, "plan: step %d writes the wrong value into gradient %d", s, o->index);
-            else if (grad_node[o->index] != -1)
+            else if (grad_node[o->index] != -1 && grad_node[o->index] != prev)
                 st = mg_diag_set(d, loc, "plan: gradient of parameter %d written twice", o->index);
             else grad_node[o->index] = sp->kind == MG_STEP_ZERO ? -3 : v;
         } else if (o->mem == MG_MEM_OUTPUT) {
@@ -192,6 +202,9 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *pr, mg_diag *d)
         for (int i = 0; i < np && !st; i++)
             if (grad_node[i] == -1)
                 st = mg_diag_set(d, g->nodes[g->params[i]].loc, "plan: gradient of '%s' is never written",
+                                 g->nodes[g->params[i]].name);
+            else if (grad_node[i] >= 0 && grad_node[i] != g->param_grads[i])
+                st = mg_diag_set(d, g->nodes[g->params[i]].loc, "plan: gradient of '%s' ends holding a partial sum",
                                  g->nodes[g->params[i]].name);
         const mg_place *r = &p->result_at;
         const mg_node *ln = &g->nodes[g->loss];

@@ -17,6 +17,12 @@ static void *xcalloc(size_t n, size_t sz)
 
 static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
 
+/* The accumulating ops of micro-batching: (..., acc) -> acc + f(...), acc the last input. */
+static int is_acc(mg_op op)
+{
+    return op == MG_OP_SUM_TO_ACC || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC || op == MG_OP_MATMUL_ACC;
+}
+
 mg_problem *mg_problem_alloc(int n, int nedges)
 {
     mg_problem *p = xcalloc(1, sizeof *p);
@@ -95,6 +101,14 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
         else if (nd->op == MG_OP_CONST) p->home[i] = (mg_place){MG_MEM_CONST, 0, 0};
     }
     if (kind == MG_PLAN_TRAIN) {
+        /* how many times each value is read, returned or is a gradient */
+        int *uses = xcalloc((size_t)n, sizeof *uses);
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < g->nodes[i].ninputs; k++) uses[g->nodes[i].in[k]]++;
+        for (int i = 0; i < g->nparams; i++)
+            if (g->param_grads[i] >= 0) uses[g->param_grads[i]]++;
+        for (int i = 0; i < g->noutputs; i++) uses[g->outputs[i].node]++;
+        uses[g->loss]++;
         for (int i = 0; i < g->nparams; i++) {
             int gi = g->param_grads[i];
             mg_place dst = {MG_MEM_GRADS, i, poff[i]};
@@ -102,6 +116,15 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
                 p->final[p->nfinal++] = (mg_step){MG_STEP_ZERO, g->params[i], dst, {{0}}, -1, 0};
             } else if (!is_leaf(g->nodes[gi].op) && p->home[gi].mem == MG_MEM_NONE) {
                 p->home[gi] = dst;
+                /* a gradient summed over micro-batches (microbatch.c): the partial sums before it,
+                 * each read by the next alone, are written into the gradient too, each adding to
+                 * the one before in place (codegen's copy_acc sees the same place) */
+                for (int v = gi; is_acc(g->nodes[v].op);) {
+                    int u = g->nodes[v].in[g->nodes[v].ninputs - 1];
+                    if (is_leaf(g->nodes[u].op) || p->home[u].mem != MG_MEM_NONE || uses[u] != 1) break;
+                    p->home[u] = dst;
+                    v = u;
+                }
             } else {
                 p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, gi, dst, {{0}}, -1, 0};
                 p->keep_to_end[gi] = 1;
@@ -109,6 +132,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
         }
         p->result = g->loss;
         p->keep_to_end[g->loss] = 1;
+        free(uses);
     } else {
         for (int i = 0; i < g->noutputs; i++) {
             int o = g->outputs[i].node;

@@ -12,7 +12,8 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_INPUT:
     case MG_OP_PARAM:
     case MG_OP_CONST: return 0;
-    case MG_OP_MATMUL: {
+    case MG_OP_MATMUL:
+    case MG_OP_MATMUL_ACC: {
         const mg_shape *a = &g->nodes[n->in[0]].type.shape;
         double k = (double)(n->iattr[0] ? a->dim[a->rank - 2] : a->dim[a->rank - 1]);
         return 2.0 * out * k;

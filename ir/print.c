@@ -53,8 +53,10 @@ char *mg_graph_print(const mg_graph *g)
         if (n->op == MG_OP_INPUT || n->op == MG_OP_PARAM) sb_printf(&b, " %s", n->name);
         if (n->op == MG_OP_CONST) sb_printf(&b, " %.17g", n->fattr);
         for (int k = 0; k < n->ninputs; k++) sb_printf(&b, "%s%%%d", k ? ", " : " ", n->in[k]);
-        if (n->op == MG_OP_MATMUL && (n->iattr[0] || n->iattr[1]))
+        if ((n->op == MG_OP_MATMUL || n->op == MG_OP_MATMUL_ACC) && (n->iattr[0] || n->iattr[1]))
             sb_printf(&b, " transpose=%d,%d", n->iattr[0], n->iattr[1]);
+        if ((n->op == MG_OP_MATMUL || n->op == MG_OP_MATMUL_ACC) && n->iattr[2])
+            sb_printf(&b, " scratch<=%d", n->iattr[2]);
         if (n->op == MG_OP_CONV2D || n->op == MG_OP_CONV2D_GRAD_INPUT || n->op == MG_OP_CONV2D_GRAD_WEIGHT ||
             n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC)
             sb_printf(&b, " stride=%d pad=%d dilation=%d groups=%d", n->iattr[0], n->iattr[1], n->iattr[2],

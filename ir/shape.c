@@ -403,6 +403,24 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r.shape.dim[r.shape.rank++] = nn;
         break;
     }
+    case MG_OP_MATMUL_ACC: { /* (a, b, acc): matrices, op(a) @ op(b) of acc's shape */
+        char sc[128];
+        if (need_float(n, t[0], "left operand", d) || same_dtype(n, t[0], t[1], d) || same_dtype(n, t[0], t[2], d))
+            return MG_ERR;
+        const mg_shape *sa_ = &t[0]->shape, *sb_ = &t[1]->shape, *sc_ = &t[2]->shape;
+        if (sa_->rank != 2 || sb_->rank != 2 || sc_->rank != 2)
+            return mg_diag_set(d, n->loc, "'%s' needs matrices, got %s @ %s into %s", opname(n),
+                               mg_shape_str(sa_, sa, sizeof sa), mg_shape_str(sb_, sb, sizeof sb),
+                               mg_shape_str(sc_, sc, sizeof sc));
+        int64_t m = sa_->dim[n->iattr[0] ? 1 : 0], ka = sa_->dim[n->iattr[0] ? 0 : 1];
+        int64_t kb = sb_->dim[n->iattr[1] ? 1 : 0], nn = sb_->dim[n->iattr[1] ? 0 : 1];
+        if (ka != kb || m != sc_->dim[0] || nn != sc_->dim[1])
+            return mg_diag_set(d, n->loc, "'%s' shapes %s @ %s do not make %s", opname(n),
+                               mg_shape_str(sa_, sa, sizeof sa), mg_shape_str(sb_, sb, sizeof sb),
+                               mg_shape_str(sc_, sc, sizeof sc));
+        r = *t[2];
+        break;
+    }
     case MG_OP_EMBEDDING:
     case MG_OP_EMBEDDING_GRAD: { /* (ids, table) / (ids, dy) with the table's shape preset */
         const mg_shape *ids = &t[0]->shape, *tab = n->op == MG_OP_EMBEDDING ? &t[1]->shape : &n->type.shape;

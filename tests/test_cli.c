@@ -475,13 +475,14 @@ START_TEST(test_plan)
     /* the store-all plan must at least hold the largest activation, relu's [128,256] f32 */
     ck_assert_msg(ws >= 128 * 256 * 4, "workspace %lld is too small", ws);
     ck_assert_msg(fwd >= 128 * 256 * 4 && fwd <= ws, "forward workspace %lld (workspace %lld)", fwd, ws);
-    ck_assert_msg(ws == all && minf <= all && minf >= fwd, "workspace %lld, store-all %lld, minimum %lld", ws, all, minf);
+    /* (the minimum is met in micro-batches, below the whole batch's forward workspace) */
+    ck_assert_msg(ws == all && minf < all && minf > 0, "workspace %lld, store-all %lld, minimum %lld", ws, all, minf);
     ck_assert_msg(strstr(out, "recompute overhead 0.00%"), "%s", out);
     ck_assert_msg(strstr(out, "params              795.1 KiB"), "param bytes (784*256+256+256*10+10 floats):\n%s", out);
     free(out);
     ck_assert_int_eq(mg(&out, "plan '%s' --budget 100%%", m), 0);
     free(out);
-    ck_assert_int_eq(mg(&out, "plan '%s' --budget 10%%", m), 1);
+    ck_assert_int_eq(mg(&out, "plan '%s' --budget 2%%", m), 1); /* (the minimum: 4.5%, in micro-batches) */
     ck_assert_msg(strstr(out, "store-all workspace"), "%s", out);
     free(out);
 }
@@ -547,8 +548,8 @@ START_TEST(test_compile_budget)
     ck_assert_msg(rc == 0, "--budget 100%% exited %d:\n%s", rc, out);
     ck_assert_msg(is_elf(path("full.o")), "no object for --budget 100%%");
     free(out);
-    rc = mg(&out, "compile '%s' -o '%s' --budget 10%%", m, path("small.o"));
-    ck_assert_msg(rc == 1, "--budget 10%% exited %d:\n%s", rc, out);
+    rc = mg(&out, "compile '%s' -o '%s' --budget 2%%", m, path("small.o"));
+    ck_assert_msg(rc == 1, "--budget 2%% exited %d:\n%s", rc, out);
     ck_assert_msg(strstr(out, "store-all workspace"), "message does not mention the store-all workspace:\n%s", out);
     free(out);
     rc = mg(&out, "compile '%s' -o '%s' --budget 12XB", m, path("unit.o"));

@@ -5,7 +5,8 @@
  * |C - ref| <= 2 (K + 4) u (sum_k |a_ik b_kj| + beta |C0_ij|), u the unit roundoff.
  * Each case also checks that the padding columns of C (between N and ldc) are untouched, that
  * beta 0 overwrites NaNs, that scratch is used only within mgk_gemm_scratch_bytes() of a
- * misaligned start, and that a second call gives bitwise identical results.
+ * misaligned start, and that a second call gives bitwise identical results. A GEMM whose K is
+ * cut into calls (beta 0, then beta 1) must give the bits of one call (test_k_split_bit_identical).
  */
 #include "testutil.h"
 
@@ -209,6 +210,110 @@ START_TEST(test_large)
 }
 END_TEST
 
+/* One GEMM over K cut into calls at the points cut[0 .. ncut) (increasing, inside (0, K)): the
+ * first call with the given beta, the others accumulating (beta 1), gives C bit for bit as one
+ * call over the whole of K: each element is one chain of multiply-adds over k, whatever the
+ * cuts, the K blocks (KC) and the edge tiles (M, N not multiples of MR, NR). */
+static void check_k_split(int is64, int64_t M, int64_t N, int64_t K, int ta, int tb, int beta, const int64_t *cut,
+                          int ncut)
+{
+    size_t es = is64 ? sizeof(double) : sizeof(float);
+    int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 3;
+    void *A = malloc((size_t)(K * M) * es), *B = malloc((size_t)(K * N) * es);
+    void *C1 = malloc((size_t)(M * ldc) * es), *C2 = malloc((size_t)(M * ldc) * es);
+    void *scratch = malloc((size_t)mgk_gemm_scratch_bytes(M, N, K, (int64_t)es));
+    ck_assert(A && B && C1 && C2 && scratch);
+    for (int64_t i = 0; i < K * M; i++) set(A, i, rng_val(), is64);
+    for (int64_t i = 0; i < K * N; i++) set(B, i, rng_val(), is64);
+    for (int64_t i = 0; i < M * ldc; i++) set(C1, i, beta ? rng_val() : NAN, is64);
+    memcpy(C2, C1, (size_t)(M * ldc) * es);
+    if (is64)
+        mgk_gemm_f64(M, N, K, A, lda, ta, B, ldb, tb, C1, ldc, beta, scratch);
+    else
+        mgk_gemm_f32(M, N, K, A, lda, ta, B, ldb, tb, C1, ldc, beta, scratch);
+    for (int c = 0; c <= ncut; c++) {
+        int64_t k0 = c ? cut[c - 1] : 0, k1 = c < ncut ? cut[c] : K;
+        ck_assert(k0 < k1);
+        /* op(A)[:, k0:k1] and op(B)[k0:k1, :] */
+        int64_t ao = ta ? k0 * lda : k0, bo = tb ? k0 : k0 * ldb;
+        if (is64)
+            mgk_gemm_f64(M, N, k1 - k0, (const double *)A + ao, lda, ta, (const double *)B + bo, ldb, tb, C2, ldc,
+                         c ? 1 : beta, scratch);
+        else
+            mgk_gemm_f32(M, N, k1 - k0, (const float *)A + ao, lda, ta, (const float *)B + bo, ldb, tb, C2, ldc,
+                         c ? 1 : beta, scratch);
+    }
+    for (int64_t i = 0; i < M; i++)
+        ck_assert_msg(memcmp((char *)C1 + (size_t)(i * ldc) * es, (char *)C2 + (size_t)(i * ldc) * es,
+                             (size_t)N * es) == 0,
+                      "%s M=%ld N=%ld K=%ld tA=%d tB=%d beta=%d, %d cuts from %ld: row %ld differs from one call",
+                      is64 ? "f64" : "f32", (long)M, (long)N, (long)K, ta, tb, beta, ncut, (long)cut[0], (long)i);
+    free(A); free(B); free(C1); free(C2); free(scratch);
+}
+
+/* K cut at single odd points on either side of the K blocks (KC = 256), and at all of them at
+ * once, in every flag combination, f32 (_i 0) and f64 (_i 1). */
+START_TEST(test_k_split_bit_identical)
+{
+    static const int64_t cuts[] = {1, 7, 100, 255, 256, 257, 511, 600};
+    int is64 = _i;
+    rng_state = 777 + (uint64_t)_i;
+    for (int f = 0; f < 8; f++) {
+        int ta = f & 1, tb = (f >> 1) & 1, beta = (f >> 2) & 1;
+        for (int c = 0; c < 8; c++) check_k_split(is64, 13, 37, 601, ta, tb, beta, &cuts[c], 1);
+        check_k_split(is64, 13, 37, 601, ta, tb, beta, cuts, 8);
+        check_k_split(is64, 80, 20, 260, ta, tb, beta, &cuts[1], 1); /* M past MC: two row blocks */
+    }
+}
+END_TEST
+
+/* mgk_gemm_capped: smaller blocks under a scratch cap (mgk_gemm_blocking), within the scratch
+ * its formula gives (a canary after it), bit for bit the uncapped result. f32 (_i 0), f64 (1). */
+START_TEST(test_capped_bit_identical)
+{
+    static const int64_t caps[] = {1, 4096, 20000, 100000};
+    static const int64_t shapes[][3] = {{60, 200, 300}, {13, 37, 301}, {150, 70, 40}};
+    int is64 = _i;
+    size_t es = is64 ? sizeof(double) : sizeof(float);
+    rng_state = 4242 + (uint64_t)_i;
+    for (int sh = 0; sh < 3; sh++) {
+        int64_t M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
+        for (int f = 0; f < 8; f++) {
+            int ta = f & 1, tb = (f >> 1) & 1, beta = (f >> 2) & 1;
+            int64_t lda = ta ? M : K, ldb = tb ? K : N;
+            void *A = malloc((size_t)(K * M) * es), *B = malloc((size_t)(K * N) * es);
+            void *C0 = malloc((size_t)(M * N) * es), *C1 = malloc((size_t)(M * N) * es), *C2 = malloc((size_t)(M * N) * es);
+            void *full = malloc((size_t)mgk_gemm_scratch_bytes(M, N, K, (int64_t)es));
+            ck_assert(A && B && C0 && C1 && C2 && full);
+            for (int64_t i = 0; i < K * M; i++) set(A, i, rng_val(), is64);
+            for (int64_t i = 0; i < K * N; i++) set(B, i, rng_val(), is64);
+            for (int64_t i = 0; i < M * N; i++) set(C0, i, rng_val(), is64);
+            memcpy(C1, C0, (size_t)(M * N) * es);
+            if (is64) mgk_gemm_f64(M, N, K, A, lda, ta, B, ldb, tb, C1, N, beta, full);
+            else mgk_gemm_f32(M, N, K, A, lda, ta, B, ldb, tb, C1, N, beta, full);
+            for (int c = 0; c < 4; c++) {
+                int64_t bytes = mgk_gemm_capped_scratch_bytes(M, N, K, (int64_t)es, caps[c]);
+                mgk_gemm_blocks bl = mgk_gemm_blocking(M, N, K, (int64_t)es, caps[c]);
+                ck_assert(bytes <= caps[c] || (bl.nc <= 64 && bl.kc <= 32 && bl.mc <= 2 * MGK_GEMM_MR));
+                ck_assert(bytes <= mgk_gemm_scratch_bytes(M, N, K, (int64_t)es));
+                unsigned char *raw = malloc((size_t)bytes + CANARY_BYTES);
+                ck_assert(raw);
+                memset(raw, 0xFF, (size_t)bytes);
+                memset(raw + bytes, CANARY, CANARY_BYTES);
+                memcpy(C2, C0, (size_t)(M * N) * es);
+                if (is64) mgk_gemm_capped_f64(M, N, K, A, lda, ta, B, ldb, tb, C2, N, beta, raw, caps[c]);
+                else mgk_gemm_capped_f32(M, N, K, A, lda, ta, B, ldb, tb, C2, N, beta, raw, caps[c]);
+                for (int i = 0; i < CANARY_BYTES; i++) ck_assert_msg(raw[bytes + i] == CANARY, "scratch overrun, cap %ld", (long)caps[c]);
+                ck_assert_msg(memcmp(C1, C2, (size_t)(M * N) * es) == 0, "%s %ldx%ldx%ld f=%d cap %ld: differs from uncapped",
+                              is64 ? "f64" : "f32", (long)M, (long)N, (long)K, f, (long)caps[c]);
+                free(raw);
+            }
+            free(A); free(B); free(C0); free(C1); free(C2); free(full);
+        }
+    }
+}
+END_TEST
+
 static Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -218,6 +323,8 @@ static Suite *gemm_suite(void)
     tcase_add_test(small, test_random_small_f64);
     tcase_add_loop_test(small, test_edges, 0, 2);
     tcase_add_test(small, test_k_zero);
+    tcase_add_loop_test(small, test_k_split_bit_identical, 0, 2);
+    tcase_add_loop_test(small, test_capped_bit_identical, 0, 2);
     suite_add_tcase(s, small);
     TCase *large = tcase_create("large");
     tcase_set_timeout(large, 600);

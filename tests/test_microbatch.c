@@ -164,11 +164,11 @@ static const char bn_model[] = "model bnnet\n"
                                "output logits\n"
                                "minimize loss\n";
 
-static const char mlp_model[] = "model mlp\n"
+static const char mix_model[] = "model mix\n"
                                 "input x: f32[8, 16]\n"
                                 "input y: i32[8]\n"
                                 "param w: f32[16, 3] = he\n"
-                                "loss = cross_entropy(relu(x @ w), y)\n"
+                                "loss = cross_entropy(softmax(x, axis=0) @ w, y)\n"
                                 "minimize loss\n";
 
 /* A part count that would cut the images a convolution takes per GEMM (bn_model's 6x6 outputs:
@@ -189,9 +189,9 @@ START_TEST(test_refused)
     ck_assert_int_eq(mg_microbatch(g, 3, &(mg_graph *){NULL}, &d), MG_ERR);
     ck_assert_str_eq(d.msg, "cannot split the batch of 8 into 3 micro-batches: 3 does not divide it");
     mg_graph_free(g);
-    g = joint(mlp_model);
+    g = joint(mix_model);
     ck_assert_int_eq(mg_microbatch_counts(g, ks, 8, &d), 0);
-    ck_assert_msg(strstr(d.msg, "matmul") && d.loc.line == 5, "%d: %s", d.loc.line, d.msg);
+    ck_assert_msg(strstr(d.msg, "softmax") && d.loc.line == 5, "%d: %s", d.loc.line, d.msg);
     mg_graph_free(g);
 
     char *dir = tu_tmpdir(), *out = NULL;
@@ -207,10 +207,10 @@ START_TEST(test_refused)
     ck_assert_msg(strstr(out, "bn.mg:8:") && strstr(out, "would cut those groups"), "%s", out);
     free(out);
     /* a budget below the minimum of a model that cannot be split says why, where */
-    ck_assert(tu_write(tu_path(dir, "mlp.mg"), mlp_model) == 0);
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 1KiB --no-cache", tu_path(dir, "mlp.mg")), 1);
-    ck_assert_msg(strstr(out, "below the minimum feasible budget") && strstr(out, "mlp.mg:5:") &&
-                      strstr(out, "note: not split into micro-batches") && strstr(out, "matmul"),
+    ck_assert(tu_write(tu_path(dir, "mix.mg"), mix_model) == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 1KiB --no-cache", tu_path(dir, "mix.mg")), 1);
+    ck_assert_msg(strstr(out, "below the minimum feasible budget") && strstr(out, "mix.mg:5:") &&
+                      strstr(out, "note: not split into micro-batches") && strstr(out, "softmax"),
                   "%s", out);
     free(out);
     tu_dir_free(&dir);
@@ -426,6 +426,150 @@ START_TEST(test_cnn_bit_identical)
 }
 END_TEST
 
+/* A perceptron whose weight gradients are summed part after part through matmul_acc (w1, w2:
+ * into the caller's gradients in place), but for w3, shared by two layers: its gradient is the
+ * sum of two, each (32x32) larger than what it is made from (two 24x32), made whole after the
+ * parts. DT is the element type. */
+#define MLP_SRC(DT)                                                                                \
+    "model mlpmb\n"                                                                                 \
+    "input x: " DT "[24, 24]\n"                                                                     \
+    "input y: i32[24]\n"                                                                            \
+    "param w1: " DT "[24, 32] = he\n"                                                               \
+    "param b1: " DT "[32] = normal(0.1)\n"                                                          \
+    "param w3: " DT "[32, 32] = he\n"                                                               \
+    "param w2: " DT "[32, 4] = he\n"                                                                \
+    "param b2: " DT "[4] = normal(0.1)\n"                                                           \
+    "h = relu(x @ w1 + b1)\n"                                                                       \
+    "h = relu(relu(h @ w3) @ w3)\n"                                                                 \
+    "logits = h @ w2 + b2\n"                                                                        \
+    "loss = cross_entropy(logits, y)\n"                                                             \
+    "output logits\n"                                                                               \
+    "minimize loss\n"
+
+/* One training step of mlpmb compiled with opts: the loss and the gradients (grads, 32 KiB). */
+static float mlp_step(const char *dir, const char *tag, const char *src, const char *opts, unsigned char *grads,
+                      size_t *pbytes)
+{
+    char *log = NULL, hpath[4300];
+    void *h = tu_build_model(dir, tag, src, opts, &log);
+    ck_assert_msg(h != NULL, "compile with '%s' failed:\n%s", opts, log ? log : "");
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
+    char *hdr = tu_read(hpath);
+    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    *pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    free(hdr);
+    ck_assert(*pbytes <= 32768);
+    const desc *in_desc = tu_sym(h, "mlpmb", "inputs_desc");
+    void *params = malloc(*pbytes), *ws_mem = malloc((size_t)ws + 1), *inputs[2];
+    ((init_fn)tu_sym(h, "mlpmb", "init_params"))(params, 11);
+    uint64_t s = 17;
+    for (int i = 0; i < 2; i++) {
+        inputs[i] = malloc(in_desc[i].bytes);
+        int64_t n = 1;
+        for (int a = 0; a < in_desc[i].rank; a++) n *= in_desc[i].shape[a];
+        for (int64_t k = 0; k < n; k++) {
+            double v = (double)(rng_next(&s) % 2001) / 1000.0 - 1.0;
+            if (in_desc[i].dtype == 2) ((int32_t *)inputs[i])[k] = (int32_t)(rng_next(&s) % 4);
+            else if (in_desc[i].dtype == 1) ((double *)inputs[i])[k] = v;
+            else ((float *)inputs[i])[k] = (float)v;
+        }
+    }
+    memset(ws_mem, 0xff, (size_t)ws + 1);
+    memset(grads, 0xa5, 32768);
+    float loss = ((train_fn)tu_sym(h, "mlpmb", "train_step"))(params, grads, (const void *const *)inputs, ws_mem);
+    for (int i = 0; i < 2; i++) free(inputs[i]);
+    free(params);
+    free(ws_mem);
+    dlclose(h);
+    free(log);
+    return loss;
+}
+
+/* mlpmb in 2 and 4 parts: the 4 matmuls of the forward, the bias adds, relu and the 3 input
+ * gradients (d_logits @ w2^T, ...) run per part; w1's and w2's gradients (x^T @ dy) are chains
+ * of matmul_acc in part order, w3's two are whole matmuls after the parts; examples/mlp.mg's
+ * first GEMM gets a scratch cap. Compiled whole and in parts, f32 and f64: byte-identical loss
+ * and gradients. */
+START_TEST(test_mlp_split)
+{
+    const char *srcs[2] = {MLP_SRC("f32"), MLP_SRC("f64")};
+    for (int t = 0; t < 2; t++) {
+        mg_graph *g = joint(srcs[t]);
+        mg_diag d = {0};
+        int ks[8], nk = mg_microbatch_counts(g, ks, 8, &d);
+        /* (parts of at least 6 rows: a GEMM micro-tile) */
+        ck_assert_msg(nk == 3 && ks[0] == 2 && ks[1] == 3 && ks[2] == 4, "counts: %d (%s)", nk, d.msg);
+        for (int k = 2; k <= 4; k += 2) {
+            mg_graph *s = NULL;
+            ck_assert_msg(mg_microbatch(g, k, &s, &d) == MG_OK, "k=%d: %s", k, d.msg);
+            int fwd = 0, dx = 0, accs = 0;
+            for (int v = 0; v < s->n; v++) {
+                const mg_node *n = &s->nodes[v];
+                if (n->op == MG_OP_MATMUL && !n->iattr[0] && n->type.shape.dim[0] == 24 / k) {
+                    if (v < s->nforward) fwd++;
+                    else dx++;
+                }
+                accs += n->op == MG_OP_MATMUL_ACC;
+            }
+            ck_assert_int_eq(fwd, 4 * k);
+            ck_assert_int_eq(dx, 3 * k);
+            ck_assert_int_eq(accs, 2 * (k - 1));
+            for (int p = 0; p < 4; p += 3) { /* w1's and w2's gradients: chains of k partial sums */
+                int w = s->param_grads[p], len = 1;
+                while (s->nodes[w].op == MG_OP_MATMUL_ACC) w = s->nodes[w].in[2], len++;
+                ck_assert_int_eq(len, k);
+                ck_assert_int_eq(s->nodes[w].op, MG_OP_MATMUL);
+            }
+            const mg_node *w3 = &s->nodes[s->param_grads[2]]; /* the sum of two whole ones */
+            ck_assert_int_eq(w3->op, MG_OP_ADD);
+            for (int i = 0; i < 2; i++) {
+                const mg_node *gw = &s->nodes[w3->in[i]];
+                ck_assert_msg(gw->op == MG_OP_MATMUL && s->nodes[gw->in[1]].type.shape.dim[0] == 24, "w3's gradient");
+            }
+            mg_graph_free(s);
+        }
+        mg_graph_free(g);
+    }
+    /* examples/mlp.mg in 4 parts: x @ w1 on 32 rows would pack 256 x 256 blocks of w1 (299 KiB
+     * of scratch next to a 32 KiB result); capped at a quarter of that, it takes smaller blocks */
+    char *src = example("mlp");
+    mg_graph *g = joint(src), *s = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, 4, &s, &d) == MG_OK, "%s", d.msg);
+    int capped = 0;
+    for (int v = 0; v < s->n; v++) {
+        const mg_node *n = &s->nodes[v];
+        if (n->op != MG_OP_MATMUL || n->type.shape.dim[0] != 32 || s->nodes[n->in[0]].type.shape.dim[1] != 784) continue;
+        int64_t full = mgk_gemm_scratch_bytes(32, 256, 784, 4);
+        ck_assert_int_eq(n->iattr[2], full / 4);
+        ck_assert_int_le(mg_node_scratch_bytes(s, v), full / 4);
+        capped++;
+    }
+    ck_assert_int_eq(capped, 4); /* x @ w1 in each part */
+    mg_graph_free(s);
+    mg_graph_free(g);
+    free(src);
+    char *dir = tu_tmpdir();
+    for (int t = 0; t < 2; t++) {
+        static unsigned char ref[32768], got[32768];
+        size_t pb = 0, pb2 = 0;
+        float ref_loss = mlp_step(dir, "whole", srcs[t], "-O1 --micro-batches 1", ref, &pb);
+        ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
+        for (int k = 2; k <= 4; k += 2) {
+            char opts[64];
+            snprintf(opts, sizeof opts, "-O1 --micro-batches %d", k);
+            float loss = mlp_step(dir, k == 2 ? "p2" : "p4", srcs[t], opts, got, &pb2);
+            ck_assert_int_eq(pb2, pb);
+            ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "%s %s: loss %.9g vs %.9g whole", t ? "f64" : "f32",
+                          opts, loss, ref_loss);
+            ck_assert_msg(memcmp(got, ref, pb) == 0, "%s %s: gradients differ from the whole batch's", t ? "f64" : "f32",
+                          opts);
+        }
+    }
+    tu_dir_free(&dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("microbatch");
@@ -437,6 +581,7 @@ int main(void)
     tcase_add_test(tc, test_bn_split);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_cnn_bit_identical);
+    tcase_add_test(tc, test_mlp_split);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -381,7 +381,9 @@ static void check_model(const char *model, const char *src, int classes, int min
         step_result_free(&r);
         if (b == all && points[i] != AT_SQRT) continue; /* store-all itself: nothing to recompute */
         ck_assert_int_eq(tu_memgrad(&out, "plan '%s' %s --format json --no-cache", mpath, opts), 0);
-        ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once"),
+        /* (a plan in micro-batches may meet the budget without recomputing: mlp) */
+        ck_assert_msg(tu_json_figure(out, "flops_executed") > tu_json_figure(out, "flops_once") ||
+                          tu_json_figure(out, "micro_batches") > 1,
                       "%s with %s: the plan recomputes nothing", model, opts);
         free(out);
     }
@@ -400,6 +402,17 @@ static void check_example(const char *name, int classes, int min_below_all, cons
     check_model(name, src, classes, min_below_all, points);
     free(src);
 }
+
+/* examples/mlp.mg at store-all, 50%, 25% and the minimum feasible budget: its store-all peak
+ * is the first GEMM (x @ w1's 128 KiB result and 328 KiB of packed blocks), which only the
+ * micro-batches lower: x @ w1 on parts of the batch with a part of the scratch, the weight
+ * gradients summed part after part into the caller's gradients (gemm.c makes those sums the
+ * whole batch's, bit for bit). */
+START_TEST(test_bit_identical_mlp)
+{
+    check_example("mlp", 10, 1, (const enum point[]){AT_HALF, AT_QUARTER_MET, AT_MIN, AT_END});
+}
+END_TEST
 
 START_TEST(test_bit_identical_mlp_deep)
 {
@@ -550,8 +563,9 @@ START_TEST(test_solvers_on_the_command_line)
 {
     char *out;
     const char *m = example("examples/mlp_deep.mg");
-    /* budgets below the minimum feasible one name it, and the store-all workspace */
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 5%% --no-cache", m), 1);
+    /* budgets below the minimum feasible one name it, and the store-all workspace (mlp_deep's
+     * minimum is 0.8% of store-all in micro-batches) */
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 1KiB --no-cache", m), 1);
     ck_assert_msg(strstr(out, "below the minimum feasible budget of") && strstr(out, "store-all workspace is"), "%s", out);
     free(out);
     /* the baselines refuse budgets they cannot meet, and say so */
@@ -813,6 +827,7 @@ static Suite *planner_suite(void)
     TCase *e = tcase_create("end_to_end");
     tcase_set_tags(e, "e2e");
     tcase_set_timeout(e, 600);
+    tcase_add_test(e, test_bit_identical_mlp);
     tcase_add_test(e, test_bit_identical_mlp_deep);
     tcase_add_test(e, test_bit_identical_skips);
     suite_add_tcase(s, e);

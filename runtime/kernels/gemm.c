@@ -6,7 +6,9 @@
  * SIMD comes from clang/GCC vector extensions, never from intrinsics headers, and the backend
  * picks the host's instructions (AVX2 + FMA, NEON, ...).
  *
- * Blocking (BLIS / GotoBLAS scheme, constants in gemm.h):
+ * Blocking (BLIS / GotoBLAS scheme, constants in gemm.h; mgk_gemm_capped takes smaller blocks,
+ * mgk_gemm_blocking, when its caller has less scratch to give: micro-batched graphs, whose
+ * GEMMs on a part of the batch get a part of the scratch, compiler/microbatch.c):
  *
  *   for jc over N by NC:
  *     for pc over K by KC:
@@ -31,12 +33,16 @@
  * partial edge tiles of C are stored row by row straight from the registers when they are
  * short (fewer than MR rows, full width) and through a stack buffer when they are narrow.
  *
- * Beta: the first K block stores into C (beta 0) or adds to it (beta 1); later K blocks add.
- * Beta 0 never reads C, so NaNs already in C are overwritten.
+ * Beta: the first K block starts from zero (beta 0) or from C (beta 1); later K blocks start
+ * from C. Beta 0 never reads C, so NaNs already in C are overwritten.
  *
- * Determinism: each element of C is the sum, over K blocks in order, of an accumulator that
- * starts at zero and adds a[i,k] * b[k,j] for k increasing — the same order for interior and
- * edge tiles and on every call, whatever the data.
+ * Determinism: each element of C is one chain c = c + a[i,k] * b[k,j] (a fused multiply-add
+ * where the host has one) for k increasing, starting at zero (beta 0) or at C (beta 1): a K block
+ * after the first, and a call with beta 1, loads the tile of C into the registers and carries
+ * on. So the result does not depend on the blocking (MC, NC, KC), on the edge tiles, or on how
+ * K is cut into calls: a GEMM over K split at any points into a first call with beta 0 and
+ * further calls with beta 1 gives the bits of one call (micro-batching relies on it: a weight
+ * gradient x^T dy, whose K is the batch, summed part after part, compiler/microbatch.c).
  *
  * Scratch: the packed op(B) panel comes first (a multiple of MGK_GEMM_NR elements, hence of 64
  * bytes, long), then the packed op(A) block, exactly as sized by mgk_gemm_scratch_bytes(); f64
@@ -51,7 +57,7 @@
 typedef float mgk_v16f __attribute__((vector_size(64), aligned(4)));
 typedef double mgk_v8d __attribute__((vector_size(64), aligned(8)));
 
-enum { MGK_MC = MGK_GEMM_MC, MGK_KC = MGK_GEMM_KC, MGK_NC = MGK_GEMM_NC, MGK_MR = MGK_GEMM_MR };
+enum { MGK_MR = MGK_GEMM_MR };
 
 static void *mgk_gemm_align64(void *p)
 {
@@ -109,16 +115,20 @@ static void *mgk_gemm_align64(void *p)
                                                                                                    \
     /* Micro-kernel: the first mr rows (mr <= MR) of the MR x NR tile at c (row stride ldc) are  \
      * set to, or if accumulate incremented by, those rows of the product of the packed panels    \
-     * a (MR x kc) and b (kc x NR); rows mr.. of c are not touched. */                             \
+     * a (MR x kc) and b (kc x NR); rows mr.. of c are neither read nor written. Accumulating,   \
+     * the registers start from the tile of C, so each element is one chain of multiply-adds     \
+     * over k whichever calls and K blocks that chain is cut into (see Determinism above). */     \
     static inline __attribute__((always_inline)) void mgk_kernel_##SFX(                            \
         int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,          \
         int accumulate, int64_t mr)                                                                \
     {                                                                                              \
-        for (int r = 0; r < mr; r++) { /* start fetching the C tile during the k loop */           \
-            __builtin_prefetch(c + r * ldc, 1, 3);                                                 \
-            __builtin_prefetch(c + r * ldc + (VL) - 1, 1, 3);                                      \
-        }                                                                                          \
-        V c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0};                              \
+        V z = {0};                                                                                 \
+        V c0 = accumulate && mr > 0 ? *(const V *)(c + 0 * ldc) : z;                               \
+        V c1 = accumulate && mr > 1 ? *(const V *)(c + 1 * ldc) : z;                               \
+        V c2 = accumulate && mr > 2 ? *(const V *)(c + 2 * ldc) : z;                               \
+        V c3 = accumulate && mr > 3 ? *(const V *)(c + 3 * ldc) : z;                               \
+        V c4 = accumulate && mr > 4 ? *(const V *)(c + 4 * ldc) : z;                               \
+        V c5 = accumulate && mr > 5 ? *(const V *)(c + 5 * ldc) : z;                               \
         for (int64_t k = 0; k < kc; k++, a += MGK_MR, b += (VL)) {                                 \
             V b0 = *(const V *)b;                                                                  \
             c0 += b0 * a[0]; c1 += b0 * a[1]; c2 += b0 * a[2];                                     \
@@ -127,8 +137,7 @@ static void *mgk_gemm_align64(void *p)
         V acc[MGK_MR] = {c0, c1, c2, c3, c4, c5};                                                  \
         for (int r = 0; r < MGK_MR; r++) {                                                         \
             if (r >= mr) break;                                                                    \
-            V *row = (V *)(c + r * ldc);                                                           \
-            *row = accumulate ? acc[r] + *row : acc[r];                                            \
+            *(V *)(c + r * ldc) = acc[r];                                                          \
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
@@ -147,15 +156,17 @@ static void *mgk_gemm_align64(void *p)
             return;                                                                                \
         }                                                                                          \
         T tmp[MGK_MR * NR];                                                                        \
-        mgk_kernel_##SFX(kc, a, b, tmp, NR, 0, MGK_MR);                                            \
+        if (accumulate) /* the real part of the tile in, the rest zero (its results are dropped) */ \
+            for (int64_t i = 0; i < MGK_MR; i++)                                                   \
+                for (int64_t j = 0; j < NR; j++) tmp[i * NR + j] = i < mr && j < nr ? c[i * ldc + j] : 0; \
+        mgk_kernel_##SFX(kc, a, b, tmp, NR, accumulate, MGK_MR);                                   \
         for (int64_t i = 0; i < mr; i++)                                                           \
-            for (int64_t j = 0; j < nr; j++)                                                       \
-                c[i * ldc + j] = accumulate ? c[i * ldc + j] + tmp[i * NR + j] : tmp[i * NR + j];  \
+            for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = tmp[i * NR + j];                     \
     }                                                                                              \
                                                                                                    \
-    void mgk_gemm_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA,      \
-                        const T *B, int64_t ldb, int transB, T *C, int64_t ldc, int beta,          \
-                        void *scratch)                                                             \
+    void mgk_gemm_capped_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,           \
+                               int transA, const T *B, int64_t ldb, int transB, T *C, int64_t ldc, \
+                               int beta, void *scratch, int64_t cap)                               \
     {                                                                                              \
         enum { NR = MGK_NR_##SFX };                                                                \
         if (M <= 0 || N <= 0) return;                                                              \
@@ -164,20 +175,20 @@ static void *mgk_gemm_align64(void *p)
                 for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof(T));     \
             return;                                                                                \
         }                                                                                          \
+        mgk_gemm_blocks bl = mgk_gemm_blocking(M, N, K, (int64_t)sizeof(T), cap);                  \
         T *pb = (T *)mgk_gemm_align64(scratch);                                                    \
-        T *pa = pb + mgk_gemm_min64(K, MGK_KC) *                                                   \
-                         mgk_gemm_roundup(mgk_gemm_min64(N, MGK_NC), MGK_GEMM_NR);                 \
-        for (int64_t jc = 0; jc < N; jc += MGK_NC) {                                               \
-            int64_t nc = mgk_gemm_min64(MGK_NC, N - jc);                                           \
-            for (int64_t pc = 0; pc < K; pc += MGK_KC) {                                           \
-                int64_t kc = mgk_gemm_min64(MGK_KC, K - pc);                                       \
+        T *pa = pb + bl.kc * bl.nc;                                                                \
+        for (int64_t jc = 0; jc < N; jc += bl.nc) {                                                \
+            int64_t nc = mgk_gemm_min64(bl.nc, N - jc);                                            \
+            for (int64_t pc = 0; pc < K; pc += bl.kc) {                                            \
+                int64_t kc = mgk_gemm_min64(bl.kc, K - pc);                                        \
                 int accumulate = pc > 0 || beta;                                                   \
                 if (transB) /* op(B)[k, j] = B[j * ldb + k] */                                     \
                     mgk_pack_##SFX(NR, nc, kc, B + jc * ldb + pc, ldb, 1, pb);                     \
                 else                                                                               \
                     mgk_pack_##SFX(NR, nc, kc, B + pc * ldb + jc, 1, ldb, pb);                     \
-                for (int64_t ic = 0; ic < M; ic += MGK_MC) {                                       \
-                    int64_t mc = mgk_gemm_min64(MGK_MC, M - ic);                                   \
+                for (int64_t ic = 0; ic < M; ic += bl.mc) {                                        \
+                    int64_t mc = mgk_gemm_min64(bl.mc, M - ic);                                    \
                     if (transA) /* op(A)[i, k] = A[k * lda + i] */                                 \
                         mgk_pack_##SFX(MGK_MR, mc, kc, A + pc * lda + ic, 1, lda, pa);             \
                     else                                                                           \
@@ -191,6 +202,13 @@ static void *mgk_gemm_align64(void *p)
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    void mgk_gemm_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA,      \
+                        const T *B, int64_t ldb, int transB, T *C, int64_t ldc, int beta,          \
+                        void *scratch)                                                             \
+    {                                                                                              \
+        mgk_gemm_capped_##SFX(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, beta, scratch, 0);  \
     }
 
 MGK_GEMM_DEFINE(float, mgk_v16f, 16, f32)

@@ -16,16 +16,47 @@ enum { MGK_GEMM_MC = 72, MGK_GEMM_KC = 256, MGK_GEMM_NC = 2048, MGK_GEMM_MR = 6,
 static inline int64_t mgk_gemm_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t mgk_gemm_roundup(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 
-/* Bytes of scratch one call of mgk_gemm_{f32,f64}(M, N, K, ...) needs: a packed block of
- * op(A) (up to MC x KC) and a packed panel of op(B) (up to KC x NC), padded to whole
- * micro-tiles, plus 64 bytes of slack for aligning the start. */
+/* The blocking of one GEMM: rows of op(A) per packed block (mc, a multiple of MR), K per block
+ * (kc) and columns of op(B) per packed panel (nc, a multiple of MGK_GEMM_NR). Without a cap
+ * (cap <= 0) they are MC, KC and NC, or the whole extent where smaller. With one, the blocks
+ * shrink until the scratch (below) is at most cap bytes or they reach 64 columns, 32 of K and
+ * 2 micro-tiles of rows: nc first, then kc, then mc, each halved. The blocking changes speed
+ * only: every element of C is the same chain of multiply-adds whatever it is (gemm.c). */
+typedef struct mgk_gemm_blocks {
+    int64_t mc, kc, nc;
+} mgk_gemm_blocks;
+
+static inline mgk_gemm_blocks mgk_gemm_blocking(int64_t M, int64_t N, int64_t K, int64_t elem_size, int64_t cap)
+{
+    mgk_gemm_blocks b;
+    b.kc = mgk_gemm_min64(K, MGK_GEMM_KC);
+    b.mc = mgk_gemm_roundup(mgk_gemm_min64(M, MGK_GEMM_MC), MGK_GEMM_MR);
+    b.nc = mgk_gemm_roundup(mgk_gemm_min64(N, MGK_GEMM_NC), MGK_GEMM_NR);
+    if (b.kc < 1) b.kc = 1;
+    if (b.mc < MGK_GEMM_MR) b.mc = MGK_GEMM_MR;
+    if (b.nc < MGK_GEMM_NR) b.nc = MGK_GEMM_NR;
+    while (cap > 0 && (b.mc * b.kc + b.kc * b.nc) * elem_size + 64 > cap) {
+        if (b.nc > 64) b.nc = mgk_gemm_roundup(b.nc / 2, MGK_GEMM_NR);
+        else if (b.kc > 32) b.kc = (b.kc + 1) / 2;
+        else if (b.mc > 2 * MGK_GEMM_MR) b.mc = mgk_gemm_roundup(b.mc / 2, MGK_GEMM_MR);
+        else break;
+    }
+    return b;
+}
+
+/* Bytes of scratch one call of mgk_gemm_capped_{f32,f64}(M, N, K, ..., cap) needs: a packed
+ * block of op(A) (mc x kc) and a packed panel of op(B) (kc x nc), padded to whole micro-tiles,
+ * plus 64 bytes of slack for aligning the start. */
+static inline int64_t mgk_gemm_capped_scratch_bytes(int64_t M, int64_t N, int64_t K, int64_t elem_size, int64_t cap)
+{
+    mgk_gemm_blocks b = mgk_gemm_blocking(M, N, K, elem_size, cap);
+    return (b.mc * b.kc + b.kc * b.nc) * elem_size + 64;
+}
+
+/* The scratch of mgk_gemm_{f32,f64} (no cap). */
 static inline int64_t mgk_gemm_scratch_bytes(int64_t M, int64_t N, int64_t K, int64_t elem_size)
 {
-    int64_t kc = mgk_gemm_min64(K, MGK_GEMM_KC);
-    int64_t mc = mgk_gemm_roundup(mgk_gemm_min64(M, MGK_GEMM_MC), MGK_GEMM_MR);
-    int64_t nc = mgk_gemm_roundup(mgk_gemm_min64(N, MGK_GEMM_NC), MGK_GEMM_NR);
-    if (kc < 1) kc = 1;
-    return (mc * kc + kc * nc) * elem_size + 64;
+    return mgk_gemm_capped_scratch_bytes(M, N, K, elem_size, 0);
 }
 
 /* C[M,N] = op(A)[M,K] * op(B)[K,N] + beta * C, with beta 0 (overwrite) or 1 (accumulate).
@@ -39,4 +70,12 @@ void mgk_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
 void mgk_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int transA,
                   const double *B, int64_t ldb, int transB, double *C, int64_t ldc, int beta,
                   void *scratch);
+/* The same with the blocking mgk_gemm_blocking(..., cap) gives: scratch holds
+ * mgk_gemm_capped_scratch_bytes(M, N, K, sizeof(element), cap) bytes. Bit-identical results. */
+void mgk_gemm_capped_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int transA,
+                         const float *B, int64_t ldb, int transB, float *C, int64_t ldc, int beta,
+                         void *scratch, int64_t cap);
+void mgk_gemm_capped_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int transA,
+                         const double *B, int64_t ldb, int transB, double *C, int64_t ldc, int beta,
+                         void *scratch, int64_t cap);
 #endif
