@@ -197,45 +197,48 @@ static inline int cmp_gkey(const void *a, const void *b)
     return x->i - y->i;
 }
 
-/* qsort with the comparison inline (the keys are distinct, so any sort gives the same order):
- * a quicksort on the median of three, insertion sort on short runs, and libc's qsort where the
- * pivots keep coming out badly. Sorting is a large share of the placement's time. */
-static void sort_gkeys(gkey *a, int n, int depth)
-{
-    while (n > 16) {
-        if (depth-- <= 0) {
-            qsort(a, (size_t)n, sizeof *a, cmp_gkey);
-            return;
-        }
-        gkey *x = &a[0], *y = &a[n / 2], *z = &a[n - 1];
-        const gkey *mid = cmp_gkey(x, y) < 0 ? (cmp_gkey(y, z) < 0 ? y : cmp_gkey(x, z) < 0 ? z : x)
-                                             : (cmp_gkey(x, z) < 0 ? x : cmp_gkey(y, z) < 0 ? z : y);
-        gkey pivot = *mid;
-        int i = 0, j = n - 1;
-        for (;;) {
-            while (cmp_gkey(&a[i], &pivot) < 0) i++;
-            while (cmp_gkey(&a[j], &pivot) > 0) j--;
-            if (i >= j) break;
-            gkey t = a[i];
-            a[i++] = a[j];
-            a[j--] = t;
-        }
-        if (j + 1 < n - j - 1) {
-            sort_gkeys(a, j + 1, depth);
-            a += j + 1;
-            n -= j + 1;
-        } else {
-            sort_gkeys(a + j + 1, n - j - 1, depth);
-            n = j + 1;
-        }
+/* qsort with the comparison inline (the keys sorted are distinct, so any sort gives the same
+ * order): a quicksort on the median of three, insertion sort on short runs, and libc's qsort
+ * where the pivots keep coming out badly. Sorting is a large share of the placement's time.
+ * One definition for the two key types below (gkey, cand). */
+#define MG_ARENA_SORT(NAME, T, CMP)                                                                \
+    static void NAME(T *a, int n, int depth)                                                       \
+    {                                                                                              \
+        while (n > 16) {                                                                           \
+            if (depth-- <= 0) {                                                                    \
+                qsort(a, (size_t)n, sizeof *a, CMP);                                               \
+                return;                                                                            \
+            }                                                                                      \
+            T *x = &a[0], *y = &a[n / 2], *z = &a[n - 1];                                          \
+            const T *mid = CMP(x, y) < 0 ? (CMP(y, z) < 0 ? y : CMP(x, z) < 0 ? z : x)             \
+                                         : (CMP(x, z) < 0 ? x : CMP(y, z) < 0 ? z : y);            \
+            T pivot = *mid;                                                                        \
+            int i = 0, j = n - 1;                                                                  \
+            for (;;) {                                                                             \
+                while (CMP(&a[i], &pivot) < 0) i++;                                                \
+                while (CMP(&a[j], &pivot) > 0) j--;                                                \
+                if (i >= j) break;                                                                 \
+                T t = a[i];                                                                        \
+                a[i++] = a[j];                                                                     \
+                a[j--] = t;                                                                        \
+            }                                                                                      \
+            if (j + 1 < n - j - 1) {                                                               \
+                NAME(a, j + 1, depth);                                                             \
+                a += j + 1;                                                                        \
+                n -= j + 1;                                                                        \
+            } else {                                                                               \
+                NAME(a + j + 1, n - j - 1, depth);                                                 \
+                n = j + 1;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        for (int x = 1; x < n; x++) {                                                              \
+            T t = a[x];                                                                            \
+            int y = x;                                                                             \
+            for (; y > 0 && CMP(&a[y - 1], &t) > 0; y--) a[y] = a[y - 1];                          \
+            a[y] = t;                                                                              \
+        }                                                                                          \
     }
-    for (int x = 1; x < n; x++) {
-        gkey t = a[x];
-        int y = x;
-        for (; y > 0 && cmp_gkey(&a[y - 1], &t) > 0; y--) a[y] = a[y - 1];
-        a[y] = t;
-    }
-}
+MG_ARENA_SORT(sort_gkeys, gkey, cmp_gkey)
 
 static int sort_depth(int n)
 {
@@ -772,43 +775,7 @@ static inline int cmp_cand(const void *a, const void *b)
     return x->rank - y->rank;
 }
 
-/* As sort_gkeys (the candidates' (offset, rank) are distinct). */
-static void sort_cands(cand *a, int n, int depth)
-{
-    while (n > 16) {
-        if (depth-- <= 0) {
-            qsort(a, (size_t)n, sizeof *a, cmp_cand);
-            return;
-        }
-        cand *x = &a[0], *y = &a[n / 2], *z = &a[n - 1];
-        const cand *mid = cmp_cand(x, y) < 0 ? (cmp_cand(y, z) < 0 ? y : cmp_cand(x, z) < 0 ? z : x)
-                                             : (cmp_cand(x, z) < 0 ? x : cmp_cand(y, z) < 0 ? z : y);
-        cand pivot = *mid;
-        int i = 0, j = n - 1;
-        for (;;) {
-            while (cmp_cand(&a[i], &pivot) < 0) i++;
-            while (cmp_cand(&a[j], &pivot) > 0) j--;
-            if (i >= j) break;
-            cand t = a[i];
-            a[i++] = a[j];
-            a[j--] = t;
-        }
-        if (j + 1 < n - j - 1) {
-            sort_cands(a, j + 1, depth);
-            a += j + 1;
-            n -= j + 1;
-        } else {
-            sort_cands(a + j + 1, n - j - 1, depth);
-            n = j + 1;
-        }
-    }
-    for (int x = 1; x < n; x++) {
-        cand t = a[x];
-        int y = x;
-        for (; y > 0 && cmp_cand(&a[y - 1], &t) > 0; y--) a[y] = a[y - 1];
-        a[y] = t;
-    }
-}
+MG_ARENA_SORT(sort_cands, cand, cmp_cand)
 
 /* A static order: a buffer's keys, compared larger first, then by input position. */
 typedef struct rkey {
