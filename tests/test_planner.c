@@ -11,6 +11,7 @@
  *  - On the examples the arena wastes little: workspace / peak live <= 1.10. */
 #include "autodiff.h"
 #include "frontend.h"
+#include "microbatch.h"
 #include "plan.h"
 #include "testutil.h"
 
@@ -479,6 +480,58 @@ START_TEST(test_bit_identical_resnet18_64)
 }
 END_TEST
 
+/* micro-batches: the partial sums of a parameter's gradient are written in place, each part's
+ * accumulating op adding to the part before it in the gradient's own memory. The verifier
+ * rejects a partial sum written into another parameter's gradient, and one that reads its
+ * predecessor from anywhere but that gradient. */
+START_TEST(test_verifier_catches_in_place_gradient_corruption)
+{
+    static const char *src = "model s\ninput x: f32[32, 64]\ninput y: i32[32]\n"
+                             "param w1: f32[64, 48] = he\nparam w2: f32[48, 10] = xavier\n"
+                             "loss = cross_entropy(relu(x @ w1) @ w2, y)\nminimize loss\n";
+    mg_graph *g = parse_joint(src);
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10};
+    mg_planned pl;
+    mg_diag d = {0};
+    ck_assert_msg(mg_plan_split(g, &rq, 4, &pl, &d) == MG_OK && pl.train && pl.graph, "%s", d.msg);
+    ck_assert_int_eq(pl.micro_batches, 4);
+    mg_plan *p = pl.train;
+    const mg_graph *gk = pl.graph;
+    mg_problem *pr = mg_problem_from_graph(gk, MG_PLAN_TRAIN);
+    ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_OK, "%s", d.msg);
+    int acc = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+        mg_step *sp = &p->steps[s];
+        if (sp->kind != MG_STEP_COMPUTE || sp->out.mem != MG_MEM_GRADS) continue;
+        mg_op op = gk->nodes[sp->node].op;
+        if (op != MG_OP_MATMUL_ACC && op != MG_OP_SUM_TO_ACC) continue;
+        acc++;
+        /* into the other parameter's gradient, at its offset */
+        int other = -1;
+        for (int t = 0; t < p->nsteps && other < 0; t++)
+            if (p->steps[t].out.mem == MG_MEM_GRADS && p->steps[t].out.index != sp->out.index) other = t;
+        ck_assert(other >= 0);
+        mg_place keep = sp->out;
+        sp->out = p->steps[other].out;
+        ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR && strstr(d.msg, "wrong value into gradient"),
+                      "step %d: partial sum moved to another gradient: %s", s, d.msg);
+        sp->out = keep;
+        /* its predecessor read from a workspace buffer instead of the gradient */
+        int last = gk->nodes[sp->node].ninputs - 1;
+        ck_assert_int_eq(sp->in[last].mem, MG_MEM_GRADS);
+        mg_place in = sp->in[last];
+        sp->in[last] = (mg_place){MG_MEM_WS, 0, 0};
+        ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_ERR, "step %d: partial sum read from the workspace accepted", s);
+        sp->in[last] = in;
+        ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_OK, "%s", d.msg);
+    }
+    ck_assert_msg(acc >= 2 * 3, "%d accumulating steps into gradients, want 3 per weight", acc);
+    mg_problem_free(pr);
+    mg_planned_free(&pl);
+    mg_graph_free(g);
+}
+END_TEST
+
 /* residual adds, a U-Net-style long skip, a value read by many later ops, uneven widths */
 START_TEST(test_bit_identical_skips)
 {
@@ -822,6 +875,7 @@ static Suite *planner_suite(void)
     tcase_set_timeout(r, 300);
     tcase_add_loop_test(r, test_random_dags, 0, RANDOM_MODELS);
     tcase_add_test(r, test_verifier_catches_corruption);
+    tcase_add_test(r, test_verifier_catches_in_place_gradient_corruption);
     suite_add_tcase(s, r);
     /* the end-to-end tests run as ctest entries of their own (test_planner_e2e and _cnn:
      * compiled models; test_planner_cli: the command line on benchmark graphs), each well
