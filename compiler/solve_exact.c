@@ -220,10 +220,14 @@ static void child_solve(const lp *m, double time_limit, double cutoff, int cauti
          * own limit counts CPU time, and the machine may be shared); each round starts from
          * the last one's basis, and its multipliers are a bound wherever it stopped */
         double aim = end - 0.15 * time_limit - 0.5;
-        Clp_setMaximumIterations(clp, 500);
-        do
+        int chunk = 500; /* doubled while a round takes under a second: each round starts anew */
+        for (;;) {
+            double t0 = mg_seconds();
+            Clp_setMaximumIterations(clp, chunk);
             Clp_dual(clp, 0);
-        while (Clp_status(clp) == 3 && mg_seconds() < aim);
+            if (Clp_status(clp) != 3 || mg_seconds() >= aim) break;
+            if (mg_seconds() - t0 < 1 && chunk < 1 << 24) chunk *= 2;
+        }
         outcome r = {0};
         r.bound = dual_bound(m, &c, Clp_dualRowSolution(clp));
         Clp_deleteModel(clp);
