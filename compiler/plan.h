@@ -250,6 +250,11 @@ mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limi
 mg_status mg_relaxed_bound_below(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, double *bound,
                                  mg_diag *d);
 
+/* The relaxed program's linear relaxation alone, solved by Clp within time_limit seconds: a
+ * bound proven from Clp's row multipliers whether or not it finished (-1: none). This is what
+ * mg_relaxed_bound_below uses on programs too large for CBC to get through its root. */
+mg_status mg_relaxed_lp_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
+
 /* planner.c: the solvers. */
 typedef enum { MG_SOLVER_AUTO, MG_SOLVER_STORE_ALL, MG_SOLVER_SQRT, MG_SOLVER_EXACT } mg_solver;
 extern const char *const mg_solver_names[]; /* "auto", "store-all", "sqrt", "exact" */

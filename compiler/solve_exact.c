@@ -21,6 +21,7 @@
 #include "plan.h"
 
 #include <coin/Cbc_C_Interface.h>
+#include <coin/Clp_C_Interface.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -121,27 +122,76 @@ static int write_all(int fd, const void *buf, size_t n)
     return 1;
 }
 
+/* m's matrix by columns, as CBC and Clp load it; free with columns_free. */
+typedef struct columns {
+    int *start, *idx;
+    double *val;
+} columns;
+
+static columns to_columns(const lp *m)
+{
+    columns c = {xcalloc((size_t)m->ncols + 1, sizeof *c.start), xcalloc((size_t)m->nnz, sizeof *c.idx),
+                 xcalloc((size_t)m->nnz, sizeof *c.val)};
+    int *fill = xcalloc((size_t)m->ncols, sizeof *fill);
+    for (int k = 0; k < m->nnz; k++) c.start[m->tj[k] + 1]++;
+    for (int j = 0; j < m->ncols; j++) c.start[j + 1] += c.start[j];
+    for (int k = 0; k < m->nnz; k++) {
+        int j = m->tj[k], at = c.start[j] + fill[j]++;
+        c.idx[at] = m->ti[k];
+        c.val[at] = m->tv[k];
+    }
+    free(fill);
+    return c;
+}
+
+static void columns_free(columns *c)
+{
+    free(c->start);
+    free(c->idx);
+    free(c->val);
+}
+
 static Cbc_Model *to_cbc(const lp *m)
 {
-    int *start = xcalloc((size_t)m->ncols + 1, sizeof *start), *fill = xcalloc((size_t)m->ncols, sizeof *fill);
-    int *idx = xcalloc((size_t)m->nnz, sizeof *idx);
-    double *val = xcalloc((size_t)m->nnz, sizeof *val);
-    for (int k = 0; k < m->nnz; k++) start[m->tj[k] + 1]++;
-    for (int c = 0; c < m->ncols; c++) start[c + 1] += start[c];
-    for (int k = 0; k < m->nnz; k++) {
-        int c = m->tj[k], at = start[c] + fill[c]++;
-        idx[at] = m->ti[k];
-        val[at] = m->tv[k];
-    }
+    columns c = to_columns(m);
     Cbc_Model *cbc = Cbc_newModel();
-    Cbc_loadProblem(cbc, m->ncols, m->nrows, start, idx, val, m->lb, m->ub, m->obj, m->rlb, m->rub);
-    for (int c = 0; c < m->ncols; c++)
-        if (m->integer[c]) Cbc_setInteger(cbc, c);
-    free(start);
-    free(fill);
-    free(idx);
-    free(val);
+    Cbc_loadProblem(cbc, m->ncols, m->nrows, c.start, c.idx, c.val, m->lb, m->ub, m->obj, m->rlb, m->rub);
+    for (int j = 0; j < m->ncols; j++)
+        if (m->integer[j]) Cbc_setInteger(cbc, j);
+    columns_free(&c);
     return cbc;
+}
+
+/* A lower bound on m's linear relaxation (so on m) from any row multipliers y, whether or not
+ * they are optimal: for every x within the column bounds and row ranges,
+ *   c.x = (c - A'y).x + y.(Ax) >= sum_j min over [lb_j, ub_j] of r_j x_j
+ *                                + sum_i (y_i > 0 ? y_i rlb_i : y_i rub_i),   r = c - A'y.
+ * A multiplier on an infinite side counts as 0 (still some y); a column with an infinite bound
+ * on the side its reduced cost wants gives no bound (-HUGE_VAL). Summed in long double; the
+ * caller keeps a margin for the rounding. This is what makes an LP stopped early, or solved to
+ * a tolerance, still a proof. */
+static double dual_bound(const lp *m, const columns *c, const double *y_in)
+{
+    long double b = 0;
+    double *y = xcalloc((size_t)m->nrows, sizeof *y);
+    for (int i = 0; i < m->nrows; i++) {
+        double v = y_in[i];
+        if (!isfinite(v) || (v > 0 && m->rlb[i] <= -1e300) || (v < 0 && m->rub[i] >= 1e300)) v = 0;
+        y[i] = v;
+        b += v > 0 ? (long double)v * m->rlb[i] : v < 0 ? (long double)v * m->rub[i] : 0;
+    }
+    for (int j = 0; j < m->ncols; j++) {
+        long double r = m->obj[j];
+        for (int k = c->start[j]; k < c->start[j + 1]; k++) r -= (long double)c->val[k] * y[c->idx[k]];
+        double side = r >= 0 ? m->lb[j] : m->ub[j];
+        if (r != 0 && (side <= -1e300 || side >= 1e300)) {
+            free(y);
+            return -HUGE_VAL;
+        }
+        b += r * side;
+    }
+    free(y);
+    return (double)b;
 }
 
 /* What a solve reports back to the parent process. */
@@ -160,6 +210,29 @@ static void child_solve(const lp *m, double time_limit, double cutoff, int cauti
     if (null >= 0) { /* CBC's assertion messages are not the user's business: the parent reports */
         dup2(null, 1);
         dup2(null, 2);
+    }
+    if (bound_only == 2) { /* the linear relaxation only, by Clp (see dual_bound) */
+        columns c = to_columns(m);
+        Clp_Simplex *clp = Clp_newModel();
+        Clp_setLogLevel(clp, 0);
+        Clp_loadProblem(clp, m->ncols, m->nrows, c.start, c.idx, c.val, m->lb, m->ub, m->obj, m->rlb, m->rub);
+        /* the dual simplex in rounds of iterations, so that it stops on the wall clock (Clp's
+         * own limit counts CPU time, and the machine may be shared); each round starts from
+         * the last one's basis, and its multipliers are a bound wherever it stopped */
+        double aim = end - 0.15 * time_limit - 0.5;
+        int chunk = 500; /* doubled while a round takes under a second: each round starts anew */
+        for (;;) {
+            double t0 = mg_seconds();
+            Clp_setMaximumIterations(clp, chunk);
+            Clp_dual(clp, 0);
+            if (Clp_status(clp) != 3 || mg_seconds() >= aim) break;
+            if (mg_seconds() - t0 < 1 && chunk < 1 << 24) chunk *= 2;
+        }
+        outcome r = {0};
+        r.bound = dual_bound(m, &c, Clp_dualRowSolution(clp));
+        Clp_deleteModel(clp);
+        columns_free(&c);
+        _exit(write_all(fd, &r, sizeof r) ? 0 : 1);
     }
     Cbc_Model *cbc = to_cbc(m);
     if (cautious) Cbc_setParameter(cbc, "preprocess", "off"); /* where the known assertions fire */
@@ -559,7 +632,13 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
  * program with every P and E fixed to that schedule's values is feasible, Clp says; with
  * knapsack cuts off CBC finds 343). Both are turned off here, and so are CBC's primal
  * heuristics (only the bound is wanted; the feasibility pump took half of a 20 s run on
- * mlp_deep's program). */
+ * mlp_deep's program).
+ *
+ * Large programs (those that get no memory rows: mobilenet, resnet50) are not given to CBC:
+ * it did not get through its root LP and cuts within the limit there and was stopped with no
+ * bound (mobilenet at its minimum with 24 s). Their linear relaxation alone is solved by Clp's
+ * dual simplex in rounds, stopped on the wall clock, and the bound is proven from the row
+ * multipliers it has reached (dual_bound): mobilenet at its minimum, 1.0748 when Clp finishes. */
 /* The bytes of v's step when it is computed between targets: its output, its scratch and its
  * distinct workspace inputs. */
 static double gap_step(const mg_problem *pr, const int *pos, int v)
@@ -580,8 +659,23 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
     return mg_relaxed_bound_below(pr, cap, time_limit, HUGE_VAL, bound, d);
 }
 
+static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, int lp_only,
+                               double *bound, mg_diag *d);
+
 mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, double *bound,
                                  mg_diag *d)
+{
+    return relaxed_bound(pr, cap, time_limit, cutoff, 0, bound, d);
+}
+
+mg_status mg_relaxed_lp_bound(const mg_problem *pr, int64_t cap, double time_limit, double *bound, mg_diag *d)
+{
+    return relaxed_bound(pr, cap, time_limit, HUGE_VAL, 1, bound, d);
+}
+
+/* lp_only: the linear relaxation alone (Clp), as on programs too large for CBC's root */
+static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, int lp_only,
+                               double *bound, mg_diag *d)
 {
     *bound = -1;
     int n = pr->n, T = 0;
@@ -743,7 +837,7 @@ mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_
             if (!WS(u) || E0[u] < 0) continue;
             S0[u] = m.ncols; /* S[u,k] for k in pos+1 .. G+1; S[u,pos] = 0 */
             for (int k = pos[u] + 1; k <= G[u] + 1; k++) {
-                col(&m, 0, DBL_MAX, 0, 0);
+                col(&m, 0, k - pos[u], 0, 0); /* (at most one per gap: finite for dual_bound) */
                 int r = row(&m, 0, 0); /* S[u,k] - S[u,k-1] - E[u,k-1] = 0 */
                 coef(&m, r, S0[u] + k - pos[u] - 1, 1);
                 if (k - 1 > pos[u]) coef(&m, r, S0[u] + k - pos[u] - 2, -1);
@@ -809,7 +903,7 @@ mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_
         /* (the cutoff a hair below the schedule's cost: a program that only that cost meets
          * comes out infeasible, and then the schedule is proven optimal) */
         double scut = cutoff < 1e300 ? (cutoff - once) / cscale * (1 - 1e-9) : HUGE_VAL;
-        st = solve_isolated(&m, time_limit, scut > 0 ? scut : 0, 0, 1, &r, x, d);
+        st = solve_isolated(&m, time_limit, scut > 0 ? scut : 0, 0, small && !lp_only ? 1 : 2, &r, x, d);
         if (!st && !r.crashed && r.infeasible && cutoff < 1e300) *bound = cutoff;
         else if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
             /* (CBC's tolerances: a hair below what it reports) */

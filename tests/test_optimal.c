@@ -637,6 +637,48 @@ START_TEST(test_relaxed_paths_random)
 }
 END_TEST
 
+/* The relaxed program's linear relaxation alone (Clp, the bound proven from its row
+ * multipliers, solve_exact.c), which mg_relaxed_bound_below uses on programs too large for
+ * CBC's root: on random problems like test_relaxed_random_scratch's, never above the
+ * brute-force optimum, and above every op once on most of them. */
+START_TEST(test_relaxed_lp_random)
+{
+    uint64_t seed = 9001;
+    int compared = 0, hits = 0;
+    for (int k = 0; k < 8; k++) {
+        int nfwd = 5 + k % 5, nbwd = 4 + k % 4, n = nfwd + nbwd + 1;
+        trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
+        for (int v = 1; v < n; v++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            uint64_t r = seed >> 20;
+            t[v] = (trow){64 * (int64_t)(1 + r / 11 % 8), r / 5003 % 4 == 0 ? 64 * (int64_t)(1 + r / 17 % 4) : 0,
+                          (double)(1 + r / 101 % 50), v <= nfwd, v == n - 1, v - 1, -1};
+            if (v <= nfwd && v > 2 && r % 3 == 0) t[v].in1 = (int)(r / 3 % (uint64_t)(v - 1));
+            if (v > nfwd + 1) t[v].in1 = 1 + (int)(r / 7 % (uint64_t)nfwd);
+        }
+        mg_problem *p = table_problem(t, n);
+        double once = 0;
+        for (int v = 1; v < n; v++) once += t[v].cost;
+        mg_diag d = {0};
+        mg_solution sa;
+        ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+        mg_plan_free(sa.plan);
+        for (int pct = 90; pct >= 50; pct -= 5) {
+            int64_t cap = sa.store_all_bytes * pct / 100;
+            double opt = reference_optimum(p, cap), lp;
+            if (isinf(opt)) continue;
+            ck_assert_int_eq(mg_relaxed_lp_bound(p, cap, 20, &lp, &d), MG_OK);
+            ck_assert_msg(lp >= once - 1e-6 && lp <= opt, "problem %d at %d%%: LP bound %.4f, optimum %.0f, once %.0f",
+                          k, pct, lp, opt, once);
+            compared++;
+            hits += lp > once + 0.5;
+        }
+        mg_problem_free(p);
+    }
+    ck_assert_msg(compared >= 12 && hits >= 10, "%d comparisons, %d above every op once", compared, hits);
+}
+END_TEST
+
 /* The path rows make the relaxed program's linear relaxation strong where cheap values sit
  * between expensive ones (relu(h @ w + b)): CBC then proves auto's plan optimal at the root,
  * within a few seconds; without them it did not within a 30 s run (bound 15.75% against auto's
@@ -1053,6 +1095,7 @@ static Suite *optimal_suite(void)
     tcase_add_test(b, test_relaxed_random_scratch);
     tcase_add_test(b, test_relaxed_paths_random);
     tcase_add_test(b, test_relaxed_paths_prove);
+    tcase_add_test(b, test_relaxed_lp_random);
     suite_add_tcase(s, b);
     TCase *l = tcase_create("long chains");
     tcase_set_timeout(l, 600);
