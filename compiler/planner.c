@@ -852,6 +852,42 @@ done:
     return st;
 }
 
+/* A copy of p (its steps and buffers; the graph is shared). */
+static mg_plan *plan_copy(const mg_plan *p)
+{
+    mg_plan *c = malloc(sizeof *c);
+    if (!c) abort();
+    *c = *p;
+    c->steps = malloc(((size_t)p->nsteps + 1) * sizeof *c->steps);
+    c->bufs = malloc(((size_t)p->nbufs + 1) * sizeof *c->bufs);
+    if (!c->steps || !c->bufs) abort();
+    for (int i = 0; i < p->nsteps; i++) c->steps[i] = p->steps[i];
+    for (int i = 0; i < p->nbufs; i++) c->bufs[i] = p->bufs[i];
+    return c;
+}
+
+mg_status mg_solve_from(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
+                        const mg_plan *incumbent, mg_solution *out, mg_diag *d)
+{
+    if (mg_solve(pr, solver, budget, want_min, time_limit, out, d)) return MG_ERR;
+    if (!incumbent || (solver != MG_SOLVER_AUTO && solver != MG_SOLVER_EXACT) || out->optimal == 1 ||
+        incumbent->workspace_bytes > budget || (out->plan && incumbent->flops_executed >= out->plan->flops_executed))
+        return MG_OK;
+    mg_plan *c = plan_copy(incumbent);
+    if (mg_plan_verify(c, pr, d)) { /* not a plan of this problem */
+        mg_plan_free(c);
+        mg_plan_free(out->plan);
+        out->plan = NULL;
+        return MG_ERR;
+    }
+    mg_plan_free(out->plan);
+    out->plan = c;
+    if (out->lower_bound > c->flops_executed) out->lower_bound = c->flops_executed;
+    if (c->flops_executed <= out->lower_bound || c->flops_executed == c->flops_once)
+        out->optimal = 1, out->optimal_in_class = 0;
+    return MG_OK;
+}
+
 void mg_planned_free(mg_planned *p)
 {
     mg_plan_free(p->train);
