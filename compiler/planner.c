@@ -505,6 +505,8 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
  * *out (a plan within a budget of at least `at`). */
 static mg_status improve_below(const mg_problem *pr, int64_t at, search_memo *memo, mg_plan **out, mg_diag *d)
 {
+    if (improve_schedules(pr) == 0 || !*out || (*out)->flops_executed <= memo->lower_bound * (1 + IMPROVE_GAP))
+        return MG_OK; /* (as solve_at: no search, or nothing it could gain) */
     variant v[NVARIANTS + MAX_RESTARTS];
     int nv = schedule_variants(pr, at, v, NVARIANTS + restarts_for(pr), d), nseeds = 0;
     mg_status st = MG_OK;
