@@ -275,6 +275,14 @@ typedef struct mg_solution {
 mg_status mg_solve(const mg_problem *prob, mg_solver solver, int64_t budget, int want_min, double time_limit,
                    mg_solution *out, mg_diag *d);
 
+/* mg_solve, then (auto and exact, unless proven optimal) `incumbent` — a placed plan of the same
+ * problem, e.g. the plan of the previous, smaller budget of a sweep; NULL: none — is returned in
+ * its place, copied and verified again, when it fits the budget and executes fewer FLOPs. The
+ * heuristics are not monotone in the budget; a sweep that passes each point's plan on to the
+ * next never sees auto's cost rise as the budget rises. */
+mg_status mg_solve_from(const mg_problem *prob, mg_solver solver, int64_t budget, int want_min, double time_limit,
+                        const mg_plan *incumbent, mg_solution *out, mg_diag *d);
+
 typedef struct mg_plan_request {
     mg_solver solver;
     const mg_budget *budget; /* workspace cap (bytes or % of store-all); NULL for none */

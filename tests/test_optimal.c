@@ -1018,6 +1018,60 @@ START_TEST(test_improve_weights)
 }
 END_TEST
 
+/* A sweep (budgets rising from the minimum feasible one towards store-all: the lower 13 of 24
+ * evenly spaced points) that passes each point's plan on to the next (mg_solve_from) never sees
+ * auto's cost rise; every plan verifies and fits its budget; each point's cost is the lesser of
+ * auto's own there and the previous point's plan when that fits; an incumbent over the budget
+ * is never returned. Auto's own cost rises once along this sweep (from point 9 to 10: 1137 to
+ * 1157), else this would test nothing. (One small problem: < 1 s, a few under ASan.) */
+enum { NSWEEP_PROBLEMS = 1, SWEEP_FWD = 20, SWEEP_BWD = 15, SWEEP_POINTS = 24, SWEEP_LAST = 12 };
+START_TEST(test_monotone_sweep)
+{
+    uint64_t seed = 9090;
+    int rises = 0, points = 0;
+    mg_diag d = {0};
+    for (int k = 0; k < NSWEEP_PROBLEMS; k++) {
+        mg_problem *pr = random_problem(&seed, SWEEP_FWD + 7 * k, SWEEP_BWD + 5 * k);
+        mg_solution lo;
+        ck_assert_int_eq(mg_solve(pr, MG_SOLVER_AUTO, 0, 1, 0, &lo, &d), MG_OK);
+        ck_assert_ptr_null(lo.plan);
+        ck_assert_int_gt(lo.min_feasible_bytes, 0);
+        mg_plan *prev = NULL;
+        double prev_own = -1;
+        for (int i = 0; i <= SWEEP_LAST; i++) {
+            int64_t budget = lo.min_feasible_bytes + (lo.store_all_bytes - lo.min_feasible_bytes) * i / (SWEEP_POINTS - 1);
+            mg_solution own, s;
+            ck_assert_int_eq(mg_solve(pr, MG_SOLVER_AUTO, budget, 0, 0, &own, &d), MG_OK);
+            ck_assert_int_eq(mg_solve_from(pr, MG_SOLVER_AUTO, budget, 0, 0, prev, &s, &d), MG_OK);
+            ck_assert_msg(s.plan && own.plan, "problem %d, point %d: no plan at %lld", k, i, (long long)budget);
+            ck_assert_int_eq(mg_plan_verify(s.plan, pr, &d), MG_OK);
+            ck_assert_int_le(s.plan->workspace_bytes, budget);
+            double want = own.plan->flops_executed;
+            if (prev && prev->flops_executed < want) want = prev->flops_executed;
+            ck_assert_msg(s.plan->flops_executed == want, "problem %d, point %d: %.0f, own %.0f, previous %.0f", k, i,
+                          s.plan->flops_executed, own.plan->flops_executed, prev ? prev->flops_executed : -1.0);
+            ck_assert_msg(!prev || s.plan->flops_executed <= prev->flops_executed, "problem %d, point %d: the cost rose",
+                          k, i);
+            rises += prev_own >= 0 && own.plan->flops_executed > prev_own;
+            points++;
+            prev_own = own.plan->flops_executed;
+            mg_plan_free(own.plan);
+            mg_plan_free(prev);
+            prev = s.plan;
+        }
+        /* an incumbent that does not fit is never returned */
+        mg_solution s;
+        int64_t tight = lo.min_feasible_bytes;
+        ck_assert_int_eq(mg_solve_from(pr, MG_SOLVER_AUTO, tight, 0, 0, prev, &s, &d), MG_OK);
+        ck_assert_msg(!s.plan || s.plan->workspace_bytes <= tight, "problem %d: a plan over the budget", k);
+        mg_plan_free(s.plan);
+        mg_plan_free(prev);
+        mg_problem_free(pr);
+    }
+    ck_assert_msg(rises > 0, "auto's own cost never rose along %d points: the sweep tests nothing", points);
+}
+END_TEST
+
 /* mg_sched_opts.flops_limit gives up on a schedule as soon as it is sure to pass the limit
  * (every later target still runs once): that must change nothing but the time. On random
  * problems, under every policy of both schedulers, a limit equal to the schedule's cost gives
@@ -1085,6 +1139,7 @@ static Suite *optimal_suite(void)
     tcase_add_test(r, test_fit_eviction);
     tcase_add_test(r, test_improve_weights);
     tcase_add_test(r, test_flops_limit_exact);
+    tcase_add_test(r, test_monotone_sweep);
     suite_add_tcase(s, r);
     TCase *b = tcase_create("bounds");
     tcase_set_timeout(b, 600);
