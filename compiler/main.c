@@ -797,7 +797,10 @@ static int cmd_sweep(options *o)
     int ncurves = o->svg && o->solver != MG_SOLVER_STORE_ALL ? 2 : 1;
     sweep_point *pts = calloc((size_t)o->points * 2, sizeof *pts), *pt = pts;
     if (!pts) abort();
-    for (int k = 0; k < ncurves; k++)
+    for (int k = 0; k < ncurves; k++) {
+        /* a benchmark graph's curve passes each point's plan on to the next, which takes it where
+         * it is cheaper (mg_solve_from): the cost never rises with the budget */
+        mg_plan *prev = NULL;
         for (int i = 0; i < o->points && !rc; i++) {
             sweep_point *q = &pts[k * o->points + i];
             q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
@@ -805,14 +808,15 @@ static int cmd_sweep(options *o)
             double t0 = mg_seconds();
             if (pr) {
                 mg_solution s;
-                if (mg_solve(pr, solvers[k], q->budget, 0, o->time_limit, &s, &d)) rc = 1;
+                if (mg_solve_from(pr, solvers[k], q->budget, 0, o->time_limit, prev, &s, &d)) rc = 1;
                 else if ((q->fits = s.plan != NULL)) {
                     q->workspace = s.plan->workspace_bytes;
                     q->peak = s.plan->peak_live_bytes;
                     q->once = s.plan->flops_once;
                     q->executed = s.plan->flops_executed;
+                    mg_plan_free(prev);
+                    prev = s.plan; /* (no plan on an error) */
                 }
-                mg_plan_free(s.plan);
             } else {
                 mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
                 if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
@@ -826,6 +830,8 @@ static int cmd_sweep(options *o)
             }
             q->seconds = mg_seconds() - t0;
         }
+        mg_plan_free(prev);
+    }
     const char *what = pr ? o->graph : c.g->model_name;
     if (rc) print_diag(where, &d);
     else sweep_print(o, what, all, minf, pt, o->points);
