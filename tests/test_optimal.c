@@ -540,6 +540,32 @@ static int relaxed_within_optimum(const mg_problem *p, int64_t cap, int k, int p
     return 1;
 }
 
+/* Random problem k of test_relaxed_random_scratch's kind (seed advanced): kernel scratch, a leaf,
+ * forward values reading one or two earlier ones and backward values reading the previous one
+ * and a forward value; its cost of every op once and its store-all workspace. */
+static mg_problem *random_scratch_problem(uint64_t *seed, int k, double *once, int64_t *store_all)
+{
+    int nfwd = 5 + k % 5, nbwd = 4 + k % 4, n = nfwd + nbwd + 1;
+    trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
+    for (int v = 1; v < n; v++) {
+        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t r = *seed >> 20;
+        t[v] = (trow){64 * (int64_t)(1 + r / 11 % 8), r / 5003 % 4 == 0 ? 64 * (int64_t)(1 + r / 17 % 4) : 0,
+                      (double)(1 + r / 101 % 50), v <= nfwd, v == n - 1, v - 1, -1};
+        if (v <= nfwd && v > 2 && r % 3 == 0) t[v].in1 = (int)(r / 3 % (uint64_t)(v - 1));
+        if (v > nfwd + 1) t[v].in1 = 1 + (int)(r / 7 % (uint64_t)nfwd);
+    }
+    mg_problem *p = table_problem(t, n);
+    *once = 0;
+    for (int v = 1; v < n; v++) *once += t[v].cost;
+    mg_diag d = {0};
+    mg_solution sa;
+    ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+    mg_plan_free(sa.plan);
+    *store_all = sa.store_all_bytes;
+    return p;
+}
+
 /* The relaxed program against the brute force on random problems with kernel scratch, a leaf,
  * forward values reading one or two earlier ones and backward values reading the previous one
  * and a forward value: never above the optimum. */
@@ -548,25 +574,11 @@ START_TEST(test_relaxed_random_scratch)
     uint64_t seed = 4242;
     int compared = 0, hits = 0;
     for (int k = 0; k < 16; k++) {
-        int nfwd = 5 + k % 5, nbwd = 4 + k % 4, n = nfwd + nbwd + 1;
-        trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
-        for (int v = 1; v < n; v++) {
-            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            uint64_t r = seed >> 20;
-            t[v] = (trow){64 * (int64_t)(1 + r / 11 % 8), r / 5003 % 4 == 0 ? 64 * (int64_t)(1 + r / 17 % 4) : 0,
-                          (double)(1 + r / 101 % 50), v <= nfwd, v == n - 1, v - 1, -1};
-            if (v <= nfwd && v > 2 && r % 3 == 0) t[v].in1 = (int)(r / 3 % (uint64_t)(v - 1));
-            if (v > nfwd + 1) t[v].in1 = 1 + (int)(r / 7 % (uint64_t)nfwd);
-        }
-        mg_problem *p = table_problem(t, n);
-        double once = 0;
-        for (int v = 1; v < n; v++) once += t[v].cost;
-        mg_diag d = {0};
-        mg_solution sa;
-        ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
-        mg_plan_free(sa.plan);
+        double once;
+        int64_t store_all;
+        mg_problem *p = random_scratch_problem(&seed, k, &once, &store_all);
         for (int pct = 90; pct >= 45; pct -= 9) {
-            int64_t cap = sa.store_all_bytes * pct / 100;
+            int64_t cap = store_all * pct / 100;
             double opt, relaxed;
             if (!relaxed_within_optimum(p, cap, k, pct, &opt, &relaxed)) continue;
             compared++;
@@ -646,25 +658,12 @@ START_TEST(test_relaxed_lp_random)
     uint64_t seed = 9001;
     int compared = 0, hits = 0;
     for (int k = 0; k < 8; k++) {
-        int nfwd = 5 + k % 5, nbwd = 4 + k % 4, n = nfwd + nbwd + 1;
-        trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
-        for (int v = 1; v < n; v++) {
-            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            uint64_t r = seed >> 20;
-            t[v] = (trow){64 * (int64_t)(1 + r / 11 % 8), r / 5003 % 4 == 0 ? 64 * (int64_t)(1 + r / 17 % 4) : 0,
-                          (double)(1 + r / 101 % 50), v <= nfwd, v == n - 1, v - 1, -1};
-            if (v <= nfwd && v > 2 && r % 3 == 0) t[v].in1 = (int)(r / 3 % (uint64_t)(v - 1));
-            if (v > nfwd + 1) t[v].in1 = 1 + (int)(r / 7 % (uint64_t)nfwd);
-        }
-        mg_problem *p = table_problem(t, n);
-        double once = 0;
-        for (int v = 1; v < n; v++) once += t[v].cost;
+        double once;
+        int64_t store_all;
+        mg_problem *p = random_scratch_problem(&seed, k, &once, &store_all);
         mg_diag d = {0};
-        mg_solution sa;
-        ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
-        mg_plan_free(sa.plan);
         for (int pct = 90; pct >= 50; pct -= 5) {
-            int64_t cap = sa.store_all_bytes * pct / 100;
+            int64_t cap = store_all * pct / 100;
             double opt = reference_optimum(p, cap), lp;
             if (isinf(opt)) continue;
             ck_assert_int_eq(mg_relaxed_lp_bound(p, cap, 20, &lp, &d), MG_OK);
