@@ -501,6 +501,79 @@ START_TEST(test_conv_grad_weight_acc)
 }
 END_TEST
 
+/* Cutting a batch anywhere gives the whole batch's bits, not only at multiples of the images one
+ * GEMM takes (mgk_conv_batch only changes which columns share a GEMM): parts of any sizes, run
+ * by the capped kernels as a micro-batched graph runs them, give each image's output and input
+ * gradient exactly as one uncapped call over the batch, and the weight gradient summed part
+ * after part (grad_weight, then grad_weight_acc) exactly as one call. Small images (several per
+ * GEMM) and larger ones, f32 and f64. */
+START_TEST(test_conv_any_cut)
+{
+    rs += (uint64_t)_i * 6700417;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4;
+        mgk_conv_geom g;
+        g.groups = rint_(1, 2);
+        g.C = g.groups * rint_(1, 6);
+        g.Co = g.groups * rint_(1, 6);
+        g.KH = rint_(1, 3), g.KW = rint_(1, 3), g.stride = rint_(1, 2), g.pad = rint_(0, 1), g.dil = 1;
+        int64_t side = _i % 3 == 2 ? rint_(10, 16) : rint_(1, 5);
+        g.H = g.KH + side, g.W = g.KW + side;
+        g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
+        g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
+        g.N = rint_(5, 24);
+        int64_t nx = g.N * g.C * g.H * g.W, ny = g.N * g.Co * g.OH * g.OW, nw = g.Co * g.C / g.groups * g.KH * g.KW;
+        int64_t sx = nx / g.N, sy = ny / g.N;
+        void *x = rand_buf(nx, is64), *w = rand_buf(nw, is64), *dy = rand_buf(ny, is64);
+        void *whole[3] = {malloc((size_t)(ny * es)), malloc((size_t)(nx * es)), malloc((size_t)(nw * es))};
+        void *split[3] = {malloc((size_t)(ny * es)), malloc((size_t)(nx * es)), malloc((size_t)(nw * es))};
+        for (int kind = 0; kind < 3; kind++)
+            run_blocked(kind, is64, &g, x, w, dy, whole[kind], mgk_conv_chunking(kind, &g, es, 0));
+        int64_t cut[4] = {0, rint_(1, g.N - 2), 0, g.N}; /* two or three parts, any sizes */
+        cut[2] = _i % 2 ? cut[1] + rint_(1, g.N - 1 - cut[1]) : g.N;
+        int parts = cut[2] == g.N ? 2 : 3;
+        if (parts == 2) cut[2] = g.N;
+        for (int k = 0; k < parts; k++) {
+            mgk_conv_geom pg = g;
+            pg.N = cut[k + 1] - cut[k];
+            const char *xp = (const char *)x + cut[k] * sx * es, *dyp = (const char *)dy + cut[k] * sy * es;
+            for (int kind = 0; kind < 3; kind++) {
+                int64_t full = mgk_conv_scratch_bytes(kind, &pg, es), cap = full / parts < 4096 ? 4096 : full / parts;
+                void *s;
+                unsigned char *raw = scratch_new(mgk_conv_capped_scratch_bytes(kind, &pg, es, cap), &s);
+                char *out = (char *)split[kind] + (kind == 0 ? cut[k] * sy * es : kind == 1 ? cut[k] * sx * es : 0);
+#define PG pg.N, pg.C, pg.H, pg.W, pg.Co, pg.KH, pg.KW, pg.OH, pg.OW, pg.stride, pg.pad, pg.dil, pg.groups
+                if (is64) {
+                    if (kind == 0) mgk_conv2d_capped_f64(PG, (const double *)xp, w, (double *)out, s, cap);
+                    else if (kind == 1) mgk_conv2d_grad_input_capped_f64(PG, (const double *)dyp, w, (double *)out, s, cap);
+                    else (k ? mgk_conv2d_grad_weight_acc_capped_f64 : mgk_conv2d_grad_weight_capped_f64)(
+                        PG, (const double *)xp, (const double *)dyp, (double *)out, s, cap);
+                } else {
+                    if (kind == 0) mgk_conv2d_capped_f32(PG, (const float *)xp, w, (float *)out, s, cap);
+                    else if (kind == 1) mgk_conv2d_grad_input_capped_f32(PG, (const float *)dyp, w, (float *)out, s, cap);
+                    else (k ? mgk_conv2d_grad_weight_acc_capped_f32 : mgk_conv2d_grad_weight_capped_f32)(
+                        PG, (const float *)xp, (const float *)dyp, (float *)out, s, cap);
+                }
+#undef PG
+                scratch_check(raw, mgk_conv_capped_scratch_bytes(kind, &pg, es, cap), "a convolution on a part");
+                free(raw);
+            }
+        }
+        int64_t n[3] = {ny, nx, nw};
+        for (int kind = 0; kind < 3; kind++) {
+            int64_t i = 0;
+            while (i < n[kind] && !memcmp((char *)whole[kind] + i * es, (char *)split[kind] + i * es, (size_t)es)) i++;
+            ck_assert_msg(i == n[kind], "%s kind %d, N %lld cut at %lld, %lld (nb %lld): [%lld] %.17g, one call %.17g",
+                          is64 ? "f64" : "f32", kind, (long long)g.N, (long long)cut[1], (long long)cut[2],
+                          (long long)mgk_conv_batch(&g), (long long)i, get(split[kind], i, is64),
+                          get(whole[kind], i, is64));
+            free(whole[kind]), free(split[kind]);
+        }
+        free(x), free(w), free(dy);
+    }
+}
+END_TEST
+
 START_TEST(test_pool_kernels)
 {
     rs += (uint64_t)_i * 104729;
@@ -558,6 +631,7 @@ int main(void)
     tcase_add_loop_test(tc, test_conv_chunks, 0, 8);
     tcase_add_loop_test(tc, test_conv_odd_blocks, 0, 12);
     tcase_add_loop_test(tc, test_conv_capped, 0, 16);
+    tcase_add_loop_test(tc, test_conv_any_cut, 0, 12);
     tcase_add_loop_test(tc, test_conv_grad_weight_acc, 0, 16);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
