@@ -550,13 +550,18 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
     case MG_OP_CONV2D_GRAD_WEIGHT_ACC: {
         mgk_conv_geom k = mg_conv_geom(g, st->node);
         LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
-        LLVMValueRef a[17] = {ci64(c, k.N), ci64(c, k.C), ci64(c, k.H), ci64(c, k.W), ci64(c, k.Co), ci64(c, k.KH),
+        /* iattr[5]: a scratch cap, smaller blocks (mg_node_scratch_bytes, microbatch.c) */
+        int capped = n->iattr[5] > 0;
+        LLVMValueRef a[18] = {ci64(c, k.N), ci64(c, k.C), ci64(c, k.H), ci64(c, k.W), ci64(c, k.Co), ci64(c, k.KH),
                               ci64(c, k.KW), ci64(c, k.OH), ci64(c, k.OW), ci64(c, k.stride), ci64(c, k.pad),
-                              ci64(c, k.dil), ci64(c, k.groups), x, y, out, scratch};
+                              ci64(c, k.dil), ci64(c, k.groups), x, y, out, scratch, ci64(c, n->iattr[5])};
         if (n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC) copy_acc(c, pl, st, 2);
-        call(c, n->op == MG_OP_CONV2D ? "mgk_conv2d" : n->op == MG_OP_CONV2D_GRAD_WEIGHT ? "mgk_conv2d_grad_weight"
-                  : n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC ? "mgk_conv2d_grad_weight_acc" : "mgk_conv2d_grad_input",
-             dt, a, 17);
+        char name[48];
+        snprintf(name, sizeof name, "%s%s",
+                 n->op == MG_OP_CONV2D ? "mgk_conv2d" : n->op == MG_OP_CONV2D_GRAD_WEIGHT ? "mgk_conv2d_grad_weight"
+                 : n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC ? "mgk_conv2d_grad_weight_acc" : "mgk_conv2d_grad_input",
+                 capped ? "_capped" : "");
+        call(c, name, dt, a, capped ? 18 : 17);
         return;
     }
     case MG_OP_MAX_POOL2D:

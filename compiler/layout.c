@@ -145,17 +145,18 @@ int64_t mg_node_scratch_bytes(const mg_graph *g, int node)
     switch (n->op) {
     case MG_OP_MATMUL:
     case MG_OP_MATMUL_ACC: return mg_matmul_scratch_bytes(g, node);
+    /* iattr[5]: the scratch cap microbatch.c gives the convolutions of a graph in parts (0: none) */
     case MG_OP_CONV2D:
         k = mg_conv_geom(g, node);
-        return align_up(mgk_conv_scratch_bytes(MGK_CONV_FWD, &k, elem));
+        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_FWD, &k, elem, n->iattr[5]));
     case MG_OP_CONV2D_GRAD_INPUT:
     case MG_OP_CONV_TRANSPOSE2D:
         k = mg_conv_geom(g, node);
-        return align_up(mgk_conv_scratch_bytes(MGK_CONV_DX, &k, elem));
+        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_DX, &k, elem, n->iattr[5]));
     case MG_OP_CONV2D_GRAD_WEIGHT:
     case MG_OP_CONV2D_GRAD_WEIGHT_ACC:
         k = mg_conv_geom(g, node);
-        return align_up(mgk_conv_scratch_bytes(MGK_CONV_DW, &k, elem));
+        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_DW, &k, elem, n->iattr[5]));
     default: return 0;
     }
 }

@@ -12,10 +12,12 @@
  * reshapes that keep axis 0, x @ w with x's rows the samples, ...) or through batch_norm
  * (below), and whose other operands do not depend on R. It ends at the first op that mixes
  * samples (reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
- * only at multiples of the images one GEMM takes (mgk_conv_batch), so that every kernel call of
- * a copy is one of the calls the whole-batch kernel makes (unet_small's 8x8 bottleneck takes 2
- * images per GEMM: 8 parts of its batch of 8 end before it; resnet18_64's 2x2 layer4 takes all
- * 16: it is never split).
+ * only at multiples of the images one GEMM takes (mgk_conv_batch; unet_small's 8x8 bottleneck
+ * takes 2 images per GEMM: 8 parts of its batch of 8 end before it; resnet18_64's 2x2 layer4
+ * takes all 16: it is never split). That is for speed, not bits: any cut gives the same bits
+ * (tests/test_conv.c), but parts of fewer images run GEMMs of a few columns (layer4 in 16 parts:
+ * 4 of a 16-wide tile), and allowing them made resnet18_64's plans 2-3x slower to find for no
+ * lower minimum (5.38 MiB when at least 16 columns were kept, 5.31 with any cut, 5.25 as is).
  * The block B: backward ops of the same per-sample kind that read a value of R or B (dy @ w^T
  * among them), and the parameter-gradient reductions over the batch that read them (sum_to,
  * conv2d_grad_weight, x^T @ dy: a GEMM whose K is the batch);
@@ -47,10 +49,11 @@
  * (bn_grad_apply), and the scale's and shift's gradients read off those sums (bn_grad_param:
  * they are the sums batch_norm_grad_scale and _shift make, bit for bit). resnet18_64's whole-
  * batch minimum, 12.0 MiB (45.3% of its 26.5 MiB store-all), is its stem's backward
- * (batch_norm_grad_input: x, dy and dx, three f32[16,64,32,32] of 4 MiB); in 16 parts (layers
- * 1-3 split, layer4 whole) it is 6.3 MiB, under 25%.
+ * (batch_norm_grad_input: x, dy and dx, three f32[16,64,32,32] of 4 MiB); in 16 parts it is
+ * 5.0 MiB with the convolutions' scratch capped (below), under 20%.
  * GEMM scratch: every flat matmul of a graph in k parts gets 1/k of its usual packing buffers
- * (iattr[2], mgk_gemm_capped: smaller blocks, the same bits). mlp's store-all peak is its first
+ * (iattr[2], mgk_gemm_capped: smaller blocks, the same bits), and every convolution 1/k of its
+ * patch block and packing (iattr[5], mgk_conv2d*_capped). mlp's store-all peak is its first
  * GEMM, 128 KiB of result and 328 KiB of blocks of w1: with both, its minimum went from 456 KiB
  * (store-all) to 47.9 KiB in 16 parts of 8 rows (part_ok: at least MR rows per GEMM).
  * requires: g after autodiff; maintains: g untouched. */
@@ -153,8 +156,8 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
     return 1;
 }
 
-/* Whether the kernel calls of node v on parts of `part` samples are calls the whole-batch kernel
- * makes: a convolution keeps its groups of images per GEMM whole (mgk_conv_batch); and whether
+/* Whether node v runs on parts of `part` samples at the whole batch's speed: a convolution keeps
+ * its groups of images per GEMM whole (mgk_conv_batch; any cut gives the same bits); and whether
  * a matrix product on the batch rows keeps at least a micro-tile of rows (MR): fewer waste most
  * of each tile, and the planner, which weighs FLOPs, would pick them for the last bytes (mlp in
  * 128 parts of one row: 21 KiB, but GEMMs of one row, and seconds to plan). */
@@ -796,6 +799,22 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
         int64_t full = mgk_gemm_scratch_bytes(mm.M, mm.N, mm.K, (int64_t)mg_dtype_size(nd->type.dtype));
         int64_t cap = full / k < 16384 ? 16384 : full / k;
         if (mm.flat && cap < full && cap <= INT32_MAX) nd->iattr[2] = (int)cap;
+    }
+    /* Convolutions likewise (iattr[5], mgk_conv2d*_capped: smaller patch and GEMM blocks, the same
+     * bits, conv.h): a patch block of up to 1 MiB with its GEMM's packing sat next to nearly every
+     * step of resnet18_64's parts (its minimum 6.4 MiB in 16 parts, workspace / peak live 1.16;
+     * capped 5.0 MiB, and 25% is met in 4 parts at +17% FLOPs instead of 16 at +57%). A fixed
+     * cap of 32 or 64 KiB for every convolution, or 1/(2k), measured no better. */
+    for (int v = 0; v < ng->n && !b.failed; v++) {
+        mg_node *nd = &ng->nodes[v];
+        int kind = nd->op == MG_OP_CONV2D ? MGK_CONV_FWD
+                 : nd->op == MG_OP_CONV2D_GRAD_INPUT || nd->op == MG_OP_CONV_TRANSPOSE2D ? MGK_CONV_DX
+                 : nd->op == MG_OP_CONV2D_GRAD_WEIGHT || nd->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC ? MGK_CONV_DW : -1;
+        if (kind < 0) continue;
+        mgk_conv_geom geom = mg_conv_geom(ng, v);
+        int64_t full = mgk_conv_scratch_bytes(kind, &geom, (int64_t)mg_dtype_size(nd->type.dtype));
+        int64_t cap = full / k < 16384 ? 16384 : full / k;
+        if (cap < full && cap <= INT32_MAX) nd->iattr[5] = (int)cap;
     }
     mg_status st = b.failed ? MG_ERR : mg_graph_verify(ng, d);
     free(b.map);

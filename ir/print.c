@@ -61,6 +61,9 @@ char *mg_graph_print(const mg_graph *g)
             n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC)
             sb_printf(&b, " stride=%d pad=%d dilation=%d groups=%d", n->iattr[0], n->iattr[1], n->iattr[2],
                       n->iattr[3]);
+        if ((n->op == MG_OP_CONV2D || n->op == MG_OP_CONV2D_GRAD_INPUT || n->op == MG_OP_CONV2D_GRAD_WEIGHT ||
+             n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC || n->op == MG_OP_CONV_TRANSPOSE2D) && n->iattr[5])
+            sb_printf(&b, " scratch<=%d", n->iattr[5]);
         if (n->op == MG_OP_MAX_POOL2D || n->op == MG_OP_AVG_POOL2D || n->op == MG_OP_MAX_POOL2D_GRAD ||
             n->op == MG_OP_AVG_POOL2D_GRAD)
             sb_printf(&b, " kernel=%d stride=%d pad=%d", n->iattr[0], n->iattr[1], n->iattr[2]);

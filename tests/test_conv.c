@@ -249,11 +249,12 @@ START_TEST(test_conv_kernels)
 }
 END_TEST
 
-/* Geometries whose patch matrix is larger than MGK_CONV_PATCH_BYTES, so the kernels build it in
- * blocks (conv.h): _i 0-3 split the pixels (a block boundary inside an output row, a last partial
- * block, two images), 4-5 also the patch rows, 6-7 the patch rows of several small images per
- * GEMM; random stride, padding, dilation and groups, f32 and f64. Each must equal the unchunked
- * kernels bit for bit, and the test checks that it really is chunked the intended way. */
+/* Geometries whose patch matrix is larger than MGK_CONV_PATCH_BYTES, so the uncapped kernels
+ * build it in blocks (conv.h): _i 0-3 split the pixels (a block boundary inside an output row or
+ * whole output rows, a last partial block, two images), 4-5 also the patch rows (fewer than
+ * MGK_CONV_MIN_COLS columns fit), 6-7 the patch rows of several small images per GEMM; random
+ * stride, padding, dilation and groups, f32 and f64. Each must equal the unchunked kernels bit
+ * for bit, and the test checks that it really is blocked the intended way. */
 START_TEST(test_conv_chunks)
 {
     rs += (uint64_t)_i * 15485863;
@@ -269,20 +270,21 @@ START_TEST(test_conv_chunks)
         g.KW = rint_(1, 3);
         int64_t kk = g.KH * g.KW, K, ext_h = g.dil * (g.KH - 1) + 1 - 2 * g.pad,
                 ext_w = g.dil * (g.KW - 1) + 1 - 2 * g.pad;
-        if (_i < 4) { /* pixels in blocks: P > 256 and K * P > cap, K * 256 <= cap */
-            K = cap / 256 / 2 + rint_(0, cap / 256 / 2); /* then K * 256 <= cap */
+        if (_i < 4) { /* pixels in blocks: K * P > cap, K * MIN_COLS <= cap */
+            K = cap / 256 / 2 + rint_(0, cap / 256 / 2);
             g.N = 1 + _i % 2;
             int64_t oh = rint_(17, 40), ow = cap / K / oh + 1 + rint_(0, 300 / oh);
             g.H = (oh - 1) * g.stride + ext_h, g.W = (ow - 1) * g.stride + ext_w;
-        } else if (_i < 6) { /* rows in blocks too: K * 256 > cap */
-            K = cap / 256 + 1 + rint_(0, 200);
+        } else if (_i < 6) { /* rows in blocks too: K * MIN_COLS > cap */
+            K = cap / MGK_CONV_MIN_COLS + 1 + rint_(0, 200);
             g.N = 1;
             int64_t oh = rint_(16, 20), ow = rint_(17, 22);
             g.H = (oh - 1) * g.stride + ext_h, g.W = (ow - 1) * g.stride + ext_w;
         } else { /* small images, several per GEMM, rows in blocks */
             g.N = rint_(9, 13);
             int64_t oh = rint_(2, 4), ow = rint_(3, 4), nb = (128 + oh * ow - 1) / (oh * ow);
-            K = cap / ((nb < g.N ? nb : g.N) * oh * ow) + 1 + rint_(0, 300);
+            int64_t cols = (nb < g.N ? nb : g.N) * oh * ow;
+            K = cap / (cols < MGK_CONV_MIN_COLS ? cols : MGK_CONV_MIN_COLS) + 1 + rint_(0, 300);
             g.H = (oh - 1) * g.stride + ext_h, g.W = (ow - 1) * g.stride + ext_w;
         }
         if (g.H < ext_h + 2 * g.pad) g.H = ext_h + 2 * g.pad; /* at least one tap inside */
@@ -290,16 +292,154 @@ START_TEST(test_conv_chunks)
         g.C = g.groups * ((K + kk - 1) / kk);
         g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
         g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
-        mgk_conv_chunk ch = mgk_conv_chunking(&g, es);
+        mgk_conv_chunk ch = mgk_conv_chunking(MGK_CONV_FWD, &g, es, 0);
         int64_t Kg = g.C / g.groups * kk, cols = g.OH * g.OW * mgk_conv_batch(&g);
+        ck_assert_msg(ch.rows * ch.cols <= cap && ch.gemm_cap == 0, "a block of %lld x %lld", (long long)ch.rows,
+                      (long long)ch.cols);
         if (_i < 4)
-            ck_assert_msg(ch.rows == Kg && ch.cols < cols && cols % ch.cols && ch.cols % g.OW, "pixels not split: %lld/%lld",
+            ck_assert_msg(ch.rows == Kg && ch.cols < cols && cols % ch.cols, "pixels not split: %lld/%lld",
                           (long long)ch.cols, (long long)cols);
         else
             ck_assert_msg(ch.rows < Kg && Kg % ch.rows && (_i < 6 ? ch.cols < cols : mgk_conv_batch(&g) > 1),
                           "rows not split: %lld/%lld, cols %lld/%lld", (long long)ch.rows, (long long)Kg,
                           (long long)ch.cols, (long long)cols);
         conv_case(&g, is64, 1);
+    }
+}
+END_TEST
+
+/* One kernel with the given blocks, scratch exactly mgk_conv_chunk_scratch_bytes at an odd start
+ * with guard bytes after it. */
+static void run_blocked(int kind, int is64, const mgk_conv_geom *gp, const void *x, const void *w, const void *dy,
+                        void *out, mgk_conv_chunk ch)
+{
+    mgk_conv_geom g = *gp;
+    int64_t bytes = mgk_conv_chunk_scratch_bytes(kind, &g, is64 ? 8 : 4, ch);
+    void *s;
+    unsigned char *raw = scratch_new(bytes, &s);
+    if (is64) {
+        if (kind == MGK_CONV_FWD) mgk_conv2d_blocked_f64(GEOM, x, w, out, s, ch);
+        else if (kind == MGK_CONV_DX) mgk_conv2d_grad_input_blocked_f64(GEOM, dy, w, out, s, ch);
+        else mgk_conv2d_dw_f64(GEOM, x, dy, out, s, 0, ch);
+    } else {
+        if (kind == MGK_CONV_FWD) mgk_conv2d_blocked_f32(GEOM, x, w, out, s, ch);
+        else if (kind == MGK_CONV_DX) mgk_conv2d_grad_input_blocked_f32(GEOM, dy, w, out, s, ch);
+        else mgk_conv2d_dw_f32(GEOM, x, dy, out, s, 0, ch);
+    }
+    scratch_check(raw, bytes, "a convolution kernel with given blocks");
+    free(raw);
+}
+
+/* Bit-identity needs no rule on the blocks: patch blocks of any rows and columns (1, 7, 100,
+ * 300, the whole axis, random; boundaries inside output rows and across images), with the GEMM
+ * capped or not, give the three kernels' unchunked bits exactly, f32 and f64: the forward's and
+ * the weight gradient's GEMMs continue each element's chain over K (gemm.c), and the input
+ * gradient's col2im adds each element's taps in increasing patch row (conv_impl.h). Random
+ * stride, padding, dilation, groups; _i % 3 == 2: small images, several per GEMM. */
+START_TEST(test_conv_odd_blocks)
+{
+    rs += (uint64_t)_i * 40503;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4;
+        mgk_conv_geom g;
+        g.groups = rint_(1, 2);
+        g.Co = g.groups * rint_(1, 4);
+        g.C = g.groups * rint_(3, 12);
+        g.KH = rint_(1, 3), g.KW = rint_(2, 3), g.stride = rint_(1, 2), g.pad = rint_(0, 2), g.dil = rint_(1, 2);
+        int small = _i % 3 == 2, side = small ? rint_(2, 5) : rint_(9, 20);
+        g.N = small ? rint_(5, 12) : rint_(1, 2);
+        g.H = g.dil * (g.KH - 1) + 1 + side, g.W = g.dil * (g.KW - 1) + 1 + side + rint_(0, 3);
+        g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
+        g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
+        int64_t K = g.C / g.groups * g.KH * g.KW, P = g.OH * g.OW * mgk_conv_batch(&g);
+        int64_t nx = g.N * g.C * g.H * g.W, nw = g.Co * (g.C / g.groups) * g.KH * g.KW, ny = g.N * g.Co * g.OH * g.OW;
+        int64_t nout[3] = {ny, nx, nw};
+        void *x = rand_buf(nx, is64), *w = rand_buf(nw, is64), *dy = rand_buf(ny, is64);
+        const int64_t sizes[] = {1, 7, 100, 300};
+        for (int kind = 0; kind < 3; kind++) {
+            void *ref = malloc((size_t)(nout[kind] * es)), *got = malloc((size_t)(nout[kind] * es));
+            unchunked(kind, &g, is64, x, w, dy, ref);
+            for (int t = 0; t < 7; t++) {
+                mgk_conv_chunk ch;
+                ch.rows = t < 4 ? sizes[t] : t == 4 ? K : rint_(1, K);
+                ch.cols = t < 4 ? sizes[3 - t] : t == 5 ? P : rint_(1, P);
+                ch.rows = ch.rows > K ? K : ch.rows;
+                ch.cols = ch.cols > P ? P : ch.cols;
+                ch.gemm_cap = t % 2 ? 0 : rint_(1, 40000); /* (capped: smaller GEMM blocks) */
+                memset(got, 0xa5, (size_t)(nout[kind] * es)); /* (nothing may depend on it) */
+                run_blocked(kind, is64, &g, x, w, dy, got, ch);
+                int64_t i = 0;
+                while (i < nout[kind] && !memcmp((char *)ref + i * es, (char *)got + i * es, (size_t)es)) i++;
+                ck_assert_msg(i == nout[kind], "%s kind %d, blocks %lld x %lld of %lld x %lld: [%lld] %.17g, unchunked %.17g",
+                              is64 ? "f64" : "f32", kind, (long long)ch.rows, (long long)ch.cols, (long long)K,
+                              (long long)P, (long long)i, get(got, i, is64), get(ref, i, is64));
+            }
+            free(ref), free(got);
+        }
+        free(x), free(w), free(dy);
+    }
+}
+END_TEST
+
+/* The capped kernels (mgk_conv2d*_capped, the micro-batched graph's): for caps from a few KiB to
+ * above the uncapped scratch, the scratch they declare is at most the cap (or the floor's, when
+ * the cap is below what the smallest blocks need), they stay inside it, and their results are
+ * the uncapped kernels' bits; without a cap they are the uncapped kernels. */
+START_TEST(test_conv_capped)
+{
+    rs += (uint64_t)_i * 1299709;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4;
+        mgk_conv_geom g;
+        g.groups = rint_(1, 2);
+        g.Co = g.groups * rint_(1, 24);
+        g.C = g.groups * rint_(1, 24);
+        g.KH = rint_(1, 3), g.KW = rint_(1, 3), g.stride = rint_(1, 2), g.pad = rint_(0, 1), g.dil = 1;
+        if (_i % 4 == 0) g.KH = g.KW = 1, g.stride = 1, g.pad = 0; /* the direct path */
+        int small = _i % 4 == 3, side = small ? rint_(1, 4) : rint_(8, 40);
+        g.N = small ? rint_(5, 20) : rint_(1, 2);
+        g.H = g.KH + side, g.W = g.KW + side;
+        g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
+        g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
+        int64_t nx = g.N * g.C * g.H * g.W, nw = g.Co * (g.C / g.groups) * g.KH * g.KW, ny = g.N * g.Co * g.OH * g.OW;
+        int64_t nout[3] = {ny, nx, nw};
+        void *x = rand_buf(nx, is64), *w = rand_buf(nw, is64), *dy = rand_buf(ny, is64);
+        for (int kind = 0; kind < 3; kind++) {
+            int64_t full = mgk_conv_scratch_bytes(kind, &g, es);
+            mgk_conv_chunk c0 = mgk_conv_chunking(kind, &g, es, 0), cmin = mgk_conv_chunking(kind, &g, es, 1);
+            int64_t floor = mgk_conv_chunk_scratch_bytes(kind, &g, es, cmin);
+            ck_assert_int_eq(mgk_conv_capped_scratch_bytes(kind, &g, es, 0), full);
+            ck_assert_int_eq(mgk_conv_capped_scratch_bytes(kind, &g, es, 1), floor);
+            ck_assert_msg(c0.gemm_cap == 0 && cmin.gemm_cap == MGK_CONV_MIN_PATCH, "gemm caps %lld, %lld",
+                          (long long)c0.gemm_cap, (long long)cmin.gemm_cap);
+            void *ref = malloc((size_t)(nout[kind] * es)), *got = malloc((size_t)(nout[kind] * es));
+            run_blocked(kind, is64, &g, x, w, dy, ref, c0);
+            for (int t = 0; t < 5; t++) {
+                int64_t cap = t == 0 ? 1 : t == 4 ? full + rint_(0, 1000) : rint_(4096, full > 8192 ? full : 8192);
+                int64_t bytes = mgk_conv_capped_scratch_bytes(kind, &g, es, cap);
+                ck_assert_msg(bytes <= cap || bytes == floor, "kind %d: %lld bytes for a cap of %lld (floor %lld)",
+                              kind, (long long)bytes, (long long)cap, (long long)floor);
+                if (cap >= full) ck_assert_int_le(bytes, full);
+                void *s;
+                unsigned char *raw = scratch_new(bytes, &s);
+                memset(got, 0xa5, (size_t)(nout[kind] * es));
+#define CAPPED(SFX)                                                                                    \
+    (kind == MGK_CONV_FWD ? mgk_conv2d_capped_##SFX(GEOM, x, w, got, s, cap)                          \
+     : kind == MGK_CONV_DX ? mgk_conv2d_grad_input_capped_##SFX(GEOM, dy, w, got, s, cap)            \
+                           : mgk_conv2d_grad_weight_capped_##SFX(GEOM, x, dy, got, s, cap))
+                if (is64) CAPPED(f64);
+                else CAPPED(f32);
+#undef CAPPED
+                scratch_check(raw, bytes, "a capped convolution kernel");
+                free(raw);
+                int64_t i = 0;
+                while (i < nout[kind] && !memcmp((char *)ref + i * es, (char *)got + i * es, (size_t)es)) i++;
+                ck_assert_msg(i == nout[kind], "%s kind %d, cap %lld: [%lld] %.17g, uncapped %.17g", is64 ? "f64" : "f32",
+                              kind, (long long)cap, (long long)i, get(got, i, is64), get(ref, i, is64));
+            }
+            free(ref), free(got);
+        }
+        free(x), free(w), free(dy);
     }
 }
 END_TEST
@@ -361,6 +501,79 @@ START_TEST(test_conv_grad_weight_acc)
 }
 END_TEST
 
+/* Cutting a batch anywhere gives the whole batch's bits, not only at multiples of the images one
+ * GEMM takes (mgk_conv_batch only changes which columns share a GEMM): parts of any sizes, run
+ * by the capped kernels as a micro-batched graph runs them, give each image's output and input
+ * gradient exactly as one uncapped call over the batch, and the weight gradient summed part
+ * after part (grad_weight, then grad_weight_acc) exactly as one call. Small images (several per
+ * GEMM) and larger ones, f32 and f64. */
+START_TEST(test_conv_any_cut)
+{
+    rs += (uint64_t)_i * 6700417;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4;
+        mgk_conv_geom g;
+        g.groups = rint_(1, 2);
+        g.C = g.groups * rint_(1, 6);
+        g.Co = g.groups * rint_(1, 6);
+        g.KH = rint_(1, 3), g.KW = rint_(1, 3), g.stride = rint_(1, 2), g.pad = rint_(0, 1), g.dil = 1;
+        int64_t side = _i % 3 == 2 ? rint_(10, 16) : rint_(1, 5);
+        g.H = g.KH + side, g.W = g.KW + side;
+        g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
+        g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
+        g.N = rint_(5, 24);
+        int64_t nx = g.N * g.C * g.H * g.W, ny = g.N * g.Co * g.OH * g.OW, nw = g.Co * g.C / g.groups * g.KH * g.KW;
+        int64_t sx = nx / g.N, sy = ny / g.N;
+        void *x = rand_buf(nx, is64), *w = rand_buf(nw, is64), *dy = rand_buf(ny, is64);
+        void *whole[3] = {malloc((size_t)(ny * es)), malloc((size_t)(nx * es)), malloc((size_t)(nw * es))};
+        void *split[3] = {malloc((size_t)(ny * es)), malloc((size_t)(nx * es)), malloc((size_t)(nw * es))};
+        for (int kind = 0; kind < 3; kind++)
+            run_blocked(kind, is64, &g, x, w, dy, whole[kind], mgk_conv_chunking(kind, &g, es, 0));
+        int64_t cut[4] = {0, rint_(1, g.N - 2), 0, g.N}; /* two or three parts, any sizes */
+        cut[2] = _i % 2 ? cut[1] + rint_(1, g.N - 1 - cut[1]) : g.N;
+        int parts = cut[2] == g.N ? 2 : 3;
+        if (parts == 2) cut[2] = g.N;
+        for (int k = 0; k < parts; k++) {
+            mgk_conv_geom pg = g;
+            pg.N = cut[k + 1] - cut[k];
+            const char *xp = (const char *)x + cut[k] * sx * es, *dyp = (const char *)dy + cut[k] * sy * es;
+            for (int kind = 0; kind < 3; kind++) {
+                int64_t full = mgk_conv_scratch_bytes(kind, &pg, es), cap = full / parts < 4096 ? 4096 : full / parts;
+                void *s;
+                unsigned char *raw = scratch_new(mgk_conv_capped_scratch_bytes(kind, &pg, es, cap), &s);
+                char *out = (char *)split[kind] + (kind == 0 ? cut[k] * sy * es : kind == 1 ? cut[k] * sx * es : 0);
+#define PG pg.N, pg.C, pg.H, pg.W, pg.Co, pg.KH, pg.KW, pg.OH, pg.OW, pg.stride, pg.pad, pg.dil, pg.groups
+                if (is64) {
+                    if (kind == 0) mgk_conv2d_capped_f64(PG, (const double *)xp, w, (double *)out, s, cap);
+                    else if (kind == 1) mgk_conv2d_grad_input_capped_f64(PG, (const double *)dyp, w, (double *)out, s, cap);
+                    else (k ? mgk_conv2d_grad_weight_acc_capped_f64 : mgk_conv2d_grad_weight_capped_f64)(
+                        PG, (const double *)xp, (const double *)dyp, (double *)out, s, cap);
+                } else {
+                    if (kind == 0) mgk_conv2d_capped_f32(PG, (const float *)xp, w, (float *)out, s, cap);
+                    else if (kind == 1) mgk_conv2d_grad_input_capped_f32(PG, (const float *)dyp, w, (float *)out, s, cap);
+                    else (k ? mgk_conv2d_grad_weight_acc_capped_f32 : mgk_conv2d_grad_weight_capped_f32)(
+                        PG, (const float *)xp, (const float *)dyp, (float *)out, s, cap);
+                }
+#undef PG
+                scratch_check(raw, mgk_conv_capped_scratch_bytes(kind, &pg, es, cap), "a convolution on a part");
+                free(raw);
+            }
+        }
+        int64_t n[3] = {ny, nx, nw};
+        for (int kind = 0; kind < 3; kind++) {
+            int64_t i = 0;
+            while (i < n[kind] && !memcmp((char *)whole[kind] + i * es, (char *)split[kind] + i * es, (size_t)es)) i++;
+            ck_assert_msg(i == n[kind], "%s kind %d, N %lld cut at %lld, %lld (nb %lld): [%lld] %.17g, one call %.17g",
+                          is64 ? "f64" : "f32", kind, (long long)g.N, (long long)cut[1], (long long)cut[2],
+                          (long long)mgk_conv_batch(&g), (long long)i, get(split[kind], i, is64),
+                          get(whole[kind], i, is64));
+            free(whole[kind]), free(split[kind]);
+        }
+        free(x), free(w), free(dy);
+    }
+}
+END_TEST
+
 START_TEST(test_pool_kernels)
 {
     rs += (uint64_t)_i * 104729;
@@ -416,6 +629,9 @@ int main(void)
     tcase_add_loop_test(tc, test_conv_kernels, 0, 40);
     tcase_add_loop_test(tc, test_pool_kernels, 0, 40);
     tcase_add_loop_test(tc, test_conv_chunks, 0, 8);
+    tcase_add_loop_test(tc, test_conv_odd_blocks, 0, 12);
+    tcase_add_loop_test(tc, test_conv_capped, 0, 16);
+    tcase_add_loop_test(tc, test_conv_any_cut, 0, 12);
     tcase_add_loop_test(tc, test_conv_grad_weight_acc, 0, 16);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);

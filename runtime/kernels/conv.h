@@ -39,58 +39,112 @@ static inline int64_t mgk_conv_batch(const mgk_conv_geom *g)
     return nb < g->N ? nb : g->N < 1 ? 1 : g->N;
 }
 
-/* The patch matrix in chunks. The patch matrix of a large image is bigger than the image itself
+/* The patch matrix in blocks. The patch matrix of a large image is bigger than the image itself
  * (Cg*KH*KW rows by OH*OW columns: 9x the input plane for a 3x3 convolution), and the planner
- * must find it room next to the step's operands, so a kernel builds at most
- * MGK_CONV_PATCH_BYTES of it at a time: a block of `rows` patch rows by `cols` columns (pixels),
- * multiplied before the next block is built. Each is the whole axis, or a multiple of 256 =
- * MGK_GEMM_KC so that a block boundary on a GEMM's reduction axis (the forward's patch rows, the
- * weight gradient's pixels) falls on a boundary of the GEMM's own K blocks: every element is then
- * summed in exactly the order of one GEMM over the whole matrix, and the chunked kernels are
- * bit-identical to unchunked ones (conv_impl.h says how the input gradient's col2im keeps its
- * order). Direct 1x1 convolutions build no patches and are not chunked. The cap is a macro only
- * so that a test can shrink it; the kernels and the planner must see the same value. */
+ * must find it room next to the step's operands, so a kernel builds a block of `rows` patch rows
+ * by `cols` columns (pixels) at a time and multiplies it before building the next. Any block
+ * bounds give the same bits: each element of a GEMM's result is one chain of multiply-adds over
+ * K however K is cut into calls (gemm.c), so the forward's blocks of patch rows and the weight
+ * gradient's blocks of pixels continue the chains of one GEMM over the whole matrix, and the
+ * input gradient's col2im adds every element's taps in the order of one col2im whatever the
+ * blocks (conv_impl.h). So the blocks are chosen for speed and scratch alone (tests/test_conv.c
+ * proves the bits with blocks of 1, 7, 100, 300 ... rows and columns):
+ *   - whole patch rows and as many columns as fit, whole output rows when one fits (im2col is
+ *     fastest on whole rows); below MGK_CONV_MIN_COLS columns, blocks of that many columns
+ *     (narrower GEMMs waste their tiles) and as many patch rows as fit;
+ *   - a call without a cap (cap <= 0, mgk_conv2d_*: the whole-batch graph) takes blocks of at
+ *     most MGK_CONV_PATCH_BYTES and the GEMM's usual blocks;
+ *   - a capped call (mgk_conv2d_*_capped: the convolutions of a graph in micro-batches,
+ *     compiler/microbatch.c) takes the largest patch block, and GEMM blocks of at most as many
+ *     bytes (mgk_gemm_blocking), that keep its whole scratch within cap: the patch limit runs
+ *     down from min(cap, MGK_CONV_PATCH_BYTES) by eighths until it does, or until it reaches
+ *     MGK_CONV_MIN_PATCH bytes (a floor: the scratch of such a call is still what
+ *     mgk_conv_capped_scratch_bytes says, only above the cap).
+ * Direct 1x1 convolutions build no patches; capped, their GEMM is. The default is a macro so
+ * that a test can shrink it; the kernels and the planner must see the same value. */
 #ifndef MGK_CONV_PATCH_BYTES
 #define MGK_CONV_PATCH_BYTES (1 << 20)
 #endif
+enum { MGK_CONV_MIN_COLS = 64, MGK_CONV_MIN_PATCH = 2048 };
 typedef struct mgk_conv_chunk {
-    int64_t rows, cols;
+    int64_t rows, cols; /* a block of the patch matrix */
+    int64_t gemm_cap;   /* the GEMM's scratch cap (mgk_gemm_blocking; 0: its usual blocks) */
 } mgk_conv_chunk;
 
-static inline mgk_conv_chunk mgk_conv_chunking(const mgk_conv_geom *g, int64_t elem)
+/* The blocks of a patch matrix (rows and columns of one GEMM) for at most `elems` elements. */
+static inline mgk_conv_chunk mgk_conv_blocks(const mgk_conv_geom *g, int64_t elems)
 {
-    enum { Q = MGK_GEMM_KC };
     int64_t K = g->C / g->groups * g->KH * g->KW, P = g->OH * g->OW * mgk_conv_batch(g);
-    int64_t cap = MGK_CONV_PATCH_BYTES / elem;
-    mgk_conv_chunk ch = {K, P};
-    if (mgk_conv_direct(g) || K * P <= cap) return ch;
-    if (P > Q) { /* columns first: keep whole patch rows while a block of Q columns fits */
-        int64_t c = cap / K / Q * Q;
-        ch.cols = c < Q ? Q : c;
-        if (ch.cols > P) ch.cols = P;
+    mgk_conv_chunk ch = {K, P, 0};
+    if (mgk_conv_direct(g) || K * P <= elems) return ch;
+    int64_t c = elems / K;
+    if (c >= MGK_CONV_MIN_COLS) { /* whole patch rows (c < P here) */
+        ch.cols = c >= g->OW ? c / g->OW * g->OW : c;
+        return ch;
     }
-    if (K > Q && K * ch.cols > cap) {
-        int64_t r = cap / ch.cols / Q * Q;
-        ch.rows = r < Q ? Q : r;
-        if (ch.rows > K) ch.rows = K;
-    }
+    ch.cols = P < MGK_CONV_MIN_COLS ? P : MGK_CONV_MIN_COLS;
+    ch.rows = elems / ch.cols < 1 ? 1 : elems / ch.cols; /* < K: K * cols > elems */
     return ch;
 }
 
-/* Bytes of scratch one call of the given kernel needs: one block of the patch matrix (none when
- * direct), and when a GEMM takes more than one image the output (forward) or the output gradient
- * (backward) of those images gathered into one matrix, each rounded to 64 bytes; and the GEMM's
- * packing buffers for one block. */
-static inline int64_t mgk_conv_scratch_bytes(int kind, const mgk_conv_geom *g, int64_t elem)
+/* The packing buffers the GEMMs of a call with blocks ch need: the most any of them needs, over
+ * the shapes they take (whole blocks, the last block of rows or columns, the last group of
+ * images). (Capped, a GEMM on a smaller block can choose larger blocks than a whole one's.) */
+static inline int64_t mgk_conv_gemm_bytes(int kind, const mgk_conv_geom *g, int64_t elem, mgk_conv_chunk ch)
+{
+    int64_t K = g->C / g->groups * g->KH * g->KW, P = g->OH * g->OW, nb = mgk_conv_batch(g), cog = g->Co / g->groups;
+    int64_t last = g->N % nb * P; /* the columns of the last group of images, when it is short */
+    int64_t rs[2] = {ch.rows, K % ch.rows}, cs[4] = {ch.cols, nb * P % ch.cols, 0, 0}, most = 0;
+    if (last) cs[2] = ch.cols < last ? ch.cols : last, cs[3] = last % ch.cols;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            int64_t r = rs[i], c = cs[j], b;
+            if (!r || !c) continue;
+            b = kind == MGK_CONV_FWD ? mgk_gemm_capped_scratch_bytes(cog, c, r, elem, ch.gemm_cap)
+              : kind == MGK_CONV_DX  ? mgk_gemm_capped_scratch_bytes(r, c, cog, elem, ch.gemm_cap)
+                                     : mgk_gemm_capped_scratch_bytes(cog, r, c, elem, ch.gemm_cap);
+            most = b > most ? b : most;
+        }
+    return most;
+}
+
+/* Bytes of scratch one call of the given kernel needs with blocks ch: one block of the patch
+ * matrix (none when direct), and when a GEMM takes more than one image the output (forward) or
+ * the output gradient (backward) of those images gathered into one matrix, each rounded to 64
+ * bytes; and the GEMM's packing buffers for one block; and 64 bytes to align the start. */
+static inline int64_t mgk_conv_chunk_scratch_bytes(int kind, const mgk_conv_geom *g, int64_t elem, mgk_conv_chunk ch)
 {
     int64_t nb = mgk_conv_batch(g);
     int64_t p = g->OH * g->OW * nb, cog = g->Co / g->groups;
-    mgk_conv_chunk ch = mgk_conv_chunking(g, elem);
     int64_t col = mgk_conv_direct(g) ? 0 : mgk_gemm_roundup(ch.rows * ch.cols * elem, 64);
     int64_t gather = nb > 1 ? mgk_gemm_roundup(cog * p * elem, 64) : 0;
-    int64_t gemm = kind == MGK_CONV_FWD ? mgk_gemm_scratch_bytes(cog, ch.cols, ch.rows, elem)
-                 : kind == MGK_CONV_DX  ? mgk_gemm_scratch_bytes(ch.rows, ch.cols, cog, elem)
-                                        : mgk_gemm_scratch_bytes(cog, ch.rows, ch.cols, elem);
-    return col + gather + gemm + 64;
+    return col + gather + mgk_conv_gemm_bytes(kind, g, elem, ch) + 64;
+}
+
+/* The blocks a call of the given kernel takes under scratch cap `cap` (<= 0: no cap), see above. */
+static inline mgk_conv_chunk mgk_conv_chunking(int kind, const mgk_conv_geom *g, int64_t elem, int64_t cap)
+{
+    if (cap <= 0) return mgk_conv_blocks(g, MGK_CONV_PATCH_BYTES / elem);
+    int64_t lim = cap < MGK_CONV_PATCH_BYTES ? cap : MGK_CONV_PATCH_BYTES;
+    if (lim < MGK_CONV_MIN_PATCH) lim = MGK_CONV_MIN_PATCH;
+    for (;;) {
+        mgk_conv_chunk ch = mgk_conv_blocks(g, lim / elem);
+        ch.gemm_cap = lim;
+        if (lim <= MGK_CONV_MIN_PATCH || mgk_conv_chunk_scratch_bytes(kind, g, elem, ch) <= cap) return ch;
+        lim -= lim / 8;
+        if (lim < MGK_CONV_MIN_PATCH) lim = MGK_CONV_MIN_PATCH;
+    }
+}
+
+/* Bytes of scratch one call of mgk_conv2d*_capped_{f32,f64}(..., cap) needs (cap <= 0: of the
+ * uncapped mgk_conv2d*_{f32,f64}). */
+static inline int64_t mgk_conv_capped_scratch_bytes(int kind, const mgk_conv_geom *g, int64_t elem, int64_t cap)
+{
+    return mgk_conv_chunk_scratch_bytes(kind, g, elem, mgk_conv_chunking(kind, g, elem, cap));
+}
+
+static inline int64_t mgk_conv_scratch_bytes(int kind, const mgk_conv_geom *g, int64_t elem)
+{
+    return mgk_conv_capped_scratch_bytes(kind, g, elem, 0);
 }
 #endif

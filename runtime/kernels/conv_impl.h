@@ -156,8 +156,9 @@ static void SFX(mgk_col2im)(int64_t H, int64_t W, int64_t KH, int64_t KW, int64_
     }
 }
 
-/* The scratch of a convolution kernel (sizes: mgk_conv_scratch_bytes): one block of the patch
- * matrix, the gathered output (gradient) of nb > 1 images, then the GEMM's buffers. */
+/* The scratch of a convolution kernel with blocks ch (sizes: mgk_conv_chunk_scratch_bytes): one
+ * block of the patch matrix, the gathered output (gradient) of nb > 1 images, then the GEMM's
+ * buffers. */
 typedef struct {
     T *col, *gather;
     void *gemm;
@@ -165,12 +166,12 @@ typedef struct {
     mgk_conv_chunk ch;
 } SFX(mgk_conv_scratch);
 
-static SFX(mgk_conv_scratch) SFX(mgk_conv_carve)(const mgk_conv_geom *g, void *scratch)
+static SFX(mgk_conv_scratch) SFX(mgk_conv_carve)(const mgk_conv_geom *g, void *scratch, mgk_conv_chunk ch)
 {
     SFX(mgk_conv_scratch) s;
     int64_t cols = g->OH * g->OW * mgk_conv_batch(g);
     s.nb = mgk_conv_batch(g);
-    s.ch = mgk_conv_chunking(g, (int64_t)sizeof(T));
+    s.ch = ch;
     s.col = (T *)mgk_conv_align64(scratch);
     char *next = (char *)s.col + (mgk_conv_direct(g) ? 0 : mgk_gemm_roundup(s.ch.rows * s.ch.cols * (int64_t)sizeof(T), 64));
     s.gather = (T *)next;
@@ -218,21 +219,21 @@ static void SFX(mgk_conv_regroup)(int64_t nbb, int64_t Cog, int64_t P, T *m, T *
         }
 }
 
-/* y[N,Co,OH,OW] = conv2d(x[N,C,H,W], w[Co,C/groups,KH,KW]); nb images per GEMM (conv.h). Per
- * block of columns, the blocks of patch rows accumulate into y in order (conv.h: their bounds
- * are GEMM K-block bounds, so y is summed as by one GEMM). */
-void SFX(mgk_conv2d)(MGK_GEOM_PARAMS, const T *x, const T *w, T *y, void *scratch)
+/* y[N,Co,OH,OW] = conv2d(x[N,C,H,W], w[Co,C/groups,KH,KW]) with patch blocks ch; nb images per
+ * GEMM (conv.h). Per block of columns, the blocks of patch rows accumulate into y in order: each
+ * element of y is one chain over K, as by one GEMM (conv.h). */
+static void SFX(mgk_conv2d_blocked)(MGK_GEOM_PARAMS, const T *x, const T *w, T *y, void *scratch, mgk_conv_chunk ch)
 {
     mgk_conv_geom g = MGK_GEOM_INIT;
     int64_t Cg = C / groups, Cog = Co / groups, K = Cg * KH * KW, P = OH * OW;
-    SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch);
+    SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch, ch);
     for (int64_t n0 = 0; n0 < N; n0 += s.nb) {
         int64_t nbb = mgk_gemm_min64(s.nb, N - n0), cols = nbb * P;
         for (int64_t gr = 0; gr < groups; gr++) {
             const T *xg = x + (n0 * C + gr * Cg) * H * W, *wg = w + gr * Cog * K;
             T *yg = y + (n0 * Co + gr * Cog) * P, *out = nbb > 1 ? s.gather : yg;
             if (mgk_conv_direct(&g)) { /* nbb == 1 */
-                SFX(mgk_gemm)(Cog, P, K, wg, K, 0, xg, P, 0, yg, P, 0, s.gemm);
+                SFX(mgk_gemm_capped)(Cog, P, K, wg, K, 0, xg, P, 0, yg, P, 0, s.gemm, ch.gemm_cap);
                 continue;
             }
             for (int64_t p0 = 0; p0 < cols; p0 += s.ch.cols) {
@@ -240,7 +241,8 @@ void SFX(mgk_conv2d)(MGK_GEOM_PARAMS, const T *x, const T *w, T *y, void *scratc
                 for (int64_t r0 = 0; r0 < K; r0 += s.ch.rows) {
                     int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
                     SFX(mgk_conv_block)(&g, nbb, r0, r0 + rn, p0, p0 + pn, (T *)xg, C * H * W, s.col, 0);
-                    SFX(mgk_gemm)(Cog, pn, rn, wg + r0, K, 0, s.col, pn, 0, out + p0, cols, r0 > 0, s.gemm);
+                    SFX(mgk_gemm_capped)(Cog, pn, rn, wg + r0, K, 0, s.col, pn, 0, out + p0, cols, r0 > 0, s.gemm,
+                                         ch.gemm_cap);
                 }
             }
             if (nbb > 1) SFX(mgk_conv_regroup)(nbb, Cog, P, s.gather, yg, Co * P, 0);
@@ -248,23 +250,26 @@ void SFX(mgk_conv2d)(MGK_GEOM_PARAMS, const T *x, const T *w, T *y, void *scratc
     }
 }
 
-/* dx[N,C,H,W] from dy[N,Co,OH,OW] and w: per nb images and group, each block of dcol = w_g^T dy_g
- * is scattered back by col2im. The column blocks run from the last to the first: an element of dx
- * receives its taps (i, j) at decreasing pixels as (i, j) increases, so within a block of rows
- * this gives every element its taps in increasing (i, j), the order of one col2im over the
- * whole matrix, and the sums are bit-identical to it. */
-void SFX(mgk_conv2d_grad_input)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx, void *scratch)
+/* dx[N,C,H,W] from dy[N,Co,OH,OW] and w with patch blocks ch: per nb images and group, each
+ * block of dcol = w_g^T dy_g is scattered back by col2im. An element of dx receives its taps
+ * (i, j) (patch rows r = (c*KH + i)*KW + j) at strictly decreasing pixels as r increases: the
+ * blocks of rows run in increasing order and, within one, the blocks of columns from the last
+ * to the first, so every element gets its taps in increasing r, whatever the block bounds: the
+ * order of one col2im over the whole matrix, and the sums are bit-identical to it. (Images are
+ * disjoint in dx, so nb images side by side change nothing.) */
+static void SFX(mgk_conv2d_grad_input_blocked)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx, void *scratch,
+                                               mgk_conv_chunk ch)
 {
     mgk_conv_geom g = MGK_GEOM_INIT;
     int64_t Cg = C / groups, Cog = Co / groups, K = Cg * KH * KW, P = OH * OW;
-    SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch);
+    SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch, ch);
     for (int64_t n0 = 0; n0 < N; n0 += s.nb) {
         int64_t nbb = mgk_gemm_min64(s.nb, N - n0), cols = nbb * P;
         for (int64_t gr = 0; gr < groups; gr++) {
             T *dxg = dx + (n0 * C + gr * Cg) * H * W;
             const T *dyg = dy + (n0 * Co + gr * Cog) * P, *wg = w + gr * Cog * K;
             if (mgk_conv_direct(&g)) { /* nbb == 1 */
-                SFX(mgk_gemm)(K, P, Cog, wg, K, 1, dyg, P, 0, dxg, P, 0, s.gemm);
+                SFX(mgk_gemm_capped)(K, P, Cog, wg, K, 1, dyg, P, 0, dxg, P, 0, s.gemm, ch.gemm_cap);
                 continue;
             }
             if (nbb > 1) {
@@ -276,7 +281,8 @@ void SFX(mgk_conv2d_grad_input)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx,
                 int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
                 for (int64_t p0 = (cols - 1) / s.ch.cols * s.ch.cols; p0 >= 0; p0 -= s.ch.cols) {
                     int64_t pn = mgk_gemm_min64(s.ch.cols, cols - p0);
-                    SFX(mgk_gemm)(rn, pn, Cog, wg + r0, K, 1, dyg + p0, cols, 0, s.col, pn, 0, s.gemm);
+                    SFX(mgk_gemm_capped)(rn, pn, Cog, wg + r0, K, 1, dyg + p0, cols, 0, s.col, pn, 0, s.gemm,
+                                         ch.gemm_cap);
                     SFX(mgk_conv_block)(&g, nbb, r0, r0 + rn, p0, p0 + pn, dxg, C * H * W, s.col, 1);
                 }
             }
@@ -284,25 +290,26 @@ void SFX(mgk_conv2d_grad_input)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx,
     }
 }
 
-/* dw[Co,C/groups,KH,KW] = sum over images of dy_g im2col(x_g)^T: nb images per GEMM, whose K
- * runs over their columns; the groups of images in order, and within them the blocks of columns
- * in order (conv.h: their bounds are GEMM K-block bounds, so dw is summed as by one GEMM per
- * group of images). With acc, the sums continue into what dw holds (every GEMM adds): a batch
- * cut at a multiple of mgk_conv_batch into parts, the first part overwriting and the others
- * accumulating, gives the bits of one call over the whole batch (the micro-batched step,
- * compiler/microbatch.c). */
-static void SFX(mgk_conv2d_dw)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch, int acc)
+/* dw[Co,C/groups,KH,KW] = sum over images of dy_g im2col(x_g)^T with patch blocks ch: nb images
+ * per GEMM, whose K runs over their columns; the groups of images in order, and within them the
+ * blocks of columns in order, every GEMM after the first continuing the sums: each element of dw
+ * is one chain over the (image, pixel) pairs in order, whatever nb and the blocks (gemm.c). With
+ * acc, the chains continue from what dw holds: a batch cut anywhere into parts, the first part
+ * overwriting and the others accumulating, gives the bits of one call over the whole batch (the
+ * micro-batched step, compiler/microbatch.c). */
+static void SFX(mgk_conv2d_dw)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch, int acc,
+                               mgk_conv_chunk ch)
 {
     mgk_conv_geom g = MGK_GEOM_INIT;
     int64_t Cg = C / groups, Cog = Co / groups, K = Cg * KH * KW, P = OH * OW;
-    SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch);
+    SFX(mgk_conv_scratch) s = SFX(mgk_conv_carve)(&g, scratch, ch);
     for (int64_t n0 = 0; n0 < N; n0 += s.nb) {
         int64_t nbb = mgk_gemm_min64(s.nb, N - n0), cols = nbb * P;
         for (int64_t gr = 0; gr < groups; gr++) {
             const T *xg = x + (n0 * C + gr * Cg) * H * W, *dyg = dy + (n0 * Co + gr * Cog) * P;
             T *dwg = dw + gr * Cog * K;
             if (mgk_conv_direct(&g)) { /* nbb == 1 */
-                SFX(mgk_gemm)(Cog, K, P, dyg, P, 0, xg, P, 1, dwg, K, acc || n0 > 0, s.gemm);
+                SFX(mgk_gemm_capped)(Cog, K, P, dyg, P, 0, xg, P, 1, dwg, K, acc || n0 > 0, s.gemm, ch.gemm_cap);
                 continue;
             }
             if (nbb > 1) {
@@ -314,24 +321,61 @@ static void SFX(mgk_conv2d_dw)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, 
                 for (int64_t r0 = 0; r0 < K; r0 += s.ch.rows) {
                     int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
                     SFX(mgk_conv_block)(&g, nbb, r0, r0 + rn, p0, p0 + pn, (T *)xg, C * H * W, s.col, 0);
-                    SFX(mgk_gemm)(Cog, rn, pn, dyg + p0, cols, 0, s.col, pn, 1, dwg + r0, K, acc || n0 > 0 || p0 > 0,
-                                  s.gemm);
+                    SFX(mgk_gemm_capped)(Cog, rn, pn, dyg + p0, cols, 0, s.col, pn, 1, dwg + r0, K,
+                                         acc || n0 > 0 || p0 > 0, s.gemm, ch.gemm_cap);
                 }
             }
         }
     }
 }
 
-void SFX(mgk_conv2d_grad_weight)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch)
+/* The entry points: blocks by mgk_conv_chunking (conv.h), without a cap or with one (the scratch
+ * then holds mgk_conv_capped_scratch_bytes(kind, geometry, sizeof(T), cap) bytes). */
+#define MGK_GEOM_ARGS N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups
+#define MGK_CHUNKING(kind) mgk_conv_chunking(kind, &(mgk_conv_geom)MGK_GEOM_INIT, (int64_t)sizeof(T), cap)
+void SFX(mgk_conv2d_capped)(MGK_GEOM_PARAMS, const T *x, const T *w, T *y, void *scratch, int64_t cap)
 {
-    SFX(mgk_conv2d_dw)(N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups, x, dy, dw, scratch, 0);
+    SFX(mgk_conv2d_blocked)(MGK_GEOM_ARGS, x, w, y, scratch, MGK_CHUNKING(MGK_CONV_FWD));
+}
+
+void SFX(mgk_conv2d_grad_input_capped)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx, void *scratch, int64_t cap)
+{
+    SFX(mgk_conv2d_grad_input_blocked)(MGK_GEOM_ARGS, dy, w, dx, scratch, MGK_CHUNKING(MGK_CONV_DX));
+}
+
+void SFX(mgk_conv2d_grad_weight_capped)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch, int64_t cap)
+{
+    SFX(mgk_conv2d_dw)(MGK_GEOM_ARGS, x, dy, dw, scratch, 0, MGK_CHUNKING(MGK_CONV_DW));
 }
 
 /* dw += the weight gradient of this batch (dw holds the gradient of the earlier images). */
+void SFX(mgk_conv2d_grad_weight_acc_capped)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch,
+                                            int64_t cap)
+{
+    SFX(mgk_conv2d_dw)(MGK_GEOM_ARGS, x, dy, dw, scratch, 1, MGK_CHUNKING(MGK_CONV_DW));
+}
+
+void SFX(mgk_conv2d)(MGK_GEOM_PARAMS, const T *x, const T *w, T *y, void *scratch)
+{
+    SFX(mgk_conv2d_capped)(MGK_GEOM_ARGS, x, w, y, scratch, 0);
+}
+
+void SFX(mgk_conv2d_grad_input)(MGK_GEOM_PARAMS, const T *dy, const T *w, T *dx, void *scratch)
+{
+    SFX(mgk_conv2d_grad_input_capped)(MGK_GEOM_ARGS, dy, w, dx, scratch, 0);
+}
+
+void SFX(mgk_conv2d_grad_weight)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch)
+{
+    SFX(mgk_conv2d_grad_weight_capped)(MGK_GEOM_ARGS, x, dy, dw, scratch, 0);
+}
+
 void SFX(mgk_conv2d_grad_weight_acc)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, void *scratch)
 {
-    SFX(mgk_conv2d_dw)(N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups, x, dy, dw, scratch, 1);
+    SFX(mgk_conv2d_grad_weight_acc_capped)(MGK_GEOM_ARGS, x, dy, dw, scratch, 0);
 }
+#undef MGK_CHUNKING
+#undef MGK_GEOM_ARGS
 
 /* Pooling over planes = N*C planes of H x W, windows K x K. */
 void SFX(mgk_max_pool2d)(int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t K,
