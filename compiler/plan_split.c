@@ -84,8 +84,8 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
     }
     /* parts are tried when no plan of the whole batch fits, or when it recomputes: running the
      * per-sample layers in parts lowers the peak, and with it what must be recomputed
-     * (resnet18_64 at 50%: +8.8% whole, +1.5% in 2 parts; mlp_deep at 25%: +119% whole, +25% in
-     * 4 parts) */
+     * (resnet18_64 at 50%: +8.8% whole, +0.15% in 4 parts; mlp_deep at 25%: +119% whole, +25% in
+     * 4 parts; and the steps ran 15-22% faster in CPU time, docs/planner.md) */
     int recomputes = out->train && out->train->flops_executed > out->train->flops_once;
     if (out->train && !recomputes && !rq->want_min_feasible) return MG_OK;
     mg_diag why = {0};
