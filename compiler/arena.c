@@ -33,7 +33,8 @@
  *     Three static orders take turns under a node limit that doubles every round (restarts:
  *     the effort one order needs varies by orders of magnitude between instances). Without a
  *     capacity, a failed search at the lower bound is followed by bisection (the command) or
- *     given up (the planner).
+ *     given up (the planner). Every placement the search finds is compacted as the greedy's
+ *     are (it stops at the first that meets its target, often with room below the top).
  * The search is bounded by wall-clock time (the `arena` command) or by a deterministic effort
  * count (the planner, so that plans do not depend on the machine's speed). */
 #include "clock.h"
