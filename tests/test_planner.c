@@ -596,7 +596,7 @@ END_TEST
 /* workspace / peak live of the training step of `memgrad plan MODEL --budget B` (asserted
  * <= 1.10); 0 when B is below the minimum feasible budget; *min_feasible (may be NULL): the
  * plan's minimum feasible budget. */
-static double arena_waste(const char *model, const char *budget, long long *min_feasible)
+static double arena_waste(const char *model, const char *budget, double bound, long long *min_feasible)
 {
     char cmd[9000], *out = NULL;
     snprintf(cmd, sizeof cmd, "'%s' plan '%s/examples/%s' --budget %s --format json --no-cache", MG_MEMGRAD,
@@ -611,21 +611,23 @@ static double arena_waste(const char *model, const char *budget, long long *min_
     const char *train = strstr(out, "\"train\": ");
     ck_assert(train != NULL);
     long long ws = tu_json_figure(train, "workspace_bytes"), peak = tu_json_figure(train, "peak_live_bytes");
-    ck_assert_msg(peak > 0 && ws <= peak * 1.10, "%s at %s: workspace %lld, peak live %lld", model, budget, ws, peak);
+    ck_assert_msg(peak > 0 && ws <= peak * bound, "%s at %s: workspace %lld, peak live %lld (more than %.2f times)",
+                  model, budget, ws, peak, bound);
     free(out);
     return (double)ws / (double)peak;
 }
 
-/* The arena wastes little on the examples: workspace / peak live <= 1.10 at several budgets,
- * and on the micro-batched plans (many parts: the placements the greedy finds hardest) at 25%
- * and at the minimum feasible budget: unet_small (4 parts) 1.000 and 1.000, cnn_fmnist (16
- * parts) 1.000; resnet18_64 at 25% (4 parts, its convolutions' scratch capped) 1.046, outside
- * the sanitizers (10-20 s a plan). Its minimum (16 parts, 8,000 buffers) is left out: 1.11. */
+/* The arena wastes little on the examples: workspace / peak live <= 1.02 (the target) at several
+ * budgets, and on the micro-batched plans (many parts: the placements the greedy finds hardest)
+ * at 25% and at the minimum feasible budget: unet_small (4 parts) 1.000 and 1.000, cnn_fmnist (16
+ * parts) 1.000; resnet18_64 at 25% (4 parts, its convolutions' scratch capped) 1.029 (the search's
+ * placement compacted; 1.046 before), outside the sanitizers (10-20 s a plan), held to 1.10. Its
+ * minimum (16 parts, 5,300 buffers: only the greedy placements run) is left out: 1.11. */
 START_TEST(test_arena_waste_on_examples)
 {
     const char *models[] = {"mlp.mg", "mlp_deep.mg"}, *budgets[] = {"100%", "60%", "35%"};
     for (int m = 0; m < 2; m++)
-        for (int b = 0; b < 3; b++) arena_waste(models[m], budgets[b], NULL);
+        for (int b = 0; b < 3; b++) arena_waste(models[m], budgets[b], 1.02, NULL);
 #ifdef MG_TEST_SANITIZED
     const char *split[] = {"cnn_fmnist.mg"}; /* planning in parts is slow under the sanitizers */
     int nsplit = 1, at_min = 0;
@@ -634,16 +636,16 @@ START_TEST(test_arena_waste_on_examples)
     int nsplit = 2, at_min = 1;
 #endif
 #ifndef MG_TEST_SANITIZED
-    ck_assert_msg(arena_waste("resnet18_64.mg", "25%", NULL) > 0, "resnet18_64: 25%% is below the minimum");
+    ck_assert_msg(arena_waste("resnet18_64.mg", "25%", 1.10, NULL) > 0, "resnet18_64: 25%% is below the minimum");
 #endif
     for (int m = 0; m < nsplit; m++) {
         long long minf = -1;
-        ck_assert_msg(arena_waste(split[m], "25%", &minf) > 0, "%s: 25%% is below the minimum", split[m]);
+        ck_assert_msg(arena_waste(split[m], "25%", 1.02, &minf) > 0, "%s: 25%% is below the minimum", split[m]);
         ck_assert_msg(minf > 0, "%s: no minimum feasible budget", split[m]);
         if (!at_min) continue;
         char b[64];
         snprintf(b, sizeof b, "%lldB", minf);
-        ck_assert_msg(arena_waste(split[m], b, NULL) > 0, "%s: its minimum %s does not plan", split[m], b);
+        ck_assert_msg(arena_waste(split[m], b, 1.02, NULL) > 0, "%s: its minimum %s does not plan", split[m], b);
     }
 }
 END_TEST
