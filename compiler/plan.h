@@ -242,6 +242,10 @@ mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit,
  * schedule of prob whose steps fit cap (peak live bytes), from a relaxation of the memory model
  * solved by CBC within time_limit seconds (proven even when stopped early); -1 when CBC gave
  * none. */
+/* bound_cut.c: a lower bound on the cost any schedule within budget recomputes (beyond running
+ * every target once), from the steps where what is live across does not fit: what the next
+ * steps read must then be rebuilt from what fits (a minimum cut per window of steps). */
+double mg_cut_bound(const mg_problem *prob, int64_t budget);
 mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
 /* mg_relaxed_bound with cutoff, the cost of a schedule of prob known to fit cap (HUGE_VAL:
  * none): CBC discards what cannot come below it, and the bound is at most cutoff, cutoff

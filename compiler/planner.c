@@ -707,6 +707,8 @@ static double forced_recompute_cost(const mg_problem *pr, int64_t budget)
         if (c > extra) extra = c;
     }
     cost += extra;
+    double cut = mg_cut_bound(pr, budget); /* (bound_cut.c: a different argument; the larger holds) */
+    if (cut > cost) cost = cut;
     free(ratio);
     free(item);
     free(pos);

@@ -678,6 +678,56 @@ START_TEST(test_relaxed_lp_random)
 }
 END_TEST
 
+/* The cut bound (bound_cut.c) against the brute force: random problems of
+ * random_scratch_problem's kind, and residual-like ones (forward values reading the previous one
+ * and often one further back, some kept from recomputation, gradients reading the previous
+ * gradient and one or two forward values), at caps from 90% of store-all down to where nothing
+ * fits. Never above the optimum's recomputation, and above 0 on many. */
+START_TEST(test_cut_bound_random)
+{
+    uint64_t seed = 31337;
+    int compared = 0, hits = 0;
+    for (int k = 0; k < 24; k++) {
+        double once = 0;
+        int64_t store_all;
+        mg_problem *p;
+        if (k % 2 == 0) {
+            p = random_scratch_problem(&seed, k, &once, &store_all);
+        } else {
+            int nfwd = 6 + k % 5, nbwd = 5 + k % 3, n = nfwd + nbwd + 1;
+            trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
+            for (int v = 1; v < n; v++) {
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                uint64_t r = seed >> 20;
+                t[v] = (trow){64 * (int64_t)(1 + r / 11 % 6), r / 5003 % 5 == 0 ? 64 : 0, (double)(1 + r / 101 % 40),
+                              v <= nfwd && r / 7 % 8 != 0, v == n - 1, v - 1, -1};
+                if (v <= nfwd && v > 2 && r % 2 == 0) t[v].in1 = 1 + (int)(r / 3 % (uint64_t)(v - 2));
+                if (v > nfwd) t[v].in1 = 1 + (int)(r / 13 % (uint64_t)nfwd);
+                once += t[v].cost;
+            }
+            p = table_problem(t, n);
+            mg_diag d = {0};
+            mg_solution sa;
+            ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+            mg_plan_free(sa.plan);
+            store_all = sa.store_all_bytes;
+        }
+        for (int pct = 90; pct >= 30; pct -= 6) {
+            int64_t cap = store_all * pct / 100;
+            double opt = reference_optimum(p, cap);
+            if (isinf(opt)) break;
+            double cut = mg_cut_bound(p, cap);
+            ck_assert_msg(cut >= 0 && once + cut <= opt + 1e-6, "problem %d at %d%%: cut bound %.3f + %.0f, optimum %.0f",
+                          k, pct, cut, once, opt);
+            compared++;
+            hits += cut > 0.5;
+        }
+        mg_problem_free(p);
+    }
+    ck_assert_msg(compared >= 60 && hits >= 50, "%d comparisons, %d with a bound above every op once", compared, hits);
+}
+END_TEST
+
 /* The path rows make the relaxed program's linear relaxation strong where cheap values sit
  * between expensive ones (relu(h @ w + b)): CBC then proves auto's plan optimal at the root,
  * within a few seconds; without them it did not within a 30 s run (bound 15.75% against auto's
@@ -1150,6 +1200,7 @@ static Suite *optimal_suite(void)
     tcase_add_test(b, test_relaxed_paths_random);
     tcase_add_test(b, test_relaxed_paths_prove);
     tcase_add_test(b, test_relaxed_lp_random);
+    tcase_add_test(b, test_cut_bound_random);
     suite_add_tcase(s, b);
     TCase *l = tcase_create("long chains");
     tcase_set_timeout(l, 600);

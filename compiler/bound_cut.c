@@ -1,0 +1,383 @@
+/* bound_cut.c — a lower bound on what any schedule recomputes, from the memory at single steps
+ * and what must be rebuilt after them (mg_cut_bound). planner.c's own bound counts each value
+ * that cannot stay resident across a step once, and the excess of one step; near the minimum
+ * budget of resnet50 that leaves most of the cost unseen: at a backward step of its conv2 stage
+ * only ~400 MiB of forward values fit beside what the step needs, so the values read in the
+ * next steps, and their inputs back to whatever was kept, are all rebuilt, and again at the
+ * next such step.
+ *
+ * The argument. Targets run in order; at target i the live bytes are at most the budget, and
+ * the bytes the step itself needs (its output, scratch and workspace inputs, and the values
+ * that may not be dropped and are live across it) leave `slack` for everything else. Take a
+ * window (i, j]: N, the values computed before i that some target in (i, j] reads. Each v in N
+ * is read at such a target, so it is live there: either its buffer was written before target i
+ * and is live at i (buffers have no holes), or v was computed again in a gap between i and that
+ * target. A value computed again read its inputs at that step: each was live at i, or computed
+ * again in the window before it. So with s_v = "v is computed again in the window" and t_v =
+ * "v is live at i or computed again in the window" (t_v = 1 for v in N):
+ *   s_v <= t_v,  s_v <= t_u for each workspace input u of v,  sum over (t_v - s_v) bytes <= slack
+ * (a value with t_v = 1 and s_v = 0 is live at i), and the window recomputes at least
+ * sum cost[v] s_v. For any lambda >= 0, min sum (cost - lambda bytes) s + lambda bytes t over
+ * the constraints other than the memory row, minus lambda slack, is at most that (Lagrange);
+ * the minimum is a minimum cut (the constraints are all "x <= y", a closure problem). Values
+ * that are live at i anyway (the step's inputs, values that may not be dropped and are live
+ * across it) take no bytes of the slack; values that may not be dropped cannot be recomputed
+ * (s = 0). Windows (i, j] and (i', j'] with j <= i' recompute in disjoint gaps, so their figures
+ * add: a dynamic program over the windows between candidate steps (those where the values live
+ * across do not all fit) takes the best sum. tests/test_optimal.c (bounds) checks it against
+ * the brute-force optimum of random problems. */
+#include "plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) abort();
+    return p;
+}
+
+/* Dinic's maximum flow on a small graph with real capacities. */
+typedef struct flow {
+    int n, m, cap_m;
+    int *head, *next, *to;
+    double *c;
+    int *level, *it, *queue;
+} flow;
+
+static void flow_reset(flow *f, int n)
+{
+    f->n = n;
+    f->m = 0;
+    for (int v = 0; v < n; v++) f->head[v] = -1;
+}
+
+static void flow_edge(flow *f, int a, int b, double c)
+{
+    if (f->m + 2 > f->cap_m) {
+        f->cap_m = f->cap_m ? 2 * f->cap_m : 1024;
+        f->next = realloc(f->next, (size_t)f->cap_m * sizeof *f->next);
+        f->to = realloc(f->to, (size_t)f->cap_m * sizeof *f->to);
+        f->c = realloc(f->c, (size_t)f->cap_m * sizeof *f->c);
+        if (!f->next || !f->to || !f->c) abort();
+    }
+    f->to[f->m] = b, f->c[f->m] = c, f->next[f->m] = f->head[a], f->head[a] = f->m++;
+    f->to[f->m] = a, f->c[f->m] = 0, f->next[f->m] = f->head[b], f->head[b] = f->m++;
+}
+
+static const double EPS = 1e-9;
+
+/* Problems of more targets get no bound here (its windows are cuts over most of the graph:
+ * layered_n1000 took a second more). At most MAX_CAND candidate steps and LAMBDA_STEPS
+ * bisections of lambda per window: resnet50 at its minimum 40,572 in ~0.03 s (64 and 10:
+ * 41,123 in 0.25 s; 16 and 8: 37,345). */
+enum { MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8 };
+
+static int flow_bfs(flow *f, int s)
+{
+    for (int v = 0; v < f->n; v++) f->level[v] = -1;
+    int qh = 0, qt = 0;
+    f->queue[qt++] = s;
+    f->level[s] = 0;
+    while (qh < qt) {
+        int v = f->queue[qh++];
+        for (int e = f->head[v]; e >= 0; e = f->next[e])
+            if (f->c[e] > EPS && f->level[f->to[e]] < 0) {
+                f->level[f->to[e]] = f->level[v] + 1;
+                f->queue[qt++] = f->to[e];
+            }
+    }
+    return qt;
+}
+
+static double flow_dfs(flow *f, int v, int t, double pushed)
+{
+    if (v == t) return pushed;
+    for (; f->it[v] >= 0; f->it[v] = f->next[f->it[v]]) {
+        int e = f->it[v], w = f->to[e];
+        if (f->c[e] <= EPS || f->level[w] != f->level[v] + 1) continue;
+        double got = flow_dfs(f, w, t, pushed < f->c[e] ? pushed : f->c[e]);
+        if (got > 0) {
+            f->c[e] -= got;
+            f->c[e ^ 1] += got;
+            return got;
+        }
+    }
+    return 0;
+}
+
+/* The maximum flow from s to t; afterwards level[v] >= 0 marks the source side of a minimum cut. */
+static double flow_max(flow *f, int s, int t)
+{
+    double total = 0;
+    for (;;) {
+        flow_bfs(f, s);
+        if (f->level[t] < 0) break;
+        for (int v = 0; v < f->n; v++) f->it[v] = f->head[v];
+        double got;
+        while ((got = flow_dfs(f, s, t, HUGE_VAL)) > 0) total += got;
+    }
+    flow_bfs(f, s);
+    return total;
+}
+
+typedef struct ctx {
+    const mg_problem *pr;
+    int n, T;
+    int *pos, *tg;
+    char *freeat;   /* per value, at the current step: live there anyway (no slack taken) */
+    int *idx;       /* per value: its index among the window's values, -1 */
+    int *vals, nv;  /* the window's values: N and their ancestors through recomputable values */
+    char *inN;
+    int memo_i, memo_n; /* the last window's start and count of N, and its figure */
+    double memo_w;
+    flow f;
+} ctx;
+
+static int ws(const ctx *c, int v) { return c->pos[v] >= 0 && c->pr->home[v].mem == MG_MEM_NONE && c->pr->bytes[v] > 0; }
+
+/* The closure's value under lambda (the cut minus lambda * slack); *resident: the bytes it keeps
+ * live at the step. */
+static double closure(ctx *c, double lambda, double slack, double *resident)
+{
+    const mg_problem *pr = c->pr;
+    int S = 2 * c->nv, K = S + 1;
+    flow_reset(&c->f, 2 * c->nv + 2);
+    double konst = 0, inf = 0;
+    for (int q = 0; q < c->nv; q++) {
+        int v = c->vals[q];
+        inf += pr->cost[v] + lambda * (double)pr->bytes[v];
+    }
+    inf = 4 * inf + 1;
+    for (int q = 0; q < c->nv; q++) { /* node 2q: s_v, 2q+1: t_v; source side = 1 */
+        int v = c->vals[q];
+        double b = (double)pr->bytes[v], ws_ = pr->cost[v] - lambda * b;
+        if (lambda * b > 0) flow_edge(&c->f, 2 * q + 1, K, lambda * b);
+        if (c->inN[v]) flow_edge(&c->f, S, 2 * q + 1, inf);
+        if (!pr->evictable[v]) { /* never recomputed: s_v = 0 */
+            flow_edge(&c->f, 2 * q, K, inf);
+            continue;
+        }
+        if (ws_ > 0) flow_edge(&c->f, 2 * q, K, ws_);
+        else if (ws_ < 0) {
+            konst += ws_;
+            flow_edge(&c->f, S, 2 * q, -ws_);
+        }
+        flow_edge(&c->f, 2 * q, 2 * q + 1, inf);
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+            int u = pr->in[k];
+            if (c->idx[u] >= 0) flow_edge(&c->f, 2 * q, 2 * c->idx[u] + 1, inf);
+        }
+    }
+    double cut = flow_max(&c->f, S, K);
+    *resident = 0;
+    for (int q = 0; q < c->nv; q++)
+        if (c->f.level[2 * q + 1] >= 0 && c->f.level[2 * q] < 0) *resident += (double)pr->bytes[c->vals[q]];
+    return konst + cut - lambda * slack;
+}
+
+/* What the window (i, j] recomputes at least (j = T: every later read). */
+static double window(ctx *c, const int64_t *need, int64_t budget, const int *reads_start, const int *reads, int i,
+                     int j)
+{
+    const mg_problem *pr = c->pr;
+    c->nv = 0;
+    /* N: values computed before i, not live at i anyway, read by a target in (i, j] */
+    for (int v = 0; v < c->n; v++) {
+        c->inN[v] = 0;
+        if (!ws(c, v) || c->pos[v] >= i || c->freeat[v]) continue;
+        for (int z = reads_start[v]; z < reads_start[v + 1] && !c->inN[v]; z++)
+            c->inN[v] = reads[z] > i && reads[z] <= j;
+        if (c->inN[v]) {
+            c->idx[v] = c->nv;
+            c->vals[c->nv++] = v;
+        }
+    }
+    if (!c->nv) return 0;
+    /* for one i, N only grows with j: the same count is the same set, and the same figure */
+    if (c->memo_i == i && c->memo_n == c->nv) {
+        for (int q = 0; q < c->nv; q++) c->idx[c->vals[q]] = -1;
+        return c->memo_w;
+    }
+    c->memo_i = i;
+    c->memo_n = c->nv;
+    for (int q = 0; q < c->nv; q++) { /* their ancestors through values that may be recomputed */
+        int v = c->vals[q];
+        if (!pr->evictable[v]) continue;
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+            int u = pr->in[k];
+            if (!ws(c, u) || c->freeat[u] || c->idx[u] >= 0) continue;
+            c->idx[u] = c->nv;
+            c->vals[c->nv++] = u;
+        }
+    }
+    double slack = (double)(budget - need[i]), sumc = 0, sumb = 0, best = 0;
+    for (int q = 0; q < c->nv; q++) {
+        sumc += pr->cost[c->vals[q]];
+        sumb += (double)pr->bytes[c->vals[q]];
+    }
+    if (sumc > 0 && sumb > 0) { /* lambda by bisection in log scale on the bytes kept */
+        double lo = log(sumc / sumb) - 14, hi = log(sumc / sumb) + 7;
+        for (int it = 0; it < LAMBDA_STEPS; it++) {
+            double mid = (lo + hi) / 2, resident, val = closure(c, exp(mid), slack, &resident);
+            if (val > best) best = val;
+            if (resident > slack) lo = mid;
+            else hi = mid;
+        }
+    }
+    for (int q = 0; q < c->nv; q++) c->idx[c->vals[q]] = -1;
+    c->memo_w = best > 0 ? best * (1 - 1e-9) : 0;
+    return c->memo_w;
+}
+
+
+double mg_cut_bound(const mg_problem *pr, int64_t budget)
+{
+    int n = pr->n, T = 0;
+    if (budget == INT64_MAX) return 0;
+    ctx c = {.pr = pr, .n = n, .memo_i = -1};
+    c.pos = xcalloc((size_t)n + 1, sizeof *c.pos);
+    c.tg = xcalloc((size_t)n + 1, sizeof *c.tg);
+    for (int v = 0; v < n; v++) {
+        c.pos[v] = pr->target[v] ? T : -1;
+        if (pr->target[v]) c.tg[T++] = v;
+    }
+    c.T = T;
+    double total = 0;
+    int *last = xcalloc((size_t)n + 1, sizeof *last), *rs = xcalloc((size_t)n + 2, sizeof *rs);
+    int64_t *need = xcalloc((size_t)T + 1, sizeof *need);
+    int *cand = xcalloc((size_t)T + 2, sizeof *cand), m = 0;
+    int64_t *excess = xcalloc((size_t)T + 1, sizeof *excess);
+    double *best = NULL;
+    int *reads = NULL;
+    c.freeat = xcalloc((size_t)n + 1, 1);
+    c.idx = xcalloc((size_t)n + 1, sizeof *c.idx);
+    c.vals = xcalloc((size_t)n + 1, sizeof *c.vals);
+    c.inN = xcalloc((size_t)n + 1, 1);
+    if (T > MAX_TARGETS) goto done;
+    /* reads by targets (CSR, positions), and the last one */
+    for (int v = 0; v < n; v++) last[v] = -1;
+    for (int i = 0; i < T; i++)
+        for (int k = pr->in_start[c.tg[i]]; k < pr->in_start[c.tg[i] + 1]; k++) {
+            rs[pr->in[k] + 1]++;
+            last[pr->in[k]] = i;
+        }
+    for (int v = 0; v < n; v++) rs[v + 1] += rs[v];
+    reads = xcalloc((size_t)rs[n] + 1, sizeof *reads);
+    {
+        int *fill = xcalloc((size_t)n + 1, sizeof *fill);
+        for (int i = 0; i < T; i++)
+            for (int k = pr->in_start[c.tg[i]]; k < pr->in_start[c.tg[i] + 1]; k++)
+                reads[rs[pr->in[k]] + fill[pr->in[k]]++] = i;
+        free(fill);
+    }
+    for (int v = 0; v < n; v++)
+        if (c.pos[v] >= 0 && pr->keep_to_end[v]) last[v] = T;
+    /* what each step needs, and the candidate steps: where the others live across do not fit */
+    for (int i = 0; i < T; i++) {
+        int t = c.tg[i];
+        int64_t nd = (pr->home[t].mem == MG_MEM_NONE ? pr->bytes[t] : 0) + pr->scratch[t], others = 0;
+        for (int v = 0; v < n; v++) {
+            c.freeat[v] = 0;
+            if (!ws(&c, v)) continue;
+            int in = 0;
+            for (int k = pr->in_start[t]; k < pr->in_start[t + 1]; k++) in |= pr->in[k] == v;
+            if (in && v != t) c.freeat[v] = 1;
+            else if (c.pos[v] < i && last[v] > i && !pr->evictable[v]) c.freeat[v] = 1;
+            else if (c.pos[v] < i && last[v] > i) others += pr->bytes[v];
+            if (c.freeat[v]) nd += pr->bytes[v];
+        }
+        need[i] = nd;
+        if (nd > budget) goto done; /* no schedule fits: nothing to bound */
+        if (others > budget - nd) {
+            excess[m] = others - (budget - nd);
+            cand[m++] = i;
+        }
+    }
+    /* too many candidates for every window between them: the MAX_CAND / 2 with the least slack
+     * and the MAX_CAND / 2 with the largest excess (the windows the bound gains most from start
+     * at such steps; the choice only makes the bound weaker, never wrong) */
+    if (m > MAX_CAND) {
+        int *byslack = xcalloc((size_t)m, sizeof *byslack), *byex = xcalloc((size_t)m, sizeof *byex);
+        char *pick = xcalloc((size_t)T + 1, 1);
+        for (int k = 0; k < m; k++) byslack[k] = byex[k] = k;
+        for (int k = 1; k < m; k++) /* insertion sorts, ties by position (deterministic) */
+            for (int q = k; q > 0 && budget - need[cand[byslack[q]]] < budget - need[cand[byslack[q - 1]]]; q--) {
+                int x = byslack[q];
+                byslack[q] = byslack[q - 1];
+                byslack[q - 1] = x;
+            }
+        for (int k = 1; k < m; k++)
+            for (int q = k; q > 0 && excess[byex[q]] > excess[byex[q - 1]]; q--) {
+                int x = byex[q];
+                byex[q] = byex[q - 1];
+                byex[q - 1] = x;
+            }
+        for (int k = 0; k < MAX_CAND / 2; k++) pick[cand[byslack[k]]] = pick[cand[byex[k]]] = 1;
+        m = 0;
+        for (int i = 0; i < T; i++)
+            if (pick[i]) cand[m++] = i;
+        free(byslack);
+        free(byex);
+        free(pick);
+    }
+    cand[m] = T; /* the end: a window (cand[k], T] takes every later read */
+    int span = m; /* every window between candidates */
+    /* w[k][d]: the window (cand[k], cand[k + 1 + d]], d < span; the last of a row (d = span)
+     * the window (cand[k], T] */
+    double *w = xcalloc((size_t)(m + 1) * (size_t)(span + 1), sizeof *w);
+    c.f.head = xcalloc(2 * (size_t)n + 2, sizeof *c.f.head);
+    c.f.level = xcalloc(2 * (size_t)n + 2, sizeof *c.f.level);
+    c.f.it = xcalloc(2 * (size_t)n + 2, sizeof *c.f.it);
+    c.f.queue = xcalloc(2 * (size_t)n + 2, sizeof *c.f.queue);
+    for (int k = 0; k < m; k++) {
+        int i = cand[k], t = c.tg[i];
+        for (int v = 0; v < n; v++) { /* what is live at i anyway */
+            c.freeat[v] = 0;
+            c.idx[v] = -1;
+            if (!ws(&c, v)) continue;
+            int in = 0;
+            for (int q = pr->in_start[t]; q < pr->in_start[t + 1]; q++) in |= pr->in[q] == v;
+            if ((in && v != t) || (c.pos[v] < i && last[v] > i && !pr->evictable[v])) c.freeat[v] = 1;
+        }
+        for (int d = 0; d < span && k + 1 + d < m; d++)
+            w[(size_t)k * (span + 1) + d] = window(&c, need, budget, rs, reads, i, cand[k + 1 + d]);
+        w[(size_t)k * (span + 1) + span] = window(&c, need, budget, rs, reads, i, T);
+    }
+    best = xcalloc((size_t)m + 2, sizeof *best); /* best[l]: windows ending by cand[l] */
+    for (int l = 1; l <= m; l++) {
+        best[l] = best[l - 1];
+        for (int k = l - 1; k >= 0; k--) {
+            int d = l == m ? span : l - k - 1;
+            if (l < m && d >= span) break;
+            double x = best[k] + w[(size_t)k * (span + 1) + d];
+            if (x > best[l]) best[l] = x;
+        }
+    }
+    free(w);
+    total = best[m];
+done:
+    free(c.pos);
+    free(c.tg);
+    free(last);
+    free(rs);
+    free(reads);
+    free(need);
+    free(cand);
+    free(excess);
+    free(best);
+    free(c.freeat);
+    free(c.idx);
+    free(c.vals);
+    free(c.inN);
+    free(c.f.head);
+    free(c.f.next);
+    free(c.f.to);
+    free(c.f.c);
+    free(c.f.level);
+    free(c.f.it);
+    free(c.f.queue);
+    return total;
+}
