@@ -149,6 +149,7 @@ typedef struct mg_plan_builder {
     const mg_problem *pr;
     mg_plan *p;
     int capsteps, capbufs;
+    int64_t maxsteps;      /* mg_pb_reserve's figure: the steps grow by doubling up to it (0: no limit) */
     int64_t live;          /* bytes of workspace buffers resident now */
     mg_place *where;       /* per node: where its value is now (mem NONE: not resident) */
     int *last_read;        /* per node: the last step that read the resident instance */
@@ -156,8 +157,10 @@ typedef struct mg_plan_builder {
 void mg_pb_init(mg_plan_builder *b, const mg_problem *pr);
 int mg_pb_compute(mg_plan_builder *b, int v, int recompute); /* returns the step */
 int mg_pb_release(mg_plan_builder *b, int v);                /* 1 if v was a resident buffer */
-/* Room for nsteps steps up front (a scheduler's step limit): a long schedule is then never
- * copied as it grows, and pages it does not reach are never touched. */
+/* A scheduler's step limit: the steps (sized for every target once and a quarter more) grow by
+ * doubling as a schedule recomputes, never past nsteps. Nothing is allocated up front: under
+ * AddressSanitizer every allocation over 128 KiB is a fresh mapping whose shadow is written
+ * when it is freed, so reserving the limit (8 steps a target) cost more than the schedule. */
 void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps);
 mg_plan *mg_pb_finish(mg_plan_builder *b);                   /* the builder is spent after */
 void mg_pb_discard(mg_plan_builder *b);

@@ -54,17 +54,17 @@ void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
 
 void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps)
 {
-    if (nsteps <= b->capsteps || nsteps > INT32_MAX / 2) return;
-    b->capsteps = (int)nsteps;
-    b->p->steps = realloc(b->p->steps, (size_t)b->capsteps * sizeof *b->p->steps);
-    if (!b->p->steps) abort();
+    b->maxsteps = nsteps > 0 && nsteps <= INT32_MAX / 2 ? nsteps : 0;
 }
 
 static int add_step(mg_plan_builder *b, mg_step st)
 {
     mg_plan *p = b->p;
     if (p->nsteps == b->capsteps) {
-        b->capsteps = b->capsteps ? 2 * b->capsteps : 256;
+        int64_t cap = b->capsteps ? 2 * (int64_t)b->capsteps : 256;
+        if (b->maxsteps > b->capsteps && cap > b->maxsteps) cap = b->maxsteps; /* (a longer schedule still grows) */
+        if (cap > INT32_MAX / 2) abort();
+        b->capsteps = (int)cap;
         p->steps = realloc(p->steps, (size_t)b->capsteps * sizeof *p->steps);
         if (!p->steps) abort();
     }
