@@ -7,8 +7,8 @@
  * nothing of it: each k is an ordinary graph planned by mg_plan_program. The cheapest plan
  * (FLOPs executed) that fits wins, fewer parts unless more are clearly cheaper: splitting costs
  * the slices and concatenations it adds, and smaller GEMMs. Percentages refer to the whole batch's store-all
- * workspace, and the minimum feasible budget is the least over every k tried. More parts are
- * tried while they lower the minimum, up to split graphs of MAX_PARTS_NODES nodes, a bound on
+ * workspace, and the minimum feasible budget is the least over k = 1, 2, 4, ... up to the first
+ * k that does not lower it (whatever the budget). More parts are tried while they lower it, up to split graphs of MAX_PARTS_NODES nodes, a bound on
  * the planner's time only: the backend specialises each distinct step once (codegen.c's step
  * functions), so the k parts cost little more to compile than one (cnn_fmnist: 2.3 s whole,
  * 2.2 s in 8 parts of 189 nodes, 3.4 s in 32 parts of 677; unet_small in 4 parts of 588 nodes:

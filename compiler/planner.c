@@ -20,8 +20,9 @@
  *              time limit, started from auto's plan: the better of the two is returned, and it
  *              is marked optimal when the search finished at the budget itself.
  *
- * The minimum feasible budget is found by bisection over budgets with the same machinery; a
- * budget the direct search misses but that is above that minimum gets the minimum's plan, so
+ * The minimum feasible budget is found by bisection over budgets with the same machinery,
+ * independently of the budget asked (so every budget names the same minimum); a budget the
+ * direct search misses but that is at or above that minimum gets the minimum's plan, so
  * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
 #include "clock.h"
 #include "plan.h"
