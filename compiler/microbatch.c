@@ -686,7 +686,7 @@ static void emit_bn_grad_param(mb_build *b, int v)
     b->map[v] = add_like(b, &s, MG_OP_BN_GRAD_PARAM, 1, in, 0, t->name, MG_PHASE_BACKWARD);
 }
 
-mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
+mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **out, mg_diag *d)
 {
     *out = NULL;
     mb_info m;
@@ -805,7 +805,7 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
      * step of resnet18_64's parts (its minimum 6.4 MiB in 16 parts, workspace / peak live 1.16;
      * capped 5.0 MiB, and 25% is met in 4 parts at +17% FLOPs instead of 16 at +57%). A fixed
      * cap of 32 or 64 KiB for every convolution, or 1/(2k), measured no better. */
-    for (int v = 0; v < ng->n && !b.failed; v++) {
+    for (int v = 0; v < ng->n && !b.failed && cap_convs; v++) {
         mg_node *nd = &ng->nodes[v];
         int kind = nd->op == MG_OP_CONV2D ? MGK_CONV_FWD
                  : nd->op == MG_OP_CONV2D_GRAD_INPUT || nd->op == MG_OP_CONV_TRANSPOSE2D ? MGK_CONV_DX
@@ -832,4 +832,20 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
     }
     *out = ng;
     return MG_OK;
+}
+
+mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
+{
+    return mg_microbatch_ex(g, k, 1, out, d);
+}
+
+int mg_microbatch_convs_capped(const mg_graph *g)
+{
+    for (int v = 0; v < g->n; v++) {
+        mg_op op = g->nodes[v].op;
+        if ((op == MG_OP_CONV2D || op == MG_OP_CONV2D_GRAD_INPUT || op == MG_OP_CONV_TRANSPOSE2D ||
+             op == MG_OP_CONV2D_GRAD_WEIGHT || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC) && g->nodes[v].iattr[5] > 0)
+            return 1;
+    }
+    return 0;
 }

@@ -18,6 +18,11 @@ int mg_microbatch_counts(const mg_graph *g, int *ks, int max, mg_diag *why);
  * Forward nodes come first; inputs, params, outputs, loss and param_grads correspond to g's.
  * MG_ERR with a diag when k is not one of mg_microbatch_counts. */
 mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d);
+/* The same; cap_convs 0 leaves the convolutions the whole batch's scratch (their fastest blocks),
+ * 1 (mg_microbatch) gives them 1/k of it like the matrix products (iattr[5]). */
+mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **out, mg_diag *d);
+/* Whether some convolution of g runs with a capped scratch (iattr[5]). */
+int mg_microbatch_convs_capped(const mg_graph *g);
 
 /* plan_split.c: mg_plan_program, and when the budget cannot be met on the whole batch (or the
  * minimum feasible budget is asked for) the same on the micro-batched graphs; the cheapest plan

@@ -308,6 +308,8 @@ typedef struct mg_planned {
     mg_graph *graph;              /* the micro-batched joint graph both plans are of (owned; microbatch.h),
                                      NULL: the model's own */
     int micro_batches;            /* into how many parts graph splits the batch (0 or 1: not split) */
+    int convs_uncapped;           /* graph's convolutions keep the whole batch's scratch
+                                     (mg_microbatch_ex's cap_convs 0) */
     mg_diag unsplit;              /* plan_split.c, when no plan met the budget and the batch could not
                                      be split at all: why (msg empty otherwise) */
 } mg_planned;

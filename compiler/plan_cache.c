@@ -19,7 +19,7 @@
 #define MG_VERSION "0"
 #endif
 
-static const char magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', '0', '3'};
+static const char magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', '0', '4'};
 
 uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
 {
@@ -99,7 +99,7 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     wput(&b, &key, sizeof key);
     int64_t fig[4] = {pl->workspace_bytes, pl->budget_bytes, pl->store_all_bytes, pl->min_feasible_bytes};
     wput(&b, fig, sizeof fig);
-    int32_t opt[2] = {pl->optimal, pl->graph ? pl->micro_batches : 1};
+    int32_t opt[3] = {pl->optimal, pl->graph ? pl->micro_batches : 1, pl->graph && pl->convs_uncapped};
     wput(&b, opt, sizeof opt);
     wput(&b, &pl->solve_seconds, sizeof pl->solve_seconds);
     wput(&b, &pl->flops_lower_bound, sizeof pl->flops_lower_bound);
@@ -224,15 +224,17 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     rget(&r, &stored_key, sizeof stored_key);
     int64_t fig[4];
     rget(&r, fig, sizeof fig);
-    int32_t opt[2];
+    int32_t opt[3];
     rget(&r, opt, sizeof opt);
     rget(&r, &out->solve_seconds, sizeof out->solve_seconds);
     rget(&r, &out->flops_lower_bound, sizeof out->flops_lower_bound);
     /* a micro-batched plan is of the graph the rewrite makes of g in that many parts */
     mg_diag md = {0};
-    if (!r.bad && opt[1] >= 2 && mg_microbatch(g, opt[1], &out->graph, &md)) r.bad = 1;
+    if (!r.bad && (opt[2] < 0 || opt[2] > 1)) r.bad = 1;
+    if (!r.bad && opt[1] >= 2 && mg_microbatch_ex(g, opt[1], !opt[2], &out->graph, &md)) r.bad = 1;
     if (!r.bad && (opt[1] < 1 || (opt[1] == 1) != !out->graph)) r.bad = 1;
     out->micro_batches = opt[1];
+    out->convs_uncapped = opt[2];
     g = mg_planned_graph(out, g);
     out->train = get_plan(&r, g);
     out->forward = get_plan(&r, g);

@@ -4,6 +4,7 @@
  * time that fits the terminal. Everything shown comes from mg_report_figures; sizes are human
  * units (exact byte counts in parentheses in the summary) unless exact_bytes asks for numbers. */
 #include "report.h"
+#include "microbatch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,9 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
     if (p->micro_batches > 1) { /* compiler/microbatch.c */
         const mg_node *x = &f->g->nodes[f->g->inputs[0]];
-        fprintf(out, "  %-19s %d: the per-sample layers run on %lld samples at a time\n", "micro-batches",
-                p->micro_batches, (long long)(x->type.shape.dim[0] / p->micro_batches));
+        fprintf(out, "  %-19s %d: the per-sample layers run on %lld samples at a time%s\n", "micro-batches",
+                p->micro_batches, (long long)(x->type.shape.dim[0] / p->micro_batches),
+                mg_microbatch_convs_capped(f->g) ? ", convolutions in smaller blocks (less scratch)" : "");
     }
     fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",
             flops_str(f->flops_once, exact, a, sizeof a), flops_str(f->flops_executed, exact, b, sizeof b),

@@ -504,6 +504,52 @@ START_TEST(test_bit_identical_cnn_fmnist)
 }
 END_TEST
 
+/* A graph in parts gives its convolutions 1/k of their scratch, smaller blocks that run slower
+ * (plan_split.c prefer_uncapped). One convolution on 64x64 images, whose patch blocks (27 rows
+ * by 4,096 pixels, 432 KiB) outweigh an image's activations: at 75% of store-all it runs in parts
+ * with its whole blocks; at its minimum feasible budget only the capped graph fits. Both come
+ * back the same from the plan cache. */
+START_TEST(test_split_convs_capped_only_when_needed)
+{
+    static const char *src = "model wide\ninput x: f32[8, 3, 64, 64]\ninput y: i32[8]\n"
+                             "param w1: f32[8, 3, 3, 3] = he\nparam w2: f32[8, 10] = xavier\n"
+                             "h = relu(conv2d(x, w1, pad=1))\n"
+                             "loss = cross_entropy(global_avg_pool(h) @ w2, y)\nminimize loss\n";
+    mg_graph *g = parse_joint(src);
+    char *dir = tu_tmpdir();
+    mg_budget most = {1, 75.0, 0};
+    int64_t minf = -1;
+    for (int pass = 0; pass < 2; pass++) {
+        mg_budget at_min = {0, 0, minf};
+        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = pass ? &at_min : &most, .time_limit = 10,
+                              .want_min_feasible = !pass};
+        mg_planned pl;
+        mg_diag d = {0};
+        ck_assert_msg(mg_plan_split(g, &rq, 0, &pl, &d) == MG_OK && pl.train && pl.graph, "pass %d: %s", pass, d.msg);
+        ck_assert_int_gt(pl.micro_batches, 1);
+        ck_assert_msg(pl.convs_uncapped == !pass && mg_microbatch_convs_capped(pl.graph) == pass,
+                      "pass %d (%s): %d parts, convolutions %s", pass, pass ? "minimum" : "75%", pl.micro_batches,
+                      pl.convs_uncapped ? "uncapped" : "capped");
+        ck_assert_int_le(pl.workspace_bytes, pl.budget_bytes);
+        if (!pass) minf = pl.min_feasible_bytes;
+        uint64_t key = mg_plan_split_cache_key(g, &rq, 0);
+        ck_assert(mg_plan_cache_store(dir, key, &pl) == MG_OK);
+        mg_planned back;
+        ck_assert_msg(mg_plan_cache_load(dir, key, g, &back), "pass %d: cached plan not loaded", pass);
+        ck_assert_int_eq(back.micro_batches, pl.micro_batches);
+        ck_assert_int_eq(back.convs_uncapped, pl.convs_uncapped);
+        ck_assert_int_eq(mg_microbatch_convs_capped(back.graph), pass);
+        ck_assert_int_eq(back.train->workspace_bytes, pl.train->workspace_bytes);
+        mg_planned_free(&back);
+        mg_planned_free(&pl);
+        ck_assert_int_gt(minf, 0);
+    }
+    tu_rmtree(dir);
+    free(dir);
+    mg_graph_free(g);
+}
+END_TEST
+
 /* examples/transformer.mg (6 pre-LayerNorm layers, attention by batched matmul and softmax,
  * embedding, per-position cross-entropy) at store-all, 50%, 25% and the minimum feasible
  * budget, each of which must recompute: bit-identical loss and gradients. */
@@ -978,6 +1024,7 @@ static Suite *planner_suite(void)
     tcase_add_loop_test(r, test_random_dags, 0, RANDOM_MODELS);
     tcase_add_test(r, test_verifier_catches_corruption);
     tcase_add_test(r, test_verifier_catches_in_place_gradient_corruption);
+    tcase_add_test(r, test_split_convs_capped_only_when_needed);
     suite_add_tcase(s, r);
     TCase *mf = tcase_create("min_feasible");
     tcase_set_timeout(mf, 300);
