@@ -296,6 +296,10 @@ typedef struct mg_plan_request {
     double time_limit;    /* seconds, for solvers that search */
     int want_min_feasible;/* also find the smallest budget the planner can meet */
     uint64_t build_id;    /* plan cache only: the planner's build (mg_plan_cache_build_id), or 0 */
+    int64_t min_feasible_below; /* > 0: the minimum search looks only below this many bytes (plan_split.c:
+                                   the least minimum of the part counts tried so far); when it finds
+                                   nothing there, min_feasible_bytes comes back as this value. 0: no bound.
+                                   Not part of the cache key: plan_split.c sets it per part count. */
 } mg_plan_request;
 
 typedef struct mg_planned {

@@ -7,8 +7,8 @@
  * nothing of it: each k is an ordinary graph planned by mg_plan_program. The cheapest plan
  * (FLOPs executed) that fits wins, fewer parts unless more are clearly cheaper: splitting costs
  * the slices and concatenations it adds, and smaller GEMMs. Percentages refer to the whole batch's store-all
- * workspace, and the minimum feasible budget is the least over every k tried. More parts are
- * tried while they lower the minimum, up to split graphs of MAX_PARTS_NODES nodes, a bound on
+ * workspace, and the minimum feasible budget is the least over k = 1, 2, 4, ... up to the first
+ * k that does not lower it (whatever the budget). More parts are tried while they lower it, up to split graphs of MAX_PARTS_NODES nodes, a bound on
  * the planner's time only: the backend specialises each distinct step once (codegen.c's step
  * functions), so the k parts cost little more to compile than one (cnn_fmnist: 2.3 s whole,
  * 2.2 s in 8 parts of 189 nodes, 3.4 s in 32 parts of 677; unet_small in 4 parts of 588 nodes:
@@ -130,14 +130,21 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
     if (nk == 0 && !out->train) out->unsplit = why;
     int64_t minf = out->min_feasible_bytes;
     /* selecting: more parts may still give a cheaper plan (the choice does not depend on
-     * want_min_feasible, so `plan` reports what `compile` emits); after that, parts are tried
-     * only while they lower the minimum feasible budget */
+     * want_min_feasible, so `plan` reports what `compile` emits). minimizing: the minimum is the
+     * least over k = 1, 2, 4, ... up to the first k that does not lower it, whatever the budget
+     * (each k's minimum search is independent of the budget, and a k tried only because it
+     * might be cheaper does not lower it), so every budget names the same minimum and the k
+     * that reached it meets any budget at or above it. A k's search looks only below the
+     * minimum so far (mg_plan_request.min_feasible_below): nothing else could lower it. */
     int selecting = !out->train || recomputes; /* a plan of the whole batch that runs every op once is kept */
+    int minimizing = 1;
     for (int i = 0; i < nk; i++) {
         int k = ks[i];
         if (k & (k - 1)) continue; /* powers of two */
         mg_planned p;
-        if (plan_parts(g, k, 1, rq, out->budget_bytes, MAX_PARTS_NODES, end, &p, d)) {
+        mg_plan_request r = *rq;
+        r.min_feasible_below = minf > 0 ? minf : 0;
+        if (plan_parts(g, k, 1, &r, out->budget_bytes, MAX_PARTS_NODES, end, &p, d)) {
             mg_planned_free(out);
             *out = (mg_planned){0};
             return MG_ERR;
@@ -145,8 +152,9 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         if (!p.graph) break; /* too many nodes to plan in reasonable time */
         out->solve_seconds += p.solve_seconds;
         int64_t pmin = p.min_feasible_bytes;
-        int lower = pmin >= 0 && (minf < 0 || pmin < minf);
+        int lower = minimizing && pmin >= 0 && (minf < 0 || pmin < minf);
         if (lower) minf = pmin;
+        else minimizing = 0;
         if (selecting && p.train && (!out->train || cheaper(&p, out))) { /* figures stay the whole batch's */
             p.store_all_bytes = out->store_all_bytes;
             p.budget_bytes = out->budget_bytes;
@@ -159,7 +167,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         }
         if (out->train && out->train->flops_executed <= out->train->flops_once) selecting = 0; /* none is cheaper */
         if (!out->train && !lower) selecting = 0; /* no plan, and no progress towards one */
-        if (!selecting && (!rq->want_min_feasible || !lower)) break;
+        if (!selecting && (!rq->want_min_feasible || !minimizing)) break;
     }
     out->min_feasible_bytes = minf;
     return finish(g, rq, end, out, d);

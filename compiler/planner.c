@@ -20,8 +20,9 @@
  *              time limit, started from auto's plan: the better of the two is returned, and it
  *              is marked optimal when the search finished at the budget itself.
  *
- * The minimum feasible budget is found by bisection over budgets with the same machinery; a
- * budget the direct search misses but that is above that minimum gets the minimum's plan, so
+ * The minimum feasible budget is found by bisection over budgets with the same machinery,
+ * independently of the budget asked (so every budget names the same minimum); a budget the
+ * direct search misses but that is at or above that minimum gets the minimum's plan, so
  * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
 #include "clock.h"
 #include "plan.h"
@@ -356,6 +357,23 @@ static int variant_cmp(const void *a, const void *b)
  * which is rare: fitting lowers their caps until they do. */
 enum { HOPELESS = 2 };
 
+/* Sets p's peak live bytes without placing it: what the arena cannot go below. */
+static void set_unplaced_peak(mg_plan *p)
+{
+    int64_t *delta = calloc((size_t)p->nsteps + 1, sizeof *delta), live = 0, peak = 0;
+    if (!delta) abort();
+    for (int b = 0; b < p->nbufs; b++) {
+        delta[p->bufs[b].first] += p->bufs[b].bytes;
+        delta[p->bufs[b].last + 1] -= p->bufs[b].bytes;
+    }
+    for (int s = 0; s < p->nsteps; s++) {
+        live += delta[s];
+        if (live > peak) peak = live;
+    }
+    free(delta);
+    p->peak_live_bytes = peak;
+}
+
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
  * cheapest first; returns how many have a schedule. sched_rc.c's variants run first: where
  * policies thrash they are the cheap ones, so the limit above cuts the others early. */
@@ -375,20 +393,7 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
         v[i].o.flops_limit = 0; /* fitting it reschedules without the limit */
         if (v[i].p && (best == 0 || v[i].p->flops_executed < best)) best = v[i].p->flops_executed;
         if (v[i].p) {
-            /* peak live bytes without placing: what the arena cannot go below */
-            mg_plan *p = v[i].p;
-            int64_t *delta = calloc((size_t)p->nsteps + 1, sizeof *delta), live = 0, peak = 0;
-            if (!delta) abort();
-            for (int b = 0; b < p->nbufs; b++) {
-                delta[p->bufs[b].first] += p->bufs[b].bytes;
-                delta[p->bufs[b].last + 1] -= p->bufs[b].bytes;
-            }
-            for (int s = 0; s < p->nsteps; s++) {
-                live += delta[s];
-                if (live > peak) peak = live;
-            }
-            free(delta);
-            p->peak_live_bytes = peak;
+            set_unplaced_peak(v[i].p);
             n++;
         }
     }
@@ -793,8 +798,13 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
 /* How far above the minimum feasible budget improve_below runs. */
 static const double NEAR_MIN = 0.05;
 
-mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
-                   mg_solution *out, mg_diag *d)
+/* mg_solve; below > 0: the minimum search looks only below `below` bytes (mg_plan_request.
+ * min_feasible_below) and, finding nothing there, reports `below` itself. floor > 0: a minimum
+ * at or under floor is as good as any (the forward pass's under the training step's: the
+ * program needs the larger), so a plan within floor ends the search, and it reports that plan's
+ * workspace. */
+static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, int64_t below,
+                             int64_t floor, double time_limit, mg_solution *out, mg_diag *d)
 {
     *out = (mg_solution){.min_feasible_bytes = -1, .optimal = -1, .lower_bound = -1};
     char *keep = sqrt_checkpoints(pr);
@@ -818,23 +828,55 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
         if (opt) out->optimal = 1;
     }
     int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
-    if (want_min || (!out->plan && searching)) {
-        /* bisection over budgets between a proven lower bound and store-all; hi always has a
-         * plan; stops within 0.1% (or one alignment unit) of the smallest budget found */
+    if (!st && (want_min || (!out->plan && searching))) {
+        /* The minimum search: a bisection over budgets between a proven lower bound and
+         * store-all (or `below`); hi has a plan once `found`; stops within 0.1% (or one
+         * alignment unit) of the smallest budget found. It depends on the problem and `below`
+         * only, never on the budget asked (its own memo: the solve's depends on the budget), so
+         * every budget names the same minimum, and a budget at or above it gets at worst the
+         * plan the search found there (the schedulers are not monotone in their cap: the solve
+         * at a budget can miss where the search met a smaller one). */
+        search_memo mmemo = {-1, 0, 0, NULL, 0, memo.store_all, memo.lower_bound, 0};
         int64_t lo = working_set_bound(pr), hi = out->store_all_bytes;
+        int found = 1; /* store-all */
         mg_plan *best = NULL;
         if (lo > 0) lo -= 1; /* lo is infeasible by convention; the bound itself may be met */
         /* the scheduler is not monotone in its cap: a plan the bisection finds under a smaller
          * budget can be cheaper than the one found under the budget; the cheapest that fits
          * the budget is kept (cheap, owned apart from best unless they are the same plan) */
         mg_plan *cheap = NULL;
+        /* Chen's checkpoints: a plan of fixed size that the solve of auto tries at every budget
+         * (resnet18_64 in 16 parts: 4,990,016 bytes where the bisection alone stopped at 5,248,064) */
+        mg_sched_opts chk = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST, .keep = keep};
+        if ((st = build(pr, &chk, &best, d))) goto done;
+        if (best->workspace_bytes < hi && (below <= 0 || best->workspace_bytes < below)) {
+            hi = best->workspace_bytes;
+            if (searching && hi <= budget) cheap = best;
+        } else {
+            mg_plan_free(best);
+            best = NULL;
+        }
+        /* below: only a plan under it matters; the first probe is just under it (within the
+         * stopping tolerance), and where that misses the search stops there */
+        int64_t first = -1;
+        if (below > 0 && below < hi) {
+            hi = below;
+            found = 0;
+            int64_t tol = hi / 1000 > MG_ALIGN ? hi / 1000 : MG_ALIGN;
+            if (hi - tol > lo) first = hi - tol;
+        }
+        if (floor > 0 && floor >= hi) lo = hi; /* nothing to search: hi is within floor already */
+        else if (floor > lo && floor < hi) first = floor;
         probe_memo pm = {.n = {0}};
         while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
-            int64_t mid = lo + (hi - lo) / 2;
+            int64_t mid = first > 0 ? first : lo + (hi - lo) / 2;
+            first = -1;
             mg_plan *p;
-            if ((st = feasible_at(pr, mid, &memo, &pm, &p, d))) break;
+            if ((st = feasible_at(pr, mid, &mmemo, &pm, &p, d))) break;
+            if (p && mid == floor) lo = p->workspace_bytes - 1; /* within floor: done */
             if (p) {
                 hi = p->workspace_bytes;
+                found = 1;
                 if (best != cheap) mg_plan_free(best);
                 best = p;
                 if (searching && p->workspace_bytes <= budget &&
@@ -847,22 +889,23 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
                 lo = mid;
             }
         }
+        mg_chain_free(mmemo.chain);
         if (best != cheap) mg_plan_free(best);
         best = NULL;
-        out->min_feasible_bytes = hi;
+        out->min_feasible_bytes = hi; /* (`below` itself when nothing was found under it) */
         /* a budget a little above the minimum where the improvement search found nothing (its
          * seeds' schedules missed the budget once placed, or stayed dearer): the search at the
          * minimum, whose plans fit this budget too (resnet50 at 4.7 GB: 1.2176 of running every
          * op once, 1.1856 at the minimum, 4.52 GB) */
-        if (!st && solver == MG_SOLVER_AUTO && out->plan && !memo.improved && out->optimal != 1 && hi < budget &&
-            (double)(budget - hi) <= NEAR_MIN * (double)hi)
+        if (!st && found && solver == MG_SOLVER_AUTO && out->plan && !memo.improved && out->optimal != 1 &&
+            hi < budget && (double)(budget - hi) <= NEAR_MIN * (double)hi)
             st = improve_below(pr, hi, &memo, &out->plan, d);
         if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
             mg_plan_free(out->plan); /* (an optimal plan cannot be beaten; the test is for safety) */
             out->plan = cheap;
             cheap = NULL;
         }
-        if (!st && !out->plan && hi <= budget && searching) {
+        if (!st && !out->plan && found && hi <= budget && searching) { /* the search's plan at the minimum */
             if (cheap) out->plan = cheap;
             else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, &out->plan, &(int){0}, d);
             cheap = NULL;
@@ -886,6 +929,12 @@ done:
         out->plan = NULL;
     }
     return st;
+}
+
+mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
+                   mg_solution *out, mg_diag *d)
+{
+    return solve_below(pr, solver, budget, want_min, 0, 0, time_limit, out, d);
 }
 
 /* A copy of p (its steps and buffers; the graph is shared). */
@@ -958,13 +1007,31 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
         mg_plan_free(sf_all.plan);
         /* the time limit is for both functions; the training step gets most of it */
         double t1 = mg_seconds();
-        if ((st = mg_solve(pt, rq->solver, budget, rq->want_min_feasible, rq->time_limit * 0.8, &ts, d)))
+        int64_t below = rq->min_feasible_below;
+        if ((st = solve_below(pt, rq->solver, budget, rq->want_min_feasible, below, 0, rq->time_limit * 0.8, &ts, d)))
             goto done;
         double left = rq->time_limit - (mg_seconds() - t1);
-        if ((st = mg_solve(pf, rq->solver, budget, rq->want_min_feasible,
-                           left > rq->time_limit * 0.2 ? left : rq->time_limit * 0.2, &fs, d)))
+        /* the forward pass's minimum matters only above the training step's */
+        if ((st = solve_below(pf, rq->solver, budget, rq->want_min_feasible, below, ts.min_feasible_bytes,
+                              left > rq->time_limit * 0.2 ? left : rq->time_limit * 0.2, &fs, d)))
             goto done;
+        /* a budget one function misses: the minimum is the larger of both functions' (the one
+         * that met it did not search for its own unless asked; the solve is repeated with the
+         * search, on this failing path only) */
+        for (int f = 0; f < 2 && !rq->want_min_feasible && (!ts.plan || !fs.plan); f++) {
+            mg_solution *s = f ? &fs : &ts;
+            if (!s->plan || s->min_feasible_bytes >= 0) continue;
+            mg_solution again;
+            if ((st = solve_below(f ? pf : pt, rq->solver, budget, 1, below, f ? ts.min_feasible_bytes : 0,
+                                  rq->time_limit * 0.2, &again, d)))
+                goto done;
+            mg_plan_free(s->plan);
+            *s = again;
+        }
     }
+    /* the program's minimum: both functions must fit (the minimum search of each is independent
+     * of the budget, so this is too; a plan whose workspace is below it does not lower it: the
+     * solve at a budget that small need not find that plan again) */
     if (ts.min_feasible_bytes >= 0 || fs.min_feasible_bytes >= 0)
         out->min_feasible_bytes = ts.min_feasible_bytes > fs.min_feasible_bytes ? ts.min_feasible_bytes : fs.min_feasible_bytes;
     if (ts.plan && fs.plan) {
@@ -976,10 +1043,6 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
         out->optimal = ts.optimal == 1 && fs.optimal == 1 ? 1 : -1;
         out->flops_lower_bound = ts.lower_bound;
         out->note = ts.note ? ts.note : fs.note;
-        /* the bisection stops within 0.1% of its minimum: a plan at a budget just below that
-         * can meet it, and then it is the minimum known */
-        if (out->min_feasible_bytes >= 0 && out->workspace_bytes < out->min_feasible_bytes)
-            out->min_feasible_bytes = out->workspace_bytes;
     }
 done:
     mg_plan_free(ts.plan);

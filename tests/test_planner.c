@@ -159,6 +159,77 @@ START_TEST(test_random_dags)
 END_TEST
 
 /* A plan for corruption: a random model at a budget that makes it recompute. */
+/* The minimum feasible budget (plan_split.c over part counts, planner.c's bisection): the same
+ * whichever budget was asked, met by a plan at itself and at every budget above it, and named by
+ * a budget that fails (also when only the plan, not the minimum, was asked for: compile). */
+static void plan_split_or_fail(const mg_graph *g, int64_t budget, int want_min, mg_planned *out, const char *src)
+{
+    mg_diag d = {0};
+    mg_budget b = {0, 0, budget};
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &b, .time_limit = 10, .want_min_feasible = want_min};
+    ck_assert_msg(mg_plan_split(g, &rq, 0, out, &d) == MG_OK, "%s\n%s", d.msg, src);
+    if (out->train) {
+        ck_assert_msg(out->workspace_bytes <= budget, "workspace %lld over budget %lld\n%s",
+                      (long long)out->workspace_bytes, (long long)budget, src);
+        ck_assert_msg(mg_program_verify(mg_planned_graph(out, g), out, &d) == MG_OK, "%s\n%s", d.msg, src);
+    }
+}
+
+/* random_model seeds: those below 1005 where main at b5b8ba3 broke a promise (a budget just under
+ * the minimum planned and lowered it), and one where it did not */
+#ifdef MG_TEST_SANITIZED
+static const int minfeas_seeds[] = {9, 72}; /* (about 5 s each under ASan) */
+#else
+static const int minfeas_seeds[] = {9, 25, 45, 51, 72, 0};
+#endif
+enum { MINFEAS_MODELS = sizeof minfeas_seeds / sizeof minfeas_seeds[0] };
+
+START_TEST(test_min_feasible_consistent)
+{
+    int seed = minfeas_seeds[_i];
+    sbuf *m = malloc(sizeof *m);
+    random_model((uint64_t)seed + 1000, m);
+    mg_graph *g = parse_joint(m->text);
+    mg_planned p;
+    /* the minimum as a plan at 40% of store-all names it */
+    mg_budget pct = {1, 40, 0};
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &pct, .time_limit = 10, .want_min_feasible = 1};
+    mg_diag d = {0};
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK, "%s", d.msg);
+    int64_t minf = p.min_feasible_bytes, store_all = p.store_all_bytes;
+    ck_assert_msg(minf > 0 && minf <= store_all, "seed %d: minimum %lld", seed, (long long)minf);
+    mg_planned_free(&p);
+    /* the minimum itself, and budgets up to 10% above it: a plan, and the same minimum */
+    uint64_t s = (uint64_t)seed + 99;
+    for (int t = 0; t < 3; t++) {
+        int64_t b = t == 0 ? minf : minf + (int64_t)((double)minf * 0.1 * (double)(1 + rnd(&s, 1000)) / 1000.0);
+        plan_split_or_fail(g, b, 1, &p, m->text);
+        ck_assert_msg(p.train, "seed %d: no plan at %lld, the minimum is %lld", seed, (long long)b, (long long)minf);
+        ck_assert_msg(p.min_feasible_bytes == minf, "seed %d: at %lld the minimum is %lld, at 40%% %lld", seed,
+                      (long long)b, (long long)p.min_feasible_bytes, (long long)minf);
+        mg_planned_free(&p);
+    }
+    /* below it: the same minimum, whether the plan fails there (then it names the minimum, which
+     * plans, above) or not; and compile's path (no minimum asked for) names the same one */
+    for (int t = 0; t < 2; t++) {
+        int64_t b = t == 0 ? minf - 1 : minf - minf / 50;
+        plan_split_or_fail(g, b, 1, &p, m->text);
+        ck_assert_msg(p.min_feasible_bytes == minf, "seed %d: at %lld the minimum is %lld, at 40%% %lld", seed,
+                      (long long)b, (long long)p.min_feasible_bytes, (long long)minf);
+        int planned = p.train != NULL;
+        mg_planned_free(&p);
+        plan_split_or_fail(g, b, 0, &p, m->text);
+        ck_assert_msg(!p.train == !planned, "seed %d: plan and compile disagree at %lld", seed, (long long)b);
+        if (!p.train)
+            ck_assert_msg(p.min_feasible_bytes == minf, "seed %d: compile at %lld names %lld, plan %lld", seed,
+                          (long long)b, (long long)p.min_feasible_bytes, (long long)minf);
+        mg_planned_free(&p);
+    }
+    mg_graph_free(g);
+    free(m);
+}
+END_TEST
+
 static mg_graph *recomputing_plan(mg_planned *out)
 {
     static const char *src = "model c\ninput x: f32[16, 32]\nv = x\nrepeat 8 {\n param w: f32[32, 32] = xavier\n"
@@ -707,6 +778,34 @@ START_TEST(test_solvers_on_the_command_line)
 }
 END_TEST
 
+/* The command line's minimum feasible budget (cnn_fmnist, planned in parts): the same at 25% and
+ * at itself, met there, and named by a budget just below it, which fails or plans with the same
+ * minimum. (main at b5b8ba3: resnet18_64 at 5242880 bytes said "minimum feasible 4990016", and
+ * --budget 4990016 failed naming 5248064.) */
+START_TEST(test_min_feasible_on_the_command_line)
+{
+    char *out;
+    const char *m = example("examples/cnn_fmnist.mg");
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 25%% --format json --no-cache", m), 0);
+    long long minf = tu_json_figure(out, "min_feasible_bytes");
+    free(out);
+    ck_assert_msg(minf > 0, "no minimum at 25%%");
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --format json --no-cache", m, minf), 0);
+    ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= minf && tu_json_figure(out, "min_feasible_bytes") == minf,
+                  "at its minimum %lld:\n%s", minf, out);
+    free(out);
+    int rc = tu_memgrad(&out, "plan '%s' --budget %lldB --format json --no-cache", m, minf - 1);
+    char want[64];
+    snprintf(want, sizeof want, "(%lld bytes)", minf);
+    if (rc == 0)
+        ck_assert_msg(tu_json_figure(out, "min_feasible_bytes") == minf, "just below %lld:\n%s", minf, out);
+    else
+        ck_assert_msg(rc == 1 && strstr(out, "below the minimum feasible budget of") && strstr(out, want),
+                      "just below %lld:\n%s", minf, out);
+    free(out);
+}
+END_TEST
+
 /* plan --format json at 40% of mlp_deep's store-all; with --verify, which says the plan was
  * verified (one plan for both: mlp_deep's planning is most of this entry's time under ASan) */
 START_TEST(test_plan_json_figures)
@@ -942,6 +1041,10 @@ static Suite *planner_suite(void)
     tcase_add_test(r, test_verifier_catches_in_place_gradient_corruption);
     tcase_add_test(r, test_split_convs_capped_only_when_needed);
     suite_add_tcase(s, r);
+    TCase *mf = tcase_create("min_feasible");
+    tcase_set_timeout(mf, 300);
+    tcase_add_loop_test(mf, test_min_feasible_consistent, 0, MINFEAS_MODELS);
+    suite_add_tcase(s, mf);
     /* the end-to-end tests run as ctest entries of their own (test_planner_e2e and _cnn:
      * compiled models; test_planner_cli: the command line on benchmark graphs), each well
      * within ctest's limit under ASan */
@@ -963,6 +1066,7 @@ static Suite *planner_suite(void)
     tcase_add_test(c, test_arena_waste_on_examples);
     tcase_add_test(c, test_solvers_on_the_command_line);
     tcase_add_test(c, test_plan_json_figures);
+    tcase_add_test(c, test_min_feasible_on_the_command_line);
     tcase_add_test(c, test_sweep);
     tcase_add_test(c, test_benchmark_graphs);
     tcase_add_test(c, test_layered_dags_under_the_peak);
