@@ -54,7 +54,11 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
         snprintf(tail, sizeof tail, ", %.1f%% of the budget", 100.0 * (double)f->workspace_bytes / (double)f->budget_bytes);
     figure(out, "workspace", f->workspace_bytes, exact, tail);
     figure(out, "store-all", f->store_all_bytes, exact, "");
-    if (f->min_feasible_bytes >= 0) figure(out, "minimum feasible", f->min_feasible_bytes, exact, "");
+    if (f->min_feasible_bytes >= 0)
+        figure(out, "minimum feasible", f->min_feasible_bytes, exact,
+               f->workspace_bytes < f->min_feasible_bytes
+                   ? ": every budget from here up gets a plan (smaller ones may too: this plan needs less)"
+                   : "");
     snprintf(tail, sizeof tail, ", allocator waste %.2f%%", 100.0 * f->allocator_waste);
     figure(out, "peak live", f->peak_live_bytes, exact, tail);
     figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
