@@ -686,6 +686,14 @@ static void emit_bn_grad_param(mb_build *b, int v)
     b->map[v] = add_like(b, &s, MG_OP_BN_GRAD_PARAM, 1, in, 0, t->name, MG_PHASE_BACKWARD);
 }
 
+/* The convolution kernel an op runs (MGK_CONV_FWD, _DX, _DW), or -1: not a convolution. */
+static int conv_kind(mg_op op)
+{
+    return op == MG_OP_CONV2D ? MGK_CONV_FWD
+         : op == MG_OP_CONV2D_GRAD_INPUT || op == MG_OP_CONV_TRANSPOSE2D ? MGK_CONV_DX
+         : op == MG_OP_CONV2D_GRAD_WEIGHT || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC ? MGK_CONV_DW : -1;
+}
+
 mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **out, mg_diag *d)
 {
     *out = NULL;
@@ -807,9 +815,7 @@ mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **o
      * cap of 32 or 64 KiB for every convolution, or 1/(2k), measured no better. */
     for (int v = 0; v < ng->n && !b.failed && cap_convs; v++) {
         mg_node *nd = &ng->nodes[v];
-        int kind = nd->op == MG_OP_CONV2D ? MGK_CONV_FWD
-                 : nd->op == MG_OP_CONV2D_GRAD_INPUT || nd->op == MG_OP_CONV_TRANSPOSE2D ? MGK_CONV_DX
-                 : nd->op == MG_OP_CONV2D_GRAD_WEIGHT || nd->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC ? MGK_CONV_DW : -1;
+        int kind = conv_kind(nd->op);
         if (kind < 0) continue;
         mgk_conv_geom geom = mg_conv_geom(ng, v);
         int64_t full = mgk_conv_scratch_bytes(kind, &geom, (int64_t)mg_dtype_size(nd->type.dtype));
@@ -841,11 +847,7 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
 
 int mg_microbatch_convs_capped(const mg_graph *g)
 {
-    for (int v = 0; v < g->n; v++) {
-        mg_op op = g->nodes[v].op;
-        if ((op == MG_OP_CONV2D || op == MG_OP_CONV2D_GRAD_INPUT || op == MG_OP_CONV_TRANSPOSE2D ||
-             op == MG_OP_CONV2D_GRAD_WEIGHT || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC) && g->nodes[v].iattr[5] > 0)
-            return 1;
-    }
+    for (int v = 0; v < g->n; v++)
+        if (conv_kind(g->nodes[v].op) >= 0 && g->nodes[v].iattr[5] > 0) return 1;
     return 0;
 }
