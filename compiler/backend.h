@@ -19,6 +19,7 @@ typedef struct mg_program {
     const mg_plan *forward;   /* NAME_forward */
     int64_t workspace_bytes;  /* what both functions need: the max of the two plans */
     int64_t param_bytes;
+    int micro_batches;        /* the batch's parts in g (0 or 1: not split) */
 } mg_program;
 
 /* codegen.c: emits an object file at obj_path (and, if ll_path is not NULL, the optimised

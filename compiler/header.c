@@ -74,6 +74,12 @@ char *mg_header_text(const mg_program *p)
     list(&o, g, "inputs", g->ninputs, g->inputs, NULL);
     put(&o, " * Outputs of %s_forward (pointers in this order in outputs[]):\n", m);
     list(&o, g, "outputs", g->noutputs, onodes, onames);
+    const mg_plan *t = p->train;
+    put(&o, " *\n * Memory plan of %s_train_step (`memgrad plan` with the same options reports it whole):\n"
+            " * peak live bytes %lld; FLOPs executed %.0f, every op once %.0f (+%.2f%% recomputed).\n",
+        m, (long long)t->peak_live_bytes, t->flops_executed, t->flops_once,
+        t->flops_once > 0 ? 100.0 * (t->flops_executed / t->flops_once - 1) : 0.0);
+    if (p->micro_batches > 1) put(&o, " * The batch runs in %d micro-batches.\n", p->micro_batches);
     if (nstate)
         put(&o, " *\n * This model has state (batch_norm running statistics, the step counter that keys dropout\n"
                 " * masks): a blob of %s_STATE_BYTES bytes the caller owns, set up once by %s_init_state,\n"

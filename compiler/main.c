@@ -517,6 +517,7 @@ static int run_planner(options *o, compiled *c, int want_min)
     c->prog.forward = p->forward;
     c->prog.workspace_bytes = p->workspace_bytes;
     c->prog.param_bytes = mg_param_layout(c->g, NULL);
+    c->prog.micro_batches = p->micro_batches;
     return 0;
 }
 
