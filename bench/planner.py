@@ -2,7 +2,7 @@
 """bench/planner.py — the planner's figures (issue 3), measured with the built memgrad binary.
 
   python3 bench/planner.py [--memgrad build-release/memgrad] [--out bench/results/planner.md]
-                           [--sections checkmate,layered,growth,examples,torch] [--reuse-exact FILE]
+                           [--sections checkmate,layered,minimalloc,growth,examples,torch] [--reuse-exact FILE]
 
 --out FILE rewrites only the sections measured in FILE, keeps its other sections as they were,
 and regenerates its header (when, on which commit and under what load each section was measured).
@@ -12,7 +12,7 @@ the half hour); a point whose budget label differs there is solved afresh.
 
 Sections: Checkmate training graphs at 90..40% of the store-all peak and at the minimum
 feasible budget (auto vs sqrt vs exact, the MILP, and the best lower bound it proves); Moccasin's layered DAGs at
-0.8x and 0.9x of the no-recompute peak; auto's solve time against joint-graph size (~100, ~1,000,
+0.8x and 0.9x of the no-recompute peak; MiniMalloc's eleven allocation instances (the arena alone); auto's solve time against joint-graph size (~100, ~1,000,
 ~10,000 nodes) and its growth rate; every example model's store-all and minimum feasible budget
 and its overhead at 75/50/33/25% (sqrt, auto, exact); PyTorch's checkpointing beside memgrad on
 the example models bench/torch_models.py has (torch_checkpoint.py). Every plan is checked by
@@ -144,6 +144,42 @@ def layered(mg, lines):
                              f"{a['flops_executed'] / a['flops_once']:.4f} | {a['median_seconds']:.3f} | "
                              f"{a['median_cpu_seconds']:.2f} |")
     lines.append("")
+
+
+MINIMALLOC_SECONDS = 10
+
+
+def minimalloc(mg, lines):
+    lines.append("MiniMalloc's eleven instances (bench/data/minimalloc, from the MiniMalloc paper, ASPLOS 2023), each "
+                 "placed by `memgrad arena FILE.csv --capacity 1048576 --format json` with a "
+                 f"{MINIMALLOC_SECONDS} s limit: the arena it reaches, whether that fits the capacity, whether the "
+                 "search proved it the least arena for those buffers (it stops once the capacity is met), `lower bound` the most bytes live at "
+                 "once, `solve s` the allocator's wall-clock time and `CPU s` the whole process's (medians of 3).\n")
+    lines.append("| instance | buffers | lower bound | arena | fits | optimal | solve s | CPU s |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    d = os.path.join(ROOT, "bench/data/minimalloc")
+    nfit = 0
+    names = sorted(n for n in os.listdir(d) if n.endswith(".csv"))
+    for n in names:
+        cap = n.split(".")[1]
+        args = [mg, "arena", os.path.join(d, n), "--capacity", cap, "--format", "json",
+                "--time-limit", str(MINIMALLOC_SECONDS)]
+        outs, cpus = [], []
+        for _ in range(3):
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            p = subprocess.run(args, capture_output=True, text=True)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if p.returncode not in (0, 1):
+                sys.exit(f"memgrad arena {n} failed: {p.stderr}")
+            outs.append(json.loads(p.stdout))
+            cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+        o = outs[0]
+        nfit += o["fits"] is True
+        solve = statistics.median(x["solve_seconds"] for x in outs)
+        lines.append(f"| {n.split('.')[0]} | {o['buffers']} | {o['lower_bound']} | {o['arena_bytes']} | "
+                     f"{'yes' if o['fits'] else 'no'} | {'yes' if o['optimal'] is True else 'no'} | {solve:.3f} | "
+                     f"{statistics.median(cpus):.2f} |")
+    lines.append(f"\n{nfit} of {len(names)} instances fit their capacity.\n")
 
 
 def chain_model(layers):
@@ -345,6 +381,7 @@ def torch_checkpoint(mg, lines):
 SECTIONS = [
     ("checkmate", "Checkmate training graphs", lambda mg, l, tmp, a: checkmate(mg, l, a.reuse_exact)),
     ("layered", "Layered DAGs (Moccasin's scaling set)", lambda mg, l, tmp, a: layered(mg, l)),
+    ("minimalloc", "MiniMalloc's allocation instances", lambda mg, l, tmp, a: minimalloc(mg, l)),
     ("growth", "Solve time against joint-graph size (auto, 50% of store-all)", lambda mg, l, tmp, a: growth(mg, l, tmp)),
     ("examples", "Example models", lambda mg, l, tmp, a: examples(mg, l)),
     ("torch", "Beside PyTorch's checkpointing", lambda mg, l, tmp, a: torch_checkpoint(mg, l)),
