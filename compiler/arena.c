@@ -784,13 +784,16 @@ typedef struct rkey {
     int i, tie;
 } rkey;
 
-static int cmp_rkey(const void *a, const void *b)
+static inline int cmp_rkey(const void *a, const void *b)
 {
     const rkey *x = a, *y = b;
     for (int j = 0; j < 3; j++)
         if (x->k[j] != y->k[j]) return x->k[j] > y->k[j] ? -1 : 1;
     return x->tie - y->tie;
 }
+/* (every part is ranked afresh at every split: libc's qsort with calls per comparison was a
+ * tenth of the search's time; the keys are distinct, tie being the buffer's own index) */
+MG_ARENA_SORT(sort_rkeys, rkey, cmp_rkey)
 
 /* The orders tried round robin, in MiniMalloc's letters: T the bytes still to place in the
  * busiest section the buffer is in, W its lifetime, A its area (bytes x lifetime). */
@@ -844,11 +847,11 @@ static void *grow(void *p, size_t *cap, size_t elem)
 }
 
 static int solve_range(search *st, int a, int b);
-static int search_range(search *st, int a, int b, int64_t min_off, int min_rank);
+static int search_range(search *st, int a, int b, int64_t min_off, int min_rank, int busiest_at);
 
 /* Places u at its lowest feasible offset, propagates, and searches on; restores everything.
  * The caller has checked the section bound every placement at this offset must meet. */
-static int place(search *st, int a, int b, int u)
+static int place(search *st, int a, int b, int u, int busiest_at)
 {
     int64_t o = st->minoff[u], h = o + st->size[u];
     size_t mark = st->nlog;
@@ -900,7 +903,10 @@ static int place(search *st, int a, int b, int u)
         int split = 0;
         for (int k = st->slo[u]; k < st->shi[u] - 1; k++)
             if (--st->cuts[k] == 0) split = 1;
-        r = split ? solve_range(st, a, b) : search_range(st, a, b, o, st->rank[u]);
+        /* the busiest section of [a, b) stays the busiest unless u was live in it (the others
+         * only lost bytes) */
+        int at = busiest_at >= st->slo[u] && busiest_at < st->shi[u] ? -1 : busiest_at;
+        r = split ? solve_range(st, a, b) : search_range(st, a, b, o, st->rank[u], at);
         for (int k = st->slo[u]; k < st->shi[u] - 1; k++) st->cuts[k]++;
     }
     for (int s = st->shi[u] - 1, *nd = st->bnode + st->bnode_start[u] + (s - st->slo[u]); s >= st->slo[u]; s--, nd--) {
@@ -921,7 +927,7 @@ static int place(search *st, int a, int b, int u)
 
 /* Depth-first search over the buffers of sections [a, b) (no unplaced buffer crosses its
  * ends), placing next only buffers after (min_off, min_rank) in the canonical order. */
-static int search_range(search *st, int a, int b, int64_t min_off, int min_rank)
+static int search_range(search *st, int a, int b, int64_t min_off, int min_rank, int busiest_at)
 {
     int lo = st->first[a], hi = st->first[b];
     st->nodes++;
@@ -933,9 +939,25 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank)
     /* section inference, the part every placement shares: from here on buffers go at offset
      * o or higher, so a section still holding t bytes needs o + t <= cap (a placement at o
      * moves its own bytes below the section's floor, o + size, which comes to the same) */
+    const int64_t *tot = st->total;
     int64_t busiest = 0;
-    for (int s = a; s < b; s++)
-        if (st->total[s] > busiest) busiest = st->total[s];
+    if (busiest_at >= a && busiest_at < b) { /* known from the parent (place) */
+        busiest = tot[busiest_at];
+    } else { /* four running maxima (no chain of dependent compares), then where the first is */
+        int64_t b1 = 0, b2 = 0, b3 = 0;
+        int s = a;
+        for (; s + 4 <= b; s += 4) {
+            busiest = tot[s] > busiest ? tot[s] : busiest;
+            b1 = tot[s + 1] > b1 ? tot[s + 1] : b1;
+            b2 = tot[s + 2] > b2 ? tot[s + 2] : b2;
+            b3 = tot[s + 3] > b3 ? tot[s + 3] : b3;
+        }
+        for (; s < b; s++) busiest = tot[s] > busiest ? tot[s] : busiest;
+        if (b1 > busiest) busiest = b1;
+        if (b2 > busiest) busiest = b2;
+        if (b3 > busiest) busiest = b3;
+        for (busiest_at = a; busiest_at < b && tot[busiest_at] != busiest; busiest_at++) {}
+    }
     int64_t max_off = st->cap - busiest;
     /* one pass over the unplaced buffers of the part (a list that skips placed ones; a
      * placed buffer's link still leads forward to the next unplaced one). The candidates, in
@@ -960,7 +982,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank)
             return NOTFOUND;
         }
         if (hgt < min_height) min_height = hgt;
-        if (before || mo > max_off) continue;
+        if (before || mo > max_off || mo >= min_height) continue; /* (at or above min_height: dropped below) */
         if (st->ncand == st->capcand) st->cand = grow(st->cand, &st->capcand, sizeof *st->cand);
         st->cand[st->ncand++] = (cand){mo, st->rank[u], u};
     }
@@ -986,7 +1008,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank)
     int r = NOTFOUND;
     for (size_t k = base; k < end && r == NOTFOUND; k++) {
         int u = st->cand[k].u;
-        r = place(st, a, b, u);
+        r = place(st, a, b, u, busiest_at);
         /* u overlaps nothing unplaced: skipping it now would strand it below the canonical
          * order (the check above), so no other choice here can succeed */
         if (st->nb[u] == 0) break;
@@ -1035,9 +1057,9 @@ static int solve_range(search *st, int a, int b)
             st->saved[base + (size_t)(u - lo)] = st->rank[u];
             if (st->off[u] < 0) order_key(st, u, &st->keys[n++]);
         }
-        if (n > 1) qsort(st->keys, (size_t)n, sizeof *st->keys, cmp_rkey);
+        if (n > 1) sort_rkeys(st->keys, n, sort_depth(n));
         for (int j = 0; j < n; j++) st->rank[st->keys[j].i] = j;
-        int r = n ? search_range(st, p, k + 1, 0, -1) : FOUND;
+        int r = n ? search_range(st, p, k + 1, 0, -1, -1) : FOUND;
         for (int u = lo; u < hi; u++) st->rank[u] = st->saved[base + (size_t)(u - lo)];
         st->nsaved = base;
         if (r != FOUND) return r;

@@ -87,20 +87,32 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
     return MG_OK;
 }
 
-/* Placements that missed one budget, so that the schedules the eviction policies share (near
- * the minimum feasible budget they often make the very same one) are placed once per budget: a
- * placement depends only on the buffers, in order, and on the budget it aims at. */
-enum { MISSED_MAX = 32 };
+/* Placements that missed, so that a schedule is not placed twice to miss twice: near the minimum
+ * feasible budget the eviction policies often make the very same schedule, solve_at aims a
+ * schedule that missed at the budget again, the improvement search starts from a variant's
+ * schedule, and the minimum search's probes place the same schedules at budgets a few MB apart.
+ * A placement (arena.c) depends only on the buffers, in order, and on its target: the capacity,
+ * or the live peak when the capacity is below it or absent. Every offset and arena top it
+ * compares with the target is a sum of buffer sizes, so a multiple of their gcd g: targets in
+ * the same class (the same multiple of g, or strictly between the same two) give the very same
+ * placement. Entries are kept by a 128-bit hash of the buffers (no copy: the memo lives in
+ * search_memo, on the stack, and is never freed); the oldest makes room when it is full. */
+enum { MISSED_MAX = 48 };
 typedef struct missed {
-    uint64_t hash;
+    uint64_t h1, h2;         /* the buffers (bytes, first, last), hashed two ways */
     int nbufs;
-    int64_t *sig;            /* per buffer: bytes, first, last */
+    int64_t cls;             /* the target's class */
     int64_t workspace, peak; /* what placing them gave */
 } missed;
 typedef struct missed_memo {
     missed e[MISSED_MAX];
-    int n;
+    int n, next;
 } missed_memo;
+
+typedef struct miss_key {
+    uint64_t h1, h2;
+    int64_t cls;
+} miss_key;
 
 static uint64_t buffers_hash(const mg_plan *p)
 {
@@ -113,42 +125,67 @@ static uint64_t buffers_hash(const mg_plan *p)
     return h;
 }
 
-/* The entry for p's buffers, or NULL. */
-static const missed *missed_find(const missed_memo *mm, const mg_plan *p, uint64_t h)
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The key of placing p's buffers within cap (INT64_MAX: no capacity). */
+static miss_key placement_key(const mg_plan *p, int64_t cap)
+{
+    miss_key k = {1469598103934665603ull ^ (uint64_t)p->nbufs, 0x9e3779b97f4a7c15ull + (uint64_t)p->nbufs, 0};
+    uint64_t g = 0;
+    int64_t *delta = calloc((size_t)p->nsteps + 2, sizeof *delta), live = 0, peak = 0;
+    if (!delta) abort();
+    for (int b = 0; b < p->nbufs; b++) {
+        const mg_buffer *u = &p->bufs[b];
+        uint64_t f[3] = {(uint64_t)u->bytes, (uint64_t)u->first, (uint64_t)u->last};
+        for (int j = 0; j < 3; j++) {
+            k.h1 = (k.h1 ^ f[j]) * 1099511628211ull;
+            k.h2 = (k.h2 ^ (f[j] + (uint64_t)b)) * 0xff51afd7ed558ccdull;
+            k.h2 ^= k.h2 >> 29;
+        }
+        if (u->bytes > 0) g = gcd64(g, (uint64_t)u->bytes);
+        if (u->bytes > 0 && u->last >= u->first && u->first >= 0 && u->last < p->nsteps) {
+            delta[u->first] += u->bytes;
+            delta[u->last + 1] -= u->bytes;
+        }
+    }
+    for (int s = 0; s < p->nsteps; s++) {
+        live += delta[s];
+        if (live > peak) peak = live;
+    }
+    free(delta);
+    int64_t t = cap == INT64_MAX || cap < peak ? peak : cap; /* what the arena aims at */
+    k.cls = g ? 2 * (t / (int64_t)g) + (t % (int64_t)g != 0) : t;
+    return k;
+}
+
+/* The entry for key k of a plan of nbufs buffers, or NULL. */
+static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs)
 {
     for (int i = 0; mm && i < mm->n; i++) {
         const missed *e = &mm->e[i];
-        if (e->hash != h || e->nbufs != p->nbufs) continue;
-        int same = 1;
-        for (int b = 0; b < p->nbufs && same; b++)
-            same = e->sig[3 * b] == p->bufs[b].bytes && e->sig[3 * b + 1] == p->bufs[b].first &&
-                   e->sig[3 * b + 2] == p->bufs[b].last;
-        if (same) return e;
+        if (e->h1 == k.h1 && e->h2 == k.h2 && e->cls == k.cls && e->nbufs == nbufs) return e;
     }
     return NULL;
 }
 
-static void missed_add(missed_memo *mm, const mg_plan *p, uint64_t h)
+static void missed_add(missed_memo *mm, const mg_plan *p, miss_key k)
 {
-    if (!mm || mm->n == MISSED_MAX) return;
-    missed *e = &mm->e[mm->n++];
-    e->hash = h;
-    e->nbufs = p->nbufs;
-    e->sig = malloc((size_t)(3 * p->nbufs + 1) * sizeof *e->sig);
-    if (!e->sig) abort();
-    for (int b = 0; b < p->nbufs; b++) {
-        e->sig[3 * b] = p->bufs[b].bytes;
-        e->sig[3 * b + 1] = p->bufs[b].first;
-        e->sig[3 * b + 2] = p->bufs[b].last;
-    }
-    e->workspace = p->workspace_bytes;
-    e->peak = p->peak_live_bytes;
+    if (!mm) return;
+    int i = mm->n < MISSED_MAX ? mm->n++ : mm->next++ % MISSED_MAX;
+    mm->e[i] = (missed){k.h1, k.h2, p->nbufs, k.cls, p->workspace_bytes, p->peak_live_bytes};
 }
 
 static void missed_free(missed_memo *mm)
 {
-    for (int i = 0; i < mm->n; i++) free(mm->e[i].sig);
-    mm->n = 0;
+    mm->n = mm->next = 0;
 }
 
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
@@ -167,16 +204,17 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
         mg_plan *p = it == 0 ? first : NULL;
         if (!p && schedule(pr, opts, cap, memo, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
-        uint64_t h = mm ? buffers_hash(p) : 0;
-        const missed *e = missed_find(mm, p, h);
-        if (e) { /* placed before under this budget: it missed */
+        int64_t within = aim ? budget : INT64_MAX;
+        miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
+        const missed *e = missed_find(mm, k, p->nbufs);
+        if (e && e->workspace > budget) { /* placed before for the same target: it missed */
             p->workspace_bytes = e->workspace;
             p->peak_live_bytes = e->peak;
-        } else if (mg_arena_assign_within(p, aim ? budget : INT64_MAX, d)) {
+        } else if (mg_arena_assign_within(p, within, d)) {
             mg_plan_free(p);
             return MG_ERR;
         } else if (p->workspace_bytes > budget) {
-            missed_add(mm, p, h);
+            missed_add(mm, p, k);
         }
         if (p->workspace_bytes <= budget) {
             *out = p;
@@ -463,20 +501,24 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     struct seed {
         mg_sched_opts o;
         double cost; /* its schedule's, unplaced */
+        miss_key key; /* of placing it within the budget (the improvement search does that first) */
+        int nbufs;
     } seeds[IMPROVE_SEEDS]; /* the cheapest of sched_remat.c's variants */
     int nseeds = 0;
     for (int i = 0; i < nv && nseeds < IMPROVE_SEEDS; i++)
-        if (!v[i].o.rc) seeds[nseeds++] = (struct seed){v[i].o, v[i].p->flops_executed};
+        if (!v[i].o.rc)
+            seeds[nseeds++] = (struct seed){v[i].o, v[i].p->flops_executed, placement_key(v[i].p, budget), v[i].p->nbufs};
+    missed_memo mm = {.n = 0}; /* the variants' placements that missed */
     for (int i = 0; i < nv; i++) {
         if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
             mg_plan_free(v[i].p);
             continue;
         }
         int at_budget = 0;
-        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, 0, NULL, &p, &at_budget, d))) continue;
+        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, 0, &mm, &p, &at_budget, d))) continue;
         if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
             keep_better(out, p);
-            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 2, NULL, &p, NULL, d))) continue;
+            if ((st = fit(pr, &v[i].o, budget, memo, NULL, 2, &mm, &p, NULL, d))) continue;
         }
         keep_better(out, p);
     }
@@ -485,9 +527,15 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     double before = *out ? (*out)->flops_executed : HUGE_VAL;
     for (int i = 0; i < nseeds && !st && solver == MG_SOLVER_AUTO && *out &&
                     (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
-         i++)
-        if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK))
+         i++) {
+        /* a seed whose schedule is known to miss the budget once placed: the search would place
+         * it again, miss again and stop there (its moves start from a plan that fits) */
+        const missed *e = missed_find(&mm, seeds[i].key, seeds[i].nbufs);
+        if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK) &&
+            !(e && e->workspace > budget))
             st = mg_improve_schedule(pr, &seeds[i].o, budget, improve_schedules(pr), out, d);
+    }
+    missed_free(&mm);
     memo->improved = !st && *out && (*out)->flops_executed < before;
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
         if ((st = chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) keep_better(out, p);

@@ -415,6 +415,66 @@ START_TEST(test_assign_compacts_the_search)
 }
 END_TEST
 
+/* The planner remembers placements that missed by the class of their target (planner.c,
+ * placement_key): every offset and top the arena compares with its target is a sum of buffer
+ * sizes, so targets strictly between the same two multiples of the sizes' gcd must give the very
+ * same placement, offset for offset. resnet18_64's plan at 25% (above), whose search meets its
+ * budget, at three budgets of one class. */
+static int64_t gcd_sizes(const mg_buffer *b, int n)
+{
+    int64_t g = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t a = g, c = b[i].bytes;
+        while (c) {
+            int64_t t = a % c;
+            a = c;
+            c = t;
+        }
+        g = a;
+    }
+    return g;
+}
+
+START_TEST(test_assign_same_class_same_placement)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/data/arena_resnet18_64_25pct.csv", MG_SOURCE_DIR);
+    mg_arena_csv csv;
+    mg_diag d;
+    ck_assert_msg(mg_arena_csv_read(path, &csv, &d) == MG_OK, "%s: %s", path, d.msg);
+    int n = csv.n, nsteps = 0;
+    mg_buffer *bufs[3];
+    for (int k = 0; k < 3; k++) {
+        bufs[k] = malloc((size_t)n * sizeof *bufs[k]);
+        ck_assert_ptr_nonnull(bufs[k]);
+    }
+    for (int i = 0; i < n; i++) {
+        bufs[0][i] = (mg_buffer){csv.iv[i].size, (int)csv.iv[i].lower, (int)csv.iv[i].upper - 1, -1, i};
+        if ((int)csv.iv[i].upper > nsteps) nsteps = (int)csv.iv[i].upper;
+    }
+    int64_t g = gcd_sizes(bufs[0], n), lo = 6951472 / g * g;
+    ck_assert_int_gt(g, 1);
+    ck_assert_int_ne(lo, 6951472); /* strictly inside the class (lo, lo + g) */
+    const int64_t budgets[3] = {6951472, lo + 1, lo + g - 1};
+    mg_plan p[3];
+    for (int k = 0; k < 3; k++) {
+        if (k) memcpy(bufs[k], bufs[0], (size_t)n * sizeof *bufs[k]);
+        memset(&p[k], 0, sizeof p[k]);
+        p[k].bufs = bufs[k];
+        p[k].nbufs = n;
+        p[k].nsteps = nsteps;
+        ck_assert_int_eq(mg_arena_assign_within(&p[k], budgets[k], &d), MG_OK);
+        ck_assert_int_le(p[k].workspace_bytes, budgets[k]);
+    }
+    for (int k = 1; k < 3; k++) {
+        ck_assert_int_eq(p[k].workspace_bytes, p[0].workspace_bytes);
+        for (int i = 0; i < n; i++) ck_assert_int_eq(bufs[k][i].offset, bufs[0][i].offset);
+    }
+    for (int k = 0; k < 3; k++) free(bufs[k]);
+    mg_arena_csv_free(&csv);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------------------------ */
 /* The CSV reader                                                                              */
 /* ------------------------------------------------------------------------------------------ */
@@ -638,6 +698,10 @@ static Suite *arena_suite(void)
     tcase_add_test(r, test_assign_compacts_the_search);
     tcase_set_timeout(r, 300);
     suite_add_tcase(s, r);
+    TCase *tc = tcase_create("target_class");
+    tcase_add_test(tc, test_assign_same_class_same_placement);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
     TCase *c = tcase_create("csv");
     tcase_add_loop_test(c, test_csv_errors, 0, NCSV_ERRORS);
     tcase_add_test(c, test_csv_accepts);
