@@ -811,6 +811,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
  * one that misses has its cap lowered by what it missed by, at most DESCENT_TRIES - 1 times.
  * It depends only on the problem and hi, never on the budget asked. */
 enum { DESCENT_ROUNDS = 4, DESCENT_TRIES = 3, DESCENT_KEEP = 3 };
+static const double DESCENT_WASTE = 0.02; /* the target for workspace / peak live: 1.02 */
 
 static int variant_by_peak(const void *a, const void *b)
 {
@@ -1000,9 +1001,13 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
                 lo = mid;
             }
         }
-        /* the descent, from the bisection's minimum or from `below` (where the bisection found
-         * nothing under it); not where floor is met already */
-        if (!st && searching && (found || below > 0) && !(floor > 0 && hi <= floor)) {
+        /* the descent: from the bisection's minimum where its plan wastes more than
+         * DESCENT_WASTE of its peak live bytes in the arena (elsewhere the variants rarely
+         * place lower, and the descent would only cost time: the Checkmate graphs, layered
+         * DAGs), or from `below` where the bisection found nothing under it (the minimum of the
+         * fewer parts tried before, which the descent there made); not where floor is met */
+        int wasteful = best && (double)best->workspace_bytes > (1 + DESCENT_WASTE) * (double)best->peak_live_bytes;
+        if (!st && searching && ((found && wasteful) || (!found && below > 0)) && !(floor > 0 && hi <= floor)) {
             mg_plan *p;
             if (!(st = descend(pr, hi, &mmemo, &p, d)) && p) {
                 hi = p->workspace_bytes;
