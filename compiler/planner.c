@@ -843,6 +843,118 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     return st;
 }
 
+/* The descent after the bisection. The bisection's probes take the first variant that fits
+ * (feasible_at), but the solve at a budget tries every variant, restarts among them, and keeps
+ * the cheapest that fits, so it found plans below the minimum the bisection named, and the
+ * bisection's plan at its minimum was often poorly placed (resnet18_64 in 16 parts: 5,379,136
+ * bytes for a peak of 4,769,856, while a restart under a budget of 5,242,880 placed 4,990,016
+ * for a peak of 4,727,872). So, from the bisection's minimum hi, every variant of the solve
+ * (schedule_variants) is scheduled just below hi and placed; the least placed workspace that
+ * fits is the new minimum, and the step is repeated from there while it goes down (at most
+ * DESCENT_ROUNDS times), with only the first DESCENT_KEEP variants that fitted in the step
+ * before (the same variant often wins again: resnet18_64 in 8 parts, one restart three times).
+ * Picking by placed workspace picks the schedules whose lifetimes place well. Cheap enough:
+ * the variants are placed in order of their peak live bytes (what the arena cannot go below),
+ * none whose peak is at or above the least workspace found once DESCENT_KEEP have fitted, and
+ * one that misses has its cap lowered by what it missed by, at most DESCENT_TRIES - 1 times.
+ * It depends only on the problem and hi, never on the budget asked. */
+enum { DESCENT_ROUNDS = 4, DESCENT_TRIES = 3, DESCENT_KEEP = 3 };
+static const double DESCENT_WASTE = 0.02; /* the target for workspace / peak live: 1.02 */
+
+static int variant_by_peak(const void *a, const void *b)
+{
+    const mg_plan *p = ((const variant *)a)->p, *q = ((const variant *)b)->p;
+    if (p->peak_live_bytes != q->peak_live_bytes) return p->peak_live_bytes < q->peak_live_bytes ? -1 : 1;
+    return variant_cmp(a, b);
+}
+
+/* Variant o's schedule p (at cap budget; taken over) placed within budget, its cap lowered
+ * when it misses; *out is NULL when no try fits. */
+static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_plan *p, int64_t budget,
+                             search_memo *memo, missed_memo *mm, mg_plan **out, mg_diag *d)
+{
+    *out = NULL;
+    int64_t cap = budget;
+    for (int it = 0; it < DESCENT_TRIES && p; it++) {
+        uint64_t h = buffers_hash(p);
+        const missed *e = missed_find(mm, p, h);
+        if (e) { /* placed before and missed (a larger budget or this one): it misses this one */
+            p->workspace_bytes = e->workspace;
+            p->peak_live_bytes = e->peak;
+        } else if (mg_arena_assign_within(p, budget, d)) {
+            mg_plan_free(p);
+            return MG_ERR;
+        } else if (p->workspace_bytes > budget) {
+            missed_add(mm, p, h);
+        }
+        if (p->workspace_bytes <= budget) {
+            *out = p;
+            return MG_OK;
+        }
+        int64_t over = p->workspace_bytes - budget;
+        cap -= over > MG_ALIGN ? over : MG_ALIGN;
+        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
+        mg_plan_free(p);
+        p = NULL;
+        if (it + 1 < DESCENT_TRIES && cap > 0 && schedule(pr, o, cap, memo, &p, d)) return MG_ERR;
+    }
+    mg_plan_free(p);
+    return MG_OK;
+}
+
+/* The least placed workspace below hi the descent finds, into *out (NULL: none). */
+static mg_status descend(const mg_problem *pr, int64_t hi, search_memo *memo, mg_plan **out, mg_diag *d)
+{
+    *out = NULL;
+    mg_status st = MG_OK;
+    missed_memo mm = {.n = 0}; /* (the budgets only go down: what missed one misses the next) */
+    variant v[NVARIANTS + MAX_RESTARTS];
+    mg_sched_opts won[DESCENT_KEEP];
+    int nwon = 0;
+    for (int round = 0; round < DESCENT_ROUNDS && !st; round++) {
+        int64_t budget = (*out ? (*out)->workspace_bytes : hi) - 1;
+        int nv = 0;
+        if (round == 0) {
+            nv = schedule_variants(pr, budget, v, NVARIANTS + restarts_for(pr), d);
+        } else { /* the variants that fitted in the step before */
+            for (int w = 0; w < nwon && !st; w++) {
+                mg_plan *p = NULL;
+                st = schedule(pr, &won[w], budget, memo, &p, d);
+                if (p) {
+                    set_unplaced_peak(p);
+                    v[nv++] = (variant){won[w], p};
+                }
+            }
+        }
+        qsort(v, (size_t)nv, sizeof *v, variant_by_peak);
+        mg_plan *least = NULL;
+        nwon = 0;
+        for (int i = 0; i < nv; i++) {
+            mg_plan *p = NULL;
+            if (st || (least && v[i].p->peak_live_bytes >= least->workspace_bytes && nwon == DESCENT_KEEP))
+                mg_plan_free(v[i].p);
+            else
+                st = place_below(pr, &v[i].o, v[i].p, budget, memo, &mm, &p, d);
+            if (p && nwon < DESCENT_KEEP) won[nwon++] = v[i].o;
+            if (p && (!least || p->workspace_bytes < least->workspace_bytes ||
+                      (p->workspace_bytes == least->workspace_bytes && p->flops_executed < least->flops_executed))) {
+                mg_plan_free(least);
+                least = p;
+            } else {
+                mg_plan_free(p);
+            }
+        }
+        if (st || !least) {
+            mg_plan_free(least);
+            break;
+        }
+        mg_plan_free(*out);
+        *out = least;
+    }
+    missed_free(&mm);
+    return st;
+}
+
 /* How far above the minimum feasible budget improve_below runs. */
 static const double NEAR_MIN = 0.05;
 
@@ -935,6 +1047,27 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
                 }
             } else {
                 lo = mid;
+            }
+        }
+        /* the descent: from the bisection's minimum where its plan wastes more than
+         * DESCENT_WASTE of its peak live bytes in the arena (elsewhere the variants rarely
+         * place lower, and the descent would only cost time: the Checkmate graphs, layered
+         * DAGs), or from `below` where the bisection found nothing under it (the minimum of the
+         * fewer parts tried before, which the descent there made); not where floor is met */
+        int wasteful = best && (double)best->workspace_bytes > (1 + DESCENT_WASTE) * (double)best->peak_live_bytes;
+        if (!st && searching && ((found && wasteful) || (!found && below > 0)) && !(floor > 0 && hi <= floor)) {
+            mg_plan *p;
+            if (!(st = descend(pr, hi, &mmemo, &p, d)) && p) {
+                hi = p->workspace_bytes;
+                found = 1;
+                if (best != cheap) mg_plan_free(best);
+                best = p;
+                if (p->workspace_bytes <= budget &&
+                    (!cheap || p->flops_executed < cheap->flops_executed ||
+                     (p->flops_executed == cheap->flops_executed && p->workspace_bytes < cheap->workspace_bytes))) {
+                    if (cheap != best) mg_plan_free(cheap);
+                    cheap = p;
+                }
             }
         }
         mg_chain_free(mmemo.chain);
