@@ -202,16 +202,17 @@ static double recomputed(const ctx *c)
     return sum;
 }
 
-/* The Lagrangian bound of the window's values under c->fix: the best over LAMBDA_STEPS values of
- * lambda, bisected in log scale on the bytes kept; *primal: the least recomputation of a solution
- * met that keeps within the slack (HUGE_VAL: none), c->lo_res / hi_res the last solutions above
- * and within it (*have_lo, *have_hi: whether there were any). */
-static double lagrange(ctx *c, double slack, double sumc, double sumb, double *primal, int *have_lo, int *have_hi)
+/* The Lagrangian bound of the window's values under c->fix: the best over `steps` values of
+ * lambda, bisected in log scale between lo and hi on the bytes kept; *primal:
+ * the least recomputation of a solution met that keeps within the slack (HUGE_VAL: none),
+ * c->lo_res / hi_res the last solutions above and within it (*have_lo, *have_hi: whether there
+ * were any). Any lambda gives a bound: the range only decides how good. */
+static double lagrange(ctx *c, double slack, double lo, double hi, int steps, double *primal, int *have_lo, int *have_hi)
 {
-    double best = 0, lo = log(sumc / sumb) - 14, hi = log(sumc / sumb) + 7;
+    double best = 0;
     *primal = HUGE_VAL;
     *have_lo = *have_hi = 0;
-    for (int it = 0; it < LAMBDA_STEPS; it++) {
+    for (int it = 0; it < steps; it++) {
         double mid = (lo + hi) / 2, resident, val = closure(c, exp(mid), slack, &resident);
         if (val > best) best = val;
         if (resident > slack) {
@@ -235,19 +236,17 @@ static double lagrange(ctx *c, double slack, double sumc, double sumb, double *p
  * subset of the parent's solutions); the window's bound is the least over the open nodes and
  * the best solution met (the optimum is one of them). At most BB_NODES nodes are expanded,
  * each branching on the largest free value that the solutions either side of the slack
- * disagree on. */
-static double branch_and_bound(ctx *c, double slack, double sumc, double sumb, double root)
+ * disagree on. The root is the window's Lagrangian (root, its best solution within the slack
+ * `primal`, c->lo_res / hi_res as lagrange left them); every node bisects lambda in [lo, hi]. */
+static double branch_and_bound(ctx *c, double slack, double lo, double hi, double root, double primal, int have_lo,
+                               int have_hi)
 {
     int nv = c->nv, cap = 2 * BB_NODES + 1, open = 0;
     char *fixes = xcalloc((size_t)cap * (size_t)nv, 1), *lo_of = xcalloc((size_t)cap * (size_t)nv, 1),
          *hi_of = xcalloc((size_t)cap * (size_t)nv, 1);
     double *bound = xcalloc((size_t)cap, sizeof *bound), incumbent = HUGE_VAL;
     char *haslo = xcalloc((size_t)cap, 1);
-    double primal;
-    int have_lo, have_hi;
-    memset(c->fix, 0, (size_t)nv);
-    bound[0] = lagrange(c, slack, sumc, sumb, &primal, &have_lo, &have_hi);
-    if (bound[0] < root) bound[0] = root;
+    bound[0] = root; /* the root: the window's Lagrangian, its solutions in c->lo_res and hi_res */
     if (primal < incumbent) incumbent = primal;
     memcpy(lo_of, c->lo_res, (size_t)nv);
     memcpy(hi_of, c->hi_res, (size_t)nv);
@@ -286,7 +285,7 @@ static double branch_and_bound(ctx *c, double slack, double sumc, double sumb, d
                 if (c->fix[q] == 1) kept += (double)c->pr->bytes[c->vals[q]];
             if (kept > slack) continue; /* no solution: the values fixed live do not fit */
             if (side == 2 && c->inN[c->vals[pick]] && !c->pr->evictable[c->vals[pick]]) continue;
-            double x = lagrange(c, slack, sumc, sumb, &primal, &have_lo, &have_hi);
+            double x = lagrange(c, slack, lo, hi, LAMBDA_STEPS, &primal, &have_lo, &have_hi);
             if (primal < incumbent) incumbent = primal;
             if (x < pb) x = pb;
             if (x >= incumbent * (1 - 1e-12)) continue; /* the node's solutions are no better than one met */
@@ -357,8 +356,9 @@ static double window(ctx *c, const int64_t *need, int64_t budget, const int *rea
         double primal;
         int have_lo, have_hi;
         memset(c->fix, 0, (size_t)c->nv);
-        best = lagrange(c, slack, sumc, sumb, &primal, &have_lo, &have_hi);
-        if (bb) best = branch_and_bound(c, slack, sumc, sumb, best);
+        double lo = log(sumc / sumb) - 14, hi = log(sumc / sumb) + 7; /* lambda's range, log scale */
+        best = lagrange(c, slack, lo, hi, LAMBDA_STEPS, &primal, &have_lo, &have_hi);
+        if (bb) best = branch_and_bound(c, slack, lo, hi, best, primal, have_lo, have_hi);
     }
     for (int q = 0; q < c->nv; q++) c->idx[c->vals[q]] = -1;
     c->memo_w = best > 0 ? best * (1 - 1e-9) : 0;
