@@ -29,7 +29,7 @@
  * a value is live at the step or not. So the windows the best sum takes are then solved in
  * integers (a small branch and bound over "v live at the step or not", its nodes bounded by
  * their Lagrangians) and the sum taken again, until its windows are all solved so (unet at 40%
- * of Checkmate's graphs: 1.1136 -> 1.1176 of every op once; resnet50 at its minimum 1.1000 ->
+ * of Checkmate's graphs: 1.1136 -> 1.1175 of every op once; resnet50 at its minimum 1.1000 ->
  * 1.1052). tests/test_optimal.c (bounds) checks it against the brute-force optimum of random
  * problems, and on problems where only the integers prove the optimum. */
 #include "plan.h"
