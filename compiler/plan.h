@@ -249,6 +249,14 @@ mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit,
  * every target once), from the steps where what is live across does not fit: what the next
  * steps read must then be rebuilt from what fits (a minimum cut per window of steps). */
 double mg_cut_bound(const mg_problem *prob, int64_t budget);
+struct mg_planned;
+/* bound_cut.c: a bound over the plans of several graphs of one program (plan_split.c: the whole
+ * batch and each part count planned under one budget, each its own graph with its own bound):
+ * the least of sofar (HUGE_VAL at first) and p's training-step bound, in FLOPs; a graph whose
+ * planning met no plan adds none. The bound of the graph whose plan is emitted holds for that
+ * graph's schedules only (mlp_deep at 25%: whole batch >= 28.4% over its FLOPs once, its plan
+ * in 4 parts 25.3%); this one holds for every plan the planner could have emitted. */
+double mg_bound_over_graphs(double sofar, const struct mg_planned *p);
 mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
 /* mg_relaxed_bound with cutoff, the cost of a schedule of prob known to fit cap (HUGE_VAL:
  * none): CBC discards what cannot come below it, and the bound is at most cutoff, cutoff

@@ -395,12 +395,13 @@ START_TEST(test_random_problems)
 }
 END_TEST
 
-/* The relaxed program (solve_exact.c) against memgrad's own bound, which prices each step's
- * excess fractionally: leaf x; A = f(x) (640 bytes, cost 10), S = f(x) (128, cost 3),
+/* The relaxed program (solve_exact.c) and memgrad's own bound where a fractional price of a
+ * step's excess is too low: leaf x; A = f(x) (640 bytes, cost 10), S = f(x) (128, cost 3),
  * c = f(x) (256, cost 1), d = f(c) (64, cost 1), y = f(A, S) (64, cost 1, read after the end).
  * Under a cap of 1024, at d's step A, S, c and d hold 64 bytes too many, so A or S is absent
- * there and recomputed: the optimum recomputes S (3). The fractional bound takes 64 of A's 640
- * bytes (1); the relaxed program, integral, takes S. */
+ * there and recomputed: the optimum recomputes S (3). A fractional bound takes 64 of A's 640
+ * bytes (1); the relaxed program, integral, takes S, and so does the cut bound, whose windows
+ * are solved in integers (bound_cut.c's branch and bound). */
 enum { X, A, S, C, D, Y, N };
 static mg_problem *excess_problem(void)
 {
@@ -439,7 +440,7 @@ START_TEST(test_relaxed_bound_tighter)
     ck_assert_ptr_null(before.plan);
     double relaxed;
     ck_assert_int_eq(mg_relaxed_bound(p, cap, 20, &relaxed, &d), MG_OK);
-    ck_assert_msg(before.lower_bound < relaxed - 1.5 && relaxed <= opt,
+    ck_assert_msg(relaxed > once + 1.5 && relaxed <= opt && before.lower_bound == opt,
                   "memgrad's bound %.3f, the relaxed one %.3f, the optimum %.1f", before.lower_bound, relaxed, opt);
     mg_solution ex;
     ck_assert_int_eq(mg_solve(p, MG_SOLVER_EXACT, cap, 0, 20, &ex, &d), MG_OK);
@@ -682,12 +683,13 @@ END_TEST
  * random_scratch_problem's kind, and residual-like ones (forward values reading the previous one
  * and often one further back, some kept from recomputation, gradients reading the previous
  * gradient and one or two forward values), at caps from 90% of store-all down to where nothing
- * fits. Never above the optimum's recomputation, and above 0 on many. */
+ * fits, in steps of 3% (the windows solved in integers: a fixed value's bytes either fit or
+ * not). Never above the optimum's recomputation, and above 0 on many. */
 START_TEST(test_cut_bound_random)
 {
     uint64_t seed = 31337;
     int compared = 0, hits = 0;
-    for (int k = 0; k < 24; k++) {
+    for (int k = 0; k < 64; k++) {
         double once = 0;
         int64_t store_all;
         mg_problem *p;
@@ -712,7 +714,7 @@ START_TEST(test_cut_bound_random)
             mg_plan_free(sa.plan);
             store_all = sa.store_all_bytes;
         }
-        for (int pct = 90; pct >= 30; pct -= 6) {
+        for (int pct = 90; pct >= 30; pct -= 3) {
             int64_t cap = store_all * pct / 100;
             double opt = reference_optimum(p, cap);
             if (isinf(opt)) break;
@@ -724,7 +726,42 @@ START_TEST(test_cut_bound_random)
         }
         mg_problem_free(p);
     }
-    ck_assert_msg(compared >= 60 && hits >= 50, "%d comparisons, %d with a bound above every op once", compared, hits);
+    ck_assert_msg(compared >= 300 && hits >= 250, "%d comparisons, %d with a bound above every op once", compared, hits);
+}
+END_TEST
+
+/* The cut bound's windows in integers: leaf x0; v1 = f(x0) (64 bytes, kept to the end),
+ * b1 = f(v1) and b2 = f(v1) (384 each, cost 10), h = f(v1) (640), g1 = f(h, v1),
+ * g2 = f(g1, b1), g3 = f(g2, b2) (64 each, g3 to the end; all but b1 and b2 kept from
+ * recomputation). Under a cap of 1164, at h's step 460 bytes are
+ * left beside h and v1: b1 or b2 fits, not both, so one is recomputed (10). Priced by the byte,
+ * the 308 bytes too many cost 308 / 384 of 10 (8.02): only the integer windows prove the
+ * optimum, and with it auto's plan optimal. Some costs fractional (the windows are not rounded
+ * up then): the same bound within 1e-6 (the multipliers are bisected). */
+static const trow two_fit_rows[] = {
+    {0, 0, 0, 0, 0, -1, -1},   {64, 0, 1, 0, 1, 0, -1},  {384, 0, 10, 1, 0, 1, -1}, {384, 0, 10, 1, 0, 1, -1},
+    {640, 0, 1, 0, 0, 1, -1},  {64, 0, 1, 0, 0, 4, 1},   {64, 0, 1, 0, 0, 5, 2},    {64, 0, 1, 0, 1, 6, 3},
+};
+
+START_TEST(test_cut_bound_integral)
+{
+    for (int frac = 0; frac < 2; frac++) {
+        mg_problem *p = table_problem(two_fit_rows, 8);
+        if (frac) p->cost[1] = 1.5;
+        double once = frac ? 25.5 : 25, opt = reference_optimum(p, 1164);
+        ck_assert_msg(opt == once + 10, "the reference optimum is %.1f, not %.1f", opt, once + 10);
+        double cut = mg_cut_bound(p, 1164);
+        ck_assert_msg(cut <= 10 && cut >= 10 * (1 - 1e-6) && (frac || cut == 10), "cut bound %.9f, not 10", cut);
+        mg_diag d = {0};
+        mg_solution au;
+        ck_assert_int_eq(mg_solve(p, MG_SOLVER_AUTO, 1164, 0, 0, &au, &d), MG_OK);
+        ck_assert_msg(au.plan && au.plan->flops_executed == opt && au.lower_bound <= opt &&
+                          au.lower_bound >= opt - 1e-5 && (frac || au.optimal == 1),
+                      "auto: %.1f (bound %.9f, optimal %d), optimum %.1f", au.plan ? au.plan->flops_executed : -1.0,
+                      au.lower_bound, au.optimal, opt);
+        mg_plan_free(au.plan);
+        mg_problem_free(p);
+    }
 }
 END_TEST
 
@@ -1201,6 +1238,7 @@ static Suite *optimal_suite(void)
     tcase_add_test(b, test_relaxed_paths_prove);
     tcase_add_test(b, test_relaxed_lp_random);
     tcase_add_test(b, test_cut_bound_random);
+    tcase_add_test(b, test_cut_bound_integral);
     suite_add_tcase(s, b);
     TCase *l = tcase_create("long chains");
     tcase_set_timeout(l, 600);
