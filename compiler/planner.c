@@ -166,12 +166,13 @@ static miss_key placement_key(const mg_plan *p, int64_t cap)
     return k;
 }
 
-/* The entry for key k of a plan of nbufs buffers, or NULL. */
-static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs)
+/* The entry for key k of a plan of nbufs buffers, or NULL; any_target: for the same buffers at
+ * whatever target (the descent's budgets only go down, so what missed one misses the next). */
+static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs, int any_target)
 {
     for (int i = 0; mm && i < mm->n; i++) {
         const missed *e = &mm->e[i];
-        if (e->h1 == k.h1 && e->h2 == k.h2 && e->cls == k.cls && e->nbufs == nbufs) return e;
+        if (e->h1 == k.h1 && e->h2 == k.h2 && (any_target || e->cls == k.cls) && e->nbufs == nbufs) return e;
     }
     return NULL;
 }
@@ -206,7 +207,7 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
         if (!p) return MG_OK;
         int64_t within = aim ? budget : INT64_MAX;
         miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
-        const missed *e = missed_find(mm, k, p->nbufs);
+        const missed *e = missed_find(mm, k, p->nbufs, 0);
         if (e && e->workspace > budget) { /* placed before for the same target: it missed */
             p->workspace_bytes = e->workspace;
             p->peak_live_bytes = e->peak;
@@ -530,7 +531,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
          i++) {
         /* a seed whose schedule is known to miss the budget once placed: the search would place
          * it again, miss again and stop there (its moves start from a plan that fits) */
-        const missed *e = missed_find(&mm, seeds[i].key, seeds[i].nbufs);
+        const missed *e = missed_find(&mm, seeds[i].key, seeds[i].nbufs, 0);
         if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK) &&
             !(e && e->workspace > budget))
             st = mg_improve_schedule(pr, &seeds[i].o, budget, improve_schedules(pr), out, d);
@@ -876,8 +877,8 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < DESCENT_TRIES && p; it++) {
-        uint64_t h = buffers_hash(p);
-        const missed *e = missed_find(mm, p, h);
+        miss_key k = placement_key(p, budget);
+        const missed *e = missed_find(mm, k, p->nbufs, 1);
         if (e) { /* placed before and missed (a larger budget or this one): it misses this one */
             p->workspace_bytes = e->workspace;
             p->peak_live_bytes = e->peak;
@@ -885,7 +886,7 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
             mg_plan_free(p);
             return MG_ERR;
         } else if (p->workspace_bytes > budget) {
-            missed_add(mm, p, h);
+            missed_add(mm, p, k);
         }
         if (p->workspace_bytes <= budget) {
             *out = p;
