@@ -329,6 +329,17 @@ typedef struct mg_planned {
                                      be split at all: why (msg empty otherwise) */
 } mg_planned;
 
+/* The greatest common divisor of two non-negative sizes (0 with 0: the other). */
+static inline int64_t mg_gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* The joint graph p's plans are of: p->graph, or the model's g. */
 static inline const mg_graph *mg_planned_graph(const mg_planned *p, const mg_graph *g)
 {

@@ -125,16 +125,6 @@ static uint64_t buffers_hash(const mg_plan *p)
     return h;
 }
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The key of placing p's buffers within cap (INT64_MAX: no capacity). */
 static miss_key placement_key(const mg_plan *p, int64_t cap)
 {
@@ -150,7 +140,7 @@ static miss_key placement_key(const mg_plan *p, int64_t cap)
             k.h2 = (k.h2 ^ (f[j] + (uint64_t)b)) * 0xff51afd7ed558ccdull;
             k.h2 ^= k.h2 >> 29;
         }
-        if (u->bytes > 0) g = gcd64(g, (uint64_t)u->bytes);
+        if (u->bytes > 0) g = (uint64_t)mg_gcd64((int64_t)g, u->bytes);
         if (u->bytes > 0 && u->last >= u->first && u->first >= 0 && u->last < p->nsteps) {
             delta[u->first] += u->bytes;
             delta[u->last + 1] -= u->bytes;

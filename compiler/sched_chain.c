@@ -339,16 +339,6 @@ fail:
 
 int mg_chain_stages(const mg_chain *c) { return c->L; }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static int64_t slots(const mg_chain *c, int64_t bytes) { return (bytes + c->unit - 1) / c->unit; }
 
 /* Subproblem tables: (s, t) with 1 <= s <= t <= L-1 (recomputations) or t = L (the first
@@ -430,7 +420,7 @@ static void solve_tables(mg_chain *c, int64_t max_cap, int64_t max_entries)
     int64_t gc = 0;
     int64_t *arrs[] = {c->A, c->K, c->KA, c->FDf, c->FAf, c->FDr, c->FAr, c->FBr, c->FGr, c->D, c->BP};
     for (size_t a = 0; a < sizeof arrs / sizeof *arrs; a++)
-        for (int k = 1; k <= L; k++) gc = gcd64(gc, arrs[a][k]);
+        for (int k = 1; k <= L; k++) gc = mg_gcd64(gc, arrs[a][k]);
     if (gc <= 0) gc = 1;
     int64_t cap = max_cap - c->reserve;
     int64_t per = 0; /* the tables solved: h only where B_{s-1} reads a_{s-1}, g where B_t reads a_t */

@@ -423,15 +423,7 @@ END_TEST
 static int64_t gcd_sizes(const mg_buffer *b, int n)
 {
     int64_t g = 0;
-    for (int i = 0; i < n; i++) {
-        int64_t a = g, c = b[i].bytes;
-        while (c) {
-            int64_t t = a % c;
-            a = c;
-            c = t;
-        }
-        g = a;
-    }
+    for (int i = 0; i < n; i++) g = mg_gcd64(g, b[i].bytes);
     return g;
 }
 
