@@ -966,7 +966,9 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     memo.store_all = sa->workspace_bytes;
-    out->lower_bound = sa->flops_once + forced_recompute_cost(pr, budget); /* every op at least once */
+    /* every op at least once, and what no schedule within the budget avoids (nothing where
+     * store-all fits: then every op once is the optimum) */
+    out->lower_bound = sa->flops_once + (sa->workspace_bytes <= budget ? 0 : forced_recompute_cost(pr, budget));
     memo.lower_bound = out->lower_bound;
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
         out->plan = sa;
