@@ -179,6 +179,25 @@ static void missed_free(missed_memo *mm)
     mm->n = mm->next = 0;
 }
 
+/* Places p within `within` (the budget, or INT64_MAX for the live peak), unless the memo has
+ * these buffers missing the budget for the same target (any_target: for any target): then p
+ * takes the figures placed then. A placement that misses the budget is remembered. On an error
+ * the caller frees p. */
+static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, missed_memo *mm, int any_target,
+                                  mg_diag *d)
+{
+    miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
+    const missed *e = missed_find(mm, k, p->nbufs, any_target);
+    if (e && e->workspace > budget) { /* placed before: it missed */
+        p->workspace_bytes = e->workspace;
+        p->peak_live_bytes = e->peak;
+        return MG_OK;
+    }
+    if (mg_arena_assign_within(p, within, d)) return MG_ERR;
+    if (p->workspace_bytes > budget) missed_add(mm, p, k);
+    return MG_OK;
+}
+
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
  * most budget. first, when not NULL, is the (unplaced) schedule under opts at cap budget,
  * already made by the caller; fit takes it over. aim: the arena, when it misses the peak live
@@ -195,17 +214,9 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
         mg_plan *p = it == 0 ? first : NULL;
         if (!p && schedule(pr, opts, cap, memo, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
-        int64_t within = aim ? budget : INT64_MAX;
-        miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
-        const missed *e = missed_find(mm, k, p->nbufs, 0);
-        if (e && e->workspace > budget) { /* placed before for the same target: it missed */
-            p->workspace_bytes = e->workspace;
-            p->peak_live_bytes = e->peak;
-        } else if (mg_arena_assign_within(p, within, d)) {
+        if (place_remembered(p, budget, aim ? budget : INT64_MAX, mm, 0, d)) {
             mg_plan_free(p);
             return MG_ERR;
-        } else if (p->workspace_bytes > budget) {
-            missed_add(mm, p, k);
         }
         if (p->workspace_bytes <= budget) {
             *out = p;
@@ -867,16 +878,10 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < DESCENT_TRIES && p; it++) {
-        miss_key k = placement_key(p, budget);
-        const missed *e = missed_find(mm, k, p->nbufs, 1);
-        if (e) { /* placed before and missed (a larger budget or this one): it misses this one */
-            p->workspace_bytes = e->workspace;
-            p->peak_live_bytes = e->peak;
-        } else if (mg_arena_assign_within(p, budget, d)) {
+        /* (any target: what missed a larger budget of the descent misses this one) */
+        if (place_remembered(p, budget, budget, mm, 1, d)) {
             mg_plan_free(p);
             return MG_ERR;
-        } else if (p->workspace_bytes > budget) {
-            missed_add(mm, p, k);
         }
         if (p->workspace_bytes <= budget) {
             *out = p;

@@ -383,20 +383,31 @@ END_TEST
  * 6,951,472 bytes: the greedy placements miss the budget, the search meets it (6,943,104, 1.046
  * times the peak of 6,640,320 live bytes) and compacting the search's placement takes that to
  * 6,831,168 (1.029). The effort limit is a count, so the figure is the same on every machine. */
-START_TEST(test_assign_compacts_the_search)
+/* tests/data/arena_resnet18_64_25pct.csv read into csv, and as a plan's buffers (malloc'd;
+ * steps inclusive) over *nsteps steps. */
+static mg_buffer *read_resnet_placement(mg_arena_csv *csv, int *nsteps)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/data/arena_resnet18_64_25pct.csv", MG_SOURCE_DIR);
+    mg_diag d;
+    ck_assert_msg(mg_arena_csv_read(path, csv, &d) == MG_OK, "%s: %s", path, d.msg);
+    mg_buffer *bufs = malloc((size_t)csv->n * sizeof *bufs);
+    ck_assert_ptr_nonnull(bufs);
+    *nsteps = 0;
+    for (int i = 0; i < csv->n; i++) {
+        bufs[i] = (mg_buffer){csv->iv[i].size, (int)csv->iv[i].lower, (int)csv->iv[i].upper - 1, -1, i};
+        if ((int)csv->iv[i].upper > *nsteps) *nsteps = (int)csv->iv[i].upper;
+    }
+    return bufs;
+}
+
+START_TEST(test_assign_compacts_the_search)
+{
     mg_arena_csv csv;
     mg_diag d;
-    ck_assert_msg(mg_arena_csv_read(path, &csv, &d) == MG_OK, "%s: %s", path, d.msg);
-    int n = csv.n, nsteps = 0;
-    mg_buffer *bufs = malloc((size_t)n * sizeof *bufs);
-    ck_assert_ptr_nonnull(bufs);
-    for (int i = 0; i < n; i++) {
-        bufs[i] = (mg_buffer){csv.iv[i].size, (int)csv.iv[i].lower, (int)csv.iv[i].upper - 1, -1, i};
-        if ((int)csv.iv[i].upper > nsteps) nsteps = (int)csv.iv[i].upper;
-    }
+    int nsteps;
+    mg_buffer *bufs = read_resnet_placement(&csv, &nsteps);
+    int n = csv.n;
     mg_plan p;
     memset(&p, 0, sizeof p);
     p.bufs = bufs;
@@ -429,20 +440,15 @@ static int64_t gcd_sizes(const mg_buffer *b, int n)
 
 START_TEST(test_assign_same_class_same_placement)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/data/arena_resnet18_64_25pct.csv", MG_SOURCE_DIR);
     mg_arena_csv csv;
     mg_diag d;
-    ck_assert_msg(mg_arena_csv_read(path, &csv, &d) == MG_OK, "%s: %s", path, d.msg);
-    int n = csv.n, nsteps = 0;
+    int nsteps;
     mg_buffer *bufs[3];
-    for (int k = 0; k < 3; k++) {
+    bufs[0] = read_resnet_placement(&csv, &nsteps);
+    int n = csv.n;
+    for (int k = 1; k < 3; k++) {
         bufs[k] = malloc((size_t)n * sizeof *bufs[k]);
         ck_assert_ptr_nonnull(bufs[k]);
-    }
-    for (int i = 0; i < n; i++) {
-        bufs[0][i] = (mg_buffer){csv.iv[i].size, (int)csv.iv[i].lower, (int)csv.iv[i].upper - 1, -1, i};
-        if ((int)csv.iv[i].upper > nsteps) nsteps = (int)csv.iv[i].upper;
     }
     int64_t g = gcd_sizes(bufs[0], n), lo = 6951472 / g * g;
     ck_assert_int_gt(g, 1);
