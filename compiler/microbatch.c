@@ -64,13 +64,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
 
 /* Whether op n works sample by sample along axis 0 (of extent N); if so, batched[k] says which
@@ -237,16 +230,16 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
     m->cut = -1;
     int n = g->n, nf = g->nforward;
     mg_loc none = {0};
-    m->batch_in = xcalloc((size_t)n, 1);
-    m->R = xcalloc((size_t)n, 1);
-    m->dep = xcalloc((size_t)n, 1);
-    m->B = xcalloc((size_t)n, 1);
-    m->acc = xcalloc((size_t)n, 1);
-    m->need = xcalloc((size_t)n, 1);
-    m->cat = xcalloc((size_t)n, 1);
-    m->bat = xcalloc((size_t)n * MG_MAX_INPUTS, 1);
-    m->bn = xcalloc((size_t)n, sizeof *m->bn);
-    m->level = xcalloc((size_t)n, sizeof *m->level);
+    m->batch_in = mg_xcalloc((size_t)n, 1);
+    m->R = mg_xcalloc((size_t)n, 1);
+    m->dep = mg_xcalloc((size_t)n, 1);
+    m->B = mg_xcalloc((size_t)n, 1);
+    m->acc = mg_xcalloc((size_t)n, 1);
+    m->need = mg_xcalloc((size_t)n, 1);
+    m->cat = mg_xcalloc((size_t)n, 1);
+    m->bat = mg_xcalloc((size_t)n * MG_MAX_INPUTS, 1);
+    m->bn = mg_xcalloc((size_t)n, sizeof *m->bn);
+    m->level = mg_xcalloc((size_t)n, sizeof *m->level);
     for (int v = 0; v < n; v++) m->bn[v] = -1;
     if (!g->param_grads || g->loss < 0) return mg_diag_set(why, none, "micro-batching needs the joint graph of a training step");
     for (int i = 0; i < g->ninputs; i++) {
@@ -326,7 +319,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
                            mg_ops[g->nodes[stop].op].name);
     }
     /* B and the reductions, in order */
-    char *ps = xcalloc((size_t)n, 1); /* per-sample backward ops (bat holds their batched operands) */
+    char *ps = mg_xcalloc((size_t)n, 1); /* per-sample backward ops (bat holds their batched operands) */
     for (int v = nf; v < n; v++) {
         const mg_node *nd = &g->nodes[v];
         char *bt = &m->bat[(size_t)v * MG_MAX_INPUTS];
@@ -392,7 +385,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
      * input gradient of a last per-sample layer whose dy comes from an op that mixes the samples:
      * unet_small's conv2d_grad_input of the 1x1 output convolution, 2 MiB whole otherwise). Their
      * batched operands from outside are read as slices, like B's. */
-    int *uses = xcalloc((size_t)n, sizeof *uses), *inb = xcalloc((size_t)n, sizeof *inb);
+    int *uses = mg_xcalloc((size_t)n, sizeof *uses), *inb = mg_xcalloc((size_t)n, sizeof *inb);
     for (int v = 0; v < n; v++)
         for (int k = 0; k < g->nodes[v].ninputs; k++) {
             int u = g->nodes[v].in[k];
@@ -423,7 +416,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         }
     }
     /* which values are used whole (concatenated), and the order constraints of the backward */
-    char *after = m->after = xcalloc((size_t)n, 1);
+    char *after = m->after = mg_xcalloc((size_t)n, 1);
     mg_status st = MG_OK;
     for (int v = 0; v < n && !st; v++) {
         const mg_node *nd = &g->nodes[v];
@@ -704,10 +697,10 @@ mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **o
     }
     int n = g->n, nf = g->nforward;
     mb_build b = {&m, mg_graph_new(), k, m.N / k, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d, 0};
-    b.st = xcalloc((size_t)n, sizeof *b.st);
-    b.gs = xcalloc((size_t)n, sizeof *b.gs);
-    b.gs_part = xcalloc((size_t)n, sizeof *b.gs_part);
-    b.ord = xcalloc((size_t)n, sizeof *b.ord);
+    b.st = mg_xcalloc((size_t)n, sizeof *b.st);
+    b.gs = mg_xcalloc((size_t)n, sizeof *b.gs);
+    b.gs_part = mg_xcalloc((size_t)n, sizeof *b.gs_part);
+    b.ord = mg_xcalloc((size_t)n, sizeof *b.ord);
     for (int v = 0, o = 0; v < n; v++) {
         b.gs_part[v] = -1;
         if (g->nodes[v].op == MG_OP_BATCH_NORM) b.ord[v] = o++;

@@ -7,13 +7,6 @@
 
 #include <stdlib.h>
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 void mg_plan_free(mg_plan *p)
 {
     if (!p) return;
@@ -25,12 +18,12 @@ void mg_plan_free(mg_plan *p)
 void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
 {
     *b = (mg_plan_builder){.pr = pr};
-    b->p = xcalloc(1, sizeof *b->p);
+    b->p = mg_xcalloc(1, sizeof *b->p);
     b->p->g = pr->g;
     b->p->kind = pr->kind;
     b->p->result = pr->result;
-    b->where = xcalloc((size_t)pr->n, sizeof *b->where);
-    b->last_read = xcalloc((size_t)pr->n, sizeof *b->last_read);
+    b->where = mg_xcalloc((size_t)pr->n, sizeof *b->where);
+    b->last_read = mg_xcalloc((size_t)pr->n, sizeof *b->last_read);
     int ntargets = 0, nbufs = 0;
     for (int v = 0; v < pr->n; v++) {
         if (pr->target[v]) {

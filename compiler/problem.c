@@ -8,13 +8,6 @@
 
 #include <stdlib.h>
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
 
 /* The accumulating ops of micro-batching: (..., acc) -> acc + f(...), acc the last input. */
@@ -25,18 +18,18 @@ static int is_acc(mg_op op)
 
 mg_problem *mg_problem_alloc(int n, int nedges)
 {
-    mg_problem *p = xcalloc(1, sizeof *p);
+    mg_problem *p = mg_xcalloc(1, sizeof *p);
     p->n = n;
-    p->in_start = xcalloc((size_t)n + 1, sizeof *p->in_start);
-    p->in = xcalloc((size_t)nedges + 1, sizeof *p->in);
-    p->bytes = xcalloc((size_t)n, sizeof *p->bytes);
-    p->scratch = xcalloc((size_t)n, sizeof *p->scratch);
-    p->cost = xcalloc((size_t)n, sizeof *p->cost);
-    p->target = xcalloc((size_t)n, 1);
-    p->evictable = xcalloc((size_t)n, 1);
-    p->keep_to_end = xcalloc((size_t)n, 1);
-    p->home = xcalloc((size_t)n, sizeof *p->home);
-    p->final = xcalloc(1, sizeof *p->final);
+    p->in_start = mg_xcalloc((size_t)n + 1, sizeof *p->in_start);
+    p->in = mg_xcalloc((size_t)nedges + 1, sizeof *p->in);
+    p->bytes = mg_xcalloc((size_t)n, sizeof *p->bytes);
+    p->scratch = mg_xcalloc((size_t)n, sizeof *p->scratch);
+    p->cost = mg_xcalloc((size_t)n, sizeof *p->cost);
+    p->target = mg_xcalloc((size_t)n, 1);
+    p->evictable = mg_xcalloc((size_t)n, 1);
+    p->keep_to_end = mg_xcalloc((size_t)n, 1);
+    p->home = mg_xcalloc((size_t)n, sizeof *p->home);
+    p->final = mg_xcalloc(1, sizeof *p->final);
     p->result = -1;
     return p;
 }
@@ -71,7 +64,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
     p->kind = kind;
     p->nfwd = g->nforward;
     free(p->final);
-    p->final = xcalloc((size_t)(g->nparams + g->noutputs) + 1, sizeof *p->final);
+    p->final = mg_xcalloc((size_t)(g->nparams + g->noutputs) + 1, sizeof *p->final);
     for (int i = 0; i < n; i++) {
         const mg_node *nd = &g->nodes[i];
         p->in_start[i + 1] = p->in_start[i] + nd->ninputs;
@@ -79,7 +72,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
     }
 
     /* roots: what the function must produce; then everything they depend on */
-    char *needed = xcalloc((size_t)n, 1);
+    char *needed = mg_xcalloc((size_t)n, 1);
     if (kind == MG_PLAN_TRAIN) {
         needed[g->loss] = 1;
         for (int i = 0; i < g->nparams; i++)
@@ -92,7 +85,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
             for (int k = 0; k < g->nodes[i].ninputs; k++) needed[g->nodes[i].in[k]] = 1;
 
     /* fixed places: leaves, and values written straight into caller memory */
-    int64_t *poff = xcalloc((size_t)g->nparams + 1, sizeof *poff);
+    int64_t *poff = mg_xcalloc((size_t)g->nparams + 1, sizeof *poff);
     mg_param_layout(g, poff);
     for (int i = 0; i < n; i++) {
         const mg_node *nd = &g->nodes[i];
@@ -102,7 +95,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
     }
     if (kind == MG_PLAN_TRAIN) {
         /* how many times each value is read, returned or is a gradient */
-        int *uses = xcalloc((size_t)n, sizeof *uses);
+        int *uses = mg_xcalloc((size_t)n, sizeof *uses);
         for (int i = 0; i < n; i++)
             for (int k = 0; k < g->nodes[i].ninputs; k++) uses[g->nodes[i].in[k]]++;
         for (int i = 0; i < g->nparams; i++)

@@ -34,13 +34,6 @@ const char *mg_report_tensor_name(const mg_graph *g, int node, char *buf, size_t
     return buf;
 }
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) abort();
-    return p;
-}
-
 mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const mg_plan_report_info *info,
                                  mg_report_figures *f, mg_diag *d)
 {
@@ -69,14 +62,14 @@ mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const m
 
     /* rows: one per value a compute step writes, in the order of the first such step */
     f->row_of_node = malloc((size_t)g->n * sizeof *f->row_of_node);
-    f->rows = xcalloc((size_t)g->n, sizeof *f->rows);
+    f->rows = mg_xcalloc((size_t)g->n, sizeof *f->rows);
     if (!f->row_of_node) abort();
     for (int i = 0; i < g->n; i++) f->row_of_node[i] = -1;
     f->first_backward_step = t->nsteps;
     f->fused_chains = mg_fuse_count(t, g, &f->fused_steps);
     f->fused_chains_fwd = mg_fuse_count(f->p->forward, g, &f->fused_steps_fwd);
     /* first pass: how many workspace buffers each value gets, to size the rows exactly */
-    int *nws = xcalloc((size_t)g->n, sizeof *nws);
+    int *nws = mg_xcalloc((size_t)g->n, sizeof *nws);
     for (int s = 0; s < t->nsteps; s++)
         if (t->steps[s].kind == MG_STEP_COMPUTE && t->steps[s].out.mem == MG_MEM_WS) nws[t->steps[s].node]++;
     for (int s = 0; s < t->nsteps; s++) {
@@ -89,7 +82,7 @@ mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const m
             r = f->row_of_node[st->node] = f->nrows++;
             f->rows[r].node = st->node;
             f->rows[r].first_step = s;
-            f->rows[r].bufs = xcalloc((size_t)nws[st->node], sizeof(int));
+            f->rows[r].bufs = mg_xcalloc((size_t)nws[st->node], sizeof(int));
         }
         mg_tensor_row *row = &f->rows[r];
         row->computes++;
@@ -110,8 +103,8 @@ mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const m
     }
 
     /* bytes live at every step, and the arena's high-water mark so far */
-    f->live_bytes = xcalloc((size_t)t->nsteps + 1, sizeof *f->live_bytes);
-    f->high_water = xcalloc((size_t)t->nsteps + 1, sizeof *f->high_water);
+    f->live_bytes = mg_xcalloc((size_t)t->nsteps + 1, sizeof *f->live_bytes);
+    f->high_water = mg_xcalloc((size_t)t->nsteps + 1, sizeof *f->high_water);
     for (int i = 0; i < t->nbufs; i++) {
         const mg_buffer *b = &t->bufs[i];
         f->live_bytes[b->first] += b->bytes;

@@ -56,13 +56,6 @@ struct mg_chain {
 /* The DP takes time ~ L^3 M / 6: longer chains are left to the other methods. */
 enum { MAX_STAGES = 160 };
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 static int is_ws(const mg_problem *pr, int v) { return pr->target[v] && pr->home[v].mem == MG_MEM_NONE && pr->bytes[v] > 0; }
 
 /* bytes a value takes in the stage accounting: keep-to-end values are reserved apart */
@@ -143,10 +136,10 @@ static void mark_need(const mg_chain *c, int k, int v, char *need)
 mg_chain *mg_chain_analyse(const mg_problem *pr)
 {
     int n = pr->n;
-    mg_chain *c = xcalloc(1, sizeof *c);
+    mg_chain *c = mg_xcalloc(1, sizeof *c);
     c->pr = pr;
-    c->fv = xcalloc((size_t)n, sizeof *c->fv);
-    c->bv = xcalloc((size_t)n, sizeof *c->bv);
+    c->fv = mg_xcalloc((size_t)n, sizeof *c->fv);
+    c->bv = mg_xcalloc((size_t)n, sizeof *c->bv);
     for (int v = 0; v < n; v++) {
         if (!pr->target[v]) continue;
         if (v < pr->nfwd) c->fv[c->nf++] = v;
@@ -161,7 +154,7 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
     }
 
     /* cuts: the forward values crossing each position */
-    int *fpos = xcalloc((size_t)n, sizeof *fpos), *lastf = xcalloc((size_t)n, sizeof *lastf);
+    int *fpos = mg_xcalloc((size_t)n, sizeof *fpos), *lastf = mg_xcalloc((size_t)n, sizeof *lastf);
     for (int v = 0; v < n; v++) fpos[v] = lastf[v] = -1;
     for (int i = 0; i < c->nf; i++) fpos[c->fv[i]] = i;
     for (int i = 0; i < c->nf; i++) {
@@ -170,7 +163,7 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
             if (fpos[pr->in[j]] >= 0 && i > lastf[pr->in[j]]) lastf[pr->in[j]] = i;
     }
     /* crossing after position p: values u with fpos[u] <= p < lastf[u]; count and id sum */
-    int64_t *dcount = xcalloc((size_t)c->nf + 1, sizeof *dcount), *dsum = xcalloc((size_t)c->nf + 1, sizeof *dsum);
+    int64_t *dcount = mg_xcalloc((size_t)c->nf + 1, sizeof *dcount), *dsum = mg_xcalloc((size_t)c->nf + 1, sizeof *dsum);
     for (int i = 0; i < c->nf; i++) {
         int u = c->fv[i];
         if (lastf[u] > i) {
@@ -178,8 +171,8 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
             dcount[lastf[u]]--, dsum[lastf[u]] -= u;
         }
     }
-    c->stage_start = xcalloc((size_t)c->nf + 2, sizeof *c->stage_start);
-    c->a = xcalloc((size_t)c->nf + 2, sizeof *c->a);
+    c->stage_start = mg_xcalloc((size_t)c->nf + 2, sizeof *c->stage_start);
+    c->a = mg_xcalloc((size_t)c->nf + 2, sizeof *c->a);
     c->a[0] = -1;
     c->stage_start[1] = 0;
     int L = 1;
@@ -198,7 +191,7 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
     free(dcount);
     free(dsum);
     free(lastf);
-    c->stage_of = xcalloc((size_t)n, sizeof *c->stage_of);
+    c->stage_of = mg_xcalloc((size_t)n, sizeof *c->stage_of);
     for (int k = 1; k <= L; k++)
         for (int i = c->stage_start[k]; i < c->stage_start[k + 1]; i++) c->stage_of[c->fv[i]] = k;
     free(fpos);
@@ -206,8 +199,8 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
 
     /* backward blocks: each backward op in the largest stage i (not above the previous op's)
      * such that it reads forward values of stage i and a_{i-1} only */
-    c->bstage = xcalloc((size_t)c->nb + 1, sizeof *c->bstage);
-    c->keep = xcalloc((size_t)n, 1);
+    c->bstage = mg_xcalloc((size_t)c->nb + 1, sizeof *c->bstage);
+    c->keep = mg_xcalloc((size_t)n, 1);
     int cur = L;
     for (int q = 0; q < c->nb; q++) {
         int b = c->bv[q], hi = 0;
@@ -234,8 +227,8 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
         if (!c->bstage[q]) c->bstage[q] = next ? next : cur;
         next = c->bstage[q];
     }
-    c->bstart = xcalloc((size_t)L + 2, sizeof *c->bstart);
-    c->bend = xcalloc((size_t)L + 2, sizeof *c->bend);
+    c->bstart = mg_xcalloc((size_t)L + 2, sizeof *c->bstart);
+    c->bend = mg_xcalloc((size_t)L + 2, sizeof *c->bend);
     for (int k = 1; k <= L; k++) c->bstart[k] = c->bend[k] = -1;
     for (int q = 0; q < c->nb; q++) {
         int k = c->bstage[q];
@@ -244,8 +237,8 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
     }
     for (int k = 1; k <= L; k++) /* empty blocks: nothing to run */
         if (c->bstart[k] < 0) c->bstart[k] = c->bend[k] = 0;
-    c->KA = xcalloc((size_t)L + 2, sizeof *c->KA);
-    c->IA = xcalloc((size_t)L + 2, 1);
+    c->KA = mg_xcalloc((size_t)L + 2, sizeof *c->KA);
+    c->IA = mg_xcalloc((size_t)L + 2, 1);
     for (int q = 0; q < c->nb; q++) {
         int b = c->bv[q], k = c->bstage[q];
         for (int j = pr->in_start[b]; j < pr->in_start[b + 1]; j++) {
@@ -257,7 +250,7 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
         }
     }
     /* what a recomputation pass needs */
-    for (int mode = 0; mode < 4; mode++) c->need[mode] = xcalloc((size_t)n, 1);
+    for (int mode = 0; mode < 4; mode++) c->need[mode] = mg_xcalloc((size_t)n, 1);
     for (int k = 1; k <= L; k++) {
         if (c->a[k] >= 0) {
             mark_need(c, k, c->a[k], c->need[DROP]);
@@ -273,21 +266,21 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
         if (c->a[k] >= 0) c->need[BASEG][c->a[k]] = 0; /* resident */
     }
     /* per-stage figures */
-    c->A = xcalloc((size_t)L + 2, sizeof *c->A);
-    c->K = xcalloc((size_t)L + 2, sizeof *c->K);
-    c->FDf = xcalloc((size_t)L + 2, sizeof *c->FDf);
-    c->FAf = xcalloc((size_t)L + 2, sizeof *c->FAf);
-    c->FDr = xcalloc((size_t)L + 2, sizeof *c->FDr);
-    c->FAr = xcalloc((size_t)L + 2, sizeof *c->FAr);
-    c->FBr = xcalloc((size_t)L + 2, sizeof *c->FBr);
-    c->FGr = xcalloc((size_t)L + 2, sizeof *c->FGr);
-    c->ufG = xcalloc((size_t)L + 2, sizeof *c->ufG);
-    c->ufB = xcalloc((size_t)L + 2, sizeof *c->ufB);
-    c->D = xcalloc((size_t)L + 2, sizeof *c->D);
-    c->BP = xcalloc((size_t)L + 2, sizeof *c->BP);
-    c->ufD = xcalloc((size_t)L + 2, sizeof *c->ufD);
-    c->ufA = xcalloc((size_t)L + 2, sizeof *c->ufA);
-    int *tmp = xcalloc((size_t)n, sizeof *tmp);
+    c->A = mg_xcalloc((size_t)L + 2, sizeof *c->A);
+    c->K = mg_xcalloc((size_t)L + 2, sizeof *c->K);
+    c->FDf = mg_xcalloc((size_t)L + 2, sizeof *c->FDf);
+    c->FAf = mg_xcalloc((size_t)L + 2, sizeof *c->FAf);
+    c->FDr = mg_xcalloc((size_t)L + 2, sizeof *c->FDr);
+    c->FAr = mg_xcalloc((size_t)L + 2, sizeof *c->FAr);
+    c->FBr = mg_xcalloc((size_t)L + 2, sizeof *c->FBr);
+    c->FGr = mg_xcalloc((size_t)L + 2, sizeof *c->FGr);
+    c->ufG = mg_xcalloc((size_t)L + 2, sizeof *c->ufG);
+    c->ufB = mg_xcalloc((size_t)L + 2, sizeof *c->ufB);
+    c->D = mg_xcalloc((size_t)L + 2, sizeof *c->D);
+    c->BP = mg_xcalloc((size_t)L + 2, sizeof *c->BP);
+    c->ufD = mg_xcalloc((size_t)L + 2, sizeof *c->ufD);
+    c->ufA = mg_xcalloc((size_t)L + 2, sizeof *c->ufA);
+    int *tmp = mg_xcalloc((size_t)n, sizeof *tmp);
     for (int k = 1; k <= L; k++) {
         c->A[k] = c->a[k] >= 0 ? vbytes(pr, c->a[k]) : 0;
         for (int i = c->stage_start[k]; i < c->stage_start[k + 1]; i++) {
@@ -308,7 +301,7 @@ mg_chain *mg_chain_analyse(const mg_problem *pr)
     }
     free(tmp);
     /* the backward values: computed once, freed after their last backward read */
-    c->blast = xcalloc((size_t)n, sizeof *c->blast);
+    c->blast = mg_xcalloc((size_t)n, sizeof *c->blast);
     for (int v = 0; v < n; v++) c->blast[v] = -1;
     for (int q = 0; q < c->nb; q++) {
         int b = c->bv[q];
@@ -435,14 +428,14 @@ static void solve_tables(mg_chain *c, int64_t max_cap, int64_t max_entries)
     c->M = (int)(cap > 0 ? cap / c->unit : 0);
     int64_t **sl[] = {&c->sA, &c->sK, &c->sKA, &c->sFDf, &c->sFAf, &c->sFDr, &c->sFAr, &c->sFBr, &c->sFGr, &c->sD, &c->sBP};
     for (size_t a = 0; a < sizeof arrs / sizeof *arrs; a++) {
-        *sl[a] = xcalloc((size_t)L + 2, sizeof **sl[a]);
+        *sl[a] = mg_xcalloc((size_t)L + 2, sizeof **sl[a]);
         for (int k = 1; k <= L; k++) (*sl[a])[k] = slots(c, arrs[a][k]);
     }
     size_t nre = 4 * (size_t)(L - 1) * (size_t)L / 2 * (size_t)(c->M + 1);
-    c->re = xcalloc(nre, sizeof *c->re);
-    c->rech = xcalloc(nre, sizeof *c->rech);
-    c->fst = xcalloc(2 * (size_t)(L + 2) * (size_t)(c->M + 1), sizeof *c->fst);
-    c->fch = xcalloc(2 * (size_t)(L + 2) * (size_t)(c->M + 1), sizeof *c->fch);
+    c->re = mg_xcalloc(nre, sizeof *c->re);
+    c->rech = mg_xcalloc(nre, sizeof *c->rech);
+    c->fst = mg_xcalloc(2 * (size_t)(L + 2) * (size_t)(c->M + 1), sizeof *c->fst);
+    c->fch = mg_xcalloc(2 * (size_t)(L + 2) * (size_t)(c->M + 1), sizeof *c->fch);
     for (size_t i = 0; i < nre; i++) c->re[i] = INFINITY; /* tables never solved offer nothing */
     for (size_t i = 0; i < 2 * (size_t)(L + 2) * (size_t)(c->M + 1); i++) c->fst[i] = INFINITY;
     for (int len = 0; len < L - 1; len++) /* recomputations, shortest first */
@@ -593,9 +586,9 @@ mg_status mg_chain_schedule(mg_chain *c, int64_t cap, int64_t table_cap, mg_plan
     if (m < 0) return MG_OK;
     exec e = {.c = c, .ok = 1};
     mg_pb_init(&e.b, c->pr);
-    e.done = xcalloc((size_t)c->pr->n, 1);
-    e.first = xcalloc((size_t)c->L + 2, 1);
-    e.cnt = xcalloc((size_t)c->pr->n, sizeof *e.cnt);
+    e.done = mg_xcalloc((size_t)c->pr->n, 1);
+    e.first = mg_xcalloc((size_t)c->L + 2, 1);
+    e.cnt = mg_xcalloc((size_t)c->pr->n, sizeof *e.cnt);
     run(&e, 1, c->L, m, 1, 0, 0);
     for (int v = 0; v < c->pr->n && e.ok; v++)
         if (c->pr->target[v] && !e.done[v]) e.ok = 0;

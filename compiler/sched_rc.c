@@ -27,13 +27,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 typedef struct rc_sim {
     const mg_problem *pr;
     const mg_sched_opts *o;
@@ -396,51 +389,51 @@ mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, 
     *out = NULL;
     rc_sim s = {.pr = pr, .o = opts, .below = INT64_MIN, .above = INT64_MAX};
     mg_pb_init(&s.b, pr);
-    int *targets = xcalloc((size_t)n, sizeof *targets);
+    int *targets = mg_xcalloc((size_t)n, sizeof *targets);
     for (int v = 0; v < n; v++)
         if (pr->target[v]) targets[s.ntargets++] = v;
-    s.rest = xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
+    s.rest = mg_xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
     for (int i = s.ntargets - 1; i > 0; i--) s.rest[i - 1] = s.rest[i] + pr->cost[targets[i]];
     /* per node: the target positions reading it */
-    s.use_start = xcalloc((size_t)n + 1, sizeof *s.use_start);
+    s.use_start = mg_xcalloc((size_t)n + 1, sizeof *s.use_start);
     for (int i = 0; i < s.ntargets; i++)
         for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) s.use_start[pr->in[k] + 1]++;
     for (int v = 0; v < n; v++) s.use_start[v + 1] += s.use_start[v];
-    s.uses = xcalloc((size_t)s.use_start[n] + 1, sizeof *s.uses);
-    int *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    s.uses = mg_xcalloc((size_t)s.use_start[n] + 1, sizeof *s.uses);
+    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
     for (int i = 0; i < s.ntargets; i++)
         for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) {
             int u = pr->in[k];
             s.uses[s.use_start[u] + fill[u]++] = i;
         }
-    s.out_start = xcalloc((size_t)n + 1, sizeof *s.out_start);
-    s.out = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
+    s.out_start = mg_xcalloc((size_t)n + 1, sizeof *s.out_start);
+    s.out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
     for (int k = 0; k < pr->in_start[n]; k++) s.out_start[pr->in[k] + 1]++;
     for (int v = 0; v < n; v++) s.out_start[v + 1] += s.out_start[v];
     for (int v = 0; v < n; v++) fill[v] = 0;
     for (int c = 0; c < n; c++)
         for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) s.out[s.out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
     free(fill);
-    s.uptr = xcalloc((size_t)n, sizeof *s.uptr);
-    s.lock = xcalloc((size_t)n, sizeof *s.lock);
-    s.need = xcalloc((size_t)n, sizeof *s.need);
-    s.ut = xcalloc((size_t)n, sizeof *s.ut);
-    s.fc = xcalloc((size_t)n, sizeof *s.fc);
-    s.fc_at = xcalloc((size_t)n, sizeof *s.fc_at);
-    s.ut_valid = xcalloc((size_t)n, 1);
-    s.touched = xcalloc((size_t)n, sizeof *s.touched);
-    s.res = xcalloc((size_t)n, sizeof *s.res);
-    s.res_pos = xcalloc((size_t)n, sizeof *s.res_pos);
-    s.rc = xcalloc((size_t)n, sizeof *s.rc);
-    s.mark = xcalloc((size_t)n, sizeof *s.mark);
-    s.walk = xcalloc((size_t)n + 1, sizeof *s.walk);
-    s.est = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.est);
-    s.frame_v = xcalloc((size_t)n + 1, sizeof *s.frame_v);
-    s.frame_k = xcalloc((size_t)n + 1, sizeof *s.frame_k);
-    s.frame_ord = xcalloc((size_t)n + 1, sizeof *s.frame_ord);
-    s.ord = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.ord);
-    s.sc = xcalloc((size_t)n, sizeof *s.sc);
-    s.sc_at = xcalloc((size_t)n, sizeof *s.sc_at);
+    s.uptr = mg_xcalloc((size_t)n, sizeof *s.uptr);
+    s.lock = mg_xcalloc((size_t)n, sizeof *s.lock);
+    s.need = mg_xcalloc((size_t)n, sizeof *s.need);
+    s.ut = mg_xcalloc((size_t)n, sizeof *s.ut);
+    s.fc = mg_xcalloc((size_t)n, sizeof *s.fc);
+    s.fc_at = mg_xcalloc((size_t)n, sizeof *s.fc_at);
+    s.ut_valid = mg_xcalloc((size_t)n, 1);
+    s.touched = mg_xcalloc((size_t)n, sizeof *s.touched);
+    s.res = mg_xcalloc((size_t)n, sizeof *s.res);
+    s.res_pos = mg_xcalloc((size_t)n, sizeof *s.res_pos);
+    s.rc = mg_xcalloc((size_t)n, sizeof *s.rc);
+    s.mark = mg_xcalloc((size_t)n, sizeof *s.mark);
+    s.walk = mg_xcalloc((size_t)n + 1, sizeof *s.walk);
+    s.est = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.est);
+    s.frame_v = mg_xcalloc((size_t)n + 1, sizeof *s.frame_v);
+    s.frame_k = mg_xcalloc((size_t)n + 1, sizeof *s.frame_k);
+    s.frame_ord = mg_xcalloc((size_t)n + 1, sizeof *s.frame_ord);
+    s.ord = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.ord);
+    s.sc = mg_xcalloc((size_t)n, sizeof *s.sc);
+    s.sc_at = mg_xcalloc((size_t)n, sizeof *s.sc_at);
     for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = s.sc_at[v] = -1;
     s.rc_cap = s.b.p->flops_once + n;
     s.step_limit = (int64_t)s.ntargets * 8 + 10000; /* as sched_remat.c's */

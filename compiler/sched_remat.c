@@ -25,13 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 typedef struct sim {
     const mg_problem *pr;
     const mg_sched_opts *o;
@@ -195,7 +188,7 @@ static double score(const sim *s, int v)
 /* The restart's factors: splitmix64 of (seed, node) mapped to [1/2, 2), log-uniformly. */
 static double *restart_factors(uint64_t seed, int n)
 {
-    double *f = xcalloc((size_t)n + 1, sizeof *f);
+    double *f = mg_xcalloc((size_t)n + 1, sizeof *f);
     for (int v = 0; v < n; v++) {
         uint64_t z = seed * 0x9e3779b97f4a7c15ULL + (uint64_t)v * 0xbf58476d1ce4e5b9ULL;
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -334,12 +327,12 @@ static void build_uses(sim *s, const int *targets)
 {
     const mg_problem *pr = s->pr;
     int n = pr->n;
-    s->use_start = xcalloc((size_t)n + 1, sizeof *s->use_start);
+    s->use_start = mg_xcalloc((size_t)n + 1, sizeof *s->use_start);
     for (int i = 0; i < s->ntargets; i++)
         for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) s->use_start[pr->in[k] + 1]++;
     for (int v = 0; v < n; v++) s->use_start[v + 1] += s->use_start[v];
-    s->uses = xcalloc((size_t)s->use_start[n] + 1, sizeof *s->uses);
-    int *fill = xcalloc((size_t)n, sizeof *fill);
+    s->uses = mg_xcalloc((size_t)s->use_start[n] + 1, sizeof *s->uses);
+    int *fill = mg_xcalloc((size_t)n, sizeof *fill);
     for (int i = 0; i < s->ntargets; i++)
         for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) {
             int u = pr->in[k];
@@ -391,19 +384,19 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
     *out = NULL;
     sim s = {.pr = pr, .o = opts, .below = INT64_MIN, .above = INT64_MAX};
     mg_pb_init(&s.b, pr);
-    s.uptr = xcalloc((size_t)n, sizeof *s.uptr);
-    s.lock = xcalloc((size_t)n, sizeof *s.lock);
-    s.cand = xcalloc((size_t)n, sizeof *s.cand);
-    s.cand_pos = xcalloc((size_t)n, sizeof *s.cand_pos);
-    s.ver = xcalloc((size_t)n, sizeof *s.ver);
-    s.parked = xcalloc((size_t)n + 1, 1);
-    s.stack = xcalloc((size_t)n + 1, sizeof *s.stack);
-    s.stack_in = xcalloc((size_t)n + 1, sizeof *s.stack_in);
-    s.order = xcalloc((size_t)n + 1, sizeof *s.order);
-    s.mark = xcalloc((size_t)n + 1, sizeof *s.mark);
-    s.rc = xcalloc((size_t)n + 1, sizeof *s.rc);
+    s.uptr = mg_xcalloc((size_t)n, sizeof *s.uptr);
+    s.lock = mg_xcalloc((size_t)n, sizeof *s.lock);
+    s.cand = mg_xcalloc((size_t)n, sizeof *s.cand);
+    s.cand_pos = mg_xcalloc((size_t)n, sizeof *s.cand_pos);
+    s.ver = mg_xcalloc((size_t)n, sizeof *s.ver);
+    s.parked = mg_xcalloc((size_t)n + 1, 1);
+    s.stack = mg_xcalloc((size_t)n + 1, sizeof *s.stack);
+    s.stack_in = mg_xcalloc((size_t)n + 1, sizeof *s.stack_in);
+    s.order = mg_xcalloc((size_t)n + 1, sizeof *s.order);
+    s.mark = mg_xcalloc((size_t)n + 1, sizeof *s.mark);
+    s.rc = mg_xcalloc((size_t)n + 1, sizeof *s.rc);
     s.jitter = opts->seed ? restart_factors(opts->seed, n) : NULL;
-    int *targets = xcalloc((size_t)n, sizeof *targets);
+    int *targets = mg_xcalloc((size_t)n, sizeof *targets);
     for (int i = 0; i < n; i++) {
         s.cand_pos[i] = -1;
         if (!pr->target[i]) continue;
@@ -411,18 +404,18 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
         targets[s.ntargets++] = i;
     }
     s.rc_cap = s.b.p->flops_once + n;
-    s.rest = xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
+    s.rest = mg_xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
     for (int i = s.ntargets - 1; i > 0; i--) s.rest[i - 1] = s.rest[i] + pr->cost[targets[i]];
     build_uses(&s, targets);
-    s.out_start = xcalloc((size_t)n + 1, sizeof *s.out_start);
-    s.out = xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
+    s.out_start = mg_xcalloc((size_t)n + 1, sizeof *s.out_start);
+    s.out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
     for (int k = 0; k < pr->in_start[n]; k++) s.out_start[pr->in[k] + 1]++;
     for (int v = 0; v < n; v++) s.out_start[v + 1] += s.out_start[v];
-    int *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
     for (int c = 0; c < n; c++)
         for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) s.out[s.out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
     free(fill);
-    s.zlast = xcalloc((size_t)n + 1, sizeof *s.zlast);
+    s.zlast = mg_xcalloc((size_t)n + 1, sizeof *s.zlast);
     for (int v = 0; v < n; v++) s.zlast[v] = -1;
     for (int c = 0; c < n; c++) {
         int last = s.use_start[c + 1] > s.use_start[c] ? s.uses[s.use_start[c + 1] - 1] : -1;

@@ -39,13 +39,6 @@ typedef struct search {
     int hn, hcap;
 } search;
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 static size_t hash_of(uint64_t mask, int t, size_t cap)
 {
     uint64_t h = (mask ^ ((uint64_t)(uint32_t)t * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
@@ -64,7 +57,7 @@ static void grow_table(search *s)
 {
     free(s->table);
     s->tcap *= 2;
-    s->table = xcalloc(s->tcap, sizeof *s->table);
+    s->table = mg_xcalloc(s->tcap, sizeof *s->table);
     for (int k = 0; k < s->nst; k++) *find(s, s->st[k].mask, s->st[k].t) = k + 1;
 }
 
@@ -146,10 +139,10 @@ static int setup(search *s, const mg_problem *pr)
 {
     int n = pr->n;
     *s = (search){.pr = pr, .n = n};
-    s->tg = xcalloc((size_t)n, sizeof *s->tg);
-    s->pos = xcalloc((size_t)n, sizeof *s->pos);
-    s->bit = xcalloc((size_t)n, sizeof *s->bit);
-    s->node_of_bit = xcalloc(MAX_VALUES, sizeof *s->node_of_bit);
+    s->tg = mg_xcalloc((size_t)n, sizeof *s->tg);
+    s->pos = mg_xcalloc((size_t)n, sizeof *s->pos);
+    s->bit = mg_xcalloc((size_t)n, sizeof *s->bit);
+    s->node_of_bit = mg_xcalloc(MAX_VALUES, sizeof *s->node_of_bit);
     for (int v = 0; v < n; v++) {
         s->pos[v] = s->bit[v] = -1;
         if (!pr->target[v]) continue;
@@ -163,8 +156,8 @@ static int setup(search *s, const mg_problem *pr)
     }
     /* alive[v] at stage t: a later target reads v, or a value that may still be recomputed
      * and is itself alive does; keep_to_end values are always alive */
-    s->dead_after = xcalloc((size_t)s->T, sizeof *s->dead_after);
-    char *alive = xcalloc((size_t)n, 1);
+    s->dead_after = mg_xcalloc((size_t)s->T, sizeof *s->dead_after);
+    char *alive = mg_xcalloc((size_t)n, 1);
     for (int t = 0; t < s->T; t++) {
         for (int v = n - 1; v >= 0; v--) {
             alive[v] = 0;
@@ -181,7 +174,7 @@ static int setup(search *s, const mg_problem *pr)
     }
     free(alive);
     s->tcap = 1 << 12;
-    s->table = xcalloc(s->tcap, sizeof *s->table);
+    s->table = mg_xcalloc(s->tcap, sizeof *s->table);
     return 1;
 }
 
@@ -204,11 +197,11 @@ static mg_plan *replay(const search *s, int goal)
     const mg_problem *pr = s->pr;
     int len = 0;
     for (int k = goal; s->st[k].parent >= 0; k = s->st[k].parent) len++;
-    int *actions = xcalloc((size_t)len, sizeof *actions);
+    int *actions = mg_xcalloc((size_t)len, sizeof *actions);
     for (int k = goal, i = len; s->st[k].parent >= 0; k = s->st[k].parent) actions[--i] = s->st[k].action;
     mg_plan_builder b;
     mg_pb_init(&b, pr);
-    char *done = xcalloc((size_t)pr->n, 1);
+    char *done = mg_xcalloc((size_t)pr->n, 1);
     for (int i = 0; i < len; i++) {
         int a = actions[i];
         if (a < 0) {

@@ -35,6 +35,13 @@ static void *xrealloc(void *p, size_t n)
     return q;
 }
 
+void *mg_xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) abort();
+    return p;
+}
+
 mg_graph *mg_graph_new(void)
 {
     mg_graph *g = calloc(1, sizeof *g);

@@ -58,6 +58,11 @@ typedef enum { MG_OK = 0, MG_ERR = 1 } mg_status;
 mg_status mg_diag_set(mg_diag *d, mg_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* calloc of n elements of sz bytes (at least one element, so n = 0 gives a pointer to free);
+ * aborts when memory runs out, as every builder of graphs and plans does: nothing sensible can
+ * continue, and a status on every allocation would bury the passes' logic. */
+void *mg_xcalloc(size_t n, size_t sz);
+
 typedef enum { MG_INIT_ZEROS, MG_INIT_ONES, MG_INIT_HE, MG_INIT_XAVIER, MG_INIT_NORMAL,
                MG_INIT_UNIFORM } mg_init;
 
