@@ -34,13 +34,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 /* A growing sparse matrix in triplets, converted to columns for CBC. */
 typedef struct lp {
     int ncols, nrows, nnz, capcols, caprows, capnz;
@@ -130,9 +123,9 @@ typedef struct columns {
 
 static columns to_columns(const lp *m)
 {
-    columns c = {xcalloc((size_t)m->ncols + 1, sizeof *c.start), xcalloc((size_t)m->nnz, sizeof *c.idx),
-                 xcalloc((size_t)m->nnz, sizeof *c.val)};
-    int *fill = xcalloc((size_t)m->ncols, sizeof *fill);
+    columns c = {mg_xcalloc((size_t)m->ncols + 1, sizeof *c.start), mg_xcalloc((size_t)m->nnz, sizeof *c.idx),
+                 mg_xcalloc((size_t)m->nnz, sizeof *c.val)};
+    int *fill = mg_xcalloc((size_t)m->ncols, sizeof *fill);
     for (int k = 0; k < m->nnz; k++) c.start[m->tj[k] + 1]++;
     for (int j = 0; j < m->ncols; j++) c.start[j + 1] += c.start[j];
     for (int k = 0; k < m->nnz; k++) {
@@ -173,7 +166,7 @@ static Cbc_Model *to_cbc(const lp *m)
 static double dual_bound(const lp *m, const columns *c, const double *y_in)
 {
     long double b = 0;
-    double *y = xcalloc((size_t)m->nrows, sizeof *y);
+    double *y = mg_xcalloc((size_t)m->nrows, sizeof *y);
     for (int i = 0; i < m->nrows; i++) {
         double v = y_in[i];
         if (!isfinite(v) || (v > 0 && m->rlb[i] <= -1e300) || (v < 0 && m->rub[i] >= 1e300)) v = 0;
@@ -340,9 +333,9 @@ static int model_init(model *md, const mg_problem *pr, size_t max_vars)
 {
     int n = pr->n;
     *md = (model){.pr = pr, .n = n};
-    md->tg = xcalloc((size_t)n, sizeof *md->tg);
-    md->pos = xcalloc((size_t)n, sizeof *md->pos);
-    md->mem = xcalloc((size_t)n, sizeof *md->mem);
+    md->tg = mg_xcalloc((size_t)n, sizeof *md->tg);
+    md->pos = mg_xcalloc((size_t)n, sizeof *md->pos);
+    md->mem = mg_xcalloc((size_t)n, sizeof *md->mem);
     for (int v = 0; v < n; v++) {
         md->pos[v] = -1;
         if (!pr->target[v]) continue;
@@ -351,13 +344,13 @@ static int model_init(model *md, const mg_problem *pr, size_t max_vars)
         if (pr->home[v].mem == MG_MEM_NONE) md->mem[v] = pr->bytes[v];
     }
     if ((size_t)md->T * (size_t)n > max_vars) return 0;
-    md->use_start = xcalloc((size_t)n + 1, sizeof *md->use_start);
+    md->use_start = mg_xcalloc((size_t)n + 1, sizeof *md->use_start);
     for (int j = 0; j < n; j++)
         if (pr->target[j])
             for (int k = pr->in_start[j]; k < pr->in_start[j + 1]; k++) md->use_start[pr->in[k] + 1]++;
     for (int v = 0; v < n; v++) md->use_start[v + 1] += md->use_start[v];
-    md->users = xcalloc((size_t)md->use_start[n] + 1, sizeof *md->users);
-    int *fill = xcalloc((size_t)n, sizeof *fill);
+    md->users = mg_xcalloc((size_t)md->use_start[n] + 1, sizeof *md->users);
+    int *fill = mg_xcalloc((size_t)n, sizeof *fill);
     for (int j = 0; j < n; j++)
         if (pr->target[j])
             for (int k = pr->in_start[j]; k < pr->in_start[j + 1]; k++) {
@@ -385,7 +378,7 @@ static void formulate(model *md, lp *m, int64_t cap, double cscale)
     const mg_problem *pr = md->pr;
     int n = md->n, T = md->T;
     double B = (double)cap;
-    char *need = xcalloc((size_t)n, 1);
+    char *need = mg_xcalloc((size_t)n, 1);
     for (int t = 0; t < T; t++) {
         for (int v = n - 1; v >= 0; v--) {
             int p = md->pos[v];
@@ -484,7 +477,7 @@ static mg_plan *rebuild(const model *md, const double *x)
     int n = md->n, T = md->T;
     mg_plan_builder b;
     mg_pb_init(&b, pr);
-    char *done = xcalloc((size_t)n, 1);
+    char *done = mg_xcalloc((size_t)n, 1);
     int ok = 1;
     for (int t = 0; t < T && ok; t++) {
         for (int k = 0; k < n && ok; k++) {
@@ -538,7 +531,7 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
     if (cscale <= 0) cscale = 1;
     lp m = {0};
     formulate(&md, &m, cap > 0 ? cap : 1, cscale);
-    double *x = xcalloc((size_t)m.ncols, sizeof *x);
+    double *x = mg_xcalloc((size_t)m.ncols, sizeof *x);
     outcome r;
     double end = mg_seconds() + time_limit, scaled_cutoff = cutoff < 1e300 ? cutoff / cscale * (1 - 1e-9) : HUGE_VAL;
     mg_status st = solve_isolated(&m, time_limit, scaled_cutoff, 0, 0, &r, x, d);
@@ -679,9 +672,9 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
 {
     *bound = -1;
     int n = pr->n, T = 0;
-    int *pos = xcalloc((size_t)n + 1, sizeof *pos), *tg = xcalloc((size_t)n + 1, sizeof *tg);
-    int *G = xcalloc((size_t)n + 1, sizeof *G), *H = xcalloc((size_t)n + 1, sizeof *H);
-    int *P0 = xcalloc((size_t)n + 1, sizeof *P0), *E0 = xcalloc((size_t)n + 1, sizeof *E0);
+    int *pos = mg_xcalloc((size_t)n + 1, sizeof *pos), *tg = mg_xcalloc((size_t)n + 1, sizeof *tg);
+    int *G = mg_xcalloc((size_t)n + 1, sizeof *G), *H = mg_xcalloc((size_t)n + 1, sizeof *H);
+    int *P0 = mg_xcalloc((size_t)n + 1, sizeof *P0), *E0 = mg_xcalloc((size_t)n + 1, sizeof *E0);
     double once = 0;
     for (int v = 0; v < n; v++) {
         pos[v] = -1;
@@ -775,7 +768,7 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
     }
     /* memory inside gap k (the comment above): K, M[k] and a row per value computed there
      * (K and M only ever want to be low, so they may be continuous) */
-    int *Kc = xcalloc((size_t)n + 1, sizeof *Kc);
+    int *Kc = mg_xcalloc((size_t)n + 1, sizeof *Kc);
     /* (not on large programs: mobilenet's grew from 144k to 288k nonzeros, and CBC, which did
      * not get past the root of the smaller one, overran a 15 s limit on the larger; longer
      * limits allow larger programs, up to 4 times larger from 96 s on) */
@@ -820,12 +813,12 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
     /* paths back to the inputs (the comment above), with prefix sums S[u,k] = sum_{j<k} E[u,j]
      * (so that a row has a few terms, not one per gap): paths of up to PATH_DEPTH values when
      * the program stays within PATH_NNZ nonzeros (times scale), else shorter ones, else none */
-    int *S0 = xcalloc((size_t)n + 1, sizeof *S0);
-    int *rstart = xcalloc((size_t)n + 2, sizeof *rstart), *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    int *S0 = mg_xcalloc((size_t)n + 1, sizeof *S0);
+    int *rstart = mg_xcalloc((size_t)n + 2, sizeof *rstart), *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
     for (int k = 0; k < T; k++) /* the targets that read each value, CSR */
         for (int q = pr->in_start[tg[k]]; q < pr->in_start[tg[k] + 1]; q++) rstart[pr->in[q] + 1]++;
     for (int v = 0; v < n; v++) rstart[v + 1] += rstart[v];
-    int *readers = xcalloc((size_t)rstart[n] + 1, sizeof *readers);
+    int *readers = mg_xcalloc((size_t)rstart[n] + 1, sizeof *readers);
     for (int k = 0; k < T; k++)
         for (int q = pr->in_start[tg[k]]; q < pr->in_start[tg[k] + 1]; q++)
             readers[rstart[pr->in[q]] + fill[pr->in[q]]++] = tg[k];
@@ -898,7 +891,7 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
 #undef EC
 #undef WS
     if (!bad) {
-        double *x = xcalloc((size_t)m.ncols, sizeof *x);
+        double *x = mg_xcalloc((size_t)m.ncols, sizeof *x);
         outcome r;
         /* (the cutoff a hair below the schedule's cost: a program that only that cost meets
          * comes out infeasible, and then the schedule is proven optimal) */
