@@ -329,15 +329,17 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
  * small enough that scheduling is cheap, restarts of the eviction policies with perturbed
  * scores (mg_sched_opts.seed): as many as keep restarts x nodes near RESTART_WORK. */
 enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NFIT = NBASE, NVARIANTS = NBASE + NRC + NFIT, MAX_RESTARTS = 64,
-       RESTART_WORK = 20000, IMPROVE_SEEDS = 3, IMPROVE_SCHEDULES = 300, IMPROVE_MIN = 30, IMPROVE_WORK = 105000 };
+       RESTART_WORK = 20000, IMPROVE_SEEDS = 3, IMPROVE_SCHEDULES = 600, IMPROVE_MIN = 60, IMPROVE_WORK = 210000 };
 /* The improvement search (sched_improve.c) runs where auto's best plan is more than IMPROVE_GAP
  * above the lower bound, from the IMPROVE_SEEDS cheapest variants of sched_remat.c whose
  * schedules cost at most IMPROVE_SLACK more than that plan (where sched_rc.c's are far cheaper,
  * as on layered DAGs, it never catches up), each with up to IMPROVE_SCHEDULES schedules, fewer
  * on large problems (IMPROVE_WORK / nodes), and not at all where that is below IMPROVE_MIN
  * (above 3500 nodes: a search that short seldom finds anything, and each schedule is dear).
- * (300, not 200: schedules that can no longer win stop early now, and a placement that misses
- * counts as 10 schedules; resnet50 at its minimum: 1.1884 to 1.1856 of running every op once.) */
+ * (600, not 300: the search no longer places the schedules it walks through, only the last
+ * few, and a schedule that can no longer win stops early, so each costs ~0.3 ms on resnet50;
+ * at its minimum: 1.1856 to 1.1664 of running every op once. IMPROVE_MIN doubled with
+ * IMPROVE_WORK: still no search above 3500 nodes.) */
 static const double IMPROVE_GAP = 0.001, IMPROVE_SLACK = 0.05;
 static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
     {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
@@ -530,8 +532,9 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     for (int i = 0; i < nseeds && !st && solver == MG_SOLVER_AUTO && *out &&
                     (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
          i++) {
-        /* a seed whose schedule is known to miss the budget once placed: the search would place
-         * it again, miss again and stop there (its moves start from a plan that fits) */
+        /* a seed whose schedule is known to miss the budget once placed is left out: the walk
+         * from it would stay near it, and the schedules it ends with would likely miss too (the
+         * walk's placements are where the time goes at such budgets) */
         const missed *e = missed_find(&mm, seeds[i].key, seeds[i].nbufs, 0);
         if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK) &&
             !(e && e->workspace > budget))
