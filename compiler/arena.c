@@ -63,13 +63,6 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) abort();
-    return p;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Sections: a sweep over time                                                               */
 /* ---------------------------------------------------------------------------------------- */
@@ -145,7 +138,7 @@ static void live_set_init(live_set *ls, const mg_interval *iv, int n)
     }
     free(ev);
     ls->nsec = nsec;
-    ls->total = xcalloc((size_t)nsec + 1, sizeof *ls->total);
+    ls->total = mg_xcalloc((size_t)nsec + 1, sizeof *ls->total);
     for (int i = 0; i < m; i++) {
         ls->total[ls->slo[i]] += ls->size[i];
         ls->total[ls->shi[i]] -= ls->size[i];
@@ -411,14 +404,14 @@ static int overlaps_init(overlaps *ov, const live_set *ls, int64_t max_items)
 {
     int m = ls->m, nsec = ls->nsec;
     memset(ov, 0, sizeof *ov);
-    int *first = xcalloc((size_t)nsec + 2, sizeof *first);
+    int *first = mg_xcalloc((size_t)nsec + 2, sizeof *first);
     for (int i = 0; i < m; i++) first[ls->slo[i] + 1]++;
     for (int s = 0; s < nsec; s++) first[s + 1] += first[s];
     int *byslo = xmalloc((size_t)m * sizeof *byslo);
     for (int i = 0; i < m; i++) byslo[first[ls->slo[i]]++] = i;
     free(first);
     int *act = xmalloc((size_t)m * sizeof *act);
-    int *deg = xcalloc((size_t)m + 1, sizeof *deg);
+    int *deg = mg_xcalloc((size_t)m + 1, sizeof *deg);
     int64_t items = 0;
     for (int pass = 0; pass < 2; pass++) { /* count, then fill */
         int na = 0;
@@ -1107,7 +1100,7 @@ static int search_init(search *st, const live_set *ls)
     int m = ls->m, nsec = ls->nsec;
     /* number the buffers by first section (a counting sort), so that the buffers of a range
      * of sections are a range of numbers */
-    int *first = xcalloc((size_t)nsec + 1, sizeof *first);
+    int *first = mg_xcalloc((size_t)nsec + 1, sizeof *first);
     for (int i = 0; i < m; i++) first[ls->slo[i] + 1]++;
     for (int s = 0; s < nsec; s++) first[s + 1] += first[s];
     int *live = xmalloc((size_t)m * sizeof *live), *fill = xmalloc((size_t)(nsec + 1) * sizeof *fill);
@@ -1150,7 +1143,7 @@ static int search_init(search *st, const live_set *ls)
         st->shi[u] = ls->shi[i];
         st->width[u] = (double)ls->up[i] - (double)ls->lo[i];
     }
-    st->adj_start = xcalloc((size_t)m + 1, sizeof *st->adj_start);
+    st->adj_start = mg_xcalloc((size_t)m + 1, sizeof *st->adj_start);
     st->adj = xmalloc((size_t)nadj * sizeof *st->adj);
     for (int pass = 0; pass < 2; pass++) { /* count, then fill */
         int *pos = pass ? xmalloc((size_t)m * sizeof *pos) : NULL;
@@ -1178,7 +1171,7 @@ static int search_init(search *st, const live_set *ls)
     }
     free(act);
     /* the members of each section */
-    st->mem_start = xcalloc((size_t)nsec + 1, sizeof *st->mem_start);
+    st->mem_start = mg_xcalloc((size_t)nsec + 1, sizeof *st->mem_start);
     st->mem = xmalloc((size_t)nmem * sizeof *st->mem);
     for (int u = 0; u < m; u++)
         for (int s = st->slo[u]; s < st->shi[u]; s++) st->mem_start[s + 1]++;
@@ -1220,16 +1213,16 @@ static int search_init(search *st, const live_set *ls)
         st->mprev[head] = prev;
     }
     /* the state: nothing placed */
-    st->minoff = xcalloc((size_t)m, sizeof *st->minoff);
+    st->minoff = mg_xcalloc((size_t)m, sizeof *st->minoff);
     st->off = xmalloc((size_t)m * sizeof *st->off);
     st->sol = xmalloc((size_t)m * sizeof *st->sol);
     for (int u = 0; u < m; u++) st->off[u] = st->sol[u] = -1;
-    st->total = xcalloc((size_t)nsec + 1, sizeof *st->total);
+    st->total = mg_xcalloc((size_t)nsec + 1, sizeof *st->total);
     memcpy(st->total, ls->total, (size_t)nsec * sizeof *st->total);
-    st->rank = xcalloc((size_t)m, sizeof *st->rank);
+    st->rank = mg_xcalloc((size_t)m, sizeof *st->rank);
     st->nb = xmalloc((size_t)m * sizeof *st->nb);
     for (int u = 0; u < m; u++) st->nb[u] = st->adj_start[u + 1] - st->adj_start[u];
-    st->cuts = xcalloc((size_t)nsec + 1, sizeof *st->cuts);
+    st->cuts = mg_xcalloc((size_t)nsec + 1, sizeof *st->cuts);
     for (int u = 0; u < m; u++) {
         st->cuts[st->slo[u]]++;
         st->cuts[st->shi[u] - 1]--;
@@ -1342,7 +1335,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
     live_set ls;
     live_set_init(&ls, iv, n);
     int m = ls.m;
-    int64_t *best = xcalloc((size_t)m, sizeof *best);
+    int64_t *best = mg_xcalloc((size_t)m, sizeof *best);
     int64_t top;
     if (m > MG_ARENA_GREEDY_MAX) top = linear_scan(&ls, best);
     else top = greedy_best(&ls, best);
@@ -1438,7 +1431,7 @@ mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d)
     free(iv);
 
     /* peak live bytes: sweep over steps */
-    int64_t *delta = xcalloc((size_t)p->nsteps + 1, sizeof *delta);
+    int64_t *delta = mg_xcalloc((size_t)p->nsteps + 1, sizeof *delta);
     for (int i = 0; i < n; i++) {
         delta[p->bufs[i].first] += p->bufs[i].bytes;
         delta[p->bufs[i].last + 1] -= p->bufs[i].bytes;

@@ -38,13 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) abort();
-    return p;
-}
-
 /* Dinic's maximum flow on a small graph with real capacities. */
 typedef struct flow {
     int n, m, cap_m;
@@ -242,10 +235,10 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
                                int have_hi)
 {
     int nv = c->nv, cap = 2 * BB_NODES + 1, open = 0;
-    char *fixes = xcalloc((size_t)cap * (size_t)nv, 1), *lo_of = xcalloc((size_t)cap * (size_t)nv, 1),
-         *hi_of = xcalloc((size_t)cap * (size_t)nv, 1);
-    double *bound = xcalloc((size_t)cap, sizeof *bound), incumbent = HUGE_VAL;
-    char *haslo = xcalloc((size_t)cap, 1);
+    char *fixes = mg_xcalloc((size_t)cap * (size_t)nv, 1), *lo_of = mg_xcalloc((size_t)cap * (size_t)nv, 1),
+         *hi_of = mg_xcalloc((size_t)cap * (size_t)nv, 1);
+    double *bound = mg_xcalloc((size_t)cap, sizeof *bound), incumbent = HUGE_VAL;
+    char *haslo = mg_xcalloc((size_t)cap, 1);
     bound[0] = root; /* the root: the window's Lagrangian, its solutions in c->lo_res and hi_res */
     if (primal < incumbent) incumbent = primal;
     memcpy(lo_of, c->lo_res, (size_t)nv);
@@ -268,7 +261,7 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
             }
         if (pick < 0) break; /* (the node stays open: its bound holds) */
         double pb = bound[b];
-        char *pf = xcalloc((size_t)nv, 1);
+        char *pf = mg_xcalloc((size_t)nv, 1);
         memcpy(pf, fixes + (size_t)b * nv, (size_t)nv);
         /* the node leaves the open list (the last takes its place) */
         open--;
@@ -388,8 +381,8 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
     int n = pr->n, T = 0;
     if (budget == INT64_MAX) return 0;
     ctx c = {.pr = pr, .n = n, .memo_i = -1};
-    c.pos = xcalloc((size_t)n + 1, sizeof *c.pos);
-    c.tg = xcalloc((size_t)n + 1, sizeof *c.tg);
+    c.pos = mg_xcalloc((size_t)n + 1, sizeof *c.pos);
+    c.tg = mg_xcalloc((size_t)n + 1, sizeof *c.tg);
     for (int v = 0; v < n; v++) {
         c.pos[v] = pr->target[v] ? T : -1;
         if (pr->target[v]) c.tg[T++] = v;
@@ -399,16 +392,16 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
     for (int v = 0; v < n && c.integral; v++)
         c.integral = pr->cost[v] >= 0 && pr->cost[v] < 0x1p52 && pr->cost[v] == floor(pr->cost[v]);
     double total = 0;
-    int *last = xcalloc((size_t)n + 1, sizeof *last), *rs = xcalloc((size_t)n + 2, sizeof *rs);
-    int64_t *need = xcalloc((size_t)T + 1, sizeof *need);
-    int *cand = xcalloc((size_t)T + 2, sizeof *cand), m = 0;
-    int64_t *excess = xcalloc((size_t)T + 1, sizeof *excess);
+    int *last = mg_xcalloc((size_t)n + 1, sizeof *last), *rs = mg_xcalloc((size_t)n + 2, sizeof *rs);
+    int64_t *need = mg_xcalloc((size_t)T + 1, sizeof *need);
+    int *cand = mg_xcalloc((size_t)T + 2, sizeof *cand), m = 0;
+    int64_t *excess = mg_xcalloc((size_t)T + 1, sizeof *excess);
     double *best = NULL;
     int *reads = NULL;
-    c.freeat = xcalloc((size_t)n + 1, 1);
-    c.idx = xcalloc((size_t)n + 1, sizeof *c.idx);
-    c.vals = xcalloc((size_t)n + 1, sizeof *c.vals);
-    c.inN = xcalloc((size_t)n + 1, 1);
+    c.freeat = mg_xcalloc((size_t)n + 1, 1);
+    c.idx = mg_xcalloc((size_t)n + 1, sizeof *c.idx);
+    c.vals = mg_xcalloc((size_t)n + 1, sizeof *c.vals);
+    c.inN = mg_xcalloc((size_t)n + 1, 1);
     if (T > MAX_TARGETS) goto done;
     /* reads by targets (CSR, positions), and the last one */
     for (int v = 0; v < n; v++) last[v] = -1;
@@ -418,9 +411,9 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
             last[pr->in[k]] = i;
         }
     for (int v = 0; v < n; v++) rs[v + 1] += rs[v];
-    reads = xcalloc((size_t)rs[n] + 1, sizeof *reads);
+    reads = mg_xcalloc((size_t)rs[n] + 1, sizeof *reads);
     {
-        int *fill = xcalloc((size_t)n + 1, sizeof *fill);
+        int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
         for (int i = 0; i < T; i++)
             for (int k = pr->in_start[c.tg[i]]; k < pr->in_start[c.tg[i] + 1]; k++)
                 reads[rs[pr->in[k]] + fill[pr->in[k]]++] = i;
@@ -453,8 +446,8 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
      * and the MAX_CAND / 2 with the largest excess (the windows the bound gains most from start
      * at such steps; the choice only makes the bound weaker, never wrong) */
     if (m > MAX_CAND) {
-        int *byslack = xcalloc((size_t)m, sizeof *byslack), *byex = xcalloc((size_t)m, sizeof *byex);
-        char *pick = xcalloc((size_t)T + 1, 1);
+        int *byslack = mg_xcalloc((size_t)m, sizeof *byslack), *byex = mg_xcalloc((size_t)m, sizeof *byex);
+        char *pick = mg_xcalloc((size_t)T + 1, 1);
         for (int k = 0; k < m; k++) byslack[k] = byex[k] = k;
         for (int k = 1; k < m; k++) /* insertion sorts, ties by position (deterministic) */
             for (int q = k; q > 0 && budget - need[cand[byslack[q]]] < budget - need[cand[byslack[q - 1]]]; q--) {
@@ -480,15 +473,15 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
     int span = m; /* every window between candidates */
     /* w[k][d]: the window (cand[k], cand[k + 1 + d]], d < span; the last of a row (d = span)
      * the window (cand[k], T] */
-    double *w = xcalloc((size_t)(m + 1) * (size_t)(span + 1), sizeof *w);
-    c.f.head = xcalloc(2 * (size_t)n + 2, sizeof *c.f.head);
-    c.f.level = xcalloc(2 * (size_t)n + 2, sizeof *c.f.level);
-    c.f.it = xcalloc(2 * (size_t)n + 2, sizeof *c.f.it);
-    c.f.queue = xcalloc(2 * (size_t)n + 2, sizeof *c.f.queue);
-    c.fix = xcalloc((size_t)n + 1, 1);
-    c.cur = xcalloc((size_t)n + 1, 1);
-    c.lo_res = xcalloc((size_t)n + 1, 1);
-    c.hi_res = xcalloc((size_t)n + 1, 1);
+    double *w = mg_xcalloc((size_t)(m + 1) * (size_t)(span + 1), sizeof *w);
+    c.f.head = mg_xcalloc(2 * (size_t)n + 2, sizeof *c.f.head);
+    c.f.level = mg_xcalloc(2 * (size_t)n + 2, sizeof *c.f.level);
+    c.f.it = mg_xcalloc(2 * (size_t)n + 2, sizeof *c.f.it);
+    c.f.queue = mg_xcalloc(2 * (size_t)n + 2, sizeof *c.f.queue);
+    c.fix = mg_xcalloc((size_t)n + 1, 1);
+    c.cur = mg_xcalloc((size_t)n + 1, 1);
+    c.lo_res = mg_xcalloc((size_t)n + 1, 1);
+    c.hi_res = mg_xcalloc((size_t)n + 1, 1);
     for (int k = 0; k < m; k++) {
         live_anyway(&c, cand[k], last);
         for (int d = 0; d < span && k + 1 + d < m; d++)
@@ -496,9 +489,9 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
         w[(size_t)k * (span + 1) + span] = window(&c, need, budget, rs, reads, cand[k], T, 0);
     }
     /* best[l]: windows ending by cand[l]; from[l]: the window the best ends with (-1: none) */
-    best = xcalloc((size_t)m + 2, sizeof *best);
-    int *from = xcalloc((size_t)m + 2, sizeof *from);
-    char *tight = xcalloc((size_t)(m + 1) * (size_t)(span + 1), 1);
+    best = mg_xcalloc((size_t)m + 2, sizeof *best);
+    int *from = mg_xcalloc((size_t)m + 2, sizeof *from);
+    char *tight = mg_xcalloc((size_t)(m + 1) * (size_t)(span + 1), 1);
     /* The windows of the best sum, each in integers (branch_and_bound), the sum again, until its
      * windows are all in integers or after BB_ROUNDS rounds: only windows the best sum takes
      * are worth the branching (a window's figure only grows, so every sum stays a bound). */
