@@ -708,8 +708,9 @@ static double arena_waste(const char *model, const char *budget, double bound, l
  * at 25% and at the minimum feasible budget: unet_small (4 parts) 1.000 and 1.000, cnn_fmnist (16
  * parts) 1.000; resnet18_64 at 25% (4 parts, its convolutions' scratch capped) 1.029 (the search's
  * placement compacted; 1.046 before), and at its minimum (16 parts, 5,300 buffers: only the
- * greedy placements run) 1.067 (1.128 before the minimum search's descent, planner.c's descend),
- * both outside the sanitizers (5-10 s a plan), held to 1.10. */
+ * greedy placements run) 1.043 (1.128 before the minimum search's descent, planner.c's descend,
+ * 1.067 before the descent's ladder),
+ * both outside the sanitizers (5-10 s a plan), held to 1.06 (above the issue's 1.02: not met yet). */
 START_TEST(test_arena_waste_on_examples)
 {
     const char *models[] = {"mlp.mg", "mlp_deep.mg"}, *budgets[] = {"100%", "60%", "35%"};
@@ -724,11 +725,11 @@ START_TEST(test_arena_waste_on_examples)
 #endif
 #ifndef MG_TEST_SANITIZED
     long long rmin = -1;
-    ck_assert_msg(arena_waste("resnet18_64.mg", "25%", 1.10, &rmin) > 0, "resnet18_64: 25%% is below the minimum");
+    ck_assert_msg(arena_waste("resnet18_64.mg", "25%", 1.06, &rmin) > 0, "resnet18_64: 25%% is below the minimum");
     ck_assert_msg(rmin > 0, "resnet18_64: no minimum feasible budget");
     char rb[64];
     snprintf(rb, sizeof rb, "%lldB", rmin);
-    ck_assert_msg(arena_waste("resnet18_64.mg", rb, 1.10, NULL) > 0, "resnet18_64: its minimum %s does not plan", rb);
+    ck_assert_msg(arena_waste("resnet18_64.mg", rb, 1.06, NULL) > 0, "resnet18_64: its minimum %s does not plan", rb);
 #endif
     for (int m = 0; m < nsplit; m++) {
         long long minf = -1;
