@@ -198,9 +198,11 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
 
 /* sched_improve.c: a local search over the score weights of sched_remat.c's schedule under
  * opts (opts->weight is replaced): moves reweight one recomputed value at a time and are kept
- * when the schedule gets cheaper; the last few schedules of the walk are placed, and *best (a
- * placed plan within budget, or NULL) is replaced by the cheapest of them that fits budget when
- * that is cheaper. At most max_schedules schedules are made (and a few placements). */
+ * when the schedule gets cheaper (from a start whose cap is lowered a little when it misses the
+ * budget once placed); the last few schedules of the walk are placed, or when they miss, earlier
+ * states of the walk found by bisection, and *best (a placed plan within budget, or NULL) is
+ * replaced by the cheapest of them that fits budget when that is cheaper. At most max_schedules
+ * schedules are made (and a few more, with their placements). */
 mg_status mg_improve_schedule(const mg_problem *prob, const mg_sched_opts *opts, int64_t budget, int max_schedules,
                               mg_plan **best, mg_diag *d);
 

@@ -24,22 +24,33 @@
  * bytes both fits and misses), while a walk that only crosses schedules that fit gets stuck
  * where a walk through some that miss reaches cheaper ones that fit again (resnet50 at its
  * minimum: 1.1856 of running every op once, placing every move, against 1.1664). Only its
- * start is placed first (a walk from a start that misses is not made), and at the end its last
- * RING schedules, newest first, until one fits (placements besides the
- * max_schedules schedules; the walk's states before them seldom fit where these miss: resnet50
- * at 4.6 GB, all miss by the same 0.7 GB); only a plan that fits is returned, and the caller
- * verifies the one it keeps. */
+ * start is placed first, and at the end its last RING schedules, newest first, until one fits
+ * (placements besides the max_schedules schedules). A start that misses the budget by little
+ * (at most 1/FAR of it) has its cap lowered in small steps (1/STEP of the budget, at most FIT
+ * schedules) until it fits, and walks a third as far (layered DAGs, whose arena adds waste above
+ * the cap); one that misses by more is not walked from (resnet50 at its minimum: by 9-14%).
+ * When every last schedule misses (on layered DAGs the arena's waste grows along the walk:
+ * layered_n1000 at 0.9 of its peak, 16 KB over at its end), the walk is bisected between its
+ * start, which fits, and the earliest state known to miss, for the latest state found that fits
+ * (at most BISECT schedules and placements; layered_n1000 at 0.9: 1.0572 to 1.0371). A walk
+ * that had to lower its cap places only its newest schedule at the end: the others would miss
+ * as it did. Only a plan that fits is returned, and the caller verifies the one it keeps. */
 #include "plan.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-enum { WUP = 4, RING = 3 };
+enum { WUP = 4, RING = 3, FIT = 8, STEP = 400, FAR = 20, SHORT = 3, BISECT = 8 };
 
 typedef struct cand {
     double flops; /* what recomputing it costs in the current schedule */
     int v;
 } cand;
+
+typedef struct move {
+    int v;
+    double f; /* the factor its weight was multiplied by */
+} move;
 
 static int by_flops_desc(const void *a, const void *b)
 {
@@ -88,6 +99,42 @@ static mg_status place(mg_plan *p, int64_t budget, mg_plan **best, int *taken, m
     return MG_OK;
 }
 
+/* Schedules under o->cap with the current weights and places the schedule within budget; while
+ * it misses by at most 1/FAR of the budget, lowers o->cap by the miss, at most 1/STEP of the
+ * budget at a time (a schedule a little below often places, as in planner.c's fit), and tries
+ * again, at most FIT schedules (each counted in *left). *out: the placed schedule that fits, or
+ * NULL. */
+static mg_status start_fit(const mg_problem *pr, mg_sched_opts *o, int64_t budget, int *left, mg_plan **out,
+                           mg_diag *d)
+{
+    *out = NULL;
+    for (int it = 0; it < FIT && *left > 0 && o->cap > 0; it++) {
+        mg_plan *p;
+        (*left)--;
+        if (mg_schedule(pr, o, &p, d)) return MG_ERR;
+        if (!p) return MG_OK;
+        if (mg_arena_assign_within(p, budget, d)) {
+            mg_plan_free(p);
+            return MG_ERR;
+        }
+        if (p->workspace_bytes <= budget) {
+            *out = p;
+            return MG_OK;
+        }
+        /* every cap from the schedule's peak up gives this very schedule: go below the peak */
+        int64_t over = p->workspace_bytes - budget, step = budget / STEP;
+        if (over > budget / FAR) { /* far from it: the walk would stay far too */
+            mg_plan_free(p);
+            return MG_OK;
+        }
+        if (step > over) step = over;
+        o->cap -= step > MG_ALIGN ? step : MG_ALIGN;
+        if (o->cap > p->peak_live_bytes - MG_ALIGN) o->cap = p->peak_live_bytes - MG_ALIGN;
+        mg_plan_free(p);
+    }
+    return MG_OK;
+}
+
 mg_status mg_improve_schedule(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, int max_schedules,
                               mg_plan **best, mg_diag *d)
 {
@@ -95,25 +142,26 @@ mg_status mg_improve_schedule(const mg_problem *pr, const mg_sched_opts *opts, i
     double *w = malloc(((size_t)n + 1) * sizeof *w), *acc = malloc(((size_t)n + 1) * sizeof *acc);
     double *chain = malloc(((size_t)n + 1) * sizeof *chain);
     cand *c = malloc(((size_t)n + 1) * sizeof *c);
-    if (!w || !acc || !c || !chain) abort();
+    move *kept_moves = malloc(((size_t)max_schedules + 1) * sizeof *kept_moves);
+    if (!w || !acc || !c || !chain || !kept_moves) abort();
     for (int v = 0; v < n; v++) w[v] = 1;
     mg_sched_opts o = *opts;
     o.weight = w;
     o.flops_limit = 0;
     mg_status st = MG_OK;
     mg_plan *ring[RING] = {NULL}; /* the walk's last schedules, unplaced, ring[0] the newest */
-    int nc = 0, pos = 0, phase = 0; /* phase 1: moves by WUP^2 */
-    left--;
-    if ((st = mg_schedule(pr, &o, &ring[0], d)) || !ring[0]) goto done;
-    /* the start placed first: where it misses, the walk near it would end in schedules that
-     * miss too (layered DAGs, whose arena adds waste above the cap: every walk's last schedules
-     * missed), and it is not taken */
+    int nk = 0;                   /* kept moves: the walk's state k is the start with the first k */
+    /* the start, placed first and fitted: where it misses, the walk near it would end in
+     * schedules that miss too (layered DAGs, whose arena adds waste above the cap), so the cap
+     * is lowered in small steps until it fits (none: no walk) */
+    if ((st = start_fit(pr, &o, budget, &left, &ring[0], d)) || !ring[0]) goto done;
+    int lowered = o.cap < opts->cap;
+    if (lowered) left /= SHORT; /* its cap lowered: a shorter walk */
     int start = 0; /* where the start is in the ring (RING: gone) */
-    if ((st = mg_arena_assign_within(ring[0], budget, d)) || ring[0]->workspace_bytes > budget) goto done;
     /* candidates in turn; after a kept move the list is rebuilt and scanned from its top again
      * (the values worth keeping change with the schedule): stop when a whole round keeps none,
      * at WUP and then at WUP^2 */
-    nc = recomputed(pr, ring[0], c, chain, acc);
+    int nc = recomputed(pr, ring[0], c, chain, acc), pos = 0, phase = 0; /* phase 1: moves by WUP^2 */
     for (;;) {
         if (pos >= nc && phase == 0) { /* a round without a move: the coarser steps */
             phase = 1;
@@ -135,10 +183,11 @@ mg_status mg_improve_schedule(const mg_problem *pr, const mg_sched_opts *opts, i
                 for (int i = RING - 1; i > 0; i--) ring[i] = ring[i - 1];
                 ring[0] = p;
                 start += start < RING;
+                kept_moves[nk++] = (move){v, f};
                 kept = 1;
             } else {
                 mg_plan_free(p);
-                w[v] /= f;
+                w[v] /= f; /* exact: f is a power of 2 */
             }
         }
         if (kept) {
@@ -149,9 +198,11 @@ mg_status mg_improve_schedule(const mg_problem *pr, const mg_sched_opts *opts, i
         }
     }
     /* the walk's last schedules, newest (cheapest) first, until one fits and is cheaper than *best */
+    int miss = nk + 1; /* the earliest state placed that missed the budget */
     for (int i = 0; i < RING && ring[i]; i++) {
         if (*best && ring[i]->flops_executed >= (*best)->flops_executed) break;
         int taken = 0;
+        if (lowered && i > 0 && i != start) continue; /* would miss as the newest did: bisected below */
         if (i == start) { /* placed already, and it fits */
             mg_plan_free(*best);
             *best = ring[i];
@@ -163,6 +214,28 @@ mg_status mg_improve_schedule(const mg_problem *pr, const mg_sched_opts *opts, i
             ring[i] = NULL;
             break;
         }
+        if (ring[i]->workspace_bytes > budget) miss = nk - i;
+    }
+    /* every one missed (layered DAGs: the arena's waste grows along the walk, 2 KB at its start
+     * and 18 KB at its end on layered_n500 at 0.8 of its peak): bisect the walk between its
+     * start, which fits, and the earliest state known to miss, for a later state that fits
+     * (the weights rebuilt from the kept moves, exactly). Fitting is not monotone along the
+     * walk; the bisection ends at some state that fits next to one that misses. */
+    for (int lo = 0, it = 0; !st && miss <= nk && miss - lo > 1 && it < BISECT; it++) {
+        int mid = lo + (miss - lo) / 2;
+        for (int v = 0; v < n; v++) w[v] = 1;
+        for (int k = 0; k < mid; k++) w[kept_moves[k].v] *= kept_moves[k].f;
+        mg_sched_opts lim = o;
+        lim.flops_limit = *best ? (*best)->flops_executed : 0; /* a state that cannot win counts as missing */
+        mg_plan *p;
+        int taken = 0;
+        if ((st = mg_schedule(pr, &lim, &p, d))) break;
+        if (p && (!*best || p->flops_executed < (*best)->flops_executed) && !(st = place(p, budget, best, &taken, d)) &&
+            taken)
+            lo = mid;
+        else
+            miss = mid;
+        if (!taken) mg_plan_free(p);
     }
 done:
     for (int i = 0; i < RING; i++) mg_plan_free(ring[i]);
@@ -170,5 +243,6 @@ done:
     free(acc);
     free(chain);
     free(c);
+    free(kept_moves);
     return st;
 }
