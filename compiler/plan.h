@@ -55,6 +55,17 @@ typedef struct mg_plan {
     double flops_executed;/* what the steps execute, recomputations included */
 } mg_plan;
 
+/* The cap to schedule under again when p, scheduled under cap, was placed `over` bytes above its
+ * budget: lowered by the miss, by at most max_step (INT64_MAX: none) and at least MG_ALIGN, and
+ * below p's peak (every cap from the peak up gives this very schedule). planner.c's fit,
+ * chain_fit and descent, and sched_improve.c's start, all aim a schedule that missed this way. */
+static inline int64_t mg_cap_after_miss(int64_t cap, const mg_plan *p, int64_t over, int64_t max_step)
+{
+    int64_t step = over < max_step ? over : max_step;
+    cap -= step > MG_ALIGN ? step : MG_ALIGN;
+    return cap < p->peak_live_bytes - MG_ALIGN ? cap : p->peak_live_bytes - MG_ALIGN;
+}
+
 /* Parameter layout in the params/grads blobs: offsets (aligned) and the total size. */
 int64_t mg_param_layout(const mg_graph *g, int64_t *offsets);
 

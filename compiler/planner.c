@@ -89,14 +89,15 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
 
 /* Placements that missed, so that a schedule is not placed twice to miss twice: near the minimum
  * feasible budget the eviction policies often make the very same schedule, solve_at aims a
- * schedule that missed at the budget again, the improvement search starts from a variant's
- * schedule, and the minimum search's probes place the same schedules at budgets a few MB apart.
+ * schedule that missed at the budget again, and the minimum search's probes and descent place
+ * the same schedules at budgets a few MB apart.
  * A placement (arena.c) depends only on the buffers, in order, and on its target: the capacity,
  * or the live peak when the capacity is below it or absent. Every offset and arena top it
  * compares with the target is a sum of buffer sizes, so a multiple of their gcd g: targets in
  * the same class (the same multiple of g, or strictly between the same two) give the very same
- * placement. Entries are kept by a 128-bit hash of the buffers (no copy: the memo lives in
- * search_memo, on the stack, and is never freed); the oldest makes room when it is full. */
+ * placement. Entries are kept by a 128-bit hash of the buffers (no copy: each memo is a
+ * fixed array on the stack of solve_at, the minimum's search or the descent); the oldest makes
+ * room when it is full. */
 enum { MISSED_MAX = 48 };
 typedef struct missed {
     uint64_t h1, h2;         /* the buffers (bytes, first, last), hashed two ways */
@@ -128,7 +129,7 @@ static uint64_t buffers_hash(const mg_plan *p)
 /* The key of placing p's buffers within cap (INT64_MAX: no capacity). */
 static miss_key placement_key(const mg_plan *p, int64_t cap)
 {
-    miss_key k = {1469598103934665603ull ^ (uint64_t)p->nbufs, 0x9e3779b97f4a7c15ull + (uint64_t)p->nbufs, 0};
+    miss_key k = {buffers_hash(p), 0x9e3779b97f4a7c15ull + (uint64_t)p->nbufs, 0};
     uint64_t g = 0;
     int64_t *delta = calloc((size_t)p->nsteps + 2, sizeof *delta), live = 0, peak = 0;
     if (!delta) abort();
@@ -136,7 +137,6 @@ static miss_key placement_key(const mg_plan *p, int64_t cap)
         const mg_buffer *u = &p->bufs[b];
         uint64_t f[3] = {(uint64_t)u->bytes, (uint64_t)u->first, (uint64_t)u->last};
         for (int j = 0; j < 3; j++) {
-            k.h1 = (k.h1 ^ f[j]) * 1099511628211ull;
             k.h2 = (k.h2 ^ (f[j] + (uint64_t)b)) * 0xff51afd7ed558ccdull;
             k.h2 ^= k.h2 >> 29;
         }
@@ -223,12 +223,8 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
             if (at_budget) *at_budget = it == 0; /* scheduled under the budget itself */
             return MG_OK;
         }
-        /* every cap from the schedule's peak up gives this very schedule: go below the peak */
-        int64_t over = p->workspace_bytes - budget, step = over > MG_ALIGN ? over : MG_ALIGN;
-        if (aim == 2 && step > budget / 400) /* small steps: a schedule a little below often places */
-            step = budget / 400 > MG_ALIGN ? budget / 400 : MG_ALIGN;
-        cap -= step;
-        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
+        /* aim 2: small steps, as a schedule a little below often places */
+        cap = mg_cap_after_miss(cap, p, p->workspace_bytes - budget, aim == 2 ? budget / 400 : INT64_MAX);
         mg_plan_free(p);
     }
     return MG_OK;
@@ -288,9 +284,7 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
             lo = cap;
             break;
         }
-        int64_t over = p->workspace_bytes - budget;
-        cap -= over > MG_ALIGN ? over : MG_ALIGN;
-        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
+        cap = mg_cap_after_miss(cap, p, p->workspace_bytes - budget, INT64_MAX);
         mg_plan_free(p);
     }
     /* then above it: the largest cap whose plan still fits (bisection; a heuristic, as fitting is
@@ -889,9 +883,7 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
             *out = p;
             return MG_OK;
         }
-        int64_t over = p->workspace_bytes - budget;
-        cap -= over > MG_ALIGN ? over : MG_ALIGN;
-        if (cap > p->peak_live_bytes - MG_ALIGN) cap = p->peak_live_bytes - MG_ALIGN;
+        cap = mg_cap_after_miss(cap, p, p->workspace_bytes - budget, INT64_MAX);
         mg_plan_free(p);
         p = NULL;
         if (it + 1 < DESCENT_TRIES && cap > 0 && schedule(pr, o, cap, memo, &p, d)) return MG_ERR;

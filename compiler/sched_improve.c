@@ -121,15 +121,12 @@ static mg_status start_fit(const mg_problem *pr, mg_sched_opts *o, int64_t budge
             *out = p;
             return MG_OK;
         }
-        /* every cap from the schedule's peak up gives this very schedule: go below the peak */
-        int64_t over = p->workspace_bytes - budget, step = budget / STEP;
+        int64_t over = p->workspace_bytes - budget;
         if (over > budget / FAR) { /* far from it: the walk would stay far too */
             mg_plan_free(p);
             return MG_OK;
         }
-        if (step > over) step = over;
-        o->cap -= step > MG_ALIGN ? step : MG_ALIGN;
-        if (o->cap > p->peak_live_bytes - MG_ALIGN) o->cap = p->peak_live_bytes - MG_ALIGN;
+        o->cap = mg_cap_after_miss(o->cap, p, over, budget / STEP);
         mg_plan_free(p);
     }
     return MG_OK;
