@@ -101,6 +101,12 @@ uint64_t mg_plan_split_cache_key(const mg_graph *g, const mg_plan_request *rq, i
 mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_batches, mg_planned *out, mg_diag *d)
 {
     double end = mg_seconds() + rq->time_limit;
+    *out = (mg_planned){0};
+    if (micro_batches >= 2) { /* a count the batch cannot be split into is refused before any planning */
+        mg_graph *gk;
+        if (mg_microbatch(g, micro_batches, &gk, d)) return MG_ERR;
+        mg_graph_free(gk);
+    }
     mg_status st = mg_plan_program(g, rq, out, d);
     if (st) return st;
     out->micro_batches = 1;
@@ -144,7 +150,10 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         mg_planned p;
         mg_plan_request r = *rq;
         r.min_feasible_below = minf > 0 ? minf : 0;
-        if (plan_parts(g, k, 1, &r, out->budget_bytes, MAX_PARTS_NODES, end, &p, d)) {
+        /* only the minimum is sought: no budget (the search does not depend on it), so the
+         * store-all plan stands in for a plan at the budget that would be thrown away */
+        int64_t budget = selecting ? out->budget_bytes : INT64_MAX;
+        if (plan_parts(g, k, 1, &r, budget, MAX_PARTS_NODES, end, &p, d)) {
             mg_planned_free(out);
             *out = (mg_planned){0};
             return MG_ERR;
