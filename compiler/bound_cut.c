@@ -71,10 +71,15 @@ static const double EPS = 1e-9;
 /* Problems of more targets get no bound here (its windows are cuts over most of the graph:
  * layered_n1000 took a second more). At most MAX_CAND candidate steps and LAMBDA_STEPS
  * bisections of lambda per window: resnet50 at its minimum 40,572 in ~0.03 s (64 and 10:
- * 41,123 in 0.25 s; 16 and 8: 37,345). At most BB_NODES nodes of a window's branch and bound
- * and BB_ROUNDS rounds of the best sum (100 and 30 gained under 0.1% more on unet and resnet50
- * than 12 and 8). */
-enum { MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8, BB_NODES = 12, BB_ROUNDS = 8 };
+ * 41,123 in 0.25 s; 16 and 8: 37,345). A window's branch and bound expands at most BB_WORK /
+ * (its values) nodes, within [BB_NODES_MIN, BB_NODES_MAX], and the best sum is taken again
+ * at most BB_ROUNDS times. 12 nodes left unet's windows short of their integer optimum (at
+ * 40%: (42, 66] at 3,082 of 3,100 FLOP units; at 90% the bound 1.0086 -> 1.0113 of every op
+ * once with 100); resnet50's windows, of hundreds of values, gained at most 0.0001 from 100
+ * nodes for up to 0.04 s more CPU (at 40%), so the count falls with the window's size (this
+ * rule: at most 5 ms more on any Checkmate row). More rounds (30) changed no row. */
+enum { MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8, BB_WORK = 4000, BB_NODES_MIN = 12, BB_NODES_MAX = 100,
+       BB_ROUNDS = 8 };
 
 static int flow_bfs(flow *f, int s)
 {
@@ -223,18 +228,25 @@ static double lagrange(ctx *c, double slack, double lo, double hi, int steps, do
     return best;
 }
 
+/* The nodes a window of nv values may expand (BB_WORK above). */
+static int bb_nodes(int nv)
+{
+    int k = nv > 0 ? BB_WORK / nv : BB_NODES_MAX;
+    return k < BB_NODES_MIN ? BB_NODES_MIN : k > BB_NODES_MAX ? BB_NODES_MAX : k;
+}
+
 /* Branch and bound on the window's program in integers (the Lagrangian alone is its linear
  * relaxation: where one large value would fit half, it prices half its recomputation). A node
  * fixes values live at the step or not; its bound is its Lagrangian, at least its parent's (a
  * subset of the parent's solutions); the window's bound is the least over the open nodes and
- * the best solution met (the optimum is one of them). At most BB_NODES nodes are expanded,
+ * the best solution met (the optimum is one of them). At most bb_nodes() nodes are expanded,
  * each branching on the largest free value that the solutions either side of the slack
  * disagree on. The root is the window's Lagrangian (root, its best solution within the slack
  * `primal`, c->lo_res / hi_res as lagrange left them); every node bisects lambda in [lo, hi]. */
 static double branch_and_bound(ctx *c, double slack, double lo, double hi, double root, double primal, int have_lo,
                                int have_hi)
 {
-    int nv = c->nv, cap = 2 * BB_NODES + 1, open = 0;
+    int nv = c->nv, nodes = bb_nodes(nv), cap = 2 * nodes + 1, open = 0;
     char *fixes = mg_xcalloc((size_t)cap * (size_t)nv, 1), *lo_of = mg_xcalloc((size_t)cap * (size_t)nv, 1),
          *hi_of = mg_xcalloc((size_t)cap * (size_t)nv, 1);
     double *bound = mg_xcalloc((size_t)cap, sizeof *bound), incumbent = HUGE_VAL;
@@ -245,7 +257,7 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
     memcpy(hi_of, c->hi_res, (size_t)nv);
     haslo[0] = have_lo && have_hi;
     open = 1;
-    for (int expanded = 0; expanded < BB_NODES && open > 0; expanded++) {
+    for (int expanded = 0; expanded < nodes && open > 0; expanded++) {
         int b = 0;
         for (int k = 1; k < open; k++)
             if (bound[k] < bound[b]) b = k;
