@@ -135,7 +135,13 @@ static mg_status start_fit(const mg_problem *pr, mg_sched_opts *o, int64_t budge
 mg_status mg_improve_schedule(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, int max_schedules,
                               mg_plan **best, mg_diag *d)
 {
-    int n = pr->n, left = max_schedules;
+    return mg_improve_schedule_n(pr, opts, budget, &max_schedules, best, d);
+}
+
+mg_status mg_improve_schedule_n(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, int *schedules,
+                                mg_plan **best, mg_diag *d)
+{
+    int n = pr->n, max_schedules = *schedules, left = max_schedules;
     double *w = malloc(((size_t)n + 1) * sizeof *w), *acc = malloc(((size_t)n + 1) * sizeof *acc);
     double *chain = malloc(((size_t)n + 1) * sizeof *chain);
     cand *c = malloc(((size_t)n + 1) * sizeof *c);
@@ -235,6 +241,7 @@ mg_status mg_improve_schedule(const mg_problem *pr, const mg_sched_opts *opts, i
         if (!taken) mg_plan_free(p);
     }
 done:
+    *schedules = left > 0 ? left : 0;
     for (int i = 0; i < RING; i++) mg_plan_free(ring[i]);
     free(w);
     free(acc);
