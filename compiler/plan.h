@@ -216,6 +216,15 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
  * schedules are made (and a few more, with their placements). */
 mg_status mg_improve_schedule(const mg_problem *prob, const mg_sched_opts *opts, int64_t budget, int max_schedules,
                               mg_plan **best, mg_diag *d);
+/* The same, at most *schedules schedules; *schedules is then set to how many of them it did not
+ * make (a walk that stopped early, or a start that missed: planner.c hands them to the next). */
+mg_status mg_improve_schedule_n(const mg_problem *prob, const mg_sched_opts *opts, int64_t budget, int *schedules,
+                                mg_plan **best, mg_diag *d);
+/* sched_improve.c: edits of *best's schedule itself (a placed plan within budget, or NULL; only
+ * plans of compute steps alone): each drops one recomputation and repairs the steps then over
+ * budget by recomputing other values; *best is replaced by a cheaper plan that fits budget once
+ * placed. At most max_plans schedules are built (and the placements of those that fit). */
+mg_status mg_polish_schedule(const mg_problem *prob, int64_t budget, int max_plans, mg_plan **best, mg_diag *d);
 
 /* sched_search.c: the cheapest schedule under cap (peak live bytes) by best-first search over
  * (next target, resident values), or NULL when none exists or the search would visit more than

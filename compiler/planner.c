@@ -333,7 +333,10 @@ enum { NRC = 5, NBASE = 2 * MG_EVICT_NPOLICIES, NFIT = NBASE, NVARIANTS = NBASE 
  * (600, not 300: the search no longer places the schedules it walks through, only the last
  * few, and a schedule that can no longer win stops early, so each costs ~0.3 ms on resnet50;
  * at its minimum: 1.1856 to 1.1664 of running every op once. IMPROVE_MIN doubled with
- * IMPROVE_WORK: still no search above 3500 nodes.) */
+ * IMPROVE_WORK: still no search above 3500 nodes.) A walk that stops short of its schedules (its
+ * start missed the budget far, or a round kept nothing) hands the rest to the next seed's walk:
+ * resnet50 at its minimum, whose first seed's start misses far, walks its second seed twice as
+ * far, 1.1664 to 1.1543, where it was still getting cheaper when it ran out. */
 static const double IMPROVE_GAP = 0.001, IMPROVE_SLACK = 0.05;
 static const struct { mg_evict_policy policy; int rc; } rc_variants[NRC] = {
     {MG_EVICT_COST_SIZE_DIST, 1}, {MG_EVICT_COST_SIZE_SQRTDIST, 1}, {MG_EVICT_COST_SIZE, 1},
@@ -343,6 +346,19 @@ static int improve_schedules(const mg_problem *pr)
 {
     int k = IMPROVE_WORK / (pr->n > 0 ? pr->n : 1);
     return k < IMPROVE_MIN ? 0 : k > IMPROVE_SCHEDULES ? IMPROVE_SCHEDULES : k;
+}
+
+/* The polish's schedules (sched_improve.c's mg_polish_schedule): each is built whole, so as many
+ * as keep plans x nodes^2 near IMPROVE_POLISH (unet: 793, resnet50: 32), and none where that
+ * is below IMPROVE_POLISH_MIN (above 700 nodes: layered_n1000 at 0.9 of its peak, 1.0371 to
+ * 1.0370 for 10% more time, its placements being dear). */
+static const double IMPROVE_POLISH = 4e6;
+enum { IMPROVE_POLISH_MIN = 8 };
+static int improve_polish_plans(const mg_problem *pr)
+{
+    double n = pr->n > 0 ? pr->n : 1;
+    int k = (int)(IMPROVE_POLISH / (n * n));
+    return k < IMPROVE_POLISH_MIN ? 0 : k;
 }
 
 static int restarts_for(const mg_problem *pr)
@@ -521,6 +537,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     /* where the best plan is above the bound proven for every plan: a local search over the
      * eviction score weights of those variants (sched_improve.c) */
     double before = *out ? (*out)->flops_executed : HUGE_VAL;
+    int spare = 0; /* schedules the walks before left unused */
     for (int i = 0; i < nseeds && !st && solver == MG_SOLVER_AUTO && *out &&
                     (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
          i++) {
@@ -528,9 +545,15 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
          * until its start fits, unless that misses far (sched_improve.c: resnet50 at its minimum,
          * by 9-14%), and bisects its way back when its end misses (layered_n1000 at 0.9 of its
          * peak: 1.0572 without it, 1.0371) */
-        if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK))
-            st = mg_improve_schedule(pr, &seeds[i].o, budget, improve_schedules(pr), out, d);
+        if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK)) {
+            spare += improve_schedules(pr);
+            st = mg_improve_schedule_n(pr, &seeds[i].o, budget, &spare, out, d);
+        }
     }
+    /* then edits of the best schedule itself (sched_improve.c's polish) */
+    if (!st && solver == MG_SOLVER_AUTO && *out && (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP) &&
+        improve_polish_plans(pr) > 0)
+        st = mg_polish_schedule(pr, budget, improve_polish_plans(pr), out, d);
     missed_free(&mm);
     memo->improved = !st && *out && (*out)->flops_executed < before;
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
@@ -557,14 +580,15 @@ static mg_status improve_below(const mg_problem *pr, int64_t at, search_memo *me
     if (improve_schedules(pr) == 0 || !*out || (*out)->flops_executed <= memo->lower_bound * (1 + IMPROVE_GAP))
         return MG_OK; /* (as solve_at: no search, or nothing it could gain) */
     variant v[NVARIANTS + MAX_RESTARTS];
-    int nv = schedule_variants(pr, at, v, NVARIANTS + restarts_for(pr), d), nseeds = 0;
+    int nv = schedule_variants(pr, at, v, NVARIANTS + restarts_for(pr), d), nseeds = 0, spare = 0;
     mg_status st = MG_OK;
     for (int i = 0; i < nv; i++) {
         if (!st && !v[i].o.rc && nseeds < IMPROVE_SEEDS && improve_schedules(pr) > 0 && *out &&
             (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP) &&
             v[i].p->flops_executed <= (*out)->flops_executed * (1 + IMPROVE_SLACK)) {
             nseeds++;
-            st = mg_improve_schedule(pr, &v[i].o, at, improve_schedules(pr), out, d);
+            spare += improve_schedules(pr);
+            st = mg_improve_schedule_n(pr, &v[i].o, at, &spare, out, d);
         }
         mg_plan_free(v[i].p);
     }
