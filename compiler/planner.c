@@ -1153,7 +1153,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         /* a budget a little above the minimum where the improvement search found nothing (its
          * seeds' schedules missed the budget once placed, or stayed dearer): the search at the
          * minimum, whose plans fit this budget too (resnet50 at 4.7 GB: 1.2176 of running every
-         * op once, 1.1856 at the minimum, 4.52 GB, when this was written; both 1.1664 now) */
+         * op once, 1.1856 at the minimum, 4.52 GB, when this was written; 1.1664 later; both 1.1543 now) */
         if (!st && found && solver == MG_SOLVER_AUTO && out->plan && !memo.improved && out->optimal != 1 &&
             hi < budget && (double)(budget - hi) <= NEAR_MIN * (double)hi)
             st = improve_below(pr, hi, &memo, &out->plan, d);

@@ -1045,8 +1045,9 @@ START_TEST(test_plan_cache)
 END_TEST
 
 /* resnet50 (Checkmate) at 4,521,459,712 bytes, its minimum feasible budget: auto's plan fits,
- * verifies, and executes at most 1.175 times the FLOPs of running every op once (the improvement
- * search, sched_improve.c: 1.1856 when it placed every move, 1.1664 now; the proven bound is
+ * verifies, and executes at most 1.16 times the FLOPs of running every op once (the improvement
+ * search, sched_improve.c: 1.1856 when it placed every move, 1.1664 judged by cost alone, 1.1543
+ * now that the second seed's walk gets the schedules the first left unused; the proven bound is
  * 1.1052, and Checkmate's MILP found 1.1884 in 30 s). */
 START_TEST(test_resnet50_at_its_minimum)
 {
@@ -1056,7 +1057,7 @@ START_TEST(test_resnet50_at_its_minimum)
     ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "%s", out);
     ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= 4521459712LL, "over budget: %s", out);
     long long exec = tu_json_figure(out, "flops_executed"), once = tu_json_figure(out, "flops_once");
-    ck_assert_msg(once > 0 && (double)exec <= 1.175 * (double)once, "resnet50 at its minimum: %lld / %lld = %.4f", exec,
+    ck_assert_msg(once > 0 && (double)exec <= 1.16 * (double)once, "resnet50 at its minimum: %lld / %lld = %.4f", exec,
                   once, (double)exec / (double)once);
     free(out);
 }
@@ -1065,9 +1066,8 @@ END_TEST
 /* sched_improve.c's walk hands on what it did not use (planner.c gives it to the next seed's
  * walk): on unet (Checkmate) at half its store-all workspace the walk from the first eviction
  * policy stops by itself, short of its 600 schedules, with a verified plan within the budget;
- * given exactly the schedules it made it walks the same way to the same plan and has none left;
- * and resnet50 at its minimum feasible budget, where the second seed's walk now gets the first's
- * unused schedules, costs at most 1.16 times running every op once (1.1664 before, 1.1543 now). */
+ * given exactly the schedules it made it walks the same way to the same plan and has none left
+ * (what resnet50 at its minimum gains from it: test_resnet50_at_its_minimum). */
 START_TEST(test_walk_hands_on_unused_schedules)
 {
     char path[4096];
@@ -1096,16 +1096,6 @@ START_TEST(test_walk_hands_on_unused_schedules)
     mg_plan_free(first);
     mg_plan_free(again);
     mg_problem_free(pr);
-
-    char *out;
-    snprintf(path, sizeof path, "%s/bench/data/checkmate/resnet50.json", MG_SOURCE_DIR);
-    int rc = tu_memgrad(&out, "plan --graph '%s' --budget 4521459712B --verify --no-cache --format json", path);
-    ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "%s", out);
-    ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= 4521459712LL, "over budget: %s", out);
-    long long exec = tu_json_figure(out, "flops_executed"), once = tu_json_figure(out, "flops_once");
-    ck_assert_msg(once > 0 && (double)exec <= 1.16 * (double)once, "resnet50 at its minimum: %lld / %lld = %.4f", exec,
-                  once, (double)exec / (double)once);
-    free(out);
 }
 END_TEST
 
