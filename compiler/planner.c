@@ -44,7 +44,6 @@ typedef struct search_memo {
     int64_t chain_table_cap;/* and the largest cap its tables are built for (0: none yet) */
     int64_t store_all;      /* the store-all workspace */
     double lower_bound;     /* proven for every plan under the budget solved for (0: none) */
-    int improved;           /* auto's improvement search made its plan cheaper (solve_at) */
 } search_memo;
 
 /* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's. (sched_rc.c's variants
@@ -536,7 +535,6 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     }
     /* where the best plan is above the bound proven for every plan: a local search over the
      * eviction score weights of those variants (sched_improve.c) */
-    double before = *out ? (*out)->flops_executed : HUGE_VAL;
     int spare = 0; /* schedules the walks before left unused */
     for (int i = 0; i < nseeds && !st && solver == MG_SOLVER_AUTO && *out &&
                     (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
@@ -555,7 +553,6 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         improve_polish_plans(pr) > 0)
         st = mg_polish_schedule(pr, budget, improve_polish_plans(pr), out, d);
     missed_free(&mm);
-    memo->improved = !st && *out && (*out)->flops_executed < before;
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
         if ((st = chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) keep_better(out, p);
     }
@@ -1045,7 +1042,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
-    search_memo memo = {-1, 0, 0, NULL, 0, 0, 0, 0};
+    search_memo memo = {-1, 0, 0, NULL, 0, 0, 0};
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     memo.store_all = sa->workspace_bytes;
@@ -1072,7 +1069,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * every budget names the same minimum, and a budget at or above it gets at worst the
          * plan the search found there (the schedulers are not monotone in their cap: the solve
          * at a budget can miss where the search met a smaller one). */
-        search_memo mmemo = {-1, 0, 0, NULL, 0, memo.store_all, memo.lower_bound, 0};
+        search_memo mmemo = {-1, 0, 0, NULL, 0, memo.store_all, memo.lower_bound};
         int64_t lo = working_set_bound(pr), hi = out->store_all_bytes;
         int found = 1; /* store-all */
         mg_plan *best = NULL;
@@ -1150,11 +1147,12 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         if (best != cheap) mg_plan_free(best);
         best = NULL;
         out->min_feasible_bytes = hi; /* (`below` itself when nothing was found under it) */
-        /* a budget a little above the minimum where the improvement search found nothing (its
-         * seeds' schedules missed the budget once placed, or stayed dearer): the search at the
-         * minimum, whose plans fit this budget too (resnet50 at 4.7 GB: 1.2176 of running every
-         * op once, 1.1856 at the minimum, 4.52 GB, when this was written; 1.1664 later; both 1.1543 now) */
-        if (!st && found && solver == MG_SOLVER_AUTO && out->plan && !memo.improved && out->optimal != 1 &&
+        /* a budget a little above the minimum: the improvement search at the minimum too, whose
+         * plans fit this budget as well; it runs even where the search at the budget improved
+         * the plan, which can stay dearer than at the minimum (resnet50 at 4.6 GB: 1.1852 of
+         * running every op once from its own walks, 1.1543 at the minimum, 4.52 GB; 4.7 GB had
+         * 1.2176 against 1.1856 when this was first written) */
+        if (!st && found && solver == MG_SOLVER_AUTO && out->plan && out->optimal != 1 &&
             hi < budget && (double)(budget - hi) <= NEAR_MIN * (double)hi)
             st = improve_below(pr, hi, &memo, &out->plan, d);
         if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
