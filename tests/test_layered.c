@@ -18,20 +18,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-static mg_problem *load_graph(const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/bench/data/layered/%s", MG_SOURCE_DIR, name);
-    char *text = tu_read(path);
-    ck_assert_msg(text != NULL, "cannot read %s", path);
-    mg_problem *pr = NULL;
-    mg_diag d = {0};
-    ck_assert_msg(mg_problem_from_json(path, text, strlen(text), &pr, &d) == MG_OK, "%s", d.msg);
-    free(text);
-    return pr;
-}
 
 static int64_t store_all_peak(const mg_problem *pr)
 {
@@ -46,7 +32,7 @@ static int64_t store_all_peak(const mg_problem *pr)
 
 START_TEST(test_n250_auto)
 {
-    mg_problem *pr = load_graph("layered_n250.json");
+    mg_problem *pr = tu_load_graph("layered/layered_n250.json");
     int64_t peak = store_all_peak(pr);
     static const double fracs[] = {0.9, 0.8};
     for (int i = 0; i < 2; i++) {
@@ -67,7 +53,7 @@ END_TEST
 
 START_TEST(test_n250_sched_rc)
 {
-    mg_problem *pr = load_graph("layered_n250.json");
+    mg_problem *pr = tu_load_graph("layered/layered_n250.json");
     int64_t cap = (int64_t)((double)store_all_peak(pr) * 0.8);
     mg_sched_opts o = {.cap = cap, .policy = MG_EVICT_COST_SIZE_DIST, .rc = 1};
     mg_plan *p = NULL;

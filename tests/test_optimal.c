@@ -1215,14 +1215,8 @@ END_TEST
  * The bound never exceeds the plan's cost (it is a bound on every plan, this one included). */
 START_TEST(test_cut_bound_unet)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/bench/data/checkmate/unet.json", MG_SOURCE_DIR);
-    char *text = tu_read(path);
-    ck_assert_msg(text != NULL, "cannot read %s", path);
-    mg_problem *p = NULL;
+    mg_problem *p = tu_load_graph("checkmate/unet.json");
     mg_diag d = {0};
-    ck_assert_msg(mg_problem_from_json(path, text, strlen(text), &p, &d) == MG_OK, "%s", d.msg);
-    free(text);
     mg_solution sa, au;
     ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
     mg_plan_free(sa.plan);

@@ -1077,14 +1077,8 @@ END_TEST
  * (what resnet50 at its minimum gains from it: test_resnet50_at_its_minimum). */
 START_TEST(test_walk_hands_on_unused_schedules)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/bench/data/checkmate/unet.json", MG_SOURCE_DIR);
-    char *text = tu_read(path);
-    ck_assert_ptr_nonnull(text);
-    mg_problem *pr = NULL;
+    mg_problem *pr = tu_load_graph("checkmate/unet.json");
     mg_diag d = {0};
-    ck_assert_msg(mg_problem_from_json(path, text, strlen(text), &pr, &d) == MG_OK, "%s", d.msg);
-    free(text);
     const int64_t budget = 10479730688LL; /* 50% of unet's store-all workspace */
     mg_sched_opts o = {.cap = budget, .policy = MG_EVICT_COST_SIZE_DIST};
     mg_plan *first = NULL, *again = NULL;

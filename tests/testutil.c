@@ -1,5 +1,6 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
+#include "plan.h"
 
 #include <check.h>
 #include <dlfcn.h>
@@ -171,4 +172,17 @@ long long tu_json_figure(const char *json, const char *key)
     const char *p = strstr(json, k);
     ck_assert_msg(p != NULL, "no %s in the plan JSON", key);
     return strtoll(p + strlen(k), NULL, 10);
+}
+
+mg_problem *tu_load_graph(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bench/data/%s", MG_SOURCE_DIR, name);
+    char *text = tu_read(path);
+    ck_assert_msg(text != NULL, "cannot read %s", path);
+    mg_problem *pr = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_problem_from_json(path, text, strlen(text), &pr, &d) == MG_OK, "%s", d.msg);
+    free(text);
+    return pr;
 }

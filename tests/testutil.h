@@ -19,6 +19,9 @@ void tu_dir_free(char **dir);
 int tu_write(const char *path, const char *text);
 /* Reads a whole file (NUL-terminated, malloc'd) or NULL. */
 char *tu_read(const char *path);
+/* A public planning benchmark graph, bench/data/NAME (e.g. "checkmate/unet.json"), read and
+ * parsed as the planner's problem; the test fails when it cannot be. */
+struct mg_problem *tu_load_graph(const char *name);
 /* Runs cmd with sh -c; stdout and stderr go to *out (malloc'd, may be NULL). Returns the exit
  * status, or -1 if it did not exit normally. */
 int tu_run(const char *cmd, char **out);
