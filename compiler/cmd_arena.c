@@ -27,7 +27,7 @@ static int arena_usage_error(const char *fmt, const char *arg)
 
 int mg_cmd_arena(int argc, char **argv)
 {
-    const char *file = NULL, *capacity_text = NULL, *format = "text", *time_text = NULL;
+    const char *file = NULL, *capacity_text = NULL, *format = "text", *time_text = NULL, *cache_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
@@ -38,6 +38,8 @@ int mg_cmd_arena(int argc, char **argv)
         if (!strcmp(a, "--capacity")) slot = &capacity_text;
         else if (!strcmp(a, "--format")) slot = &format;
         else if (!strcmp(a, "--time-limit")) slot = &time_text;
+        else if (!strcmp(a, "--no-cache")) continue; /* accepted as on every command: nothing here is cached */
+        else if (!strcmp(a, "--cache-dir")) slot = &cache_dir;
         else if (a[0] == '-' && a[1]) return arena_usage_error("arena: unknown option '%s'", a);
         else if (file) return arena_usage_error("arena: unexpected argument '%s' (one buffer file at a time)", a);
         else {
@@ -47,6 +49,7 @@ int mg_cmd_arena(int argc, char **argv)
         if (i + 1 >= argc) return arena_usage_error("arena: option '%s' needs a value", a);
         *slot = argv[++i];
     }
+    (void)cache_dir;
     if (!file) return arena_usage_error("%s", "arena: no buffer file given (FILE.csv)");
     if (strcmp(format, "text") && strcmp(format, "json"))
         return arena_usage_error("arena: --format wants text or json, got '%s'", format);

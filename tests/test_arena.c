@@ -626,6 +626,12 @@ START_TEST(test_command)
     ck_assert_ptr_nonnull(strstr(r.out, "solve time"));
     run_free(&r);
 
+    /* --no-cache and --cache-dir are accepted on every command; the arena has nothing to cache */
+    r = run_arena(dir, (const char *const[]){path, "--no-cache", "--cache-dir", dir, NULL});
+    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "arena         6 bytes\n"));
+    run_free(&r);
+
     r = run_arena(dir, (const char *const[]){path, "--capacity", "5", NULL});
     ck_assert_int_eq(r.code, 0); /* the answer is the output, fits or not */
     ck_assert_ptr_nonnull(strstr(r.out, "does not fit"));
@@ -666,6 +672,7 @@ START_TEST(test_command)
         {"x.csv", "--time-limit", "-1", NULL},
         {"x.csv", "--frobnicate", NULL},
         {"x.csv", "y.csv", NULL},
+        {"x.csv", "--cache-dir", NULL},
     };
     for (size_t k = 0; k < sizeof usage / sizeof usage[0]; k++) {
         r = run_arena(dir, usage[k]);
