@@ -33,7 +33,7 @@
  * 1.1052). tests/test_optimal.c (bounds) checks it against the brute-force optimum of random
  * problems, and on problems where only the integers prove the optimum. mg_cut_bound_chained
  * also links the best sum's windows by what each keeps live at its start (the chained windows,
- * below; solve_exact.c's bound runs it, auto does not: ~0.35 s on resnet50). */
+ * below; solve_exact.c's bound runs it, auto does not: ~0.45 s on resnet50). */
 #include "plan.h"
 
 #include <math.h>
@@ -79,9 +79,11 @@ static const double EPS = 1e-9;
  * 40%: (42, 66] at 3,082 of 3,100 FLOP units; at 90% the bound 1.0086 -> 1.0113 of every op
  * once with 100); resnet50's windows, of hundreds of values, gained at most 0.0001 from 100
  * nodes for up to 0.04 s more CPU (at 40%), so the count falls with the window's size (this
- * rule: at most 5 ms more on any Checkmate row). More rounds (30) changed no row. */
+ * rule: at most 5 ms more on any Checkmate row). More rounds (30) changed no row.
+ * mg_cut_bound_chained takes WIDE_CAND candidates (resnet50 at its minimum, with the chain:
+ * 42,982 -> 43,863; 28, 36, 40 or 64: the same 43,863). */
 enum { MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8, BB_WORK = 4000, BB_NODES_MIN = 12, BB_NODES_MAX = 100,
-       BB_ROUNDS = 8 };
+       BB_ROUNDS = 8, WIDE_CAND = 32 };
 
 static int flow_bfs(flow *f, int s)
 {
@@ -406,7 +408,8 @@ static void live_anyway(ctx *c, int i, const int *last)
 
 static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps, int nsteps, int iters);
 
-/* mg_cut_bound; chain_iters > 0: and the chain of the best sum's windows (mg_cut_bound_chained) */
+/* mg_cut_bound; chain_iters > 0: WIDE_CAND candidates, and the chain of the best sum's windows
+ * (mg_cut_bound_chained) */
 static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
 {
     int n = pr->n, T = 0;
@@ -476,7 +479,8 @@ static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
     /* too many candidates for every window between them: the MAX_CAND / 2 with the least slack
      * and the MAX_CAND / 2 with the largest excess (the windows the bound gains most from start
      * at such steps; the choice only makes the bound weaker, never wrong) */
-    if (m > MAX_CAND) {
+    int max_cand = chain_iters > 0 ? WIDE_CAND : MAX_CAND;
+    if (m > max_cand) {
         int *byslack = mg_xcalloc((size_t)m, sizeof *byslack), *byex = mg_xcalloc((size_t)m, sizeof *byex);
         char *pick = mg_xcalloc((size_t)T + 1, 1);
         for (int k = 0; k < m; k++) byslack[k] = byex[k] = k;
@@ -492,7 +496,7 @@ static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
                 byex[q] = byex[q - 1];
                 byex[q - 1] = x;
             }
-        for (int k = 0; k < MAX_CAND / 2; k++) pick[cand[byslack[k]]] = pick[cand[byex[k]]] = 1;
+        for (int k = 0; k < max_cand / 2; k++) pick[cand[byslack[k]]] = pick[cand[byex[k]]] = 1;
         m = 0;
         for (int i = 0; i < T; i++)
             if (pick[i]) cand[m++] = i;
@@ -639,8 +643,9 @@ double mg_bound_over_graphs(double sofar, const mg_planned *p)
  * steps (Polyak's, towards 5% above the best met; a known schedule's cost as the goal did
  * worse), lambda bisected per window as above. Any mu, lambda >= 0 give a bound; the best met
  * is kept, and the windows are then solved in integers (branch_and_bound, the prices as more
- * weights on T and s) under no prices and under the best: resnet50 at its minimum 42,695 ->
- * 42,982 (the links priced, in integers; 41,522 in the linear relaxation). Chains over more
+ * weights on T and s) under no prices and under the best: resnet50 at its minimum, over the
+ * windows of 24 candidates, 42,695 -> 42,982 (the links priced, in integers; 41,522 in the
+ * linear relaxation); over those of WIDE_CAND, 43,195 -> 43,863. Chains over more
  * steps (the over-full steps of least slack) came out lower: the subgradient steps did not get
  * near the dual's optimum in 200 (resnet50: 29,960 over 16 steps). */
 typedef struct chain {

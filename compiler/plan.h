@@ -271,9 +271,9 @@ mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit,
  * every target once), from the steps where what is live across does not fit: what the next
  * steps read must then be rebuilt from what fits (a minimum cut per window of steps). */
 double mg_cut_bound(const mg_problem *prob, int64_t budget);
-/* bound_cut.c: mg_cut_bound, and its best sum's windows linked by what each keeps live at its
- * start (iters subgradient steps): the larger. Costlier (resnet50 at its minimum: ~0.35 s more
- * with 100), so only solve_exact.c's relaxed bound runs it. */
+/* bound_cut.c: mg_cut_bound over more candidate steps, and its best sum's windows linked by
+ * what each keeps live at its start (iters subgradient steps): the larger. Costlier (resnet50
+ * at its minimum: ~0.45 s with 100), so only solve_exact.c's relaxed bound runs it. */
 double mg_cut_bound_chained(const mg_problem *prob, int64_t budget, int iters);
 struct mg_planned;
 /* bound_cut.c: a bound over the plans of several graphs of one program (plan_split.c: the whole

@@ -1287,7 +1287,7 @@ START_TEST(test_cut_bound_chained_random)
 END_TEST
 
 /* resnet50 at its minimum feasible budget: the chained windows prove more than the windows
- * alone (42,982 against 42,695 FLOP units of recomputation beyond every op once), never more
+ * alone (43,863 against 42,695 FLOP units of recomputation beyond every op once), never more
  * than auto's plan recomputes. */
 START_TEST(test_cut_bound_chained_resnet50)
 {
@@ -1301,7 +1301,7 @@ START_TEST(test_cut_bound_chained_resnet50)
     mg_solution au;
     ck_assert_int_eq(mg_solve(p, MG_SOLVER_AUTO, budget, 0, 0, &au, &d), MG_OK);
     ck_assert_ptr_nonnull(au.plan);
-    ck_assert_msg(chained >= cut + 200 && once + chained <= au.plan->flops_executed,
+    ck_assert_msg(chained >= cut + 1000 && once + chained <= au.plan->flops_executed,
                   "chained %.0f, cut %.0f, auto's plan %.0f over %.0f once", chained, cut, au.plan->flops_executed, once);
     mg_plan_free(au.plan);
     mg_problem_free(p);
