@@ -31,7 +31,9 @@
  * their Lagrangians) and the sum taken again, until its windows are all solved so (unet at 40%
  * of Checkmate's graphs: 1.1136 -> 1.1175 of every op once; resnet50 at its minimum 1.1000 ->
  * 1.1052). tests/test_optimal.c (bounds) checks it against the brute-force optimum of random
- * problems, and on problems where only the integers prove the optimum. */
+ * problems, and on problems where only the integers prove the optimum. mg_cut_bound_chained
+ * also links the best sum's windows by what each keeps live at its start (the chained windows,
+ * below; solve_exact.c's bound runs it, auto does not: ~0.45 s on resnet50). */
 #include "plan.h"
 
 #include <math.h>
@@ -77,9 +79,11 @@ static const double EPS = 1e-9;
  * 40%: (42, 66] at 3,082 of 3,100 FLOP units; at 90% the bound 1.0086 -> 1.0113 of every op
  * once with 100); resnet50's windows, of hundreds of values, gained at most 0.0001 from 100
  * nodes for up to 0.04 s more CPU (at 40%), so the count falls with the window's size (this
- * rule: at most 5 ms more on any Checkmate row). More rounds (30) changed no row. */
+ * rule: at most 5 ms more on any Checkmate row). More rounds (30) changed no row.
+ * mg_cut_bound_chained takes WIDE_CAND candidates (resnet50 at its minimum, with the chain:
+ * 42,982 -> 43,863; 28, 36, 40 or 64: the same 43,863). */
 enum { MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8, BB_WORK = 4000, BB_NODES_MIN = 12, BB_NODES_MAX = 100,
-       BB_ROUNDS = 8 };
+       BB_ROUNDS = 8, WIDE_CAND = 32 };
 
 static int flow_bfs(flow *f, int s)
 {
@@ -143,6 +147,8 @@ typedef struct ctx {
     char *fix;      /* per window value (index q): 0 free, 1 live at the step, 2 not (branch and bound) */
     char *cur;      /* per window value: live at the step in the last closure's solution */
     char *lo_res, *hi_res; /* the same for the last solutions above and within the slack */
+    const double *addT, *addS; /* NULL, or per window value: more weight on t_v = 1 and on s_v = 1
+                                  (mg_chain_bound's prices of the links between windows) */
     flow f;
 } ctx;
 
@@ -159,12 +165,21 @@ static double closure(ctx *c, double lambda, double slack, double *resident)
     for (int q = 0; q < c->nv; q++) {
         int v = c->vals[q];
         inf += pr->cost[v] + lambda * (double)pr->bytes[v];
+        if (c->addT) inf += fabs(c->addT[q]) + fabs(c->addS[q]);
     }
     inf = 4 * inf + 1;
     for (int q = 0; q < c->nv; q++) { /* node 2q: s_v, 2q+1: t_v; source side = 1 */
         int v = c->vals[q];
-        double b = (double)pr->bytes[v], ws_ = pr->cost[v] - lambda * b;
-        if (lambda * b > 0) flow_edge(&c->f, 2 * q + 1, K, lambda * b);
+        double b = (double)pr->bytes[v], ws_ = pr->cost[v] - lambda * b, wt = lambda * b;
+        if (c->addT) {
+            wt += c->addT[q];
+            ws_ += c->addS[q];
+        }
+        if (wt > 0) flow_edge(&c->f, 2 * q + 1, K, wt);
+        else if (wt < 0) {
+            konst += wt;
+            flow_edge(&c->f, S, 2 * q + 1, -wt);
+        }
         if (c->inN[v] || c->fix[q] == 1) flow_edge(&c->f, S, 2 * q + 1, inf);
         if (c->fix[q] == 2) flow_edge(&c->f, 2 * q + 1, 2 * q, inf); /* t_v <= s_v: not live at the step */
         if (!pr->evictable[v] || c->fix[q] == 1) { /* never recomputed (or live at the step): s_v = 0 */
@@ -191,12 +206,15 @@ static double closure(ctx *c, double lambda, double slack, double *resident)
     return konst + cut - lambda * slack;
 }
 
-/* What the solution of the last closure recomputes (s_v on the source side). */
+/* What the solution of the last closure recomputes (s_v on the source side), and the weights
+ * c->addT / addS of its values when there are any: its objective without the memory row. */
 static double recomputed(const ctx *c)
 {
     double sum = 0;
-    for (int q = 0; q < c->nv; q++)
-        if (c->f.level[2 * q] >= 0) sum += c->pr->cost[c->vals[q]];
+    for (int q = 0; q < c->nv; q++) {
+        if (c->f.level[2 * q] >= 0) sum += c->pr->cost[c->vals[q]] + (c->addS ? c->addS[q] : 0);
+        if (c->addT && c->f.level[2 * q + 1] >= 0) sum += c->addT[q];
+    }
     return sum;
 }
 
@@ -207,7 +225,7 @@ static double recomputed(const ctx *c)
  * were any). Any lambda gives a bound: the range only decides how good. */
 static double lagrange(ctx *c, double slack, double lo, double hi, int steps, double *primal, int *have_lo, int *have_hi)
 {
-    double best = 0;
+    double best = c->addT ? -HUGE_VAL : 0; /* (with the links' prices a window may be below 0) */
     *primal = HUGE_VAL;
     *have_lo = *have_hi = 0;
     for (int it = 0; it < steps; it++) {
@@ -388,7 +406,11 @@ static void live_anyway(ctx *c, int i, const int *last)
     }
 }
 
-double mg_cut_bound(const mg_problem *pr, int64_t budget)
+static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps, int nsteps, int iters);
+
+/* mg_cut_bound; chain_iters > 0: WIDE_CAND candidates, and the chain of the best sum's windows
+ * (mg_cut_bound_chained) */
+static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
 {
     int n = pr->n, T = 0;
     if (budget == INT64_MAX) return 0;
@@ -457,7 +479,8 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
     /* too many candidates for every window between them: the MAX_CAND / 2 with the least slack
      * and the MAX_CAND / 2 with the largest excess (the windows the bound gains most from start
      * at such steps; the choice only makes the bound weaker, never wrong) */
-    if (m > MAX_CAND) {
+    int max_cand = chain_iters > 0 ? WIDE_CAND : MAX_CAND;
+    if (m > max_cand) {
         int *byslack = mg_xcalloc((size_t)m, sizeof *byslack), *byex = mg_xcalloc((size_t)m, sizeof *byex);
         char *pick = mg_xcalloc((size_t)T + 1, 1);
         for (int k = 0; k < m; k++) byslack[k] = byex[k] = k;
@@ -473,7 +496,7 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
                 byex[q] = byex[q - 1];
                 byex[q - 1] = x;
             }
-        for (int k = 0; k < MAX_CAND / 2; k++) pick[cand[byslack[k]]] = pick[cand[byex[k]]] = 1;
+        for (int k = 0; k < max_cand / 2; k++) pick[cand[byslack[k]]] = pick[cand[byex[k]]] = 1;
         m = 0;
         for (int i = 0; i < T; i++)
             if (pick[i]) cand[m++] = i;
@@ -537,10 +560,29 @@ double mg_cut_bound(const mg_problem *pr, int64_t budget)
         }
         if (!more) break;
     }
+    total = best[m];
+    if (chain_iters > 0) { /* the windows of the best sum, linked (chain_bound) */
+        int *starts = mg_xcalloc((size_t)m + 1, sizeof *starts), ns = 0;
+        for (int l = m; l > 0;) {
+            if (from[l] < 0) {
+                l--;
+                continue;
+            }
+            starts[ns++] = cand[from[l]];
+            l = from[l];
+        }
+        for (int a = 0, b = ns - 1; a < b; a++, b--) { /* ascending */
+            int x = starts[a];
+            starts[a] = starts[b];
+            starts[b] = x;
+        }
+        double x = chain_bound(pr, budget, starts, ns, chain_iters);
+        if (x > total) total = x;
+        free(starts);
+    }
     free(w);
     free(from);
     free(tight);
-    total = best[m];
 done:
     free(c.pos);
     free(c.tg);
@@ -569,8 +611,387 @@ done:
     return total;
 }
 
+double mg_cut_bound(const mg_problem *pr, int64_t budget) { return cut_bound(pr, budget, 0); }
+
+double mg_cut_bound_chained(const mg_problem *pr, int64_t budget, int iters) { return cut_bound(pr, budget, iters); }
+
 double mg_bound_over_graphs(double sofar, const mg_planned *p)
 {
     if (!p->train || p->flops_lower_bound < 0) return sofar;
     return p->flops_lower_bound < sofar ? p->flops_lower_bound : sofar;
+}
+
+/* ---- the chained windows (mg_cut_bound_chained) ------------------------------------------
+ * The windows above are independent: what a window keeps live at its start step costs only
+ * bytes there, even when nothing could have kept it live since the previous window's start.
+ * The chain links them. Steps c_1 < .. < c_m (the starts of the best sum's windows), window
+ * k = (c_k, c_k+1] (the last: to the end; a window only grows by taking the gaps up to the
+ * next start). Per window and value v computed before c_k that is not live there anyway:
+ * T[k,v] = "v is live at c_k or computed again in window k", s[k,v] = "v is computed again in
+ * window k", with the window rows above (s <= T; s_v <= T_u for each input u not live anyway;
+ * T = 1 for the values a target in the window reads; bytes of T - s within the slack of c_k),
+ * and the link
+ *   T[k+1,v] - s[k+1,v] <= T[k,v]:
+ * a value live at c_k+1 and not computed again in window k+1 (T - s = 1 only so, in the mapping
+ * of a schedule where T - s is "live at the step and not computed again") has a buffer written
+ * before c_k+1: before c_k (then live at c_k, buffers have no holes) or in window k by a
+ * recomputation (its target position is before c_k). Values live at c_k anyway need no link;
+ * a window holds every value the next one links. Every schedule within the budget maps to a
+ * solution costing at most what it recomputes (each window's recomputations are in its own
+ * gaps). The bound is the Lagrangian dual: the links priced (mu per link) and each window's
+ * memory row (lambda per window), each window then a closure (a minimum cut); mu by subgradient
+ * steps (Polyak's, towards 5% above the best met; a known schedule's cost as the goal did
+ * worse), lambda bisected per window as above. Any mu, lambda >= 0 give a bound; the best met
+ * is kept, and the windows are then solved in integers (branch_and_bound, the prices as more
+ * weights on T and s) under no prices and under the best: resnet50 at its minimum, over the
+ * windows of 24 candidates, 42,695 -> 42,982 (the links priced, in integers; 41,522 in the
+ * linear relaxation); over those of WIDE_CAND, 43,195 -> 43,863. Chains over more
+ * steps (the over-full steps of least slack) came out lower: the subgradient steps did not get
+ * near the dual's optimum in 200 (resnet50: 29,960 over 16 steps). */
+typedef struct chain {
+    const mg_problem *pr;
+    int n, m;
+    int *c;           /* the chain's steps (target positions), c[m] = T */
+    int *vals;        /* per window k: its values at vals[vs[k] .. vs[k+1]) */
+    int *vs;
+    int *idx;         /* per window k and value v: idx[k * n + v], its index in the window or -1 */
+    char *inN;        /* per window value (global index): read by a target in the window */
+    double *slack;    /* per window */
+    double *mu;       /* per window value of window k: the price of its link to window k + 1 */
+    char *solT, *solS; /* per window value: the closure's solution at the window's best lambda */
+    flow f;
+} chain;
+
+/* The closure of window k under lambda and the links' prices; its solution in T_ / S_ (per
+ * window value); returns the Lagrangian (the cut minus lambda * slack) and *resident. */
+static double chain_closure(chain *ch, int k, double lambda, double *resident, char *T_, char *S_)
+{
+    const mg_problem *pr = ch->pr;
+    int b0 = ch->vs[k], nv = ch->vs[k + 1] - b0, S = 2 * nv, K = S + 1, n = ch->n;
+    flow_reset(&ch->f, 2 * nv + 2);
+    double konst = 0, inf = 0;
+    for (int q = 0; q < nv; q++) {
+        int v = ch->vals[b0 + q];
+        inf += fabs(pr->cost[v]) + lambda * (double)pr->bytes[v] + ch->mu[b0 + q];
+        if (k > 0 && ch->idx[(size_t)(k - 1) * n + v] >= 0) inf += ch->mu[ch->vs[k - 1] + ch->idx[(size_t)(k - 1) * n + v]];
+    }
+    inf = 4 * inf + 1;
+    for (int q = 0; q < nv; q++) {
+        int v = ch->vals[b0 + q];
+        double b = (double)pr->bytes[v];
+        double in = 0; /* the price of the link into this window */
+        if (k > 0 && ch->idx[(size_t)(k - 1) * n + v] >= 0) in = ch->mu[ch->vs[k - 1] + ch->idx[(size_t)(k - 1) * n + v]];
+        double wT = lambda * b + in - ch->mu[b0 + q], wS = pr->cost[v] - lambda * b - in;
+        int nT = 2 * q + 1, nS = 2 * q;
+        if (wT > 0) flow_edge(&ch->f, nT, K, wT);
+        else if (wT < 0) {
+            konst += wT;
+            flow_edge(&ch->f, S, nT, -wT);
+        }
+        if (ch->inN[b0 + q]) flow_edge(&ch->f, S, nT, inf);
+        if (!pr->evictable[v]) {
+            flow_edge(&ch->f, nS, K, inf);
+            continue;
+        }
+        if (wS > 0) flow_edge(&ch->f, nS, K, wS);
+        else if (wS < 0) {
+            konst += wS;
+            flow_edge(&ch->f, S, nS, -wS);
+        }
+        flow_edge(&ch->f, nS, nT, inf);
+        for (int z = pr->in_start[v]; z < pr->in_start[v + 1]; z++) {
+            int u = pr->in[z], qu = ch->idx[(size_t)k * n + u];
+            if (qu >= 0) flow_edge(&ch->f, nS, 2 * qu + 1, inf);
+        }
+    }
+    double cut = flow_max(&ch->f, S, K);
+    *resident = 0;
+    for (int q = 0; q < nv; q++) {
+        T_[q] = ch->f.level[2 * q + 1] >= 0;
+        S_[q] = ch->f.level[2 * q] >= 0;
+        if (T_[q] && !S_[q]) *resident += (double)pr->bytes[ch->vals[b0 + q]];
+    }
+    return konst + cut - lambda * ch->slack[k];
+}
+
+static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps, int nsteps, int iters)
+{
+    int n = pr->n, T = 0;
+    if (budget == INT64_MAX || iters <= 0) return 0;
+    double result = 0;
+    chain ch = {.pr = pr, .n = n};
+    int *pos = mg_xcalloc((size_t)n + 1, sizeof *pos), *tg = mg_xcalloc((size_t)n + 1, sizeof *tg);
+    int *last = mg_xcalloc((size_t)n + 1, sizeof *last);
+    int64_t *need = mg_xcalloc((size_t)n + 1, sizeof *need);
+    double *sl = mg_xcalloc((size_t)n + 1, sizeof *sl);
+    char *freeat = mg_xcalloc((size_t)n + 1, 1);
+    char *work = NULL;
+    double *best_val = NULL;
+    for (int v = 0; v < n; v++) {
+        pos[v] = pr->target[v] ? T : -1;
+        if (pr->target[v]) tg[T++] = v;
+        last[v] = -1;
+    }
+    if (T > MAX_TARGETS || T == 0) goto out;
+    for (int i = 0; i < T; i++)
+        for (int z = pr->in_start[tg[i]]; z < pr->in_start[tg[i] + 1]; z++) last[pr->in[z]] = i;
+    for (int v = 0; v < n; v++)
+        if (pos[v] >= 0 && pr->keep_to_end[v]) last[v] = T;
+#define CWS(v) (pos[v] >= 0 && pr->home[v].mem == MG_MEM_NONE && pr->bytes[v] > 0)
+    /* what each step needs (as mg_cut_bound) */
+    for (int i = 0; i < T; i++) {
+        int t = tg[i];
+        int64_t nd = (pr->home[t].mem == MG_MEM_NONE ? pr->bytes[t] : 0) + pr->scratch[t];
+        for (int v = 0; v < n; v++) {
+            if (!CWS(v)) continue;
+            int in = 0;
+            for (int z = pr->in_start[t]; z < pr->in_start[t + 1]; z++) in |= pr->in[z] == v;
+            if ((in && v != t) || (pos[v] < i && last[v] > i && !pr->evictable[v])) nd += pr->bytes[v];
+        }
+        need[i] = nd;
+        sl[i] = (double)(budget - nd);
+        if (nd > budget) goto out;
+    }
+    /* the chain: the given steps (ascending, distinct) */
+    ch.c = mg_xcalloc((size_t)nsteps + 2, sizeof *ch.c);
+    for (int k = 0; k < nsteps; k++)
+        if (steps[k] >= 0 && steps[k] < T && (ch.m == 0 || steps[k] > ch.c[ch.m - 1])) ch.c[ch.m++] = steps[k];
+    if (ch.m == 0) goto out;
+    int m = ch.m;
+    ch.c[m] = T;
+    ch.idx = mg_xcalloc((size_t)m * (size_t)n, sizeof *ch.idx);
+    ch.vs = mg_xcalloc((size_t)m + 1, sizeof *ch.vs);
+    ch.slack = mg_xcalloc((size_t)m + 1, sizeof *ch.slack);
+    int capv = m * n + 1;
+    ch.vals = mg_xcalloc((size_t)capv, sizeof *ch.vals);
+    ch.inN = mg_xcalloc((size_t)capv, 1);
+    for (size_t z = 0; z < (size_t)m * (size_t)n; z++) ch.idx[z] = -1;
+    /* the windows' values, last window first (a window holds the values the next one links) */
+    int *cnt = mg_xcalloc((size_t)m + 1, sizeof *cnt), *tmp = mg_xcalloc((size_t)n + 1, sizeof *tmp);
+    char *tmpN = mg_xcalloc((size_t)n + 1, 1);
+    int **wv = mg_xcalloc((size_t)m + 1, sizeof *wv);
+    char **wN = mg_xcalloc((size_t)m + 1, sizeof *wN);
+    for (int k = m - 1; k >= 0; k--) {
+        int i = ch.c[k], j = ch.c[k + 1], t = tg[i], nv = 0;
+        ch.slack[k] = sl[i];
+        for (int v = 0; v < n; v++) {
+            int in = 0;
+            for (int z = pr->in_start[t]; z < pr->in_start[t + 1]; z++) in |= pr->in[z] == v;
+            freeat[v] = CWS(v) && ((in && v != t) || (pos[v] < i && last[v] > i && !pr->evictable[v]));
+        }
+        for (int v = 0; v < n; v++) {
+            tmpN[v] = 0;
+            if (!CWS(v) || pos[v] >= i || freeat[v]) continue;
+            for (int z = i + 1; z <= j && z < T && !tmpN[v]; z++)
+                for (int y = pr->in_start[tg[z]]; y < pr->in_start[tg[z] + 1]; y++) tmpN[v] |= pr->in[y] == v;
+            int linked = k + 1 < m && ch.idx[(size_t)(k + 1) * n + v] >= 0;
+            if (tmpN[v] || linked) {
+                ch.idx[(size_t)k * n + v] = nv;
+                tmp[nv++] = v;
+            }
+        }
+        for (int q = 0; q < nv; q++) { /* ancestors through recomputable values */
+            int v = tmp[q];
+            if (!pr->evictable[v]) continue;
+            for (int z = pr->in_start[v]; z < pr->in_start[v + 1]; z++) {
+                int u = pr->in[z];
+                if (!CWS(u) || freeat[u] || ch.idx[(size_t)k * n + u] >= 0) continue;
+                ch.idx[(size_t)k * n + u] = nv;
+                tmpN[u] = 0;
+                tmp[nv++] = u;
+            }
+        }
+        cnt[k] = nv;
+        wv[k] = mg_xcalloc((size_t)nv + 1, sizeof *wv[k]);
+        wN[k] = mg_xcalloc((size_t)nv + 1, 1);
+        for (int q = 0; q < nv; q++) {
+            wv[k][q] = tmp[q];
+            wN[k][q] = tmpN[tmp[q]];
+        }
+    }
+    for (int k = 0; k < m; k++) {
+        ch.vs[k + 1] = ch.vs[k] + cnt[k];
+        memcpy(ch.vals + ch.vs[k], wv[k], (size_t)cnt[k] * sizeof *ch.vals);
+        memcpy(ch.inN + ch.vs[k], wN[k], (size_t)cnt[k]);
+        free(wv[k]);
+        free(wN[k]);
+    }
+    free(wv);
+    free(wN);
+    free(cnt);
+    free(tmp);
+    free(tmpN);
+    int tot = ch.vs[m], maxnv = 0;
+    for (int k = 0; k < m; k++)
+        if (ch.vs[k + 1] - ch.vs[k] > maxnv) maxnv = ch.vs[k + 1] - ch.vs[k];
+    ch.mu = mg_xcalloc((size_t)tot + 1, sizeof *ch.mu);
+    ch.solT = mg_xcalloc((size_t)tot + 1, 1);
+    ch.solS = mg_xcalloc((size_t)tot + 1, 1);
+    work = mg_xcalloc(2 * (size_t)maxnv + 2, 1);
+    best_val = mg_xcalloc((size_t)m + 1, sizeof *best_val);
+    double *lam_lo = mg_xcalloc((size_t)m + 1, sizeof *lam_lo), *lam_hi = mg_xcalloc((size_t)m + 1, sizeof *lam_hi);
+    ch.f.head = mg_xcalloc(2 * (size_t)maxnv + 2, sizeof *ch.f.head);
+    ch.f.level = mg_xcalloc(2 * (size_t)maxnv + 2, sizeof *ch.f.level);
+    ch.f.it = mg_xcalloc(2 * (size_t)maxnv + 2, sizeof *ch.f.it);
+    ch.f.queue = mg_xcalloc(2 * (size_t)maxnv + 2, sizeof *ch.f.queue);
+    for (int k = 0; k < m; k++) {
+        double sumc = 0, sumb = 0;
+        for (int q = ch.vs[k]; q < ch.vs[k + 1]; q++) {
+            sumc += pr->cost[ch.vals[q]];
+            sumb += (double)pr->bytes[ch.vals[q]];
+        }
+        double mid = sumc > 0 && sumb > 0 ? log(sumc / sumb) : 0;
+        lam_lo[k] = mid - 14;
+        lam_hi[k] = mid + 7;
+    }
+    double theta = 1, bestL = 0, *mu_best = mg_xcalloc((size_t)tot + 1, sizeof *mu_best);
+    int stall = 0;
+    for (int it = 0; it < iters; it++) {
+        double L = 0;
+        for (int k = 0; k < m; k++) {
+            int nv = ch.vs[k + 1] - ch.vs[k];
+            char *Tq = work, *Sq = work + nv + 1;
+            double lo = lam_lo[k], hi = lam_hi[k], bw = -HUGE_VAL, resident;
+            /* lambda = 0 first (the memory row may not bind), then bisection */
+            double x = chain_closure(&ch, k, 0, &resident, Tq, Sq);
+            bw = x;
+            memcpy(ch.solT + ch.vs[k], Tq, (size_t)nv);
+            memcpy(ch.solS + ch.vs[k], Sq, (size_t)nv);
+            if (resident > ch.slack[k])
+                for (int s = 0; s < LAMBDA_STEPS; s++) {
+                    double mid = (lo + hi) / 2;
+                    x = chain_closure(&ch, k, exp(mid), &resident, Tq, Sq);
+                    if (x > bw) {
+                        bw = x;
+                        memcpy(ch.solT + ch.vs[k], Tq, (size_t)nv);
+                        memcpy(ch.solS + ch.vs[k], Sq, (size_t)nv);
+                    }
+                    if (resident > ch.slack[k]) lo = mid;
+                    else hi = mid;
+                }
+            best_val[k] = bw;
+            L += bw;
+        }
+        if (L > bestL * (1 + 1e-9)) {
+            bestL = L;
+            memcpy(mu_best, ch.mu, (size_t)tot * sizeof *mu_best);
+            stall = 0;
+        } else if (++stall >= 5) {
+            theta /= 2;
+            stall = 0;
+        }
+        /* the subgradient of the links: (T - s)[k+1] - T[k] */
+        double norm = 0;
+        for (int k = 0; k + 1 < m; k++)
+            for (int q = 0; q < ch.vs[k + 1] - ch.vs[k]; q++) {
+                int v = ch.vals[ch.vs[k] + q], q2 = ch.idx[(size_t)(k + 1) * n + v];
+                if (q2 < 0) continue;
+                double g = (double)(ch.solT[ch.vs[k + 1] + q2] && !ch.solS[ch.vs[k + 1] + q2]) - ch.solT[ch.vs[k] + q];
+                norm += g * g;
+            }
+        if (norm == 0) break; /* every link holds: the windows' solutions are one solution */
+        double goal = bestL * 1.05 + 1; /* (a known schedule's cost as the goal did worse) */
+        double step = theta * (goal - L) / norm;
+        for (int k = 0; k + 1 < m; k++)
+            for (int q = 0; q < ch.vs[k + 1] - ch.vs[k]; q++) {
+                int v = ch.vals[ch.vs[k] + q], q2 = ch.idx[(size_t)(k + 1) * n + v];
+                if (q2 < 0) continue;
+                double g = (double)(ch.solT[ch.vs[k + 1] + q2] && !ch.solS[ch.vs[k + 1] + q2]) - ch.solT[ch.vs[k] + q];
+                double x = ch.mu[ch.vs[k] + q] + step * g;
+                ch.mu[ch.vs[k] + q] = x > 0 ? x : 0;
+            }
+    }
+    /* the windows in integers (branch_and_bound) under the prices met first (none) and the best */
+    for (int pass = 0; pass < 2; pass++) {
+        ctx c = {.pr = pr, .n = n, .T = T};
+        c.idx = mg_xcalloc((size_t)n + 1, sizeof *c.idx);
+        c.inN = mg_xcalloc((size_t)n + 1, 1);
+        c.vals = mg_xcalloc((size_t)maxnv + 1, sizeof *c.vals);
+        c.fix = mg_xcalloc((size_t)maxnv + 1, 1);
+        c.cur = mg_xcalloc((size_t)maxnv + 1, 1);
+        c.lo_res = mg_xcalloc((size_t)maxnv + 1, 1);
+        c.hi_res = mg_xcalloc((size_t)maxnv + 1, 1);
+        double *aT = mg_xcalloc((size_t)maxnv + 1, sizeof *aT), *aS = mg_xcalloc((size_t)maxnv + 1, sizeof *aS);
+        c.addT = aT;
+        c.addS = aS;
+        c.f = ch.f;
+        for (int v = 0; v < n; v++) c.idx[v] = -1;
+        double sum = 0;
+        for (int k = 0; k < m; k++) {
+            int b0 = ch.vs[k];
+            c.nv = ch.vs[k + 1] - b0;
+            for (int q = 0; q < c.nv; q++) {
+                int v = ch.vals[b0 + q];
+                c.vals[q] = v;
+                c.idx[v] = q;
+                c.inN[v] = ch.inN[b0 + q];
+                double in = 0;
+                if (pass && k > 0 && ch.idx[(size_t)(k - 1) * n + v] >= 0)
+                    in = mu_best[ch.vs[k - 1] + ch.idx[(size_t)(k - 1) * n + v]];
+                aT[q] = in - (pass ? mu_best[b0 + q] : 0);
+                aS[q] = -in;
+            }
+            double x = 0;
+            if (c.nv) {
+                double primal, lo = lam_lo[k], hi = lam_hi[k];
+                int have_lo, have_hi;
+                memset(c.fix, 0, (size_t)c.nv);
+                x = lagrange(&c, ch.slack[k], lo, hi, LAMBDA_STEPS, &primal, &have_lo, &have_hi);
+                x = branch_and_bound(&c, ch.slack[k], lo, hi, x, primal, have_lo, have_hi);
+            }
+            for (int q = 0; q < c.nv; q++) {
+                c.idx[c.vals[q]] = -1;
+                c.inN[c.vals[q]] = 0;
+            }
+            sum += x;
+        }
+        if (sum > bestL) bestL = sum;
+        ch.f = c.f; /* (the flow's edge arrays may have grown) */
+        free(c.idx);
+        free(c.inN);
+        free(c.vals);
+        free(c.fix);
+        free(c.cur);
+        free(c.lo_res);
+        free(c.hi_res);
+        free(aT);
+        free(aS);
+    }
+    free(mu_best);
+    free(lam_lo);
+    free(lam_hi);
+    result = bestL > 0 ? bestL * (1 - 1e-9) : 0;
+    {
+        int integral = 1;
+        for (int v = 0; v < n && integral; v++)
+            integral = pr->cost[v] >= 0 && pr->cost[v] < 0x1p52 && pr->cost[v] == floor(pr->cost[v]);
+        if (integral) result = ceil(result);
+    }
+#undef CWS
+out:
+    free(pos);
+    free(tg);
+    free(last);
+    free(need);
+    free(sl);
+    free(freeat);
+    free(work);
+    free(best_val);
+    free(ch.c);
+    free(ch.vals);
+    free(ch.vs);
+    free(ch.idx);
+    free(ch.inN);
+    free(ch.slack);
+    free(ch.mu);
+    free(ch.solT);
+    free(ch.solS);
+    free(ch.f.head);
+    free(ch.f.next);
+    free(ch.f.to);
+    free(ch.f.c);
+    free(ch.f.level);
+    free(ch.f.it);
+    free(ch.f.queue);
+    return result;
 }

@@ -265,12 +265,16 @@ mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit,
                          mg_diag *d);
 /* solve_exact.c: a lower bound on the cost (every target once, plus recomputations) of every
  * schedule of prob whose steps fit cap (peak live bytes), from a relaxation of the memory model
- * solved by CBC within time_limit seconds (proven even when stopped early); -1 when CBC gave
- * none. */
+ * solved by CBC within time_limit seconds (proven even when stopped early), or from
+ * mg_cut_bound_chained when that is higher; -1 when neither gave any. */
 /* bound_cut.c: a lower bound on the cost any schedule within budget recomputes (beyond running
  * every target once), from the steps where what is live across does not fit: what the next
  * steps read must then be rebuilt from what fits (a minimum cut per window of steps). */
 double mg_cut_bound(const mg_problem *prob, int64_t budget);
+/* bound_cut.c: mg_cut_bound over more candidate steps, and its best sum's windows linked by
+ * what each keeps live at its start (iters subgradient steps): the larger. Costlier (resnet50
+ * at its minimum: ~0.45 s with 100), so only solve_exact.c's relaxed bound runs it. */
+double mg_cut_bound_chained(const mg_problem *prob, int64_t budget, int iters);
 struct mg_planned;
 /* bound_cut.c: a bound over the plans of several graphs of one program (plan_split.c: the whole
  * batch and each part count planned under one budget, each its own graph with its own bound):
