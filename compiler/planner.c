@@ -354,7 +354,7 @@ static int improve_schedules(const mg_problem *pr)
  * bound, more: that many times its distance over IMPROVE_POLISH_GAP (at most IMPROVE_POLISH_MAX
  * times), as there is more to find and the polish stops by itself after a round without an
  * edit (resnet50 at its minimum, 4.4% above the bound: 2,840, of which it uses ~2,400 in
- * ~25 ms, 1.1543 to 1.1518 of running every op once; the 32 of before found nothing); not
+ * ~15 ms, 1.1543 to 1.1518 of running every op once; the 32 of before found nothing); not
  * where the arena placed the plan with waste, as the polish then places every edit it keeps
  * (layered_n500 at 0.8 of its peak: 1,600 would take 1 s more). */
 static const double IMPROVE_POLISH = 4e6, IMPROVE_POLISH_GAP = 0.0005;

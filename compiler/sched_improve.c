@@ -274,11 +274,12 @@ done:
  * (at most RING): a placement costs thousands of repairs judged. Where the arena placed the
  * plan with waste above its peak of live bytes, each is placed as it is kept instead (layered
  * DAGs: judged by the cap alone, layered_n500 at 0.8 of its peak went to 1.0558 in schedules
- * none of which fitted once placed, and kept 1.0880). A repair is judged without
- * building its plan (first_over_seq), cheapest first, so the dearer ones are not judged at all
- * once one is picked. (resnet50 at its minimum: 1.1543 to 1.1518 of running every op once in
- * ~2,400 schedules, ~25 ms; the polish that placed every edit and judged every repair, from
- * the first recomputation again after each edit, had reached 1.1524 in 3,200, ~0.2 s.) */
+ * none of which fitted once placed, and kept 1.0880). Edits and repairs are judged without
+ * building their plans (first_over_seq; only a schedule kept is built), the repairs cheapest
+ * first, so the dearer ones are not judged at all once one is picked. (resnet50 at its
+ * minimum: 1.1543 to 1.1518 of running every op once in ~2,400 schedules judged, ~15 ms; the
+ * polish that built and placed every edit and built every repair, from the first
+ * recomputation again after each edit, had reached 1.1524 in 3,200, ~0.2 s.) */
 
 /* The plan of the compute steps seq[0..T), or NULL when a step reads a value not yet computed. */
 static mg_plan *build_seq(const mg_problem *pr, const int *seq, int T, char *seen)
@@ -316,26 +317,34 @@ static int first_over(const mg_plan *p, int64_t cap, int64_t *live)
     return over;
 }
 
-/* The first step of the plan of seq[0..T) over cap (-1: none), without building the plan: the
- * buffers as build_seq's builder makes them (each computation of a workspace value live from
- * its step to its last read before the value is computed again, or to the end; scratch for its
- * step; the result to the last step). A repair is judged by this; only the one picked is built.
- * inst, last: per node scratch; live: T + 1 entries. */
+/* The first step of the plan of seq[0..T) over cap (-1: none; -2: a step reads a value not yet
+ * computed, where build_seq has no plan), without building the plan: the buffers as build_seq's
+ * builder makes them (each computation of a workspace value live from its step to its last read
+ * before the value is computed again, or to the end; scratch for its step; the result to the
+ * last step). end[s]: the last step of the buffer step s writes (-1: none). Edits and repairs
+ * are judged by this; only a schedule kept is built. inst, last: per node scratch; live: T + 1
+ * entries. */
 static int first_over_seq(const mg_problem *pr, const int *seq, int T, int64_t cap, int *inst, int *last,
-                          int64_t *live)
+                          int64_t *live, int *end)
 {
     for (int v = 0; v < pr->n; v++) inst[v] = -1;
     for (int s = 0; s <= T; s++) live[s] = 0;
     for (int s = 0; s < T; s++) {
         int v = seq[s];
+        end[s] = -1;
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
+            int u = pr->in[k];
+            if (inst[u] < 0 && pr->home[u].mem == MG_MEM_NONE) return -2;
+            last[u] = s;
+        }
         if (inst[v] >= 0) { /* the earlier instance ends at its last read */
+            end[inst[v]] = last[v];
             live[last[v] + 1] -= pr->bytes[v];
         }
         if (pr->scratch[v] > 0) {
             live[s] += pr->scratch[v];
             live[s + 1] -= pr->scratch[v];
         }
-        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) last[pr->in[k]] = s;
         if (pr->home[v].mem == MG_MEM_NONE) {
             inst[v] = s;
             last[v] = s;
@@ -345,7 +354,10 @@ static int first_over_seq(const mg_problem *pr, const int *seq, int T, int64_t c
     int res = pr->result;
     if (res >= 0 && inst[res] >= 0) last[res] = T - 1;
     for (int v = 0; v < pr->n; v++)
-        if (inst[v] >= 0) live[last[v] + 1] -= pr->bytes[v];
+        if (inst[v] >= 0) {
+            end[inst[v]] = last[v];
+            live[last[v] + 1] -= pr->bytes[v];
+        }
     int64_t cur = 0;
     for (int s = 0; s < T; s++) {
         cur += live[s];
@@ -372,14 +384,14 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
     int *trial = malloc((size_t)cap * sizeof *trial), *pick = malloc((size_t)cap * sizeof *pick);
     int64_t *live = malloc(((size_t)cap + 1) * sizeof *live);
     char *seen = malloc((size_t)pr->n + 1);
-    struct cand *reps = NULL; /* the repairs of one step, by cost ("cand" is the sequence here) */
-    int nreps = 0;
+    struct cand *reps = malloc((size_t)cap * sizeof *reps); /* the repairs of one step, by cost */
+    int *end = malloc(((size_t)cap + 1) * sizeof *end);
     mg_plan *cur = NULL; /* the current schedule once an edit is kept, unplaced */
     int *hist[RING], hlen[RING], nh = 0; /* the last RING schedules moved to, hist[(nh - 1) % RING] the newest */
     for (int i = 0; i < RING; i++)
         if (!(hist[i] = malloc((size_t)cap * sizeof *hist[i]))) abort();
     int *inst = malloc(((size_t)pr->n + 1) * sizeof *inst), *last = malloc(((size_t)pr->n + 1) * sizeof *last);
-    if (!seq || !cand || !trial || !pick || !live || !seen || !inst || !last) abort();
+    if (!seq || !cand || !trial || !pick || !live || !seen || !inst || !last || !reps || !end) abort();
     for (int s = 0; s < T; s++) seq[s] = bp->steps[s].node;
     mg_status st = MG_OK;
     /* where the arena placed the plan with waste above its peak of live bytes (layered DAGs), a
@@ -395,34 +407,32 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
         int n = 0;
         for (int s = 0; s < T; s++)
             if (s != r) cand[n++] = seq[s];
-        mg_plan *p = NULL;
+        int fits = 0;
         for (int rep = 0; rep <= REPAIRS && left > 0; rep++) {
             left--;
-            if (!(p = build_seq(pr, cand, n, seen))) break;
-            if (p->flops_executed >= bp->flops_executed) break; /* repairs only add */
-            int over = first_over(p, budget, live);
-            if (over < 0) break; /* fits the cap: placed below */
+            double cost = 0; /* the schedule's, summed as the builder sums it */
+            for (int s = 0; s < n; s++) cost += pr->cost[cand[s]];
+            if (cost >= bp->flops_executed) break; /* repairs only add */
+            int over = first_over_seq(pr, cand, n, budget, inst, last, live, end);
+            if (over == -2) break;
+            if (over < 0) { /* fits the cap: built and placed below */
+                fits = 1;
+                break;
+            }
             /* the repairs of step over: each value live across it, not read there, recomputed
              * right before its next read */
             int npick = 0, nr = 0;
-            if (p->nbufs > nreps) {
-                nreps = p->nbufs;
-                reps = realloc(reps, (size_t)nreps * sizeof *reps);
-                if (!reps) abort();
+            for (int s = 0; s < over; s++) {
+                int u = cand[s];
+                if (end[s] <= over || !pr->evictable[u] || reads(pr, cand[over], u)) continue;
+                double c2 = cost + pr->cost[u]; /* the repaired schedule's, exactly */
+                if (c2 < bp->flops_executed) reps[nr++] = (struct cand){c2, s};
             }
-            for (int b = 0; b < p->nbufs; b++) {
-                const mg_buffer *bf = &p->bufs[b];
-                int u = bf->node;
-                if (u < 0 || bf->first >= over || bf->last <= over || !pr->evictable[u] || reads(pr, cand[over], u))
-                    continue;
-                double cost = p->flops_executed + pr->cost[u]; /* the repaired schedule's, exactly */
-                if (cost < bp->flops_executed) reps[nr++] = (struct cand){cost, b};
-            }
-            /* cheapest first (then by buffer): the first whose first step over the cap comes
-             * later is the pick, and the plans of the dearer ones are never built */
+            /* cheapest first (then by step): the first whose first step over the cap comes
+             * later is the pick, and the dearer ones are never judged */
             qsort(reps, (size_t)nr, sizeof *reps, by_flops_asc);
             for (int i = 0; i < nr && left > 0 && n + 1 < cap && !npick; i++) {
-                int u = p->bufs[reps[i].v].node;
+                int u = cand[reps[i].v];
                 int j = over + 1;
                 while (j < n && !reads(pr, cand[j], u)) j++;
                 if (j >= n) continue;
@@ -431,18 +441,18 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
                     if (s < n) trial[t++] = cand[s];
                 }
                 left--;
-                int o2 = first_over_seq(pr, trial, n + 1, budget, inst, last, live);
-                if (o2 < 0 || o2 > over) {
+                int o2 = first_over_seq(pr, trial, n + 1, budget, inst, last, live, end);
+                if (o2 == -1 || o2 > over) {
                     npick = n + 1;
                     for (int s = 0; s < npick; s++) pick[s] = trial[s];
                 }
             }
-            mg_plan_free(p);
-            p = NULL;
             if (!npick) break;
             n = npick;
             for (int s = 0; s < n; s++) cand[s] = pick[s];
         }
+        if (!fits) continue;
+        mg_plan *p = build_seq(pr, cand, n, seen);
         if (!p) continue;
         if (p->flops_executed < bp->flops_executed && first_over(p, budget, live) < 0) {
             if (eager) { /* placed now, and kept only if it fits */
@@ -499,6 +509,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
     free(live);
     free(seen);
     free(reps);
+    free(end);
     free(inst);
     free(last);
     return st;
