@@ -68,6 +68,17 @@ static void flow_edge(flow *f, int a, int b, double c)
     f->to[f->m] = a, f->c[f->m] = 0, f->next[f->m] = f->head[b], f->head[b] = f->m++;
 }
 
+static void flow_free(flow *f)
+{
+    free(f->head);
+    free(f->next);
+    free(f->to);
+    free(f->c);
+    free(f->level);
+    free(f->it);
+    free(f->queue);
+}
+
 static const double EPS = 1e-9;
 
 /* Problems of more targets get no bound here (its windows are cuts over most of the graph:
@@ -601,13 +612,7 @@ done:
     free(c.cur);
     free(c.lo_res);
     free(c.hi_res);
-    free(c.f.head);
-    free(c.f.next);
-    free(c.f.to);
-    free(c.f.c);
-    free(c.f.level);
-    free(c.f.it);
-    free(c.f.queue);
+    flow_free(&c.f);
     return total;
 }
 
@@ -986,12 +991,6 @@ out:
     free(ch.mu);
     free(ch.solT);
     free(ch.solS);
-    free(ch.f.head);
-    free(ch.f.next);
-    free(ch.f.to);
-    free(ch.f.c);
-    free(ch.f.level);
-    free(ch.f.it);
-    free(ch.f.queue);
+    flow_free(&ch.f);
     return result;
 }

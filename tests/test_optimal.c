@@ -541,6 +541,16 @@ static int relaxed_within_optimum(const mg_problem *p, int64_t cap, int k, int p
     return 1;
 }
 
+/* The store-all workspace of pr (every value kept), from the planner. */
+static int64_t store_all_of(const mg_problem *pr)
+{
+    mg_diag d = {0};
+    mg_solution sa;
+    ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
+    mg_plan_free(sa.plan);
+    return sa.store_all_bytes;
+}
+
 /* Random problem k of test_relaxed_random_scratch's kind (seed advanced): kernel scratch, a leaf,
  * forward values reading one or two earlier ones and backward values reading the previous one
  * and a forward value; its cost of every op once and its store-all workspace. */
@@ -559,11 +569,7 @@ static mg_problem *random_scratch_problem(uint64_t *seed, int k, double *once, i
     mg_problem *p = table_problem(t, n);
     *once = 0;
     for (int v = 1; v < n; v++) *once += t[v].cost;
-    mg_diag d = {0};
-    mg_solution sa;
-    ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
-    mg_plan_free(sa.plan);
-    *store_all = sa.store_all_bytes;
+    *store_all = store_all_of(p);
     return p;
 }
 
@@ -679,6 +685,28 @@ START_TEST(test_relaxed_lp_random)
 }
 END_TEST
 
+/* Random residual-like problem k (seed advanced): forward values reading the previous one and
+ * often one further back, some kept from recomputation, gradients reading the previous gradient
+ * and a forward value; its cost of every op once and its store-all workspace. */
+static mg_problem *residual_problem(uint64_t *seed, int k, double *once, int64_t *store_all)
+{
+    int nfwd = 6 + k % 5, nbwd = 5 + k % 3, n = nfwd + nbwd + 1;
+    trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
+    *once = 0;
+    for (int v = 1; v < n; v++) {
+        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t r = *seed >> 20;
+        t[v] = (trow){64 * (int64_t)(1 + r / 11 % 6), r / 5003 % 5 == 0 ? 64 : 0, (double)(1 + r / 101 % 40),
+                      v <= nfwd && r / 7 % 8 != 0, v == n - 1, v - 1, -1};
+        if (v <= nfwd && v > 2 && r % 2 == 0) t[v].in1 = 1 + (int)(r / 3 % (uint64_t)(v - 2));
+        if (v > nfwd) t[v].in1 = 1 + (int)(r / 13 % (uint64_t)nfwd);
+        *once += t[v].cost;
+    }
+    mg_problem *p = table_problem(t, n);
+    *store_all = store_all_of(p);
+    return p;
+}
+
 /* The cut bound (bound_cut.c) against the brute force: random problems of
  * random_scratch_problem's kind, and residual-like ones (forward values reading the previous one
  * and often one further back, some kept from recomputation, gradients reading the previous
@@ -696,23 +724,7 @@ START_TEST(test_cut_bound_random)
         if (k % 2 == 0) {
             p = random_scratch_problem(&seed, k, &once, &store_all);
         } else {
-            int nfwd = 6 + k % 5, nbwd = 5 + k % 3, n = nfwd + nbwd + 1;
-            trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
-            for (int v = 1; v < n; v++) {
-                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-                uint64_t r = seed >> 20;
-                t[v] = (trow){64 * (int64_t)(1 + r / 11 % 6), r / 5003 % 5 == 0 ? 64 : 0, (double)(1 + r / 101 % 40),
-                              v <= nfwd && r / 7 % 8 != 0, v == n - 1, v - 1, -1};
-                if (v <= nfwd && v > 2 && r % 2 == 0) t[v].in1 = 1 + (int)(r / 3 % (uint64_t)(v - 2));
-                if (v > nfwd) t[v].in1 = 1 + (int)(r / 13 % (uint64_t)nfwd);
-                once += t[v].cost;
-            }
-            p = table_problem(t, n);
-            mg_diag d = {0};
-            mg_solution sa;
-            ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
-            mg_plan_free(sa.plan);
-            store_all = sa.store_all_bytes;
+            p = residual_problem(&seed, k, &once, &store_all);
         }
         for (int pct = 90; pct >= 30; pct -= 3) {
             int64_t cap = store_all * pct / 100;
@@ -933,14 +945,6 @@ static mg_problem *make_chain(int n, int uneven, uint64_t seed)
     return p;
 }
 
-static int64_t chain_store_all(const mg_problem *pr)
-{
-    mg_diag d = {0};
-    mg_solution sa;
-    ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
-    mg_plan_free(sa.plan);
-    return sa.store_all_bytes;
-}
 
 /* The DP's schedules are persistent (a value kept as a checkpoint stays until the backward
  * pass has used it), so the DP is never below the brute force; on uniform chains it is the
@@ -953,7 +957,7 @@ START_TEST(test_chain_reference)
     for (int k = 0; k < 8; k++) {
         int n = 5 + k % 5;
         mg_problem *pr = make_chain(n, k % 4 != 0, 1000 + (uint64_t)k);
-        int64_t all = chain_store_all(pr);
+        int64_t all = store_all_of(pr);
         for (int pct = 100; pct >= 20; pct -= 8) {
             int64_t cap = all * pct / 100 / 64 * 64;
             double bf = reference_optimum(pr, cap), dp = chain_reference(pr, n, cap);
@@ -986,7 +990,7 @@ START_TEST(test_long_chains)
     for (int k = 0; k < 6; k++) {
         int n = lengths[k % 3];
         mg_problem *pr = make_chain(n, k >= 3, 77 + (uint64_t)k);
-        int64_t all = chain_store_all(pr);
+        int64_t all = store_all_of(pr);
         for (int pct = 95; pct >= 10; pct -= 5) {
             int64_t cap = all * pct / 100 / 64 * 64;
             double opt = chain_reference(pr, n, cap);
@@ -1237,29 +1241,6 @@ END_TEST
  * previous one and often one further back, gradients reading the previous gradient and a
  * forward value) and random_scratch_problem's: never below the cut bound, never above the
  * optimum's recomputation, and above the cut bound on some. */
-static mg_problem *residual_problem(uint64_t *seed, int k, double *once, int64_t *store_all)
-{
-    int nfwd = 6 + k % 5, nbwd = 5 + k % 3, n = nfwd + nbwd + 1;
-    trow t[20] = {{0, 0, 0, 0, 0, -1, -1}};
-    *once = 0;
-    for (int v = 1; v < n; v++) {
-        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint64_t r = *seed >> 20;
-        t[v] = (trow){64 * (int64_t)(1 + r / 11 % 6), r / 5003 % 5 == 0 ? 64 : 0, (double)(1 + r / 101 % 40),
-                      v <= nfwd && r / 7 % 8 != 0, v == n - 1, v - 1, -1};
-        if (v <= nfwd && v > 2 && r % 2 == 0) t[v].in1 = 1 + (int)(r / 3 % (uint64_t)(v - 2));
-        if (v > nfwd) t[v].in1 = 1 + (int)(r / 13 % (uint64_t)nfwd);
-        *once += t[v].cost;
-    }
-    mg_problem *p = table_problem(t, n);
-    mg_diag d = {0};
-    mg_solution sa;
-    ck_assert_int_eq(mg_solve(p, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
-    mg_plan_free(sa.plan);
-    *store_all = sa.store_all_bytes;
-    return p;
-}
-
 START_TEST(test_cut_bound_chained_random)
 {
     uint64_t seed = 4242;
