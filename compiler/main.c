@@ -800,9 +800,11 @@ static int cmd_sweep(options *o)
     sweep_point *pts = calloc((size_t)o->points * 2, sizeof *pts), *pt = pts;
     if (!pts) abort();
     for (int k = 0; k < ncurves; k++) {
-        /* a benchmark graph's curve passes each point's plan on to the next, which takes it where
-         * it is cheaper (mg_solve_from): the cost never rises with the budget */
+        /* each point's plan passes on to the next, which takes it where it is cheaper (a benchmark
+         * graph's through mg_solve_from; a model's program, whose part count may differ, whole):
+         * the cost never rises with the budget */
         mg_plan *prev = NULL;
+        mg_planned prevp = {0};
         for (int i = 0; i < o->points && !rc; i++) {
             sweep_point *q = &pts[k * o->points + i];
             q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
@@ -822,17 +824,24 @@ static int cmd_sweep(options *o)
             } else {
                 mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
                 if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
-                else if ((q->fits = c.plan.train != NULL)) {
-                    q->workspace = c.plan.workspace_bytes;
-                    q->peak = c.plan.train->peak_live_bytes;
-                    q->once = c.plan.train->flops_once;
-                    q->executed = c.plan.train->flops_executed;
+                else if (prevp.train && (!c.plan.train || prevp.train->flops_executed < c.plan.train->flops_executed))
+                    mg_planned_free(&c.plan); /* (prevp's workspace is under the smaller budget before) */
+                else {
+                    mg_planned_free(&prevp);
+                    prevp = c.plan;
                 }
-                mg_planned_free(&c.plan);
+                c.plan = (mg_planned){0};
+                if (!rc && (q->fits = prevp.train != NULL)) {
+                    q->workspace = prevp.workspace_bytes;
+                    q->peak = prevp.train->peak_live_bytes;
+                    q->once = prevp.train->flops_once;
+                    q->executed = prevp.train->flops_executed;
+                }
             }
             q->seconds = mg_seconds() - t0;
         }
         mg_plan_free(prev);
+        mg_planned_free(&prevp);
     }
     const char *what = pr ? o->graph : c.g->model_name;
     if (rc) print_diag(where, &d);
