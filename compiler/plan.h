@@ -263,10 +263,14 @@ typedef struct mg_exact_result {
 } mg_exact_result;
 mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, mg_exact_result *out,
                          mg_diag *d);
-/* solve_exact.c: a lower bound on the cost (every target once, plus recomputations) of every
- * schedule of prob whose steps fit cap (peak live bytes), from a relaxation of the memory model
- * solved by CBC within time_limit seconds (proven even when stopped early), or from
- * mg_cut_bound_chained when that is higher; -1 when neither gave any. */
+/* bound_step.c: a lower bound on the cost any schedule within budget recomputes (beyond running
+ * every target once), from single steps: the values that cannot stay resident across a step
+ * run twice, and the cheapest bytes that cover what does not fit beside a step (0 with no
+ * budget). */
+double mg_step_bound(const mg_problem *prob, int64_t budget);
+/* bound_step.c: the least workspace any schedule of prob needs: the largest working set of one
+ * step (its operands in the workspace, its output and its scratch). */
+int64_t mg_working_set_bound(const mg_problem *prob);
 /* bound_cut.c: a lower bound on the cost any schedule within budget recomputes (beyond running
  * every target once), from the steps where what is live across does not fit: what the next
  * steps read must then be rebuilt from what fits (a minimum cut per window of steps). */
@@ -283,6 +287,10 @@ struct mg_planned;
  * graph's schedules only (mlp_deep at 25%: whole batch >= 28.4% over its FLOPs once, its plan
  * in 4 parts 25.3%); this one holds for every plan the planner could have emitted. */
 double mg_bound_over_graphs(double sofar, const struct mg_planned *p);
+/* solve_exact.c: a lower bound on the cost (every target once, plus recomputations) of every
+ * schedule of prob whose steps fit cap (peak live bytes), from a relaxation of the memory model
+ * solved by CBC within time_limit seconds (proven even when stopped early), or from
+ * mg_cut_bound_chained when that is higher; -1 when neither gave any. */
 mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
 /* mg_relaxed_bound with cutoff, the cost of a schedule of prob known to fit cap (HUGE_VAL:
  * none): CBC discards what cannot come below it, and the bound is at most cutoff, cutoff
