@@ -706,11 +706,12 @@ static double arena_waste(const char *model, const char *budget, double bound, l
 /* The arena wastes little on the examples: workspace / peak live <= 1.02 (the target) at several
  * budgets, and on the micro-batched plans (many parts: the placements the greedy finds hardest)
  * at 25% and at the minimum feasible budget: unet_small (4 parts) 1.000 and 1.000, cnn_fmnist (16
- * parts) 1.000; resnet18_64 at 25% (4 parts, its convolutions' scratch capped) 1.029 (the search's
- * placement compacted; 1.046 before), and at its minimum (16 parts, 5,300 buffers: only the
- * greedy placements run) 1.043 (1.128 before the minimum search's descent, planner.c's descend,
- * 1.067 before the descent's ladder),
- * both outside the sanitizers (5-10 s a plan), held to 1.06 (above the issue's 1.02: not met yet). */
+ * parts) 1.000; resnet18_64 at 25% (4 parts, its convolutions' scratch capped) 1.012 (1.029 before
+ * the polish got more edits where the arena wastes more than 2%; 1.046 before the search's placement
+ * was compacted), and at its minimum (16 parts, 5,300 buffers: only the greedy placements run)
+ * 1.043 (1.128 before the minimum search's descent, planner.c's descend, 1.067 before the descent's
+ * ladder), held to 1.06 (above the issue's 1.02: not met yet); both outside the sanitizers (5-10 s
+ * a plan). */
 START_TEST(test_arena_waste_on_examples)
 {
     const char *models[] = {"mlp.mg", "mlp_deep.mg"}, *budgets[] = {"100%", "60%", "35%"};
@@ -725,7 +726,7 @@ START_TEST(test_arena_waste_on_examples)
 #endif
 #ifndef MG_TEST_SANITIZED
     long long rmin = -1;
-    ck_assert_msg(arena_waste("resnet18_64.mg", "25%", 1.06, &rmin) > 0, "resnet18_64: 25%% is below the minimum");
+    ck_assert_msg(arena_waste("resnet18_64.mg", "25%", 1.02, &rmin) > 0, "resnet18_64: 25%% is below the minimum");
     ck_assert_msg(rmin > 0, "resnet18_64: no minimum feasible budget");
     char rb[64];
     snprintf(rb, sizeof rb, "%lldB", rmin);
