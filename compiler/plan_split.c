@@ -143,6 +143,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
      * that reached it meets any budget at or above it. A k's search looks only below the
      * minimum so far (mg_plan_request.min_feasible_below): nothing else could lower it. */
     int selecting = !out->train || recomputes; /* a plan of the whole batch that runs every op once is kept */
+    int searching = rq->solver == MG_SOLVER_AUTO || rq->solver == MG_SOLVER_EXACT;
     int minimizing = 1;
     for (int i = 0; i < nk; i++) {
         int k = ks[i];
@@ -175,7 +176,11 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
             mg_planned_free(&p);
         }
         if (out->train && out->train->flops_executed <= out->train->flops_once) selecting = 0; /* none is cheaper */
-        if (!out->train && !lower) selecting = 0; /* no plan, and no progress towards one */
+        /* no plan, and no progress towards one; sqrt and store-all search for no minimum unless
+         * it is asked for (mg_solve), so they go on through the part counts while none has a plan
+         * (a build each): `compile` then finds the plan `plan` reports (mlp, sqrt at 362,512
+         * bytes: 4 parts, where compile gave up after 2 when this depended on the minimum) */
+        if (!out->train && !lower && searching) selecting = 0;
         if (!selecting && (!rq->want_min_feasible || !minimizing)) break;
     }
     out->min_feasible_bytes = minf;
