@@ -528,6 +528,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             return mg_diag_set(p->d, vloc, "%s must be a list of integers like %s, got %s", what,
                                a->kind == ATTR_SHAPE ? "[128, -1]" : "[0, 2, 1, 3]", describe(peek(p), buf, sizeof buf));
         p->pos++;
+        double numel = 1;
         ca->shape.rank = 0;
         ca->minus_one = -1;
         ca->shape_loc = vloc;
@@ -545,8 +546,17 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
                 if (ca->minus_one >= 0)
                     return mg_diag_set(p->d, dloc, "%s may contain -1 (the inferred dimension) only once", what);
                 ca->minus_one = ca->shape.rank;
-            } else if (v < 1)
+            } else if (v < 1) {
                 return mg_diag_set(p->d, dloc, "%s needs positive dimensions (or one -1), got %lld", what, (long long)v);
+            } else {
+                /* a declared tensor's limits, so that no product of the dimensions overflows */
+                if (v > 1000000000000LL)
+                    return mg_diag_set(p->d, dloc, "dimension %lld in %s is too large (at most 10^12)", (long long)v,
+                                       what);
+                numel *= (double)v;
+                if (numel > (double)(1LL << 40))
+                    return mg_diag_set(p->d, dloc, "%s has more than 2^40 elements", what);
+            }
             ca->shape.dim[ca->shape.rank++] = v;
             if (is_punct(peek(p), ',')) {
                 p->pos++;
@@ -905,7 +915,7 @@ static mg_status parse_primary(parser *p, ev *out)
             const mg_shape *xs = &p->g->nodes[in[0]].type.shape;
             int64_t have = mg_shape_numel(xs), known = 1;
             for (int i = 0; i < ca.shape.rank; i++)
-                if (i != ca.minus_one) known *= ca.shape.dim[i];
+                if (i != ca.minus_one) known *= ca.shape.dim[i]; /* at most 2^40: see parse_attr */
             if (ca.minus_one >= 0) {
                 if (have % known)
                     return mg_diag_set(p->d, ca.shape_loc, "cannot reshape %s (%lld elements) to a shape with "

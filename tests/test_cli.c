@@ -735,7 +735,7 @@ END_TEST
 
 /* Numbers no model can mean: a def argument beyond 2^53 (was converted to int64_t regardless,
  * undefined behaviour), a literal that overflows to inf, a constant expression that divides by
- * zero (both were accepted as inf constants). */
+ * zero (both were accepted as inf constants), a reshape to more than 2^40 elements. */
 START_TEST(test_bad_numbers_in_model)
 {
     static const struct {
@@ -746,6 +746,11 @@ START_TEST(test_bad_numbers_in_model)
         {"h = scale(x, 5 / 0)", "5 / 0 is not a finite number", 16},
         {"h = x * 1e400", "number '1e400' is out of range", 9},
         {"h = x * (0 / 0)", "0 / 0 is not a finite number", 12},
+        /* (the product of these overflowed int64_t: undefined behaviour) */
+        {"h = reshape(x, shape=[1000000000000, 1000000000000, -1])",
+         "attribute 'shape' of 'reshape' has more than 2^40 elements", 38},
+        {"h = reshape(x, shape=[9007199254740992, -1])",
+         "dimension 9007199254740992 in attribute 'shape' of 'reshape' is too large (at most 10^12)", 23},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char src[512];
