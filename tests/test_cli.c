@@ -803,6 +803,29 @@ START_TEST(test_many_repeated_params_are_quick)
 }
 END_TEST
 
+/* Budgets no plan can mean are usage errors (exit 2) that quote the budget; the range is named. */
+START_TEST(test_bad_budget_values)
+{
+    static const struct {
+        const char *budget, *msg;
+    } cases[] = {
+        {"99999999999999999999GiB", "budget '99999999999999999999GiB' is out of range (1 byte to 9e18 bytes)"},
+        {"0.5", "budget '0.5' is out of range (1 byte to 9e18 bytes)"},
+        {"1e400", "budget '1e400' is not a positive size"},
+        {"nan", "budget 'nan' is not a positive size"},
+        {"-1", "budget '-1' is not a positive size"},
+        {"100.5%", "budget '100.5%' is more than 100% of the store-all workspace"},
+    };
+    const char *m = write_model("mlp.mg", mlp_src);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int rc = mg(&out, "plan '%s' --no-cache --budget '%s'", m, cases[i].budget);
+        ck_assert_msg(rc == 2 && strstr(out, cases[i].msg), "--budget %s: exited %d:\n%s", cases[i].budget, rc, out);
+        free(out);
+    }
+}
+END_TEST
+
 /* A directory given as the input file: "cannot read DIR: Is a directory", exit 1, for every
  * reader (it said only "cannot read DIR"). */
 START_TEST(test_directory_as_input)
@@ -972,6 +995,7 @@ static Suite *cli_suite(void)
     tcase_add_test(f, test_many_repeated_params_are_quick);
     tcase_add_test(f, test_graph_bad_numbers);
     tcase_add_test(f, test_directory_as_input);
+    tcase_add_test(f, test_bad_budget_values);
     suite_add_tcase(s, f);
     TCase *h = tcase_create("hash");
     tcase_add_unchecked_fixture(h, root_setup, root_teardown);
