@@ -115,6 +115,7 @@ typedef struct parser {
     mg_loc model_loc, minimize_loc;
     name_index decls;  /* the input and param nodes by name */
     int cap_inputs, cap_params; /* allocated length of g->inputs and g->params */
+    int expr_depth;    /* nesting of the tensor expression being parsed (parse_unary) */
     name_index call_keys; /* calls[] by key */
 } parser;
 
@@ -1012,7 +1013,24 @@ static mg_status parse_primary(parser *p, ev *out)
 }
 
 /* unary = "-" unary | primary */
+static mg_status parse_unary_at(parser *p, ev *out);
+
+/* Every nesting of a tensor expression (parentheses, call arguments, unary minus, def calls
+ * inside expressions) passes here: a bound on the depth keeps the recursion off the end of the
+ * stack ((((... 10000 levels deep crashed). */
+enum { EXPR_MAX_DEPTH = 200 };
+
 static mg_status parse_unary(parser *p, ev *out)
+{
+    if (p->expr_depth == EXPR_MAX_DEPTH)
+        return mg_diag_set(p->d, here(p), "expression nested too deeply (more than %d levels)", EXPR_MAX_DEPTH);
+    p->expr_depth++;
+    mg_status st = parse_unary_at(p, out);
+    p->expr_depth--;
+    return st;
+}
+
+static mg_status parse_unary_at(parser *p, ev *out)
 {
     if (is_punct(peek(p), '-')) {
         mg_loc loc = here(p);

@@ -803,6 +803,41 @@ START_TEST(test_many_repeated_params_are_quick)
 }
 END_TEST
 
+/* Tensor expressions nested 10000 deep (parentheses, calls, unary minus) overflowed the stack
+ * (SIGSEGV); 199 levels are fine, 10000 are an error at the 201st level. */
+START_TEST(test_deep_nesting)
+{
+    static const struct {
+        const char *open, *close;
+        int col; /* of the token at the 201st level */
+    } cases[] = {{"(", ")", 205}, {"relu(", ")", 1005}, {"- ", "", 405}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int n = 199; n <= 10000; n += 10000 - 199) {
+            size_t lo = strlen(cases[i].open), lc = strlen(cases[i].close);
+            char *src = malloc((size_t)n * (lo + lc) + 256), *q = src;
+            q += sprintf(q, "model m\ninput x: f32[4]\nh = ");
+            for (int k = 0; k < n; k++) q += sprintf(q, "%s", cases[i].open);
+            q += sprintf(q, "x");
+            for (int k = 0; k < n; k++) q += sprintf(q, "%s", cases[i].close);
+            sprintf(q, "\nl = sum(h)\nminimize l\n");
+            const char *m = write_model("deep.mg", src);
+            free(src);
+            char *out, head[4400];
+            int rc = mg(&out, "check '%s'", m);
+            if (n == 199) {
+                ck_assert_msg(rc == 0, "%d x '%s': exited %d:\n%.500s", n, cases[i].open, rc, out);
+            } else {
+                snprintf(head, sizeof head, "%s:3:%d: error: expression nested too deeply (more than 200 levels)", m,
+                         cases[i].col);
+                ck_assert_msg(rc == 1 && strstr(out, head) == out, "%d x '%s': exited %d, wanted '%s':\n%.500s", n,
+                              cases[i].open, rc, head, out);
+            }
+            free(out);
+        }
+    }
+}
+END_TEST
+
 /* Budgets no plan can mean are usage errors (exit 2) that quote the budget; the range is named. */
 START_TEST(test_bad_budget_values)
 {
@@ -996,6 +1031,7 @@ static Suite *cli_suite(void)
     tcase_add_test(f, test_graph_bad_numbers);
     tcase_add_test(f, test_directory_as_input);
     tcase_add_test(f, test_bad_budget_values);
+    tcase_add_test(f, test_deep_nesting);
     suite_add_tcase(s, f);
     TCase *h = tcase_create("hash");
     tcase_add_unchecked_fixture(h, root_setup, root_teardown);
