@@ -183,7 +183,8 @@ mg_status mg_arena_csv_read(const char *path, mg_arena_csv *out, mg_diag *d)
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
+    /* at most 256 MiB (some 8 million buffers): /dev/zero would never end */
+    size_t cap = 1 << 16, len = 0, max = (size_t)1 << 28;
     char *text = malloc(cap);
     for (;;) {
         if (!text) {
@@ -192,16 +193,21 @@ mg_status mg_arena_csv_read(const char *path, mg_arena_csv *out, mg_diag *d)
         }
         len += fread(text + len, 1, cap - len, f);
         if (len < cap) break;
-        char *t = cap < SIZE_MAX / 2 ? realloc(text, cap * 2) : NULL;
+        if (cap > max) {
+            fclose(f);
+            free(text);
+            return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot read %s: larger than 256 MiB", path);
+        }
+        cap = cap * 2 > max ? max + 1 : cap * 2; /* one byte past max tells a larger file */
+        char *t = realloc(text, cap);
         if (!t) free(text);
         text = t;
-        cap *= 2;
     }
-    int err = ferror(f);
+    int err = ferror(f), why = errno;
     fclose(f);
     if (err) {
         free(text);
-        return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot read %s", path);
+        return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot read %s: %s", path, strerror(why));
     }
     mg_status s = mg_arena_csv_parse(text, len, path, out, d);
     free(text);

@@ -34,7 +34,7 @@ int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
         }
         double bytes = v * units[i].mult;
         if (bytes > 9.0e18 || bytes < 1) {
-            snprintf(err, (size_t)errlen, "budget '%s' is out of range", s);
+            snprintf(err, (size_t)errlen, "budget '%s' is out of range (1 byte to 9e18 bytes)", s);
             return 0;
         }
         b->bytes = (int64_t)floor(bytes);

@@ -12,6 +12,7 @@
 #include "plan.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,21 +30,25 @@ static mg_status fail_at(mg_diag *d, const char *file, const char *text, const c
     return mg_diag_set(d, (mg_loc){file, line, col}, "%s", what);
 }
 
-/* An integer-valued number field (or a node key given as a string of digits). */
-static int get_int(const cJSON *o, const char *key, double *out)
+/* A finite number field (or a node key given as a string of digits): never NaN or infinite
+ * (JSON's 1e999 reads as inf, and "nan" as a string), which no later conversion may see. */
+static int get_num(const cJSON *o, const char *key, double *out)
 {
     const cJSON *v = key ? cJSON_GetObjectItemCaseSensitive(o, key) : o;
     if (cJSON_IsNumber(v)) {
         *out = v->valuedouble;
-        return 1;
+        return isfinite(*out);
     }
     if (cJSON_IsString(v) && v->valuestring[0]) {
         char *end;
         *out = strtod(v->valuestring, &end);
-        return *end == 0;
+        return *end == 0 && isfinite(*out);
     }
     return 0;
 }
+
+/* An integer in [0, n): a node id or a position. */
+static int is_index(double k, int n) { return k >= 0 && k < n && k == floor(k); }
 
 typedef struct node_rec {
     double key, bytes, cost;
@@ -73,6 +78,7 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
         goto done;
     }
     int layered = 0, i = 0;
+    double total_bytes = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, nodes)
     {
@@ -80,13 +86,23 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
         r->name = cJSON_IsString(name) ? name->valuestring : NULL;
         if (i == 0) layered = cJSON_GetObjectItemCaseSensitive(it, "out_cost") != NULL;
-        int ok = layered ? get_int(it, "name", &r->key) && get_int(it, "out_cost", &r->bytes) &&
-                               get_int(it, "duration", &r->cost)
-                         : get_int(it, "id", &r->key) && get_int(it, "cost_ram", &r->bytes) &&
-                               get_int(it, "cost_cpu", &r->cost);
-        if (!ok || r->bytes < 0 || r->cost < 0 || r->bytes > 9e18) {
-            st = mg_diag_set(d, at_file, "node %d: expected %s with non-negative numbers", i,
+        int ok = layered ? get_num(it, "name", &r->key) && get_num(it, "out_cost", &r->bytes) &&
+                               get_num(it, "duration", &r->cost)
+                         : get_num(it, "id", &r->key) && get_num(it, "cost_ram", &r->bytes) &&
+                               get_num(it, "cost_cpu", &r->cost);
+        if (!ok || r->bytes < 0 || r->cost < 0) {
+            st = mg_diag_set(d, at_file, "node %d: expected %s with finite non-negative numbers", i,
                              layered ? "\"name\", \"out_cost\" and \"duration\"" : "\"id\", \"cost_ram\" and \"cost_cpu\"");
+            goto done;
+        }
+        /* bytes are whole and add up to at most 2^62, so no sum of them overflows later; a
+         * cost of at most 1e18 keeps every sum of costs finite */
+        total_bytes += r->bytes;
+        if (r->bytes != floor(r->bytes) || total_bytes > 0x1p62 || r->cost > 1e18) {
+            st = mg_diag_set(d, at_file, "node %d: %s", i,
+                             r->bytes != floor(r->bytes) ? "a size in bytes must be a whole number"
+                             : r->cost > 1e18            ? "cost above 1e18"
+                                                         : "the node sizes add up to more than 2^62 bytes");
             goto done;
         }
         r->backward = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "backward"));
@@ -99,7 +115,7 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
     for (i = 0; i < n; i++) index_of[i] = -1;
     for (i = 0; i < n && !st; i++) {
         double k = rec[i].key;
-        if (k < 0 || k >= n || k != (double)(int)k || index_of[(int)k] >= 0)
+        if (!is_index(k, n) || index_of[(int)k] >= 0)
             st = mg_diag_set(d, at_file, "node %d: id %.17g is not a distinct integer in 0..%d", i, k, n - 1);
         else index_of[(int)k] = i;
     }
@@ -113,7 +129,7 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
             cJSON_ArrayForEach(it, order)
             {
                 double k;
-                if (!get_int(it, NULL, &k) || k < 0 || k >= n || pos[index_of[(int)k]] >= 0) {
+                if (!get_num(it, NULL, &k) || !is_index(k, n) || pos[index_of[(int)k]] >= 0) {
                     st = mg_diag_set(d, at_file, "graph.order entry %d is not a node id or repeats one", p);
                     break;
                 }
@@ -128,9 +144,9 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
     {
         if (st) break;
         double s, t;
-        int ok = layered ? get_int(it, "0", &s) && get_int(it, "1", &t)
-                         : get_int(it, "source", &s) && get_int(it, "target", &t);
-        if (!ok || s < 0 || s >= n || t < 0 || t >= n || s != (double)(int)s || t != (double)(int)t) {
+        int ok = layered ? get_num(it, "0", &s) && get_num(it, "1", &t)
+                         : get_num(it, "source", &s) && get_num(it, "target", &t);
+        if (!ok || !is_index(s, n) || !is_index(t, n)) {
             st = mg_diag_set(d, at_file, "link %d: expected %s naming nodes 0..%d", i,
                              layered ? "\"0\" and \"1\"" : "\"source\" and \"target\"", n - 1);
             break;

@@ -6,6 +6,7 @@
 #include "frontend.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,13 +87,15 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
             buf[q - p] = 0;
             tok.kind = MG_TOK_NUMBER;
             tok.num = strtod(buf, NULL);
+            if (!isfinite(tok.num)) /* 1e400: strtod gives inf, which no shape or constant can use */
+                return mg_diag_set(d, loc, "number '%s' is out of range", buf);
             tok.is_int = is_int;
             tok.len = (int)(q - p);
             p = q;
             push(toks, &cap, tok);
             continue;
         }
-        if (strchr(":[](){},=@+-*/", *p)) {
+        if (*p && strchr(":[](){},=@+-*/", *p)) { /* (strchr finds a NUL byte: the terminator) */
             if (*p == '(' || *p == '[') depth++;
             if ((*p == ')' || *p == ']') && depth > 0) depth--;
             tok.kind = MG_TOK_PUNCT;

@@ -147,20 +147,22 @@ static int read_source(const char *path, source *s)
         fprintf(stderr, "memgrad: cannot open %s: %s\n", path, strerror(errno));
         return 1;
     }
-    size_t cap = 1 << 16, len = 0;
+    /* at most 256 MiB: no model or graph is that large, and /dev/zero would never end */
+    size_t cap = 1 << 16, len = 0, max = (size_t)1 << 28;
     char *buf = malloc(cap);
     for (;;) {
         if (!buf) abort();
         size_t n = fread(buf + len, 1, cap - len, f);
         len += n;
-        if (len < cap) break;
-        cap *= 2;
+        if (len < cap || cap > max) break;
+        cap = cap * 2 > max ? max + 1 : cap * 2; /* one byte past max tells a larger file */
         buf = realloc(buf, cap);
     }
-    int bad = ferror(f);
+    int bad = ferror(f), err = errno;
     fclose(f);
-    if (bad) {
-        fprintf(stderr, "memgrad: cannot read %s\n", path);
+    if (bad || len > max) {
+        if (bad) fprintf(stderr, "memgrad: cannot read %s: %s\n", path, strerror(err));
+        else fprintf(stderr, "memgrad: cannot read %s: larger than 256 MiB\n", path);
         free(buf);
         return 1;
     }

@@ -33,12 +33,18 @@
  * and what the body binds. Params declared in a body are named after the call — the k-th call
  * of `block` makes `block.k.w` (inside another block's call `stage.0.block.k.w`) — and the
  * value of `return` is the call's value.
+ *
+ * Bad input is an error at its place, never undefined behaviour, a crash or a quadratic crawl:
+ * tensor expressions nest at most 200 levels and integer ones 64, numbers are finite, a tensor
+ * (declared, or a reshape's shape) has dimensions up to 10^12 and at most 2^40 elements, and
+ * names are looked up in hash indexes (100000 params in a repeat block check in seconds).
  */
 #include "frontend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 enum { MAX_NODES = 1 << 21, MAX_REPEAT_DEPTH = 16 };
@@ -80,6 +86,16 @@ typedef struct call_count {
     int n;
 } call_count;
 
+/* An open-addressing hash index of names (slots hold entry numbers, -1 empty; the names live
+ * in the entries), so that name checks stay linear over `repeat 100000 { ... }`. */
+typedef struct name_index {
+    int *slot;
+    size_t cap, n;
+} name_index;
+
+struct parser;
+typedef const char *(*name_of_fn)(const struct parser *p, int entry);
+
 typedef struct parser {
     const char *file;
     mg_tokens toks;
@@ -94,7 +110,7 @@ typedef struct parser {
     def_block *defs;
     int ndefs;
     call_count *calls;
-    int ncalls;
+    int ncalls, capcalls;
     char prefix[512];  /* "block.0." prepended to params declared inside def calls */
     int def_depth;
     int returned;      /* the current def body has executed its 'return' */
@@ -102,7 +118,53 @@ typedef struct parser {
     char suffix[256];  /* ".i.j" appended to params declared inside repeat blocks */
     int repeat_depth;
     mg_loc model_loc, minimize_loc;
+    name_index decls;  /* the input and param nodes by name */
+    int cap_inputs, cap_params; /* allocated length of g->inputs and g->params */
+    int expr_depth;    /* nesting of the tensor expression being parsed (parse_unary) */
+    name_index call_keys; /* calls[] by key */
 } parser;
+
+static size_t name_hash(const char *s)
+{
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The entry named key, or -1. */
+static int index_find(const name_index *x, const parser *p, name_of_fn name_of, const char *key)
+{
+    if (!x->cap) return -1;
+    for (size_t i = name_hash(key) & (x->cap - 1);; i = (i + 1) & (x->cap - 1))
+        if (x->slot[i] < 0 || !strcmp(name_of(p, x->slot[i]), key)) return x->slot[i];
+}
+
+static void index_put(int *slot, size_t cap, const parser *p, name_of_fn name_of, int e)
+{
+    size_t i = name_hash(name_of(p, e)) & (cap - 1);
+    while (slot[i] >= 0) i = (i + 1) & (cap - 1);
+    slot[i] = e;
+}
+
+/* Adds entry e (its name not yet in x); the table stays at most half full. */
+static void index_add(name_index *x, const parser *p, name_of_fn name_of, int e)
+{
+    if (++x->n * 2 > x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 64;
+        int *t = malloc(cap * sizeof *t);
+        if (!t) abort();
+        for (size_t i = 0; i < cap; i++) t[i] = -1;
+        for (size_t i = 0; i < x->cap; i++)
+            if (x->slot[i] >= 0) index_put(t, cap, p, name_of, x->slot[i]);
+        free(x->slot);
+        x->slot = t;
+        x->cap = cap;
+    }
+    index_put(x->slot, x->cap, p, name_of, e);
+}
+
+static const char *node_name(const parser *p, int id) { return p->g->nodes[id].name; }
+static const char *call_key(const parser *p, int i) { return p->calls[i].key; }
 
 static mg_token *peek(parser *p) { return &p->toks.tok[p->pos]; }
 static mg_loc tok_loc(parser *p, const mg_token *t) { return (mg_loc){p->file, t->line, t->col}; }
@@ -139,7 +201,8 @@ static mg_status expect_ident(parser *p, const char *what, char *out, size_t n)
     mg_token *t = peek(p);
     if (t->kind != MG_TOK_IDENT)
         return mg_diag_set(p->d, here(p), "expected %s, got %s", what, describe(t, buf, sizeof buf));
-    if ((size_t)t->len >= n) return mg_diag_set(p->d, here(p), "name too long");
+    if ((size_t)t->len >= n)
+        return mg_diag_set(p->d, here(p), "name too long (%d characters; at most %d)", t->len, (int)n - 1);
     memcpy(out, t->start, (size_t)t->len);
     out[t->len] = 0;
     p->pos++;
@@ -471,6 +534,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             return mg_diag_set(p->d, vloc, "%s must be a list of integers like %s, got %s", what,
                                a->kind == ATTR_SHAPE ? "[128, -1]" : "[0, 2, 1, 3]", describe(peek(p), buf, sizeof buf));
         p->pos++;
+        double numel = 1;
         ca->shape.rank = 0;
         ca->minus_one = -1;
         ca->shape_loc = vloc;
@@ -488,8 +552,17 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
                 if (ca->minus_one >= 0)
                     return mg_diag_set(p->d, dloc, "%s may contain -1 (the inferred dimension) only once", what);
                 ca->minus_one = ca->shape.rank;
-            } else if (v < 1)
+            } else if (v < 1) {
                 return mg_diag_set(p->d, dloc, "%s needs positive dimensions (or one -1), got %lld", what, (long long)v);
+            } else {
+                /* a declared tensor's limits, so that no product of the dimensions overflows */
+                if (v > 1000000000000LL)
+                    return mg_diag_set(p->d, dloc, "dimension %lld in %s is too large (at most 10^12)", (long long)v,
+                                       what);
+                numel *= (double)v;
+                if (numel > (double)(1LL << 40))
+                    return mg_diag_set(p->d, dloc, "%s has more than 2^40 elements", what);
+            }
             ca->shape.dim[ca->shape.rank++] = v;
             if (is_punct(peek(p), ',')) {
                 p->pos++;
@@ -561,15 +634,18 @@ static int next_call(parser *p, const char *name)
 {
     char key[700];
     snprintf(key, sizeof key, "%s%s", p->prefix, name);
-    for (int i = 0; i < p->ncalls; i++)
-        if (!strcmp(p->calls[i].key, key)) return p->calls[i].n++;
-    call_count *c = realloc(p->calls, (size_t)(p->ncalls + 1) * sizeof *c);
-    if (!c) abort();
-    p->calls = c;
-    c[p->ncalls].key = strdup(key);
-    if (!c[p->ncalls].key) abort();
-    c[p->ncalls].n = 1;
-    p->ncalls++;
+    int i = index_find(&p->call_keys, p, call_key, key);
+    if (i >= 0) return p->calls[i].n++;
+    if (p->ncalls == p->capcalls) {
+        p->capcalls = p->capcalls ? 2 * p->capcalls : 16;
+        call_count *c = realloc(p->calls, (size_t)p->capcalls * sizeof *c);
+        if (!c) abort();
+        p->calls = c;
+    }
+    p->calls[p->ncalls].key = strdup(key);
+    if (!p->calls[p->ncalls].key) abort();
+    p->calls[p->ncalls].n = 1;
+    index_add(&p->call_keys, p, call_key, p->ncalls++);
     return 0;
 }
 
@@ -622,6 +698,10 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     if (p->def_depth == MAX_DEF_DEPTH)
         return mg_diag_set(p->d, loc, "def blocks nested deeper than %d", MAX_DEF_DEPTH);
     for (int i = 0; i < nargs; i++) {
+        /* (the range test first: converting a value beyond int64_t is undefined) */
+        if (args[i].lit && !(args[i].val >= -IEXPR_LIMIT && args[i].val <= IEXPR_LIMIT))
+            return mg_diag_set(p->d, aloc[i], "argument '%s' of '%s' is out of range (at most 2^53), got %g",
+                               db->params[i], db->name, args[i].val);
         if (args[i].lit && args[i].val != (double)(int64_t)args[i].val)
             return mg_diag_set(p->d, aloc[i], "argument '%s' of '%s' must be a tensor or an integer, got %g",
                                db->params[i], db->name, args[i].val);
@@ -841,7 +921,7 @@ static mg_status parse_primary(parser *p, ev *out)
             const mg_shape *xs = &p->g->nodes[in[0]].type.shape;
             int64_t have = mg_shape_numel(xs), known = 1;
             for (int i = 0; i < ca.shape.rank; i++)
-                if (i != ca.minus_one) known *= ca.shape.dim[i];
+                if (i != ca.minus_one) known *= ca.shape.dim[i]; /* at most 2^40: see parse_attr */
             if (ca.minus_one >= 0) {
                 if (have % known)
                     return mg_diag_set(p->d, ca.shape_loc, "cannot reshape %s (%lld elements) to a shape with "
@@ -938,7 +1018,24 @@ static mg_status parse_primary(parser *p, ev *out)
 }
 
 /* unary = "-" unary | primary */
+static mg_status parse_unary_at(parser *p, ev *out);
+
+/* Every nesting of a tensor expression (parentheses, call arguments, unary minus, def calls
+ * inside expressions) passes here: a bound on the depth keeps the recursion off the end of the
+ * stack ((((... 10000 levels deep crashed). */
+enum { EXPR_MAX_DEPTH = 200 };
+
 static mg_status parse_unary(parser *p, ev *out)
+{
+    if (p->expr_depth == EXPR_MAX_DEPTH)
+        return mg_diag_set(p->d, here(p), "expression nested too deeply (more than %d levels)", EXPR_MAX_DEPTH);
+    p->expr_depth++;
+    mg_status st = parse_unary_at(p, out);
+    p->expr_depth--;
+    return st;
+}
+
+static mg_status parse_unary_at(parser *p, ev *out)
 {
     if (is_punct(peek(p), '-')) {
         mg_loc loc = here(p);
@@ -959,13 +1056,17 @@ static mg_status parse_unary(parser *p, ev *out)
 static mg_status binary(parser *p, char opc, mg_loc loc, ev *l, ev r)
 {
     if (l->lit && r.lit) {
+        double a = l->val;
         switch (opc) {
-        case '+': l->val += r.val; return MG_OK;
-        case '-': l->val -= r.val; return MG_OK;
-        case '*': l->val *= r.val; return MG_OK;
-        case '/': l->val /= r.val; return MG_OK;
+        case '+': l->val += r.val; break;
+        case '-': l->val -= r.val; break;
+        case '*': l->val *= r.val; break;
+        case '/': l->val /= r.val; break;
         default: return mg_diag_set(p->d, loc, "'@' needs two matrices, got two numbers");
         }
+        if (!isfinite(l->val))
+            return mg_diag_set(p->d, loc, "%g %c %g is not a finite number", a, opc, r.val);
+        return MG_OK;
     }
     mg_op op = opc == '+' ? MG_OP_ADD : opc == '-' ? MG_OP_SUB : opc == '*' ? MG_OP_MUL
              : opc == '/' ? MG_OP_DIV : MG_OP_MATMUL;
@@ -1065,12 +1166,10 @@ static mg_status declare(parser *p, mg_op op)
     if (op == MG_OP_PARAM) snprintf(full, sizeof full, "%s%s%s", p->prefix, name, p->suffix);
     else snprintf(full, sizeof full, "%s", name);
     mg_graph *g = p->g;
-    for (int i = 0; i < g->ninputs + g->nparams; i++) {
-        const mg_node *o = &g->nodes[i < g->ninputs ? g->inputs[i] : g->params[i - g->ninputs]];
-        if (!strcmp(o->name, full))
-            return mg_diag_set(p->d, loc, "duplicate declaration of '%s' (first declared at line %d)",
-                               full, o->loc.line);
-    }
+    int dup = index_find(&p->decls, p, node_name, full);
+    if (dup >= 0)
+        return mg_diag_set(p->d, loc, "duplicate declaration of '%s' (first declared at line %d)", full,
+                           g->nodes[dup].loc.line);
     if (expect_punct(p, ':', "after the name")) return MG_ERR;
     mg_type t;
     if (parse_type(p, &t)) return MG_ERR;
@@ -1112,11 +1211,16 @@ static mg_status declare(parser *p, mg_op op)
     n->init_arg = arg;
     int **list = op == MG_OP_INPUT ? &g->inputs : &g->params;
     int *count = op == MG_OP_INPUT ? &g->ninputs : &g->nparams;
-    int *l = realloc(*list, (size_t)(*count + 1) * sizeof *l);
-    if (!l) abort();
-    *list = l;
+    int *cap = op == MG_OP_INPUT ? &p->cap_inputs : &p->cap_params; /* grown by doubling */
+    if (*count == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        int *l = realloc(*list, (size_t)*cap * sizeof *l);
+        if (!l) abort();
+        *list = l;
+    }
     n->index = *count;
-    l[(*count)++] = id;
+    (*list)[(*count)++] = id;
+    index_add(&p->decls, p, node_name, id);
     (void)kw;
     bind(p, name, id, loc);
     return expect_end(p);
@@ -1390,6 +1494,8 @@ mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out
     }
     free(p.toks.tok);
     free(p.syms);
+    free(p.decls.slot);
+    free(p.call_keys.slot);
     free(p.consts);
     free(p.defs);
     for (int i = 0; i < p.ncalls; i++) free(p.calls[i].key);

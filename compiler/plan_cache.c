@@ -205,6 +205,7 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     size_t n = 0, cap = 0;
     for (;;) {
         if (n == cap) {
+            if (cap >= (size_t)1 << 30) break; /* no entry is that large: a corrupt one, ignored below */
             cap = cap ? cap * 2 : 1 << 16;
             data = realloc(data, cap);
             if (!data) abort();

@@ -729,6 +729,195 @@ START_TEST(test_bad_budget_unit_is_usage_error_first)
 END_TEST
 
 /* ------------------------------------------------------------------------------------------ */
+/* Bad input found by mutation fuzzing: a clear error naming the place, never undefined        */
+/* behaviour, a hang or a silently accepted value                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Numbers no model can mean: a def argument beyond 2^53 (was converted to int64_t regardless,
+ * undefined behaviour), a literal that overflows to inf, a constant expression that divides by
+ * zero (both were accepted as inf constants), a reshape to more than 2^40 elements. */
+START_TEST(test_bad_numbers_in_model)
+{
+    static const struct {
+        const char *line, *msg;
+        int col;
+    } cases[] = {
+        {"h = scale(x, 1e20)", "argument 'k' of 'scale' is out of range (at most 2^53), got 1e+20", 14},
+        {"h = scale(x, 5 / 0)", "5 / 0 is not a finite number", 16},
+        {"h = x * 1e400", "number '1e400' is out of range", 9},
+        {"h = x * (0 / 0)", "0 / 0 is not a finite number", 12},
+        /* (the product of these overflowed int64_t: undefined behaviour) */
+        {"h = reshape(x, shape=[1000000000000, 1000000000000, -1])",
+         "attribute 'shape' of 'reshape' has more than 2^40 elements", 38},
+        {"h = reshape(x, shape=[9007199254740992, -1])",
+         "dimension 9007199254740992 in attribute 'shape' of 'reshape' is too large (at most 10^12)", 23},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[512];
+        snprintf(src, sizeof src,
+                 "model m\ninput x: f32[4, 3]\ndef scale(x, k) {\n  return x * k\n}\n%s\nl = sum(h)\nminimize l\n",
+                 cases[i].line);
+        const char *m = write_model("num.mg", src);
+        char *out;
+        int rc = mg(&out, "check '%s'", m);
+        ck_assert_msg(rc == 1, "%s: exited %d:\n%s", cases[i].line, rc, out);
+        assert_diag(out, m, 6, cases[i].col, cases[i].msg, cases[i].line);
+        free(out);
+    }
+}
+END_TEST
+
+/* A NUL byte in a model is an unexpected byte at its place (it was read as punctuation and
+ * reported as "got ''"). */
+START_TEST(test_nul_byte_in_model)
+{
+    static const char src[] = "model m\ninput x: f32[4]\0\nl = sum(x)\nminimize l\n";
+    const char *m = path("nul.mg");
+    FILE *f = fopen(m, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(src, 1, sizeof src - 1, f), sizeof src - 1);
+    ck_assert_int_eq(fclose(f), 0);
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 2, 16, "unexpected byte 0x00", "input x: f32[4]");
+    free(out);
+}
+END_TEST
+
+/* A repeat block with 30000 iterations declares 60000 parameters: the duplicate-name check was
+ * quadratic (19 s of CPU, 87 s at load, in a Release build; minutes under ASan); it must take seconds, and a
+ * real duplicate is still caught. (This test case's timeout is what fails a quadratic check.) */
+START_TEST(test_many_repeated_params_are_quick)
+{
+    const char *m = write_model("many.mg", "model m\ninput x: f32[2, 4]\nrepeat 30000 {\n  param w: f32[4, 4] = he\n"
+                                           "  param b: f32[4] = zeros\n  x = x @ w + b\n}\nl = sum(x)\nminimize l\n");
+    char *out;
+    int rc = mg(&out, "check '%s'", m);
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model m, 120002 forward"), "exited %d:\n%s", rc, out);
+    free(out);
+    m = write_model("dup.mg", "model m\ninput x: f32[2, 4]\nrepeat 3 {\n  param w: f32[4, 4] = he\n"
+                              "  param w: f32[4, 4] = he\n  x = x @ w\n}\nl = sum(x)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 5, 9, "duplicate declaration of 'w.0' (first declared at line 4)", "  param w: f32[4, 4] = he");
+    free(out);
+}
+END_TEST
+
+/* Tensor expressions nested 10000 deep (parentheses, calls, unary minus) overflowed the stack
+ * (SIGSEGV); 199 levels are fine, 10000 are an error at the 201st level. */
+START_TEST(test_deep_nesting)
+{
+    static const struct {
+        const char *open, *close;
+        int col; /* of the token at the 201st level */
+    } cases[] = {{"(", ")", 205}, {"relu(", ")", 1005}, {"- ", "", 405}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int n = 199; n <= 10000; n += 10000 - 199) {
+            size_t lo = strlen(cases[i].open), lc = strlen(cases[i].close);
+            char *src = malloc((size_t)n * (lo + lc) + 256), *q = src;
+            q += sprintf(q, "model m\ninput x: f32[4]\nh = ");
+            for (int k = 0; k < n; k++) q += sprintf(q, "%s", cases[i].open);
+            q += sprintf(q, "x");
+            for (int k = 0; k < n; k++) q += sprintf(q, "%s", cases[i].close);
+            sprintf(q, "\nl = sum(h)\nminimize l\n");
+            const char *m = write_model("deep.mg", src);
+            free(src);
+            char *out, head[4400];
+            int rc = mg(&out, "check '%s'", m);
+            if (n == 199) {
+                ck_assert_msg(rc == 0, "%d x '%s': exited %d:\n%.500s", n, cases[i].open, rc, out);
+            } else {
+                snprintf(head, sizeof head, "%s:3:%d: error: expression nested too deeply (more than 200 levels)", m,
+                         cases[i].col);
+                ck_assert_msg(rc == 1 && strstr(out, head) == out, "%d x '%s': exited %d, wanted '%s':\n%.500s", n,
+                              cases[i].open, rc, head, out);
+            }
+            free(out);
+        }
+    }
+}
+END_TEST
+
+/* Budgets no plan can mean are usage errors (exit 2) that quote the budget; the range is named. */
+START_TEST(test_bad_budget_values)
+{
+    static const struct {
+        const char *budget, *msg;
+    } cases[] = {
+        {"99999999999999999999GiB", "budget '99999999999999999999GiB' is out of range (1 byte to 9e18 bytes)"},
+        {"0.5", "budget '0.5' is out of range (1 byte to 9e18 bytes)"},
+        {"1e400", "budget '1e400' is not a positive size"},
+        {"nan", "budget 'nan' is not a positive size"},
+        {"-1", "budget '-1' is not a positive size"},
+        {"100.5%", "budget '100.5%' is more than 100% of the store-all workspace"},
+    };
+    const char *m = write_model("mlp.mg", mlp_src);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int rc = mg(&out, "plan '%s' --no-cache --budget '%s'", m, cases[i].budget);
+        ck_assert_msg(rc == 2 && strstr(out, cases[i].msg), "--budget %s: exited %d:\n%s", cases[i].budget, rc, out);
+        free(out);
+    }
+}
+END_TEST
+
+/* A directory given as the input file: "cannot read DIR: Is a directory", exit 1, for every
+ * reader (it said only "cannot read DIR"). */
+START_TEST(test_directory_as_input)
+{
+    static const char *const cmds[] = {"check '%s'", "plan --graph '%s' --no-cache", "arena '%s'"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char *out, want[4400];
+        int rc = mg(&out, cmds[i], dir);
+        snprintf(want, sizeof want, "cannot read %s: Is a directory", dir);
+        ck_assert_msg(rc == 1 && strstr(out, want), "%s: exited %d:\n%s", cmds[i], rc, out);
+        free(out);
+    }
+}
+END_TEST
+
+/* Benchmark graphs with numbers no graph can mean: NaN ids and costs were converted to int
+ * and int64_t (undefined behaviour), an infinite cost and half a byte were planned, and sizes
+ * beyond 2^63 in total overflowed the planner's sums. Each is an error naming the file and the
+ * node or link. */
+START_TEST(test_graph_bad_numbers)
+{
+    static const struct {
+        const char *node1, *link0, *msg;
+    } cases[] = {
+        {"\"id\": \"nan\", \"cost_cpu\": 1, \"cost_ram\": 8", "0, \"target\": 1", "node 1: expected \"id\", \"cost_ram\" and \"cost_cpu\" with finite non-negative numbers"},
+        {"\"id\": 1, \"cost_cpu\": \"nan\", \"cost_ram\": 8", "0, \"target\": 1", "node 1: expected"},
+        {"\"id\": 1, \"cost_cpu\": 1e999, \"cost_ram\": 8", "0, \"target\": 1", "node 1: expected"},
+        {"\"id\": 1, \"cost_cpu\": 1e300, \"cost_ram\": 8", "0, \"target\": 1", "node 1: cost above 1e18"},
+        {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 0.5", "0, \"target\": 1", "node 1: a size in bytes must be a whole number"},
+        {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 4e18", "0, \"target\": 1", "node 1: the node sizes add up to more than 2^62 bytes"},
+        {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8", "\"nan\", \"target\": 1", "link 0: expected \"source\" and \"target\" naming nodes 0..2"},
+        {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8", "0.5, \"target\": 1", "link 0: expected"},
+        {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8", "0, \"target\": 1", NULL}, /* the valid graph */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[1024];
+        snprintf(src, sizeof src,
+                 "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 4e18},\n {%s},\n"
+                 " {\"id\": 2, \"cost_cpu\": 1, \"cost_ram\": 8, \"backward\": true}],\n"
+                 " \"links\": [{\"source\": %s}, {\"source\": 1, \"target\": 2}]}\n",
+                 cases[i].node1, cases[i].link0);
+        const char *g = write_model("g.json", src);
+        char *out;
+        int rc = mg(&out, "plan --graph '%s' --no-cache --verify", g);
+        if (!cases[i].msg) {
+            ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "valid graph: exited %d:\n%s", rc, out);
+        } else {
+            char head[4400];
+            snprintf(head, sizeof head, "%s: error: %s", g, cases[i].msg);
+            ck_assert_msg(rc == 1 && strstr(out, head) == out, "case %zu: exited %d, wanted '%s':\n%s", i, rc, head, out);
+        }
+        free(out);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
 /* The structural hash                                                                         */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -832,6 +1021,18 @@ static Suite *cli_suite(void)
     tcase_add_test(c, test_compile_refuses_to_overwrite_model);
     tcase_add_test(c, test_compile_bad_model_leaves_nothing);
     suite_add_tcase(s, c);
+    TCase *f = tcase_create("bad input");
+    tcase_add_unchecked_fixture(f, root_setup, root_teardown);
+    tcase_add_checked_fixture(f, setup, teardown);
+    tcase_set_timeout(f, 30); /* seconds: a quadratic check of 60000 parameters took 87 at load */
+    tcase_add_test(f, test_bad_numbers_in_model);
+    tcase_add_test(f, test_nul_byte_in_model);
+    tcase_add_test(f, test_many_repeated_params_are_quick);
+    tcase_add_test(f, test_graph_bad_numbers);
+    tcase_add_test(f, test_directory_as_input);
+    tcase_add_test(f, test_bad_budget_values);
+    tcase_add_test(f, test_deep_nesting);
+    suite_add_tcase(s, f);
     TCase *h = tcase_create("hash");
     tcase_add_unchecked_fixture(h, root_setup, root_teardown);
     tcase_add_checked_fixture(h, setup, teardown);
