@@ -481,7 +481,13 @@ static int run_planner(options *o, compiled *c, int want_min)
     int use_cache = cache_dir(o, dir, sizeof dir);
     if (use_cache) rq.build_id = mg_plan_cache_build_id("/proc/self/exe");
     uint64_t key = mg_plan_split_cache_key(c->g, &rq, o->micro_batches);
-    if (use_cache && mg_plan_cache_load(dir, key, c->g, &c->plan)) {
+    /* without the minimum (compile), the plan that `plan` made with it under the same budget,
+     * solver and options serves too: the one `plan` reported, not planned a second time */
+    mg_plan_request with_min = rq;
+    with_min.want_min_feasible = 1;
+    uint64_t key_min = want_min ? key : mg_plan_split_cache_key(c->g, &with_min, o->micro_batches);
+    if (use_cache && (mg_plan_cache_load(dir, key, c->g, &c->plan) ||
+                      (key_min != key && mg_plan_cache_load(dir, key_min, c->g, &c->plan)))) {
         o->from_cache = 1;
     } else if (mg_plan_split(c->g, &rq, o->micro_batches, &c->plan, &d)) {
         print_diag(&c->src, &d);

@@ -971,8 +971,9 @@ START_TEST(test_graph_import_errors)
 }
 END_TEST
 
-/* The plan cache: a second run reuses the entry; a corrupt entry (bad checksum, or a good
- * checksum over a plan the verifier rejects) is ignored and replaced; --no-cache bypasses it. */
+/* The plan cache: a second run reuses the entry, and so does compile under the same budget; a
+ * corrupt entry (bad checksum, or a good checksum over a plan the verifier rejects) is ignored and
+ * replaced; --no-cache bypasses it. */
 START_TEST(test_plan_cache)
 {
     char *dir = tu_tmpdir(), *out, entry[4300] = "";
@@ -989,6 +990,12 @@ START_TEST(test_plan_cache)
     free(first);
     free(out);
     char cmd[9000];
+    /* compile under the same budget takes the plan `plan` made (and reported): no second entry */
+    ck_assert_int_eq(tu_memgrad(&out, "compile '%s' --budget 45%% --cache-dir '%s/c' -o '%s/m.o' && ls '%s'/c/*.plan | wc -l",
+                                m, dir, dir, dir),
+                     0);
+    ck_assert_msg(atoi(out) == 1, "compile planned again beside plan's entry: %s", out);
+    free(out);
     /* another build of memgrad (here: the same one with a byte appended) plans afresh */
     snprintf(cmd, sizeof cmd, "cp '%s' '%s/other' && printf x >> '%s/other' && '%s/other' plan '%s' --budget 45%% --cache-dir '%s/c'",
              MG_MEMGRAD, dir, dir, dir, m, dir);
