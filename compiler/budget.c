@@ -8,6 +8,11 @@
 #include <string.h>
 #include <strings.h>
 
+int mg_plain_decimal(const char *s, const char *end)
+{
+    return end > s && (size_t)(end - s) == strspn(s, "0123456789.eE+-");
+}
+
 int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
 {
     static const struct { const char *unit; double mult; } units[] = {
@@ -16,7 +21,7 @@ int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
     char *end;
     memset(b, 0, sizeof *b);
     double v = strtod(s, &end);
-    if (end == s || !isfinite(v) || v <= 0) {
+    if (!mg_plain_decimal(s, end) || !isfinite(v) || v <= 0) {
         snprintf(err, (size_t)errlen, "budget '%s' is not a positive size (try 48MiB, 2GB or 40%%)", s);
         return 0;
     }

@@ -11,6 +11,9 @@ typedef struct mg_budget {
 
 /* "48MiB", "1.5GB", "1000000", "1000000B", "40%". Returns 0 and fills err on bad input. */
 int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen);
+/* 1 when s up to end (where strtod or strtol stopped) is a number in plain decimal: digits, a
+ * point, an exponent, a sign; not the hex, "inf", "nan" or leading spaces they also accept. */
+int mg_plain_decimal(const char *s, const char *end);
 /* Resolves a budget against the store-all workspace. */
 int64_t mg_budget_bytes(const mg_budget *b, int64_t store_all);
 /* "48.0 MiB"-style text for a byte count. */

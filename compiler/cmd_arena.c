@@ -46,7 +46,7 @@ int mg_cmd_arena(int argc, char **argv)
             file = a;
             continue;
         }
-        if (i + 1 >= argc) return arena_usage_error("arena: option '%s' needs a value", a);
+        if (i + 1 >= argc || !argv[i + 1][0]) return arena_usage_error("arena: option '%s' needs a value", a);
         *slot = argv[++i];
     }
     (void)cache_dir;
@@ -66,7 +66,7 @@ int mg_cmd_arena(int argc, char **argv)
     if (time_text) {
         char *end;
         time_limit = strtod(time_text, &end);
-        if (end == time_text || *end || !(time_limit > 0) || time_limit > 1e6)
+        if (!mg_plain_decimal(time_text, end) || *end || !(time_limit > 0) || time_limit > 1e6)
             return arena_usage_error("arena: --time-limit wants a positive number of seconds, got '%s'", time_text);
     }
 

@@ -378,7 +378,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         } else {
             return usage_error("unexpected argument '%s' (one model file at a time)", a);
         }
-        if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+        if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("option '%s' needs a value", a);
         *slot = argv[++i];
     }
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
@@ -402,7 +402,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     if (o->time_limit_text) {
         char *end;
         o->time_limit = strtod(o->time_limit_text, &end);
-        if (end == o->time_limit_text || *end || !(o->time_limit > 0) || o->time_limit > 1e6)
+        if (!mg_plain_decimal(o->time_limit_text, end) || *end || !(o->time_limit > 0) || o->time_limit > 1e6)
             return usage_error("--time-limit wants a positive number of seconds, got '%s'", o->time_limit_text);
     }
     if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && (!is_sweep || strcmp(o->format, "csv")))
@@ -412,7 +412,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         char *end;
         long v = strtol(o->micro_text, &end, 10);
         if (!strcmp(o->micro_text, "auto")) v = 0;
-        else if (end == o->micro_text || *end || v < 1 || v > 4096)
+        else if (!mg_plain_decimal(o->micro_text, end) || *end || v < 1 || v > 4096)
             return usage_error("--micro-batches wants auto or a whole number from 1 to 4096, got '%s'", o->micro_text);
         o->micro_batches = (int)v;
     }
@@ -420,7 +420,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     if (o->points_text) {
         char *end;
         long v = strtol(o->points_text, &end, 10);
-        if (end == o->points_text || *end || v < 2 || v > 1000)
+        if (!mg_plain_decimal(o->points_text, end) || *end || v < 2 || v > 1000)
             return usage_error("--points wants a whole number from 2 to 1000, got '%s'", o->points_text);
         o->points = (int)v;
     }

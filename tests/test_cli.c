@@ -850,12 +850,33 @@ START_TEST(test_bad_budget_values)
         {"nan", "budget 'nan' is not a positive size"},
         {"-1", "budget '-1' is not a positive size"},
         {"100.5%", "budget '100.5%' is more than 100% of the store-all workspace"},
+        /* strtod's hex and leading spaces are not budgets a user writes: 0x10MiB was 16 MiB */
+        {"0x10MiB", "budget '0x10MiB' is not a positive size"},
+        {" 4MiB", "budget ' 4MiB' is not a positive size"},
     };
     const char *m = write_model("mlp.mg", mlp_src);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out;
         int rc = mg(&out, "plan '%s' --no-cache --budget '%s'", m, cases[i].budget);
         ck_assert_msg(rc == 2 && strstr(out, cases[i].msg), "--budget %s: exited %d:\n%s", cases[i].budget, rc, out);
+        free(out);
+    }
+    /* the other numbers are plain decimal too, and no option takes an empty value: plan --svg ''
+     * printed the whole report, then failed with "cannot write : No such file or directory" */
+    static const struct {
+        const char *args, *msg;
+    } opts[] = {
+        {"plan '%s' --no-cache --time-limit 0x10", "--time-limit wants a positive number of seconds, got '0x10'"},
+        {"plan '%s' --no-cache --micro-batches ' 4'", "--micro-batches wants auto or a whole number from 1 to 4096"},
+        {"sweep '%s' --no-cache --points 0x4", "--points wants a whole number from 2 to 1000, got '0x4'"},
+        {"plan '%s' --no-cache --svg ''", "option '--svg' needs a value"},
+        {"compile '%s' --no-cache -o ''", "option '-o' needs a value"},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        char *out;
+        int rc = mg(&out, opts[i].args, m);
+        ck_assert_msg(rc == 2 && strstr(out, opts[i].msg) && !strstr(out, "workspace"), "%s: exited %d:\n%s",
+                      opts[i].args, rc, out);
         free(out);
     }
 }
