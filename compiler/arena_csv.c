@@ -6,8 +6,8 @@
  * required, every row has four integer fields, ids are distinct, upper > lower, size >= 0.
  * Blank lines are skipped; a CR before the newline is accepted. */
 #include "arena.h"
+#include "read_file.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -181,34 +181,9 @@ mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_
 mg_status mg_arena_csv_read(const char *path, mg_arena_csv *out, mg_diag *d)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot open %s: %s", path, strerror(errno));
-    /* at most 256 MiB (some 8 million buffers): /dev/zero would never end */
-    size_t cap = 1 << 16, len = 0, max = (size_t)1 << 28;
-    char *text = malloc(cap);
-    for (;;) {
-        if (!text) {
-            fclose(f);
-            return mg_diag_set(d, (mg_loc){path, 0, 0}, "out of memory reading %s", path);
-        }
-        len += fread(text + len, 1, cap - len, f);
-        if (len < cap) break;
-        if (cap > max) {
-            fclose(f);
-            free(text);
-            return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot read %s: larger than 256 MiB", path);
-        }
-        cap = cap * 2 > max ? max + 1 : cap * 2; /* one byte past max tells a larger file */
-        char *t = realloc(text, cap);
-        if (!t) free(text);
-        text = t;
-    }
-    int err = ferror(f), why = errno;
-    fclose(f);
-    if (err) {
-        free(text);
-        return mg_diag_set(d, (mg_loc){path, 0, 0}, "cannot read %s: %s", path, strerror(why));
-    }
+    char *text;
+    size_t len;
+    if (mg_read_file(path, (size_t)1 << 28, &text, &len, d)) return MG_ERR; /* 256 MiB: some 8 million buffers */
     mg_status s = mg_arena_csv_parse(text, len, path, out, d);
     free(text);
     return s;

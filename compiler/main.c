@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "frontend.h"
 #include "plan.h"
+#include "read_file.h"
 #include "microbatch.h"
 #include "report.h"
 
@@ -141,33 +142,12 @@ typedef struct source {
 static int read_source(const char *path, source *s)
 {
     s->path = path;
-    s->text = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "memgrad: cannot open %s: %s\n", path, strerror(errno));
+    mg_diag d = {0};
+    /* at most 256 MiB: no model or graph is that large */
+    if (mg_read_file(path, (size_t)1 << 28, &s->text, &s->len, &d)) {
+        fprintf(stderr, "memgrad: %s\n", d.msg);
         return 1;
     }
-    /* at most 256 MiB: no model or graph is that large, and /dev/zero would never end */
-    size_t cap = 1 << 16, len = 0, max = (size_t)1 << 28;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) abort();
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (len < cap || cap > max) break;
-        cap = cap * 2 > max ? max + 1 : cap * 2; /* one byte past max tells a larger file */
-        buf = realloc(buf, cap);
-    }
-    int bad = ferror(f), err = errno;
-    fclose(f);
-    if (bad || len > max) {
-        if (bad) fprintf(stderr, "memgrad: cannot read %s: %s\n", path, strerror(err));
-        else fprintf(stderr, "memgrad: cannot read %s: larger than 256 MiB\n", path);
-        free(buf);
-        return 1;
-    }
-    s->text = buf;
-    s->len = len;
     return 0;
 }
 

@@ -6,6 +6,7 @@
  * corrupt, truncated or stale entry is ignored (and replaced by the next store). Entries are
  * written through a temporary file and renamed, so readers never see half an entry. */
 #include "microbatch.h"
+#include "read_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -199,22 +200,11 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     memset(out, 0, sizeof *out);
     char path[4096];
     entry_path(dir, key, path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    unsigned char *data = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= (size_t)1 << 30) break; /* no entry is that large: a corrupt one, ignored below */
-            cap = cap ? cap * 2 : 1 << 16;
-            data = realloc(data, cap);
-            if (!data) abort();
-        }
-        size_t k = fread(data + n, 1, cap - n, f);
-        n += k;
-        if (k == 0) break;
-    }
-    fclose(f);
+    char *text;
+    size_t n;
+    mg_diag rd = {0};
+    if (mg_read_file(path, (size_t)1 << 30, &text, &n, &rd)) return 0; /* none, or none that large: a corrupt one */
+    unsigned char *data = (unsigned char *)text;
     uint64_t sum = 0, stored_key = 0;
     int ok = n > sizeof magic + 16 && !memcmp(data, magic, sizeof magic);
     if (ok) {
