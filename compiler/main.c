@@ -449,6 +449,9 @@ static int cache_dir(const options *o, char *out, size_t cap)
     return 1;
 }
 
+/* want_min: MG_MIN_YES for the commands that report the minimum feasible budget, MG_MIN_AS_PLANNED
+ * for compile, which emits the same plan without searching the part counts that would only lower
+ * the minimum (plan.h) */
 static int run_planner(options *o, compiled *c, int want_min)
 {
     mg_diag d = {0};
@@ -461,11 +464,12 @@ static int run_planner(options *o, compiled *c, int want_min)
     int use_cache = cache_dir(o, dir, sizeof dir);
     if (use_cache) rq.build_id = mg_plan_cache_build_id("/proc/self/exe");
     uint64_t key = mg_plan_split_cache_key(c->g, &rq, o->micro_batches);
-    /* without the minimum (compile), the plan that `plan` made with it under the same budget,
-     * solver and options serves too: the one `plan` reported, not planned a second time */
+    /* compile takes the plan that `plan` made under the same budget, solver and options too (the
+     * same plan, not planned a second time); `plan` never takes compile's, whose minimum may be
+     * partial */
     mg_plan_request with_min = rq;
-    with_min.want_min_feasible = 1;
-    uint64_t key_min = want_min ? key : mg_plan_split_cache_key(c->g, &with_min, o->micro_batches);
+    with_min.want_min_feasible = MG_MIN_YES;
+    uint64_t key_min = mg_plan_split_cache_key(c->g, &with_min, o->micro_batches);
     if (use_cache && (mg_plan_cache_load(dir, key, c->g, &c->plan) ||
                       (key_min != key && mg_plan_cache_load(dir, key_min, c->g, &c->plan)))) {
         o->from_cache = 1;
@@ -635,7 +639,7 @@ static void write_trace(FILE *out, const void *f) { mg_report_trace(out, f); }
 static int plan_figures(options *o, compiled *c, mg_report_figures *f)
 {
     int rc = run_frontend(o->model, c);
-    if (!rc) rc = run_planner(o, c, 1);
+    if (!rc) rc = run_planner(o, c, MG_MIN_YES);
     if (!rc) {
         mg_diag d = {0};
         mg_plan_report_info info = {mg_solver_names[o->solver], mg_graph_hash(c->g), o->from_cache};
@@ -776,7 +780,7 @@ static int cmd_sweep(options *o)
         minf = s.min_feasible_bytes;
         mg_plan_free(s.plan);
     } else {
-        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = o->time_limit, .want_min_feasible = 1};
+        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = o->time_limit, .want_min_feasible = MG_MIN_YES};
         if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
         all = c.plan.store_all_bytes;
         minf = c.plan.min_feasible_bytes;
@@ -915,7 +919,7 @@ static int cmd_compile(options *o)
     if (target_rc) return target_rc;
     compiled c;
     int rc = run_frontend(o->model, &c);
-    if (!rc) rc = run_planner(o, &c, 0);
+    if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
     /* Every output goes to a temporary file first; all are renamed only when all are written,
      * so a failure leaves the user's old files as they were and no partial set behind. */

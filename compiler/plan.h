@@ -332,11 +332,21 @@ mg_status mg_solve(const mg_problem *prob, mg_solver solver, int64_t budget, int
 mg_status mg_solve_from(const mg_problem *prob, mg_solver solver, int64_t budget, int want_min, double time_limit,
                         const mg_plan *incumbent, mg_solution *out, mg_diag *d);
 
+/* mg_plan_request.want_min_feasible: the minimum search's plans can be cheaper than the solve's at
+ * a budget near the minimum (planner.c, solve_below), so a command that emits a plan (compile)
+ * searches too, or it could emit a dearer plan than `plan` reports (unet_small at 2,941,320 bytes:
+ * 2,917,056 workspace bytes and 1.3% more FLOPs than the 2,883,648 `plan` reported). It needs the
+ * searches of the part counts it plans at the budget only, not those of the counts planned only
+ * to lower the minimum (plan_split.c), nor any where store-all fits; its min_feasible_bytes is
+ * then the least of what it searched (the whole minimum where no plan meets the budget). */
+enum { MG_MIN_NO = 0, MG_MIN_YES = 1, MG_MIN_AS_PLANNED = 2 };
+
 typedef struct mg_plan_request {
     mg_solver solver;
     const mg_budget *budget; /* workspace cap (bytes or % of store-all); NULL for none */
     double time_limit;    /* seconds, for solvers that search */
-    int want_min_feasible;/* also find the smallest budget the planner can meet */
+    int want_min_feasible;/* also find the smallest budget the planner can meet; MG_MIN_AS_PLANNED:
+                             only as far as the plan needs it (below) */
     uint64_t build_id;    /* plan cache only: the planner's build (mg_plan_cache_build_id), or 0 */
     int64_t min_feasible_below; /* > 0: the minimum search looks only below this many bytes (plan_split.c:
                                    the least minimum of the part counts tried so far); when it finds

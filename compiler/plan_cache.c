@@ -27,7 +27,7 @@ uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
     XXH64_state_t *st = XXH64_createState();
     if (!st) abort();
     XXH64_reset(st, 0x706c616e63616368ULL);
-    uint64_t parts[] = {mg_graph_hash(g), (uint64_t)g->n, (uint64_t)rq->solver, (uint64_t)!!rq->want_min_feasible,
+    uint64_t parts[] = {mg_graph_hash(g), (uint64_t)g->n, (uint64_t)rq->solver, (uint64_t)rq->want_min_feasible,
                         (uint64_t)(rq->budget ? 1 + rq->budget->is_percent : 0), (uint64_t)(rq->budget ? rq->budget->bytes : 0),
                         sizeof(mg_step), sizeof(mg_buffer), sizeof(mg_plan), sizeof(mg_planned)};
     XXH64_update(st, parts, sizeof parts);

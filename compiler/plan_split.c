@@ -130,13 +130,13 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
      * (resnet18_64 at 50%: +8.8% whole, +0.15% in 4 parts; mlp_deep at 25%: +119% whole, +25% in
      * 4 parts; and the steps ran 15-22% faster in CPU time, docs/planner.md) */
     int recomputes = out->train && out->train->flops_executed > out->train->flops_once;
-    if (out->train && !recomputes && !rq->want_min_feasible) return MG_OK;
+    if (out->train && !recomputes && rq->want_min_feasible != MG_MIN_YES) return MG_OK;
     mg_diag why = {0};
     int ks[MAX_COUNTS], nk = mg_microbatch_counts(g, ks, MAX_COUNTS, &why);
     if (nk == 0 && !out->train) out->unsplit = why;
     int64_t minf = out->min_feasible_bytes;
     /* selecting: more parts may still give a cheaper plan (the choice does not depend on
-     * want_min_feasible, so `plan` reports what `compile` emits). minimizing: the minimum is the
+     * want_min_feasible). minimizing: the minimum is the
      * least over k = 1, 2, 4, ... up to the first k that does not lower it, whatever the budget
      * (each k's minimum search is independent of the budget, and a k tried only because it
      * might be cheaper does not lower it), so every budget names the same minimum and the k
@@ -178,10 +178,12 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         if (out->train && out->train->flops_executed <= out->train->flops_once) selecting = 0; /* none is cheaper */
         /* no plan, and no progress towards one; sqrt and store-all search for no minimum unless
          * it is asked for (mg_solve), so they go on through the part counts while none has a plan
-         * (a build each): `compile` then finds the plan `plan` reports (mlp, sqrt at 362,512
-         * bytes: 4 parts, where compile gave up after 2 when this depended on the minimum) */
+         * (a build each): without the minimum they find the plan they find with it (mlp, sqrt
+         * at 362,512 bytes: 4 parts, where this gave up after 2 when it depended on the minimum) */
         if (!out->train && !lower && searching) selecting = 0;
-        if (!selecting && (!rq->want_min_feasible || !minimizing)) break;
+        /* (MG_MIN_AS_PLANNED: the minimum matters only to say why no plan meets the budget) */
+        int min_wanted = rq->want_min_feasible == MG_MIN_YES || (rq->want_min_feasible && !out->train);
+        if (!selecting && (!min_wanted || !minimizing)) break;
     }
     out->min_feasible_bytes = minf;
     return finish(g, rq, end, out, d);

@@ -1128,7 +1128,7 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
     out->store_all_bytes = st_all.store_all_bytes > sf_all.store_all_bytes ? st_all.store_all_bytes : sf_all.store_all_bytes;
     int64_t budget = rq->budget ? mg_budget_bytes(rq->budget, out->store_all_bytes) : INT64_MAX;
     out->budget_bytes = budget;
-    if (budget >= out->store_all_bytes && rq->solver != MG_SOLVER_SQRT && !rq->want_min_feasible) {
+    if (budget >= out->store_all_bytes && rq->solver != MG_SOLVER_SQRT && rq->want_min_feasible != MG_MIN_YES) {
         ts = st_all;
         fs = sf_all;
         ts.optimal = fs.optimal = 1;
