@@ -14,9 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char *const arena_usage =
-    "usage: memgrad arena FILE.csv [--capacity BYTES] [--format text|json] [--time-limit SECONDS]\n";
-
 static int arena_usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "memgrad: ");
@@ -31,10 +28,6 @@ int mg_cmd_arena(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(arena_usage, stdout);
-            return 0;
-        }
         if (!strcmp(a, "--capacity")) slot = &capacity_text;
         else if (!strcmp(a, "--format")) slot = &format;
         else if (!strcmp(a, "--time-limit")) slot = &time_text;

@@ -63,6 +63,7 @@ static const char *usage_text =
     "  --time-limit SEC     --solver exact: time for the bound and the MILP search, both functions\n"
     "                       and every micro-batch count of a model together (default 60)\n"
     "  --verify             run the plan verifier once more on what is emitted and report it\n"
+    "                       (compile, plan, dot)\n"
     "  --micro-batches K    run the per-sample layers (x @ w on the batch rows, convolutions,\n"
     "                       pooling, elementwise ops up to the first op that mixes samples;\n"
     "                       batch_norm's statistics and the weight gradients are carried from\n"
@@ -72,7 +73,7 @@ static const char *usage_text =
     "                       1 never; gradients are bit-identical either way\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
-    "                       command; check and arena have nothing to cache)\n"
+    "                       command; check, arena, sweep and plan --graph cache nothing)\n"
     "  --points N           sweep: number of budgets (default 8)\n"
     "\n"
     "report options (plan, sweep):\n"
@@ -337,7 +338,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
             o->no_cache = 1;
             continue;
         }
-        else if ((is_compile || is_plan) && !strcmp(a, "--verify")) {
+        else if ((is_compile || (is_plan && !is_sweep)) && !strcmp(a, "--verify")) {
             o->verify = 1;
             continue;
         }
@@ -364,6 +365,10 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
     if (is_plan_only && o->graph && (o->svg || o->trace))
         return usage_error("%s", "plan: --svg and --trace report on models, not on --graph");
+    if (is_plan_only && o->graph && o->exact_bytes)
+        return usage_error("%s", "plan: --bytes is for a model's report; --graph's gives the exact numbers already");
+    if (o->graph && o->micro_text)
+        return usage_error("%s: --micro-batches splits a model's batch; a --graph has none", cmd);
     if (!o->model && !o->graph) return usage_error("%s: no model file given", cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
     if (o->budget) {
@@ -965,6 +970,9 @@ int main(int argc, char **argv)
         printf("memgrad %s\n", MG_VERSION);
         return 0;
     }
+    if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep") &&
+        strcmp(cmd, "dot") && strcmp(cmd, "arena"))
+        return usage_error("unknown command '%s'", cmd); /* (before --help: `memgrad bogus --help` is an error) */
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage_text, stdout);
@@ -972,8 +980,6 @@ int main(int argc, char **argv)
         }
     options o;
     if (!strcmp(cmd, "arena")) return mg_cmd_arena(argc - 1, argv + 1);
-    if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep") && strcmp(cmd, "dot"))
-        return usage_error("unknown command '%s'", cmd);
     int rc = parse_options(argc - 2, argv + 2, &o, cmd);
     if (rc) return rc;
     if (!strcmp(cmd, "compile")) return cmd_compile(&o);

@@ -260,6 +260,10 @@ START_TEST(test_unknown_command)
     ck_assert_msg(strstr(out, "unknown command 'frobnicate'"), "%s", out);
     ck_assert_msg(strstr(out, "memgrad --help"), "no pointer to --help in:\n%s", out);
     free(out);
+    /* --help does not make an unknown command known (it printed the help and exited 0) */
+    ck_assert_int_eq(mg(&out, "frobnicate --help"), 2);
+    ck_assert_msg(strstr(out, "unknown command 'frobnicate'") && !strstr(out, "usage:"), "%s", out);
+    free(out);
 }
 END_TEST
 
@@ -278,6 +282,18 @@ START_TEST(test_unknown_option)
     ck_assert_msg(strstr(out, "unknown option '-O4'"), "%s", out);
     free(out);
     ck_assert_msg(!exists(path("m.o")), "a usage error wrote the output");
+    /* options a command would ignore are refused, not accepted silently */
+    ck_assert_int_eq(mg(&out, "sweep '%s' --points 2 --verify", m), 2);
+    ck_assert_msg(strstr(out, "unknown option '--verify'"), "%s", out);
+    free(out);
+    char graph[4200];
+    snprintf(graph, sizeof graph, "%s/bench/data/checkmate/vgg16.json", MG_SOURCE_DIR);
+    ck_assert_int_eq(mg(&out, "plan --graph '%s' --bytes", graph), 2);
+    ck_assert_msg(strstr(out, "--bytes"), "%s", out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "sweep --graph '%s' --micro-batches 2", graph), 2);
+    ck_assert_msg(strstr(out, "--micro-batches") && strstr(out, "--graph"), "%s", out);
+    free(out);
 }
 END_TEST
 
