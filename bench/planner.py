@@ -82,7 +82,7 @@ def checkmate(mg, lines, reuse=None):
                  "the cost of running every op once. `exact` is Checkmate's MILP solved by CBC with a "
                  f"{EXACT_SECONDS} s limit, started from auto's plan: `exact/once` is its plan's cost (✓ when proven "
                  "optimal within Checkmate's class) and `bound/once` the best lower bound proven for every schedule "
-                 "(`flops_lower_bound`): the relaxed program's (`exact` runs it for half its time) or the one memgrad "
+                 "(`flops_lower_bound`): the relaxed program's (`exact` gives it 80% of the time left after auto's solve) or the one memgrad "
                  "proves itself (values that cannot stay resident across some step are recomputed, and what must be rebuilt after steps where the live values do not fit: bound_step.c, bound_cut.c), whichever is "
                  "larger (at least 1: every op runs once; the MILP's own bound covers only its class and is not used). "
                  "`auto/bound` is therefore an upper bound on auto's distance from the optimum. `sqrt` is Chen et "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # setup.sh — installs the Debian packages memgrad needs to build, test and run its demo,
-# when they are missing. Sourced by demo.sh and test.sh; safe to run again.
+# when they are missing. Run (with bash) by demo.sh and test.sh; safe to run again.
 set -euo pipefail
 packages=(cmake make gcc pkg-config llvm-19-dev clang-19 check libxxhash-dev libcjson-dev coinor-libcbc-dev zlib1g-dev
           libexpat1-dev libpng-dev chromium)  # expat, libpng, chromium: test_report checks the SVG reports
