@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ir.h"
 #include "testutil.h"
@@ -1107,6 +1108,34 @@ START_TEST(test_c_names_from_the_model)
 }
 END_TEST
 
+/* An output that names the model by another name, a symbolic or a hard link to it, is the
+ * model file too: refused like the model's own name (gcc's "input file is the same as output
+ * file"), and the model is unchanged. */
+START_TEST(test_output_is_the_model_by_another_name)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    ck_assert_int_eq(symlink(m, path("sym.o")), 0);
+    ck_assert_int_eq(link(m, path("hard.h")), 0);
+    const char *args[] = {"-o '%s'", "-o '%s/x.o' --header '%s'", "-o '%s/x.o' --emit-llvm '%s'"};
+    const char *outs[] = {"sym.o", "hard.h"};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 2; k++) {
+            char opt[9000], *out;
+            if (i == 0) snprintf(opt, sizeof opt, args[i], path(outs[k]));
+            else snprintf(opt, sizeof opt, args[i], dir, path(outs[k]));
+            int rc = mg(&out, "compile '%s' --no-cache %s", m, opt);
+            ck_assert_msg(rc == 2 && strstr(out, "refusing to overwrite the model file"), "%s: exited %d:\n%s", opt, rc,
+                          out);
+            free(out);
+        }
+    char *now = tu_read(m);
+    ck_assert_msg(now && !strcmp(now, mlp_src), "the model file changed");
+    free(now);
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 3, "directory holds: %s", names);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------------------------ */
 /* The structural hash                                                                         */
 /* ------------------------------------------------------------------------------------------ */
@@ -1225,6 +1254,7 @@ static Suite *cli_suite(void)
     tcase_add_test(f, test_model_too_large);
     tcase_add_test(f, test_byte_order_mark);
     tcase_add_test(f, test_c_names_from_the_model);
+    tcase_add_test(f, test_output_is_the_model_by_another_name);
     suite_add_tcase(s, f);
     TCase *h = tcase_create("hash");
     tcase_add_unchecked_fixture(h, root_setup, root_teardown);
