@@ -48,7 +48,7 @@
 #include <math.h>
 #include <string.h>
 
-/* The model's limits (see check_size; docs/reports.md, "Limits"). */
+/* The model's limits (see count_bytes and check_size; README, "Limits"). */
 enum { MAX_NODES = 1 << 20, MAX_REPEAT_DEPTH = 16 };
 static const double MAX_MODEL_BYTES = 0x1p50;
 
@@ -868,6 +868,24 @@ static mg_status unet_args(parser *p, mg_op op, const ev *args, const int *in, i
     return MG_OK;
 }
 
+/* The convolution kernels multiply the rows and columns of the patch matrix of a call (its
+ * K = C/groups * kh * kw by P = N * OH * OW, the output's positions; those of the input for
+ * conv_transpose2d) in int64_t: a convolution whose tensors are within the limits can still
+ * make K * P overflow (x of 2^30 channels, 1x1, padded to 2^20 x 2^20: 2^70). At most 2^56,
+ * far above any real network's (resnet50's largest, batch 64: about 2^24). */
+static mg_status conv_size(parser *p, int id)
+{
+    const mg_node *n = &p->g->nodes[id];
+    const mg_shape *w = &p->g->nodes[n->in[1]].type.shape, *y = &n->type.shape, *x = &p->g->nodes[n->in[0]].type.shape;
+    const mg_shape *cs = n->op == MG_OP_CONV2D ? x : y, *ps = n->op == MG_OP_CONV2D ? y : x;
+    double k = (double)cs->dim[1] / (double)(n->iattr[3] > 0 ? n->iattr[3] : 1) * (double)w->dim[2] * (double)w->dim[3];
+    double pp = (double)ps->dim[0] * (double)ps->dim[2] * (double)ps->dim[3];
+    if (k * pp > 0x1p56)
+        return mg_diag_set(p->d, n->loc, "'%s' too large for the kernels: its patch matrix has %.3g rows by %.3g "
+                           "columns (at most 2^56 elements)", mg_ops[n->op].name, k, pp);
+    return MG_OK;
+}
+
 /* primary = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")" */
 static mg_status parse_primary(parser *p, ev *out)
 {
@@ -1032,6 +1050,7 @@ static mg_status parse_primary(parser *p, ev *out)
             return MG_OK;
         }
         out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, ca.fattr, loc, p->d);
+        if (out->node >= 0 && (op == MG_OP_CONV2D || op == MG_OP_CONV_TRANSPOSE2D)) return conv_size(p, out->node);
         return out->node < 0 ? MG_ERR : MG_OK;
     }
     constant *cst = find_const(p, name);

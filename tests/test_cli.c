@@ -968,6 +968,14 @@ START_TEST(test_model_too_large)
                 "input x128: f64[1048576, 1048576]");
     ck_assert_msg(!strstr(out, "repeat"), "%s", out);
     free(out);
+    /* a convolution within the tensor limits whose patch matrix has 2^70 elements: the kernels'
+     * int64_t product K * P overflowed (UBSan in conv.h, plan exited 0) */
+    m = write_model("conv.mg", "model m\ninput x: f32[1, 1073741824, 1, 1]\nparam w: f32[1, 1073741824, 1, 1]\n"
+                               "h = conv2d(x, w, pad=524287)\nl = sum(h)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "plan '%s' --no-cache", m), 1);
+    assert_diag(out, m, 4, 5, "'conv2d' too large for the kernels: its patch matrix has 1.07e+09 rows by 1.1e+12 columns",
+                "h = conv2d(x, w, pad=524287)");
+    free(out);
     /* a training step of more operations than the planner takes: check is fine, plan is an error */
     m = write_model("long.mg", "model m\ninput x: f32[4]\nparam w: f32[4]\nx = x * w\nrepeat 40000 {\n"
                                "  x = tanh(x)\n}\nl = sum(x)\nminimize l\n");
