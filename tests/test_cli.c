@@ -1041,8 +1041,9 @@ END_TEST
  * ...), the tensors' names only strings in the descriptor tables. C keywords, libc names,
  * reserved identifiers and names differing only in case among the tensors, and a 127-character
  * model name, give a header that compiles with -Wall -Wextra -Werror -pedantic in a program
- * that uses every symbol, links against the object and runs; a model name that would make
- * reserved C names is refused at its place, and nothing is written. */
+ * that uses every symbol, links against the object and runs; two models whose names differ
+ * only in case cannot be mixed up; a model name that would make reserved C names is refused at
+ * its place, and nothing is written. */
 START_TEST(test_c_names_from_the_model)
 {
     char longname[128];
@@ -1096,6 +1097,34 @@ START_TEST(test_c_names_from_the_model)
                               "input register", "input Register", "output free"};
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
             ck_assert_msg(strstr(out, want[k]), "model %s: no '%s' in:\n%s", names[i], want[k], out);
+        free(out);
+    }
+    /* two models whose names differ only in case define the same macros (NET_WORKSPACE_BYTES):
+     * their headers together are an #error, not one model's sizes silently used for the other;
+     * one header included twice is fine */
+    const char *twins[] = {"net", "NET"};
+    for (int i = 0; i < 2; i++) {
+        char src[256], o[64], h[64], *out;
+        snprintf(src, sizeof src, "model %s\ninput x: f32[2, 3]\nparam w: f32[3, 3]\nl = sum(x @ w)\nminimize l\n",
+                 twins[i]);
+        snprintf(o, sizeof o, "%s.o", twins[i]);
+        snprintf(h, sizeof h, "%s.h", twins[i]);
+        int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", write_model("twin.mg", src), path(o),
+                    path(h));
+        ck_assert_msg(rc == 0, "model %s: exited %d:\n%s", twins[i], rc, out);
+        free(out);
+    }
+    write_model("twice.c", "#include \"net.h\"\n#include \"net.h\"\nint main(void) { return (int)NET_NUM_PARAMS - 1; }\n");
+    write_model("twins.c", "#include \"net.h\"\n#include \"NET.h\"\nint main(void) { return (int)NET_NUM_PARAMS - 1; }\n");
+    for (int i = 0; i < 2; i++) {
+        char cmd[9000], *out;
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c11 -Wall -Wextra -Werror -pedantic %s net.o -lm -o t && ./t", dir,
+                 MG_CC, i ? "twins.c" : "twice.c");
+        int rc = tu_run(cmd, &out);
+        if (!i) ck_assert_msg(rc == 0, "net.h included twice:\n%s", out);
+        else
+            ck_assert_msg(rc != 0 && strstr(out, "differs from 'NET' only in case"), "net.h and NET.h: exited %d:\n%s",
+                          rc, out);
         free(out);
     }
     const char *bad[] = {"_Foo", "__x", "a__b", "net_", "_"};
