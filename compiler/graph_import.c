@@ -54,7 +54,7 @@ static const char *skip_ws(const char *p, const char *e)
 static const char *skip_string(const char *p, const char *e) /* p at the opening quote */
 {
     for (p++; p < e && *p != '"'; p++)
-        if (*p == '\\') p++;
+        if (*p == '\\' && p + 1 < e) p++;
     return p < e ? p + 1 : e;
 }
 
