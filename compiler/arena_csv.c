@@ -4,7 +4,8 @@
  * Why it exists: published allocation instances come in this format, and a wrong number must
  * be reported with its line rather than silently placed. Validation is strict: the header is
  * required, every row has four integer fields, ids are distinct, upper > lower, size >= 0.
- * Blank lines are skipped; a CR before the newline is accepted. */
+ * Blank lines are skipped; a CR before the newline is accepted, and so is a UTF-8 byte order
+ * mark at the very start of the file (spreadsheet exports write one). */
 #include "arena.h"
 #include "read_file.h"
 
@@ -84,6 +85,7 @@ mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_
     id_line *ids = NULL;
     int64_t total = 0;
     const char *p = text, *end = text + len;
+    if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3; /* a UTF-8 byte order mark */
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol) eol = end;

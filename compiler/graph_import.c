@@ -8,13 +8,26 @@
  *
  * Every node is computed at least once and may be recomputed (the benchmarks' memory model);
  * for Checkmate graphs the forward nodes come first, so sqrt checkpoints apply to them. JSON
- * is parsed with cJSON; errors name the file and, for syntax, the line and column. */
+ * is parsed with cJSON; errors name the file, the line and the column: of the syntax error, or
+ * of the node, link or graph.order entry at fault (cJSON keeps no positions: a small scan of
+ * the text finds the element, once, on the error path).
+ *
+ * Limits (README, "Limits"): at most MAX_GRAPH_NODES nodes (as many as a model's training
+ * step may have: planning time grows faster than the graph, about a minute at 60,000) and
+ * MAX_GRAPH_LINKS links, node sizes adding up to at most 2^50 bytes, so that every int64_t
+ * sum of sizes in the planner, its reports and the arena stays below 2^63 with each value
+ * counted several thousand times over, and costs of at most 1e18 each (sums stay finite). */
 #include "plan.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { MAX_GRAPH_NODES = 1 << 16, MAX_GRAPH_LINKS = 1 << 20 };
+static const double MAX_GRAPH_BYTES = 0x1p50, MAX_NODE_COST = 1e18;
 
 static mg_status fail_at(mg_diag *d, const char *file, const char *text, const char *at, const char *what)
 {
@@ -28,6 +41,95 @@ static mg_status fail_at(mg_diag *d, const char *file, const char *text, const c
         }
     }
     return mg_diag_set(d, (mg_loc){file, line, col}, "%s", what);
+}
+
+/* Positions for messages, found in the text cJSON has already accepted (so well-formed):
+ * whitespace is what cJSON skips, every byte up to a space. */
+static const char *skip_ws(const char *p, const char *e)
+{
+    while (p < e && (unsigned char)*p <= 32) p++;
+    return p;
+}
+
+static const char *skip_string(const char *p, const char *e) /* p at the opening quote */
+{
+    for (p++; p < e && *p != '"'; p++)
+        if (*p == '\\' && p + 1 < e) p++;
+    return p < e ? p + 1 : e;
+}
+
+static const char *skip_value(const char *p, const char *e)
+{
+    if (p < e && *p == '"') return skip_string(p, e);
+    if (p < e && (*p == '{' || *p == '[')) {
+        int depth = 0;
+        while (p < e) {
+            if (*p == '"') {
+                p = skip_string(p, e);
+                continue;
+            }
+            if (*p == '{' || *p == '[') depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0) return p + 1;
+            p++;
+        }
+        return e;
+    }
+    while (p < e && (unsigned char)*p > 32 && *p != ',' && *p != '}' && *p != ']') p++;
+    return p;
+}
+
+/* The value of the first member named key of the object at p (as cJSON looks it up), or NULL. */
+static const char *json_member(const char *p, const char *e, const char *key)
+{
+    p = p ? skip_ws(p, e) : e;
+    if (p >= e || *p != '{') return NULL;
+    size_t k = strlen(key);
+    for (p = skip_ws(p + 1, e); p < e && *p == '"'; p = skip_ws(p + 1, e)) {
+        const char *ks = p + 1;
+        p = skip_string(p, e);
+        int match = (size_t)(p - 1 - ks) == k && !memcmp(ks, key, k);
+        p = skip_ws(p, e);
+        if (p >= e || *p != ':') return NULL;
+        p = skip_ws(p + 1, e);
+        if (match) return p;
+        p = skip_ws(skip_value(p, e), e);
+        if (p >= e || *p != ',') return NULL;
+    }
+    return NULL;
+}
+
+/* The idx-th element of the array at p, or NULL. */
+static const char *json_element(const char *p, const char *e, int idx)
+{
+    p = p ? skip_ws(p, e) : e;
+    if (p >= e || *p != '[') return NULL;
+    for (int i = 0; (p = skip_ws(p + 1, e)) < e && *p != ']'; i++) {
+        if (i == idx) return p;
+        p = skip_ws(skip_value(p, e), e);
+        if (p >= e || *p != ',') return NULL;
+    }
+    return NULL;
+}
+
+/* An error about element idx (idx < 0: the whole array) of the root's member key (of graph's,
+ * for "order"): at its line and column when the scan finds it, else at the file. */
+static mg_status fail_elem(mg_diag *d, const char *file, const char *text, size_t len, const char *key, int idx,
+                           const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static mg_status fail_elem(mg_diag *d, const char *file, const char *text, size_t len, const char *key, int idx,
+                           const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *e = text + len, *root = text;
+    if (len >= 3 && !memcmp(root, "\xEF\xBB\xBF", 3)) root += 3; /* cJSON skips a byte order mark too */
+    const char *arr = !strcmp(key, "order") ? json_member(json_member(root, e, "graph"), e, "order")
+                                             : json_member(root, e, key);
+    const char *at = idx < 0 ? arr : json_element(arr, e, idx);
+    if (!at) return mg_diag_set(d, (mg_loc){file, 0, 0}, "%s", msg);
+    return fail_at(d, file, text, at, msg);
 }
 
 /* A finite number field (or a node key given as a string of digits): never NaN or infinite
@@ -77,6 +179,14 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
         st = mg_diag_set(d, at_file, "not a node-link graph: expected non-empty \"nodes\" and \"links\" arrays");
         goto done;
     }
+    if (n > MAX_GRAPH_NODES || m > MAX_GRAPH_LINKS) {
+        st = n > MAX_GRAPH_NODES
+                 ? fail_elem(d, file, text, len, "nodes", MAX_GRAPH_NODES, "more than %d nodes (%d): too large to plan",
+                             MAX_GRAPH_NODES, n)
+                 : fail_elem(d, file, text, len, "links", MAX_GRAPH_LINKS, "more than %d links (%d): too large to plan",
+                             MAX_GRAPH_LINKS, m);
+        goto done;
+    }
     int layered = 0, i = 0;
     double total_bytes = 0;
     const cJSON *it;
@@ -91,18 +201,18 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
                          : get_num(it, "id", &r->key) && get_num(it, "cost_ram", &r->bytes) &&
                                get_num(it, "cost_cpu", &r->cost);
         if (!ok || r->bytes < 0 || r->cost < 0) {
-            st = mg_diag_set(d, at_file, "node %d: expected %s with finite non-negative numbers", i,
+            st = fail_elem(d, file, text, len, "nodes", i, "node %d: expected %s with finite non-negative numbers", i,
                              layered ? "\"name\", \"out_cost\" and \"duration\"" : "\"id\", \"cost_ram\" and \"cost_cpu\"");
             goto done;
         }
-        /* bytes are whole and add up to at most 2^62, so no sum of them overflows later; a
-         * cost of at most 1e18 keeps every sum of costs finite */
+        /* bytes are whole and add up to at most 2^50, so no sum of them overflows later (see the
+         * top); a cost of at most 1e18 keeps every sum of costs finite */
         total_bytes += r->bytes;
-        if (r->bytes != floor(r->bytes) || total_bytes > 0x1p62 || r->cost > 1e18) {
-            st = mg_diag_set(d, at_file, "node %d: %s", i,
-                             r->bytes != floor(r->bytes) ? "a size in bytes must be a whole number"
-                             : r->cost > 1e18            ? "cost above 1e18"
-                                                         : "the node sizes add up to more than 2^62 bytes");
+        if (r->bytes != floor(r->bytes) || total_bytes > MAX_GRAPH_BYTES || r->cost > MAX_NODE_COST) {
+            st = fail_elem(d, file, text, len, "nodes", i, "node %d: %s", i,
+                           r->bytes != floor(r->bytes) ? "a size in bytes must be a whole number"
+                           : r->cost > MAX_NODE_COST   ? "cost above 1e18"
+                                                       : "the node sizes add up to more than 2^50 bytes");
             goto done;
         }
         r->backward = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "backward"));
@@ -116,21 +226,23 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
     for (i = 0; i < n && !st; i++) {
         double k = rec[i].key;
         if (!is_index(k, n) || index_of[(int)k] >= 0)
-            st = mg_diag_set(d, at_file, "node %d: id %.17g is not a distinct integer in 0..%d", i, k, n - 1);
+            st = fail_elem(d, file, text, len, "nodes", i, "node %d: id %.17g is not a distinct integer in 0..%d", i,
+                           k, n - 1);
         else index_of[(int)k] = i;
     }
     /* the topological order: graph.order for layered DAGs, ids otherwise */
     for (i = 0; i < n && !st; i++) pos[i] = -1;
     if (!st && layered && order) {
         if (!cJSON_IsArray(order) || cJSON_GetArraySize(order) != n) {
-            st = mg_diag_set(d, at_file, "graph.order must list each of the %d nodes once", n);
+            st = fail_elem(d, file, text, len, "order", -1, "graph.order must list each of the %d nodes once", n);
         } else {
             int p = 0;
             cJSON_ArrayForEach(it, order)
             {
                 double k;
                 if (!get_num(it, NULL, &k) || !is_index(k, n) || pos[index_of[(int)k]] >= 0) {
-                    st = mg_diag_set(d, at_file, "graph.order entry %d is not a node id or repeats one", p);
+                    st = fail_elem(d, file, text, len, "order", p, "graph.order entry %d is not a node id or repeats one",
+                                   p);
                     break;
                 }
                 pos[index_of[(int)k]] = p++;
@@ -147,15 +259,16 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
         int ok = layered ? get_num(it, "0", &s) && get_num(it, "1", &t)
                          : get_num(it, "source", &s) && get_num(it, "target", &t);
         if (!ok || !is_index(s, n) || !is_index(t, n)) {
-            st = mg_diag_set(d, at_file, "link %d: expected %s naming nodes 0..%d", i,
-                             layered ? "\"0\" and \"1\"" : "\"source\" and \"target\"", n - 1);
+            st = fail_elem(d, file, text, len, "links", i, "link %d: expected %s naming nodes 0..%d", i,
+                           layered ? "\"0\" and \"1\"" : "\"source\" and \"target\"", n - 1);
             break;
         }
         src[i] = pos[index_of[(int)s]];
         dst[i] = pos[index_of[(int)t]];
         if (src[i] >= dst[i]) {
-            st = mg_diag_set(d, at_file, "link %d: %.0f -> %.0f goes against the topological order (a cycle or a "
-                             "misordered graph)", i, s, t);
+            st = fail_elem(d, file, text, len, "links", i,
+                           "link %d: %.0f -> %.0f goes against the topological order (a cycle or a misordered graph)", i,
+                           s, t);
             break;
         }
         i++;

@@ -1,5 +1,9 @@
 /* header.c — writes the C header that goes with a generated object: sizes as macros, the
- * tensor descriptor tables, and the prototypes, all named after the user's model. */
+ * tensor descriptor tables, and the prototypes, all named after the user's model. The model's
+ * name is the only user name in C identifiers: the parser has made it one that gives no
+ * reserved names (no '_' at either end, no "__"); the tensors' names appear only in comments
+ * and in the tables' strings. The macros take the name in capitals: the headers of two models
+ * whose names differ only in case, which would define the same macros, are an #error together. */
 #include "backend.h"
 
 #include <ctype.h>
@@ -86,7 +90,12 @@ char *mg_header_text(const mg_program *p)
                 " * updated once per %s_train_step (also when the plan recomputes an op) and read by\n"
                 " * %s_forward, which runs in inference mode (running statistics, no dropout).\n",
             M, m, m, m);
-    put(&o, " */\n#ifndef MG_MODEL_%s_H\n#define MG_MODEL_%s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n", M, M);
+    /* the guard takes the name as it is; the macros' prefix in capitals is claimed separately,
+     * so that a second model whose name differs only in case is an error, not a silent mix */
+    put(&o, " */\n#ifndef MG_MODEL_%s_H\n#define MG_MODEL_%s_H\n\n", m, m);
+    put(&o, "#ifdef MG_MODEL_MACROS_%s\n#error \"the header of a model whose name differs from '%s' only in case is "
+            "included too: both define %s_WORKSPACE_BYTES and the other %s_ macros\"\n#endif\n"
+            "#define MG_MODEL_MACROS_%s 1\n\n#include <stddef.h>\n#include <stdint.h>\n\n", M, m, M, M, M);
     put(&o, "#ifndef MG_TENSOR_DESC_DEFINED\n#define MG_TENSOR_DESC_DEFINED\n"
             "enum { MG_F32 = 0, MG_F64 = 1, MG_I32 = 2 };\n"
             "typedef struct mg_tensor_desc {\n"

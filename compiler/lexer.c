@@ -2,7 +2,8 @@
  * Tokens: identifiers ([A-Za-z_][A-Za-z0-9_]*), numbers (decimal, optional fraction and
  * exponent), one-character punctuation, and NEWLINE, which ends a statement. `#` starts a
  * comment to the end of the line. Inside parentheses and brackets newlines are skipped so
- * long expressions may span lines. */
+ * long expressions may span lines. A UTF-8 byte order mark at the very start of the file
+ * (some editors write one) is skipped; columns on line 1 count from after it. */
 #include "frontend.h"
 
 #include <ctype.h>
@@ -28,6 +29,7 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
     const char *p = src, *end = src + len, *bol = src;
     toks->tok = NULL;
     toks->n = 0;
+    if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) bol = p += 3; /* a UTF-8 byte order mark */
     while (p < end) {
         mg_loc loc = {file, line, (int)(p - bol) + 1};
         mg_token tok = {0};

@@ -427,7 +427,37 @@ static void compiled_free(compiled *c)
     free(c->src.text);
 }
 
-static int run_frontend(const char *path, compiled *c)
+/* What the planner takes (README, "Limits"): a training step of at most MAX_PLAN_NODES
+ * operations, forward and backward, whose values add up to at most 2^52 bytes. Planning time
+ * grows faster than the graph (about a minute at 60,000 operations), and with these limits
+ * every int64_t sum of sizes stays below 2^63 with each value counted 2,000 times over. `check`
+ * takes larger models (the parser's limits). The error is at the operation past the limit (a
+ * backward one at the forward operation it differentiates). */
+enum { MAX_PLAN_NODES = 1 << 16 };
+
+static int plannable(const compiled *c)
+{
+    const mg_graph *g = c->g;
+    double bytes = 0;
+    int at = g->n > MAX_PLAN_NODES ? MAX_PLAN_NODES : -1;
+    for (int i = 0; i < g->n && at < 0; i++)
+        if ((bytes += (double)mg_node_bytes(g, i)) > 0x1p52) at = i;
+    if (at < 0) return 0;
+    mg_diag d = {0};
+    if (g->n > MAX_PLAN_NODES)
+        mg_diag_set(&d, g->nodes[at].loc, "model too large to plan: its training step has %d operations (%d forward, "
+                    "%d backward), more than %d; the first one past the limit comes from here", g->n, g->nforward,
+                    g->n - g->nforward, MAX_PLAN_NODES);
+    else
+        mg_diag_set(&d, g->nodes[at].loc, "model too large to plan: the values of its training step add up to "
+                    "more than 2^52 bytes (4 PiB) with this '%s'%s", mg_ops[g->nodes[at].op].name,
+                    at < g->nforward ? "" : " (in its gradient)");
+    print_diag(&c->src, &d);
+    return 1;
+}
+
+/* Parses and differentiates; to_plan: the model must be one the planner takes. */
+static int run_frontend(const char *path, compiled *c, int to_plan)
 {
     mg_diag d = {0};
     memset(c, 0, sizeof *c);
@@ -436,7 +466,7 @@ static int run_frontend(const char *path, compiled *c)
         print_diag(&c->src, &d);
         return 1;
     }
-    return 0;
+    return to_plan ? plannable(c) : 0;
 }
 
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an
@@ -537,7 +567,7 @@ static int verify_again(compiled *c)
 static int cmd_check(options *o)
 {
     compiled c;
-    int rc = run_frontend(o->model, &c);
+    int rc = run_frontend(o->model, &c, 0);
     if (!rc && (o->print_ir || o->print_joint)) {
         int saved = c.g->n;
         if (o->print_ir) c.g->n = c.g->nforward; /* the forward graph is a prefix of the joint one */
@@ -643,7 +673,7 @@ static void write_trace(FILE *out, const void *f) { mg_report_trace(out, f); }
 /* The plan of a model and its figures, which every report reads. */
 static int plan_figures(options *o, compiled *c, mg_report_figures *f)
 {
-    int rc = run_frontend(o->model, c);
+    int rc = run_frontend(o->model, c, 1);
     if (!rc) rc = run_planner(o, c, MG_MIN_YES);
     if (!rc) {
         mg_diag d = {0};
@@ -771,7 +801,7 @@ static int cmd_sweep(options *o)
             free(src.text);
             return 1;
         }
-    } else if (run_frontend(o->model, &c)) {
+    } else if (run_frontend(o->model, &c, 1)) {
         compiled_free(&c);
         return 1;
     }
@@ -923,7 +953,7 @@ static int cmd_compile(options *o)
     int target_rc = check_target(o);
     if (target_rc) return target_rc;
     compiled c;
-    int rc = run_frontend(o->model, &c);
+    int rc = run_frontend(o->model, &c, 1);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
     /* Every output goes to a temporary file first; all are renamed only when all are written,

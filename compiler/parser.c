@@ -37,7 +37,8 @@
  * Bad input is an error at its place, never undefined behaviour, a crash or a quadratic crawl:
  * tensor expressions nest at most 200 levels and integer ones 64, numbers are finite, a tensor
  * (declared, or a reshape's shape) has dimensions up to 10^12 and at most 2^40 elements, and
- * names are looked up in hash indexes (100000 params in a repeat block check in seconds).
+ * names are looked up in hash indexes (100000 params in a repeat block check in seconds). A
+ * model has at most MAX_NODES operations whose tensors add up to at most 2^50 bytes (check_size).
  */
 #include "frontend.h"
 
@@ -47,7 +48,9 @@
 #include <math.h>
 #include <string.h>
 
-enum { MAX_NODES = 1 << 21, MAX_REPEAT_DEPTH = 16 };
+/* The model's limits (see count_bytes and check_size; README, "Limits"). */
+enum { MAX_NODES = 1 << 20, MAX_REPEAT_DEPTH = 16 };
+static const double MAX_MODEL_BYTES = 0x1p50;
 
 typedef struct binding {
     const char *name; /* interned in the graph */
@@ -122,6 +125,10 @@ typedef struct parser {
     int cap_inputs, cap_params; /* allocated length of g->inputs and g->params */
     int expr_depth;    /* nesting of the tensor expression being parsed (parse_unary) */
     name_index call_keys; /* calls[] by key */
+    int sized;         /* nodes [0, sized) are counted in bytes */
+    double bytes;      /* their sizes' sum (count_bytes) */
+    mg_loc repeat_loc; /* the outermost repeat block being expanded */
+    int repeat_it;     /* and its iteration */
 } parser;
 
 static size_t name_hash(const char *s)
@@ -284,10 +291,44 @@ static int distance(const char *a, const char *b)
     return row[lb];
 }
 
+/* " (in iteration K of the repeat block at line L)" when a repeat is being expanded, else "". */
+static const char *in_repeat(const parser *p, char *buf, size_t n)
+{
+    if (!p->repeat_depth) return "";
+    snprintf(buf, n, " (in iteration %d of the repeat block at line %d)", p->repeat_it, p->repeat_loc.line);
+    return buf;
+}
+
+/* Limits that keep every later sum safe and `check` quick: the forward graph's tensors add up
+ * to at most 2^50 bytes (1 PiB; each is at most 2^40 elements, 8 TiB) and it has at most
+ * MAX_NODES operations (a few seconds to parse and differentiate; the planner takes fewer, and
+ * the joint graph's bytes are checked again before planning: main.c, plannable). Sizes are
+ * counted as nodes appear; the error is at the tensor that passes the limit. */
+static mg_status count_bytes(parser *p)
+{
+    char rb[96];
+    for (mg_graph *g = p->g; p->sized < g->n; p->sized++) {
+        const mg_node *n = &g->nodes[p->sized];
+        p->bytes += (double)mg_node_bytes(g, p->sized);
+        if (p->bytes > MAX_MODEL_BYTES) {
+            char what[200];
+            if (n->name) snprintf(what, sizeof what, "'%s'", n->name);
+            else snprintf(what, sizeof what, "this '%s'", mg_ops[n->op].name);
+            return mg_diag_set(p->d, n->loc, "model too large: with %s the tensors add up to more than 2^50 bytes "
+                               "(1 PiB)%s", what, in_repeat(p, rb, sizeof rb));
+        }
+    }
+    return MG_OK;
+}
+
+/* Before an operation at loc is added. */
 static int check_size(parser *p, mg_loc loc)
 {
+    char rb[96];
+    if (count_bytes(p)) return MG_ERR;
     if (p->g->n >= MAX_NODES)
-        return mg_diag_set(p->d, loc, "model too large (more than %d operations)", MAX_NODES);
+        return mg_diag_set(p->d, loc, "model too large (more than %d operations)%s", MAX_NODES,
+                           in_repeat(p, rb, sizeof rb));
     return MG_OK;
 }
 
@@ -827,6 +868,24 @@ static mg_status unet_args(parser *p, mg_op op, const ev *args, const int *in, i
     return MG_OK;
 }
 
+/* The convolution kernels multiply the rows and columns of the patch matrix of a call (its
+ * K = C/groups * kh * kw by P = N * OH * OW, the output's positions; those of the input for
+ * conv_transpose2d) in int64_t: a convolution whose tensors are within the limits can still
+ * make K * P overflow (x of 2^30 channels, 1x1, padded to 2^20 x 2^20: 2^70). At most 2^56,
+ * far above any real network's (resnet50's largest, batch 64: about 2^24). */
+static mg_status conv_size(parser *p, int id)
+{
+    const mg_node *n = &p->g->nodes[id];
+    const mg_shape *w = &p->g->nodes[n->in[1]].type.shape, *y = &n->type.shape, *x = &p->g->nodes[n->in[0]].type.shape;
+    const mg_shape *cs = n->op == MG_OP_CONV2D ? x : y, *ps = n->op == MG_OP_CONV2D ? y : x;
+    double k = (double)cs->dim[1] / (double)(n->iattr[3] > 0 ? n->iattr[3] : 1) * (double)w->dim[2] * (double)w->dim[3];
+    double pp = (double)ps->dim[0] * (double)ps->dim[2] * (double)ps->dim[3];
+    if (k * pp > 0x1p56)
+        return mg_diag_set(p->d, n->loc, "'%s' too large for the kernels: its patch matrix has %.3g rows by %.3g "
+                           "columns (at most 2^56 elements)", mg_ops[n->op].name, k, pp);
+    return MG_OK;
+}
+
 /* primary = NUM | IDENT | IDENT "(" [ expr { "," expr } ] ")" | "(" expr ")" */
 static mg_status parse_primary(parser *p, ev *out)
 {
@@ -991,6 +1050,7 @@ static mg_status parse_primary(parser *p, ev *out)
             return MG_OK;
         }
         out->node = mg_graph_add_op(p->g, (mg_op)op, nargs, in, ca.iattr, ca.fattr, loc, p->d);
+        if (out->node >= 0 && (op == MG_OP_CONV2D || op == MG_OP_CONV_TRANSPOSE2D)) return conv_size(p, out->node);
         return out->node < 0 ? MG_ERR : MG_OK;
     }
     constant *cst = find_const(p, name);
@@ -1223,6 +1283,7 @@ static mg_status declare(parser *p, mg_op op)
     index_add(&p->decls, p, node_name, id);
     (void)kw;
     bind(p, name, id, loc);
+    if (count_bytes(p)) return MG_ERR;
     return expect_end(p);
 }
 
@@ -1230,7 +1291,7 @@ static mg_status parse_stmt(parser *p);
 
 static int blank(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = n >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3) ? 3 : 0; i < n; i++) /* past a byte order mark */
         if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') return 0;
     return 1;
 }
@@ -1264,8 +1325,10 @@ static mg_status parse_repeat(parser *p)
     }
     if (close < 0) return mg_diag_set(p->d, kw, "'repeat' block is never closed with '}'");
     size_t keep = strlen(p->suffix);
+    if (!p->repeat_depth) p->repeat_loc = kw;
     p->repeat_depth++;
     for (int it = 0; it < count; it++) {
+        if (p->repeat_depth == 1) p->repeat_it = it;
         snprintf(p->suffix + keep, sizeof p->suffix - keep, ".%d", it);
         p->pos = start;
         while (p->pos < close) {
@@ -1405,7 +1468,14 @@ static mg_status parse_stmt(parser *p)
             return mg_diag_set(p->d, loc, "second 'model' statement (the model was named at line %d)",
                                p->model_loc.line);
         p->pos++;
+        mg_loc nloc = here(p);
         if (expect_ident(p, "the model's name", name, sizeof name)) return MG_ERR;
+        /* The generated C names are NAME_forward, NAME_WORKSPACE_BYTES (NAME in capitals), ...:
+         * C reserves names that begin with '_', and C++ (the header declares them extern "C")
+         * names that contain "__", which a name ending in '_' makes with the separator. */
+        if (name[0] == '_' || strstr(name, "__") || name[strlen(name) - 1] == '_')
+            return mg_diag_set(p->d, nloc, "model name '%s' would give the generated code reserved C names such as "
+                               "'%s_forward': a model's name may not begin or end with '_' or contain '__'", name, name);
         g->model_name = mg_graph_intern(g, name);
         p->model_loc = loc;
         return expect_end(p);
@@ -1486,6 +1556,7 @@ mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out
                          p.toks.n > 1      ? ""
                          : blank(src, len) ? " (the file is empty)"
                                            : " (the file has only comments)");
+    if (st == MG_OK) st = count_bytes(&p);
     if (st == MG_OK && p.g->loss < 0)
         st = mg_diag_set(d, here(&p), "missing 'minimize NAME': name the scalar loss the training step minimizes");
     if (st == MG_OK) {

@@ -11,12 +11,14 @@
  * fail until the compiler is fixed.
  */
 #include <check.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ir.h"
 #include "testutil.h"
@@ -915,8 +917,8 @@ END_TEST
 
 /* Benchmark graphs with numbers no graph can mean: NaN ids and costs were converted to int
  * and int64_t (undefined behaviour), an infinite cost and half a byte were planned, and sizes
- * beyond 2^63 in total overflowed the planner's sums. Each is an error naming the file and the
- * node or link. */
+ * beyond 2^63 in total overflowed the planner's sums (the limit is now 2^50). Each is an error
+ * naming the file, the node or link, and its line and column. */
 START_TEST(test_graph_bad_numbers)
 {
     static const struct {
@@ -927,7 +929,7 @@ START_TEST(test_graph_bad_numbers)
         {"\"id\": 1, \"cost_cpu\": 1e999, \"cost_ram\": 8", "0, \"target\": 1", "node 1: expected"},
         {"\"id\": 1, \"cost_cpu\": 1e300, \"cost_ram\": 8", "0, \"target\": 1", "node 1: cost above 1e18"},
         {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 0.5", "0, \"target\": 1", "node 1: a size in bytes must be a whole number"},
-        {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 4e18", "0, \"target\": 1", "node 1: the node sizes add up to more than 2^62 bytes"},
+        {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 2e14", "0, \"target\": 1", "node 1: the node sizes add up to more than 2^50 bytes"},
         {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8", "\"nan\", \"target\": 1", "link 0: expected \"source\" and \"target\" naming nodes 0..2"},
         {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8", "0.5, \"target\": 1", "link 0: expected"},
         {"\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8", "0, \"target\": 1", NULL}, /* the valid graph */
@@ -935,7 +937,7 @@ START_TEST(test_graph_bad_numbers)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char src[1024];
         snprintf(src, sizeof src,
-                 "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 4e18},\n {%s},\n"
+                 "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1e15},\n {%s},\n"
                  " {\"id\": 2, \"cost_cpu\": 1, \"cost_ram\": 8, \"backward\": true}],\n"
                  " \"links\": [{\"source\": %s}, {\"source\": 1, \"target\": 2}]}\n",
                  cases[i].node1, cases[i].link0);
@@ -945,12 +947,245 @@ START_TEST(test_graph_bad_numbers)
         if (!cases[i].msg) {
             ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "valid graph: exited %d:\n%s", rc, out);
         } else {
-            char head[4400];
-            snprintf(head, sizeof head, "%s: error: %s", g, cases[i].msg);
+            char head[4400]; /* node 1 starts line 2, link 0 is at column 12 of line 4 */
+            snprintf(head, sizeof head, "%s:%s: error: %s", g, cases[i].msg[0] == 'n' ? "2:2" : "4:12", cases[i].msg);
             ck_assert_msg(rc == 1 && strstr(out, head) == out, "case %zu: exited %d, wanted '%s':\n%s", i, rc, head, out);
         }
         free(out);
     }
+}
+END_TEST
+
+/* Models past the limits (a forward graph of at most 2^21 operations... see parser.c): 1.1 M
+ * tensors of 8 TiB each made `check` crawl for 6 s and `plan` run for more than 300 s while
+ * their sizes overflowed int64_t sums; the tensor that passes 2^50 bytes is an error at its
+ * place, naming the repeat block. */
+START_TEST(test_model_too_large)
+{
+    const char *m = write_model("huge.mg", "model m\ninput x: f64[1048576, 1048576]\nrepeat 1000 {\n repeat 1100 {\n"
+                                           "  x = x * x\n }\n}\nl = sum(x)\nminimize l\n");
+    char *out;
+    int rc = mg(&out, "plan '%s' --no-cache", m);
+    ck_assert_int_eq(rc, 1);
+    assert_diag(out, m, 5, 9,
+                "model too large: with 'x' the tensors add up to more than 2^50 bytes (1 PiB) (in iteration 0 of "
+                "the repeat block at line 3)",
+                "  x = x * x");
+    free(out);
+    /* declared tensors alone: the 129th input of 8 TiB passes 2^50 bytes */
+    char *src = malloc(200 * 48), *q = src;
+    q += sprintf(q, "model m\n");
+    for (int i = 0; i < 200; i++) q += sprintf(q, "input x%d: f64[1048576, 1048576]\n", i);
+    sprintf(q, "l = sum(x0)\nminimize l\n");
+    m = write_model("inputs.mg", src);
+    free(src);
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 130, 7, "model too large: with 'x128' the tensors add up to more than 2^50 bytes (1 PiB)",
+                "input x128: f64[1048576, 1048576]");
+    ck_assert_msg(!strstr(out, "repeat"), "%s", out);
+    free(out);
+    /* a convolution within the tensor limits whose patch matrix has 2^70 elements: the kernels'
+     * int64_t product K * P overflowed (UBSan in conv.h, plan exited 0) */
+    m = write_model("conv.mg", "model m\ninput x: f32[1, 1073741824, 1, 1]\nparam w: f32[1, 1073741824, 1, 1]\n"
+                               "h = conv2d(x, w, pad=524287)\nl = sum(h)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "plan '%s' --no-cache", m), 1);
+    assert_diag(out, m, 4, 5, "'conv2d' too large for the kernels: its patch matrix has 1.07e+09 rows by 1.1e+12 columns",
+                "h = conv2d(x, w, pad=524287)");
+    free(out);
+    /* a training step of more operations than the planner takes: check is fine, plan is an error */
+    m = write_model("long.mg", "model m\ninput x: f32[4]\nparam w: f32[4]\nx = x * w\nrepeat 40000 {\n"
+                               "  x = tanh(x)\n}\nl = sum(x)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 0);
+    free(out);
+    ck_assert_int_eq(mg(&out, "plan '%s' --no-cache", m), 1);
+    assert_diag(out, m, 6, 7,
+                "model too large to plan: its training step has 80007 operations (40004 forward, 40003 backward), "
+                "more than 65536",
+                "  x = tanh(x)");
+    free(out);
+    /* a graph with more nodes than plan --graph takes: an error at the first node too many */
+    size_t cap = (size_t)70000 * 48 + 256, k = 0;
+    char *g = malloc(cap);
+    k += (size_t)snprintf(g + k, cap - k, "{\"nodes\": [\n");
+    for (int i = 0; i <= 65536; i++)
+        k += (size_t)snprintf(g + k, cap - k, "{\"id\": %d, \"cost_cpu\": 1, \"cost_ram\": 8}%s\n", i,
+                              i < 65536 ? "," : "");
+    snprintf(g + k, cap - k, "], \"links\": [{\"source\": 0, \"target\": 1}]}\n");
+    const char *gp = write_model("big.json", g);
+    free(g);
+    rc = mg(&out, "plan --graph '%s' --no-cache", gp);
+    char head[4400];
+    snprintf(head, sizeof head, "%s:65538:1: error: more than 65536 nodes (65537): too large to plan", gp);
+    ck_assert_msg(rc == 1 && strstr(out, head) == out, "exited %d, wanted '%s':\n%.600s", rc, head, out);
+    free(out);
+}
+END_TEST
+
+/* A UTF-8 byte order mark, which spreadsheet exports and some editors write, is accepted at the
+ * very start of a buffer CSV ("expected the header" before), a model and a graph; anywhere
+ * else it is still an error. */
+START_TEST(test_byte_order_mark)
+{
+    const char *c = write_model("bom.csv", "\xEF\xBB\xBFid,lower,upper,size\n0,0,2,8\n1,1,3,8\n");
+    char *out;
+    int rc = mg(&out, "arena '%s' --format json", c);
+    ck_assert_msg(rc == 0 && strstr(out, "16"), "CSV with a BOM: exited %d:\n%s", rc, out);
+    free(out);
+    c = write_model("bom2.csv", "\nid,lower,upper,size\n\xEF\xBB\xBF" "0,0,2,8\n");
+    rc = mg(&out, "arena '%s'", c);
+    ck_assert_msg(rc == 1 && strstr(out, ":3:"), "a BOM on line 3: exited %d:\n%s", rc, out);
+    free(out);
+    char *src = malloc(strlen(mlp_src) + 4);
+    snprintf(src, strlen(mlp_src) + 4, "\xEF\xBB\xBF%s", mlp_src);
+    const char *m = write_model("bom.mg", src);
+    free(src);
+    ck_assert_msg(check_hash(m) == check_hash(write_model("mlp.mg", mlp_src)), "the BOM changed the model");
+    m = write_model("bom-err.mg", "\xEF\xBB\xBFmodel m\ninput x: f32[4]\nl = sum(y)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    ck_assert_msg(strstr(out, "bom-err.mg:3:9: error: "), "%s", out);
+    free(out);
+    const char *g = write_model("bom.json", "\xEF\xBB\xBF{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8},\n"
+                                            " {\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 8, \"backward\": true}],\n"
+                                            " \"links\": [{\"source\": 0, \"target\": 1}]}\n");
+    rc = mg(&out, "plan --graph '%s' --no-cache --verify", g);
+    ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "graph with a BOM: exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* The generated names: the model's name makes C identifiers (NAME_forward, NAME_WORKSPACE_BYTES,
+ * ...), the tensors' names only strings in the descriptor tables. C keywords, libc names,
+ * reserved identifiers and names differing only in case among the tensors, and a 127-character
+ * model name, give a header that compiles with -Wall -Wextra -Werror -pedantic in a program
+ * that uses every symbol, links against the object and runs; two models whose names differ
+ * only in case cannot be mixed up; a model name that would make reserved C names is refused at
+ * its place, and nothing is written. */
+START_TEST(test_c_names_from_the_model)
+{
+    char longname[128];
+    memset(longname, 'n', 127);
+    longname[0] = 'L';
+    longname[127] = 0;
+    const char *names[] = {"int", "malloc", longname};
+    for (int i = 0; i < 3; i++) {
+        char src[2048], up[128], cmd[20000];
+        snprintf(src, sizeof src,
+                 "model %s\ninput register: f32[2, 3]\ninput Register: f32[2, 3]\nparam static: f32[3, 3] = he\n"
+                 "param _Bool: f32[3] = zeros\nparam __x: f32[3, 3]\nparam W: f32[3]\nparam w: f32[3] = ones\n"
+                 "param exp: f32[3]\nh = (register + Register) @ static + _Bool\nfree = relu(h @ __x) * W + w * exp\n"
+                 "%s = sum(free)\noutput free\nminimize %s\n",
+                 names[i], longname, longname);
+        const char *m = write_model("names.mg", src);
+        char *out;
+        int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("m.o"), path("m.h"));
+        ck_assert_msg(rc == 0, "model %s: compile exited %d:\n%s", names[i], rc, out);
+        free(out);
+        for (size_t k = 0; k <= strlen(names[i]); k++) up[k] = (char)toupper((unsigned char)names[i][k]);
+        const char *N = names[i];
+        char app[8192];
+        snprintf(app, sizeof app,
+                 "#include \"m.h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+                 "int main(void)\n{\n"
+                 "    static const size_t fig[] = {%s_WORKSPACE_BYTES, %s_PARAM_BYTES, %s_NUM_PARAMS, %s_NUM_INPUTS,\n"
+                 "                                 %s_NUM_OUTPUTS, %s_HAS_STATE};\n"
+                 "    unsigned long long hash = %s_MODEL_HASH;\n"
+                 "    void *params = calloc(1, %s_PARAM_BYTES), *grads = calloc(1, %s_PARAM_BYTES);\n"
+                 "    void *ws = calloc(1, %s_WORKSPACE_BYTES + 1);\n"
+                 "    const void *in[%s_NUM_INPUTS];\n    void *outs[%s_NUM_OUTPUTS];\n"
+                 "    for (int i = 0; i < %s_NUM_INPUTS; i++) in[i] = calloc(1, %s_inputs_desc[i].bytes);\n"
+                 "    for (int i = 0; i < %s_NUM_OUTPUTS; i++) outs[i] = calloc(1, %s_outputs_desc[i].bytes);\n"
+                 "    %s_init_params(params, 7);\n"
+                 "    float loss = %s_train_step(params, grads, in, ws);\n"
+                 "    %s_forward(params, in, outs, ws);\n"
+                 "    printf(\"loss %%g hash %%llx figures %%zu %%zu %%zu %%zu %%zu %%zu\\n\", loss, hash, fig[0], fig[1],\n"
+                 "           fig[2], fig[3], fig[4], fig[5]);\n"
+                 "    for (int i = 0; i < %s_NUM_PARAMS; i++) printf(\"param %%s\\n\", %s_params_desc[i].name);\n"
+                 "    for (int i = 0; i < %s_NUM_INPUTS; i++) printf(\"input %%s\\n\", %s_inputs_desc[i].name);\n"
+                 "    printf(\"output %%s\\n\", %s_outputs_desc[0].name);\n"
+                 "    return 0;\n}\n",
+                 up, up, up, up, up, up, up, up, up, up, up, up, up, N, up, N, N, N, N, up, N, up, N, N);
+        write_model("app.c", app);
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && '%s' -std=c11 -Wall -Wextra -Werror -pedantic app.c m.o -lm -o app && ./app", dir, MG_CC);
+        rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0, "model %s: the program does not build or run:\n%s", names[i], out);
+        const char *want[] = {"param static", "param _Bool", "param __x", "param W", "param w", "param exp",
+                              "input register", "input Register", "output free"};
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            ck_assert_msg(strstr(out, want[k]), "model %s: no '%s' in:\n%s", names[i], want[k], out);
+        free(out);
+    }
+    /* two models whose names differ only in case define the same macros (NET_WORKSPACE_BYTES):
+     * their headers together are an #error, not one model's sizes silently used for the other;
+     * one header included twice is fine */
+    const char *twins[] = {"net", "NET"};
+    for (int i = 0; i < 2; i++) {
+        char src[256], o[64], h[64], *out;
+        snprintf(src, sizeof src, "model %s\ninput x: f32[2, 3]\nparam w: f32[3, 3]\nl = sum(x @ w)\nminimize l\n",
+                 twins[i]);
+        snprintf(o, sizeof o, "%s.o", twins[i]);
+        snprintf(h, sizeof h, "%s.h", twins[i]);
+        int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", write_model("twin.mg", src), path(o),
+                    path(h));
+        ck_assert_msg(rc == 0, "model %s: exited %d:\n%s", twins[i], rc, out);
+        free(out);
+    }
+    write_model("twice.c", "#include \"net.h\"\n#include \"net.h\"\nint main(void) { return (int)NET_NUM_PARAMS - 1; }\n");
+    write_model("twins.c", "#include \"net.h\"\n#include \"NET.h\"\nint main(void) { return (int)NET_NUM_PARAMS - 1; }\n");
+    for (int i = 0; i < 2; i++) {
+        char cmd[9000], *out;
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c11 -Wall -Wextra -Werror -pedantic %s net.o -lm -o t && ./t", dir,
+                 MG_CC, i ? "twins.c" : "twice.c");
+        int rc = tu_run(cmd, &out);
+        if (!i) ck_assert_msg(rc == 0, "net.h included twice:\n%s", out);
+        else
+            ck_assert_msg(rc != 0 && strstr(out, "differs from 'NET' only in case"), "net.h and NET.h: exited %d:\n%s",
+                          rc, out);
+        free(out);
+    }
+    const char *bad[] = {"_Foo", "__x", "a__b", "net_", "_"};
+    for (int i = 0; i < 5; i++) {
+        char src[512], msg[256], line[64], names_left[1024];
+        snprintf(src, sizeof src, "model %s\ninput x: f32[4]\nl = sum(x)\nminimize l\n", bad[i]);
+        const char *m = write_model("bad.mg", src);
+        char *out;
+        int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache", m, path("b.o"), path("b.h"));
+        ck_assert_msg(rc == 1, "model %s: exited %d:\n%s", bad[i], rc, out);
+        snprintf(msg, sizeof msg, "model name '%s' would give the generated code reserved C names", bad[i]);
+        snprintf(line, sizeof line, "model %s", bad[i]);
+        assert_diag(out, m, 1, 7, msg, line);
+        free(out);
+        ck_assert_msg(!exists(path("b.o")) && !exists(path("b.h")), "model %s: %s", bad[i],
+                      (list_dir(names_left, sizeof names_left), names_left));
+    }
+}
+END_TEST
+
+/* An output that names the model by another name, a symbolic or a hard link to it, is the
+ * model file too: refused like the model's own name (gcc's "input file is the same as output
+ * file"), and the model is unchanged. */
+START_TEST(test_output_is_the_model_by_another_name)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    ck_assert_int_eq(symlink(m, path("sym.o")), 0);
+    ck_assert_int_eq(link(m, path("hard.h")), 0);
+    const char *args[] = {"-o '%s'", "-o '%s/x.o' --header '%s'", "-o '%s/x.o' --emit-llvm '%s'"};
+    const char *outs[] = {"sym.o", "hard.h"};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 2; k++) {
+            char opt[9000], *out;
+            if (i == 0) snprintf(opt, sizeof opt, args[i], path(outs[k]));
+            else snprintf(opt, sizeof opt, args[i], dir, path(outs[k]));
+            int rc = mg(&out, "compile '%s' --no-cache %s", m, opt);
+            ck_assert_msg(rc == 2 && strstr(out, "refusing to overwrite the model file"), "%s: exited %d:\n%s", opt, rc,
+                          out);
+            free(out);
+        }
+    char *now = tu_read(m);
+    ck_assert_msg(now && !strcmp(now, mlp_src), "the model file changed");
+    free(now);
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 3, "directory holds: %s", names);
 }
 END_TEST
 
@@ -1069,6 +1304,10 @@ static Suite *cli_suite(void)
     tcase_add_test(f, test_directory_as_input);
     tcase_add_test(f, test_bad_budget_values);
     tcase_add_test(f, test_deep_nesting);
+    tcase_add_test(f, test_model_too_large);
+    tcase_add_test(f, test_byte_order_mark);
+    tcase_add_test(f, test_c_names_from_the_model);
+    tcase_add_test(f, test_output_is_the_model_by_another_name);
     suite_add_tcase(s, f);
     TCase *h = tcase_create("hash");
     tcase_add_unchecked_fixture(h, root_setup, root_teardown);
