@@ -820,6 +820,31 @@ START_TEST(test_min_feasible_on_the_command_line)
 }
 END_TEST
 
+/* Near the minimum a larger budget costs no more (planner.c, near_min_rungs): transformer at
+ * 1.01 to 1.05 times its minimum feasible budget; the solve at each budget alone gave 77.8%, 77.8%,
+ * 92.3%, 92.3%, 92.3% recomputed. */
+START_TEST(test_no_dearer_above_the_minimum)
+{
+    char *out;
+    const char *m = example("examples/transformer.mg");
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache", m), 0);
+    long long minf = tu_json_figure(out, "min_feasible_bytes");
+    free(out);
+    ck_assert_msg(minf > 0, "no minimum");
+    long long prev = -1;
+    for (int pct = 101; pct <= 105; pct++) {
+        long long b = minf * pct / 100;
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --format json --no-cache", m, b), 0);
+        long long exec = tu_json_figure(out, "flops_executed");
+        ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= b, "over budget %lld:\n%.300s", b, out);
+        free(out);
+        ck_assert_msg(prev < 0 || exec <= prev, "at %d%% of the minimum: %lld FLOPs, dearer than %lld at %d%%", pct, exec,
+                      prev, pct - 1);
+        prev = exec;
+    }
+}
+END_TEST
+
 /* plan --format json at 40% of mlp_deep's store-all; with --verify, which says the plan was
  * verified (one plan for both: mlp_deep's planning is most of this entry's time under ASan) */
 START_TEST(test_plan_json_figures)
@@ -1230,6 +1255,7 @@ static Suite *planner_suite(void)
     tcase_add_test(c, test_solvers_on_the_command_line);
     tcase_add_test(c, test_plan_json_figures);
     tcase_add_test(c, test_min_feasible_on_the_command_line);
+    tcase_add_test(c, test_no_dearer_above_the_minimum);
     tcase_add_test(c, test_sweep);
     tcase_add_test(c, test_benchmark_graphs);
     tcase_add_test(c, test_layered_dags_under_the_peak);
