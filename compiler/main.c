@@ -427,27 +427,27 @@ static void compiled_free(compiled *c)
     free(c->src.text);
 }
 
-/* What the planner takes (README, "Limits"): a training step of at most MAX_PLAN_NODES
+/* What the planner takes (README, "Limits"): a training step of at most MG_PLAN_MAX_NODES
  * operations, forward and backward, whose values add up to at most 2^52 bytes. Planning time
  * grows faster than the graph (about a minute at 60,000 operations), and with these limits
  * every int64_t sum of sizes stays below 2^63 with each value counted 2,000 times over. `check`
  * takes larger models (the parser's limits). The error is at the operation past the limit (a
- * backward one at the forward operation it differentiates). */
-enum { MAX_PLAN_NODES = 1 << 16 };
+ * backward one at the forward operation it differentiates). A batch split into parts is held to
+ * the same count (plan_split.c). */
 
 static int plannable(const compiled *c)
 {
     const mg_graph *g = c->g;
     double bytes = 0;
-    int at = g->n > MAX_PLAN_NODES ? MAX_PLAN_NODES : -1;
+    int at = g->n > MG_PLAN_MAX_NODES ? MG_PLAN_MAX_NODES : -1;
     for (int i = 0; i < g->n && at < 0; i++)
         if ((bytes += (double)mg_node_bytes(g, i)) > 0x1p52) at = i;
     if (at < 0) return 0;
     mg_diag d = {0};
-    if (g->n > MAX_PLAN_NODES)
+    if (g->n > MG_PLAN_MAX_NODES)
         mg_diag_set(&d, g->nodes[at].loc, "model too large to plan: its training step has %d operations (%d forward, "
                     "%d backward), more than %d; the first one past the limit comes from here", g->n, g->nforward,
-                    g->n - g->nforward, MAX_PLAN_NODES);
+                    g->n - g->nforward, MG_PLAN_MAX_NODES);
     else
         mg_diag_set(&d, g->nodes[at].loc, "model too large to plan: the values of its training step add up to "
                     "more than 2^52 bytes (4 PiB) with this '%s'%s", mg_ops[g->nodes[at].op].name,

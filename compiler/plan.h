@@ -332,6 +332,11 @@ mg_status mg_solve(const mg_problem *prob, mg_solver solver, int64_t budget, int
 mg_status mg_solve_from(const mg_problem *prob, mg_solver solver, int64_t budget, int want_min, double time_limit,
                         const mg_plan *incumbent, mg_solution *out, mg_diag *d);
 
+/* The most operations a training step may have to be planned (README, "Limits"): planning time
+ * grows faster than the graph, about a minute at 60,000. main.c holds models to it, and
+ * mg_plan_split the graph split into the --micro-batches parts asked for. */
+enum { MG_PLAN_MAX_NODES = 1 << 16 };
+
 /* mg_plan_request.want_min_feasible: the minimum search's plans can be cheaper than the solve's at
  * a budget near the minimum (planner.c, solve_below), so a command that emits a plan (compile)
  * searches too, or it could emit a dearer plan than `plan` reports (unet_small at 2,941,320 bytes:

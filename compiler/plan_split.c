@@ -102,10 +102,16 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
 {
     double end = mg_seconds() + rq->time_limit;
     *out = (mg_planned){0};
-    if (micro_batches >= 2) { /* a count the batch cannot be split into is refused before any planning */
+    if (micro_batches >= 2) { /* a count the batch cannot be split into, or into too many operations to
+                                * plan (a 1,200-node model in 64 parts: 31 s, 550 MB), is refused before
+                                * any planning */
         mg_graph *gk;
         if (mg_microbatch(g, micro_batches, &gk, d)) return MG_ERR;
+        int n = gk->n;
         mg_graph_free(gk);
+        if (n > MG_PLAN_MAX_NODES)
+            return mg_diag_set(d, (mg_loc){0}, "--micro-batches %d splits the training step into %d operations, more "
+                               "than the %d the planner takes", micro_batches, n, MG_PLAN_MAX_NODES);
     }
     mg_status st = mg_plan_program(g, rq, out, d);
     if (st) return st;

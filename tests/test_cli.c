@@ -1003,6 +1003,15 @@ START_TEST(test_model_too_large)
                 "more than 65536",
                 "  x = tanh(x)");
     free(out);
+    /* a batch split into so many parts that the split step passes the limit: refused before any
+     * planning (84,664 operations in 2048 parts; mlp_deep at a batch of 4096 in 512 parts, 60,115
+     * operations, took 83 s and 1 GB to plan) */
+    m = write_model("deep.mg", "model m\ninput x: f32[16384, 64]\ninput y: i32[16384]\nparam w: f32[64, 64] = he\n"
+                               "h = x\nrepeat 8 {\n  h = relu(h @ w)\n}\nl = cross_entropy(h, y)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "plan '%s' --no-cache --micro-batches 2048", m), 1);
+    ck_assert_msg(strstr(out, "--micro-batches 2048 splits the training step into") && strstr(out, "more than the 65536"),
+                  "%s", out);
+    free(out);
     /* a graph with more nodes than plan --graph takes: an error at the first node too many */
     size_t cap = (size_t)70000 * 48 + 256, k = 0;
     char *g = malloc(cap);
