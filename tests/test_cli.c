@@ -115,6 +115,16 @@ static int list_dir(char *buf, size_t n)
     return count;
 }
 
+/* The model at m still holds mlp_src, and dir holds `entries` files. */
+static void assert_model_kept(const char *m, int entries)
+{
+    char *now = tu_read(m);
+    ck_assert_msg(now && !strcmp(now, mlp_src), "the model file changed");
+    free(now);
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == entries, "directory holds: %s", names);
+}
+
 /* The hash from `memgrad check`'s "... hash 0x0123456789abcdef" line. */
 static unsigned long long check_hash(const char *model_path)
 {
@@ -645,11 +655,7 @@ START_TEST(test_compile_refuses_to_overwrite_model)
         ck_assert_msg(strstr(out, "refusing to overwrite the model file"), "%s", out);
         free(out);
     }
-    char *now = tu_read(m);
-    ck_assert_msg(now && !strcmp(now, mlp_src), "the model file changed");
-    free(now);
-    char names[1024];
-    ck_assert_msg(list_dir(names, sizeof names) == 1, "directory holds: %s", names);
+    assert_model_kept(m, 1);
 }
 END_TEST
 
@@ -1190,11 +1196,7 @@ START_TEST(test_output_is_the_model_by_another_name)
                           out);
             free(out);
         }
-    char *now = tu_read(m);
-    ck_assert_msg(now && !strcmp(now, mlp_src), "the model file changed");
-    free(now);
-    char names[1024];
-    ck_assert_msg(list_dir(names, sizeof names) == 3, "directory holds: %s", names);
+    assert_model_kept(m, 3);
 }
 END_TEST
 

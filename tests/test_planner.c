@@ -792,6 +792,17 @@ START_TEST(test_solvers_on_the_command_line)
 }
 END_TEST
 
+/* The minimum feasible budget `plan MODEL OPTS` reports. */
+static long long min_feasible(const char *model, const char *opts)
+{
+    char *out;
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' %s --format json --no-cache", model, opts), 0);
+    long long minf = tu_json_figure(out, "min_feasible_bytes");
+    free(out);
+    ck_assert_msg(minf > 0, "no minimum from plan %s %s", model, opts);
+    return minf;
+}
+
 /* The command line's minimum feasible budget (cnn_fmnist, planned in parts): the same at 25% and
  * at itself, met there, and named by a budget just below it, which fails or plans with the same
  * minimum. (main at b5b8ba3: resnet18_64 at 5242880 bytes said "minimum feasible 4990016", and
@@ -800,10 +811,7 @@ START_TEST(test_min_feasible_on_the_command_line)
 {
     char *out;
     const char *m = example("examples/cnn_fmnist.mg");
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 25%% --format json --no-cache", m), 0);
-    long long minf = tu_json_figure(out, "min_feasible_bytes");
-    free(out);
-    ck_assert_msg(minf > 0, "no minimum at 25%%");
+    long long minf = min_feasible(m, "--budget 25%");
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --format json --no-cache", m, minf), 0);
     ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= minf && tu_json_figure(out, "min_feasible_bytes") == minf,
                   "at its minimum %lld:\n%s", minf, out);
@@ -827,10 +835,7 @@ START_TEST(test_no_dearer_above_the_minimum)
 {
     char *out;
     const char *m = example("examples/transformer.mg");
-    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache", m), 0);
-    long long minf = tu_json_figure(out, "min_feasible_bytes");
-    free(out);
-    ck_assert_msg(minf > 0, "no minimum");
+    long long minf = min_feasible(m, "");
     long long prev = -1;
     for (int pct = 101; pct <= 105; pct++) {
         long long b = minf * pct / 100;
