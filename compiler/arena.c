@@ -1042,9 +1042,12 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         if (st->cand[k].off < min_height) st->cand[keep++] = st->cand[k];
     st->ncand = keep;
     size_t end = st->ncand;
-    if (end - base > 24) {
-        sort_cands(st->cand + base, (int)(end - base), sort_depth((int)(end - base)));
-    } else { /* usually a handful: insertion sort, no calls */
+    /* a long list is rarely read far (on resnet18_64 at 33%, 59 thousand of 13 million
+     * candidates in lists over 24 long were tried; sorting them was a tenth of the search): the
+     * first few tries each select the least of the rest, and only a list read further is sorted
+     * (the keys are distinct, so the order tried is the same) */
+    int sorted = end - base <= 24;
+    if (sorted) { /* usually a handful: insertion sort, no calls */
         for (size_t k = base + 1; k < end; k++) {
             cand c = st->cand[k];
             size_t j = k;
@@ -1056,6 +1059,17 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
     }
     int r = NOTFOUND;
     for (size_t k = base; k < end && r == NOTFOUND; k++) {
+        if (!sorted && k - base < 4) {
+            size_t least = k;
+            for (size_t j = k + 1; j < end; j++)
+                if (cmp_cand(&st->cand[j], &st->cand[least]) < 0) least = j;
+            cand c = st->cand[k];
+            st->cand[k] = st->cand[least];
+            st->cand[least] = c;
+        } else if (!sorted) {
+            sort_cands(st->cand + k, (int)(end - k), sort_depth((int)(end - k)));
+            sorted = 1;
+        }
         int u = st->cand[k].u;
         r = place(st, a, b, u, busiest_at);
         /* u overlaps nothing unplaced: skipping it now would strand it below the canonical
