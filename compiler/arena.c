@@ -588,7 +588,9 @@ static int64_t greedy_ov(const overlaps *ov, int m, const gkey *order, int best_
 }
 
 /* A binary heap of (lowest offset, rank position, buffer) entries, least first, one for each
- * unplaced buffer; an entry whose buffer was raised since is refiled when it comes to the top. */
+ * unplaced buffer, at[u] where u's entry is; a raised buffer's entry sinks from where it is
+ * (refiling it lazily from the top cost a sift from the root for nearly every raise: 12 million
+ * on resnet18_64 at 33%, against 1.3 million placements). */
 typedef struct sky_item {
     int64_t off;
     int pos, u;
@@ -601,7 +603,7 @@ static inline int sky_less(const sky_item *x, const sky_item *y)
 
 /* Puts it at i and sifts it down (it is no less than what was at i). h[n] must be readable (it
  * is compared, not used). */
-static void sky_sift(sky_item *h, int n, int i, sky_item it)
+static void sky_sift(sky_item *h, int *at, int n, int i, sky_item it)
 {
     for (;;) {
         int l = 2 * i + 1;
@@ -609,9 +611,11 @@ static void sky_sift(sky_item *h, int n, int i, sky_item it)
         int c = l + ((l + 1 < n) & sky_less(&h[l + 1], &h[l]));
         if (!sky_less(&h[c], &it)) break;
         h[i] = h[c];
+        at[h[i].u] = i;
         i = c;
     }
     h[i] = it;
+    at[it.u] = i;
 }
 
 /* The skyline placement (the first descent of the exact search below, without going back):
@@ -621,8 +625,8 @@ static void sky_sift(sky_item *h, int n, int i, sky_item it)
 static int64_t skyline(const overlaps *ov, int m, const gkey *order, int64_t *off, int64_t *minoff, int *pos,
                        sky_item *heap)
 {
-    /* every buffer has one entry, its offset at most its lowest one now: at offset 0 in the
-     * order given, which is a heap already; a raised top is refiled in place */
+    /* every buffer has one entry, at its lowest offset: first at 0 in the order given, which
+     * is a heap already (pos: where each buffer's entry is) */
     int nh = m;
     for (int k = 0; k < m; k++) {
         int i = order[k].i;
@@ -635,18 +639,19 @@ static int64_t skyline(const overlaps *ov, int m, const gkey *order, int64_t *of
     int64_t top = 0;
     while (nh) {
         int b = heap[0].u;
-        if (heap[0].off != minoff[b]) { /* raised since it was queued: queued again at its offset now */
-            sky_sift(heap, nh, 0, (sky_item){minoff[b], pos[b], b});
-            continue;
-        }
         nh--;
-        if (nh) sky_sift(heap, nh, 0, heap[nh]);
+        if (nh) sky_sift(heap, pos, nh, 0, heap[nh]);
         int64_t h = minoff[b] + ov->size[b];
         off[b] = minoff[b];
         if (h > top) top = h;
         for (int j = ov->start[b]; j < ov->start[b + 1]; j++) {
             int v = ov->adj[j];
-            if (off[v] < 0 && minoff[v] < h) minoff[v] = h;
+            if (off[v] < 0 && minoff[v] < h) {
+                minoff[v] = h;
+                sky_item it = heap[pos[v]];
+                it.off = h;
+                sky_sift(heap, pos, nh, pos[v], it);
+            }
         }
     }
     return top;
