@@ -9,6 +9,7 @@
  *    the buffers in every order, each on top of the earlier ones it overlaps in time. That is
  *    complete: in an optimal placement with every buffer pushed down as far as it goes, each
  *    buffer rests on one it overlaps (or on 0), so taking buffers by offset rebuilds it.
+ *  - Only the order of the times matters: stretching them changes no placement.
  *  - The reader names the line of every kind of bad input.
  *  - The command: its text and JSON reports and exit codes. */
 #include "arena.h"
@@ -229,6 +230,35 @@ START_TEST(test_random_medium_valid)
             if (iv[i].offset != off1[i]) ck_abort_msg("%s: buffer %d placed differently the second time", what, i);
         check_placement(iv, n, a2, what);
     }
+}
+END_TEST
+
+/* Only the order of the times matters: the same buffers with every time t moved to 1000 t + 7
+ * get the same placement. (Times about as many as the buffers, as a plan's steps are, are
+ * sorted by counting; sparse ones by comparison: the two must agree.) */
+START_TEST(test_times_stretched_same_placement)
+{
+    uint64_t s = 0xabcdef1ull + (uint64_t)_i * 6361u;
+    enum { N = 150 };
+    mg_interval iv[N], wide[N];
+    int n = 60 + rnd(&s, N - 60);
+    for (int i = 0; i < n; i++) {
+        int64_t a = rnd(&s, 80);
+        iv[i] = (mg_interval){a, a + 1 + rnd(&s, 25), 64 * (1 + rnd(&s, 16)), 0};
+        wide[i] = (mg_interval){1000 * iv[i].lower + 7, 1000 * iv[i].upper + 7, iv[i].size, 0};
+    }
+    char what[64];
+    snprintf(what, sizeof what, "stretched %d", _i);
+    mg_arena_opts o = {INT64_MAX, 1e9, 20000};
+    mg_arena_stats st, sw;
+    int64_t a = mg_arena_place_ex(iv, n, &o, &st), b = mg_arena_place_ex(wide, n, &o, &sw);
+    check_placement(iv, n, a, what);
+    check_placement(wide, n, b, what);
+    ck_assert_int_eq(st.lower_bound, max_live(iv, n));
+    ck_assert_int_eq(sw.lower_bound, st.lower_bound);
+    ck_assert_int_eq(b, a);
+    for (int i = 0; i < n; i++)
+        if (wide[i].offset != iv[i].offset) ck_abort_msg("%s: buffer %d placed differently", what, i);
 }
 END_TEST
 
@@ -697,6 +727,7 @@ static Suite *arena_suite(void)
     tcase_add_loop_test(r, test_random_against_brute_force, 0, NRANDOM);
     tcase_add_loop_test(r, test_random_medium_valid, 0, 4);
     tcase_add_loop_test(r, test_greedy_large_valid, 0, 2);
+    tcase_add_loop_test(r, test_times_stretched_same_placement, 0, 4);
     tcase_add_test(r, test_edge_cases);
     tcase_add_test(r, test_search_beats_greedy);
     tcase_add_loop_test(r, test_assign_on_a_plan, 0, 2);
