@@ -434,7 +434,6 @@ static void compiled_free(compiled *c)
  * takes larger models (the parser's limits). The error is at the operation past the limit (a
  * backward one at the forward operation it differentiates). A batch split into parts is held to
  * the same count (plan_split.c). */
-
 static int plannable(const compiled *c)
 {
     const mg_graph *g = c->g;
