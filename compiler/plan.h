@@ -228,7 +228,8 @@ mg_status mg_polish_schedule(const mg_problem *prob, int64_t budget, int max_pla
 
 /* sched_refill.c: on a placed plan, each recomputation whose value could have stayed in the
  * workspace until then (its address range free from the last read, or the recomputation's own
- * range free from the first computation) is removed, with the recomputations only it read; the
+ * range, or another below the top, free from the first computation) is removed, with the
+ * recomputations only it read; the
  * kept instance is read instead. Offsets of the other buffers are kept: the workspace does not
  * grow, the FLOPs executed drop and the live bytes rise into the arena's holes. */
 void mg_plan_refill(mg_plan *p, const mg_problem *pr);

@@ -683,7 +683,7 @@ END_TEST
  * after b and recomputed for d: with a hole where a's recomputation was placed (offset 128, free
  * from the first step on), a moves there for its whole life and the recomputation goes (one step,
  * its cost, fewer; the same workspace; live bytes up to it); with no such hole (a's range taken by
- * c, the recomputation's by b) the plan is left as it was. Both verify. */
+ * c, the recomputation's by b, none free below the top) the plan is left as it was. Both verify. */
 static mg_plan *refill_plan(const mg_problem *pr, const int64_t *offsets)
 {
     mg_plan_builder b;
@@ -774,7 +774,7 @@ static double arena_waste(const char *model, const char *budget, double bound, l
  * parts) 1.000; resnet18_64 at 25% (4 parts, its convolutions' scratch capped) 1.012 (1.029 before
  * the polish got more edits where the arena wastes more than 2%; 1.046 before the search's placement
  * was compacted), and at its minimum (16 parts, 5,300 buffers: only the greedy placements run)
- * 1.0006 (1.128 before the minimum search's descent, planner.c's descend, 1.067 before the descent's
+ * 1.0004 (1.128 before the minimum search's descent, planner.c's descend, 1.067 before the descent's
  * ladder, 1.043 before sched_refill.c kept recomputed values in the arena's holes: every placement
  * of its schedules wastes 4-20%); both outside the sanitizers (5-10 s a plan). */
 START_TEST(test_arena_waste_on_examples)
