@@ -226,6 +226,14 @@ mg_status mg_improve_schedule_n(const mg_problem *prob, const mg_sched_opts *opt
  * placed. At most max_plans schedules are built (and the placements of those that fit). */
 mg_status mg_polish_schedule(const mg_problem *prob, int64_t budget, int max_plans, mg_plan **best, mg_diag *d);
 
+/* sched_refill.c: on a placed plan, each recomputation whose value could have stayed in the
+ * workspace until then (its address range free from the last read, or the recomputation's own
+ * range, or another below the top, free from the first computation) is removed, with the
+ * recomputations only it read; the
+ * kept instance is read instead. Offsets of the other buffers are kept: the workspace does not
+ * grow, the FLOPs executed drop and the live bytes rise into the arena's holes. */
+void mg_plan_refill(mg_plan *p, const mg_problem *pr);
+
 /* sched_search.c: the cheapest schedule under cap (peak live bytes) by best-first search over
  * (next target, resident values), or NULL when none exists or the search would visit more than
  * max_states states (problems with more than 64 workspace values are not searched). *complete

@@ -1079,6 +1079,11 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         }
         mg_plan_free(cheap);
     }
+    /* the plan's recomputations whose values can stay in the arena's holes are left out
+     * (sched_refill.c): the same workspace, fewer FLOPs (not sqrt's baseline, nor a plan
+     * already proven optimal) */
+    if (!st && out->plan && (solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT) && out->optimal != 1)
+        mg_plan_refill(out->plan, pr);
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1, out->optimal_in_class = 0; /* nothing recomputed: no plan executes fewer FLOPs */
