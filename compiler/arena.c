@@ -1022,23 +1022,36 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
     size_t base = st->ncand;
     int u = lo, seen = 0;
     while (u < hi && st->off[u] >= 0) u = st->unext[u];
-    for (; u < hi; u = st->unext[u]) {
-        int64_t mo = st->minoff[u], hgt = mo + st->size[u];
-        seen++;
-        if (hgt > st->cap) {
-            st->ncand = base;
-            return NOTFOUND;
+    {
+        /* (the hot loop of the search: the fields in locals, which the stores to the candidate
+         * stack would otherwise make the compiler read again for every buffer) */
+        const int64_t *minoff = st->minoff, *size = st->size, cap = st->cap;
+        const int *rank = st->rank, *nb = st->nb, *unext = st->unext;
+        cand *cs = st->cand;
+        size_t nc = base, capc = st->capcand;
+        for (; u < hi; u = unext[u]) {
+            int64_t mo = minoff[u], hgt = mo + size[u];
+            seen++;
+            if (hgt > cap) {
+                st->ncand = base;
+                return NOTFOUND;
+            }
+            int before = mo < min_off || (mo == min_off && rank[u] <= min_rank);
+            /* below the canonical order and nothing left that could raise it: never placeable */
+            if (before && nb[u] == 0) {
+                st->ncand = base;
+                return NOTFOUND;
+            }
+            if (hgt < min_height) min_height = hgt;
+            if (before || mo > max_off || mo >= min_height) continue; /* (at or above min_height: dropped below) */
+            if (nc == capc) {
+                st->ncand = nc;
+                cs = st->cand = grow(st->cand, &st->capcand, sizeof *st->cand);
+                capc = st->capcand;
+            }
+            cs[nc++] = (cand){mo, rank[u], u};
         }
-        int before = mo < min_off || (mo == min_off && st->rank[u] <= min_rank);
-        /* below the canonical order and nothing left that could raise it: never placeable */
-        if (before && st->nb[u] == 0) {
-            st->ncand = base;
-            return NOTFOUND;
-        }
-        if (hgt < min_height) min_height = hgt;
-        if (before || mo > max_off || mo >= min_height) continue; /* (at or above min_height: dropped below) */
-        if (st->ncand == st->capcand) st->cand = grow(st->cand, &st->capcand, sizeof *st->cand);
-        st->cand[st->ncand++] = (cand){mo, st->rank[u], u};
+        st->ncand = nc;
     }
     st->work += seen;
     if (!seen) return FOUND;

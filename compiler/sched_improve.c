@@ -159,6 +159,8 @@ mg_status mg_improve_schedule_n(const mg_problem *pr, const mg_sched_opts *opts,
     mg_sched_opts o = *opts;
     o.weight = w;
     o.flops_limit = 0;
+    mg_sched_store *store = o.store ? NULL : mg_sched_store_new(pr); /* the walk's schedules share it */
+    if (store) o.store = store;
     mg_status st = MG_OK;
     mg_plan *ring[RING] = {NULL}; /* the walk's last schedules, unplaced, ring[0] the newest */
     int nk = 0;                   /* kept moves: the walk's state k is the start with the first k */
@@ -251,6 +253,7 @@ mg_status mg_improve_schedule_n(const mg_problem *pr, const mg_sched_opts *opts,
 done:
     *schedules = left > 0 ? left : 0;
     for (int i = 0; i < RING; i++) mg_plan_free(ring[i]);
+    mg_sched_store_free(store);
     free(w);
     free(acc);
     free(chain);
