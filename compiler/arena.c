@@ -879,8 +879,13 @@ typedef struct search {
     int64_t *sol;              /* the offsets of the last success */
     undo *log;
     size_t nlog, caplog;
-    cand *cand;                /* the candidates of every node on the current path */
+    int *cand;                 /* the candidates of every node on the current path (buffers: their
+                                  keys, minoff and rank, are the same whenever a node reads them,
+                                  its children having restored everything; 4 bytes an entry, not
+                                  16: this stack is the search's largest allocation, fresh pages
+                                  at every placement) */
     size_t ncand, capcand;
+    cand *sortbuf;             /* m entries: one node's candidates with their keys, to sort them */
     const char *order;         /* the static order in use */
     rkey *keys;                /* scratch for ranking a part */
     size_t capkeys;
@@ -913,17 +918,30 @@ static int place(search *st, int a, int b, int u, int busiest_at)
     st->sol[u] = o;
     st->unext[st->uprev[u]] = st->unext[u];
     st->uprev[st->unext[u]] = st->uprev[u];
-    /* everything overlapping u now sits above it */
+    /* everything overlapping u now sits above it (the fields in locals: the stores to the log
+     * would otherwise make the compiler read them again for every neighbour) */
     int alo = st->slo[u], ahi = st->shi[u];
-    for (int k = st->adj_start[u]; k < st->adj_start[u + 1]; k++) {
-        int v = st->adj[k];
-        st->nb[v]--;
-        if (st->off[v] >= 0 || st->minoff[v] >= h) continue;
-        if (st->nlog == st->caplog) st->log = grow(st->log, &st->caplog, sizeof *st->log);
-        st->log[st->nlog++] = (undo){st->minoff[v], v};
-        st->minoff[v] = h;
-        if (st->slo[v] < alo) alo = st->slo[v];
-        if (st->shi[v] > ahi) ahi = st->shi[v];
+    {
+        const int *adj = st->adj, *slo = st->slo, *shi = st->shi;
+        const int64_t *off = st->off;
+        int64_t *minoff = st->minoff;
+        int *nb = st->nb;
+        undo *log = st->log;
+        size_t nlog = st->nlog, caplog = st->caplog;
+        for (int k = st->adj_start[u], kend = st->adj_start[u + 1]; k < kend; k++) {
+            int v = adj[k];
+            nb[v]--;
+            if (off[v] >= 0 || minoff[v] >= h) continue;
+            if (nlog == caplog) {
+                log = st->log = grow(st->log, &st->caplog, sizeof *st->log);
+                caplog = st->caplog;
+            }
+            log[nlog++] = (undo){minoff[v], v};
+            minoff[v] = h;
+            if (slo[v] < alo) alo = slo[v];
+            if (shi[v] > ahi) ahi = shi[v];
+        }
+        st->nlog = nlog;
     }
     st->work += st->adj_start[u + 1] - st->adj_start[u];
     for (int s = st->slo[u], *nd = st->bnode + st->bnode_start[u]; s < st->shi[u]; s++, nd++) {
@@ -968,7 +986,11 @@ static int place(search *st, int a, int b, int u, int busiest_at)
         st->mnext[st->mprev[*nd]] = *nd;
         st->mprev[st->mnext[*nd]] = *nd;
     }
-    for (int k = st->adj_start[u]; k < st->adj_start[u + 1]; k++) st->nb[st->adj[k]]++;
+    {
+        const int *adj = st->adj;
+        int *nb = st->nb;
+        for (int k = st->adj_start[u], kend = st->adj_start[u + 1]; k < kend; k++) nb[adj[k]]++;
+    }
     while (st->nlog > mark) {
         const undo *l = &st->log[--st->nlog];
         st->minoff[l->i] = l->old;
@@ -1027,7 +1049,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
          * stack would otherwise make the compiler read again for every buffer) */
         const int64_t *minoff = st->minoff, *size = st->size, cap = st->cap;
         const int *rank = st->rank, *nb = st->nb, *unext = st->unext;
-        cand *cs = st->cand;
+        int *cs = st->cand;
         size_t nc = base, capc = st->capcand;
         for (; u < hi; u = unext[u]) {
             int64_t mo = minoff[u], hgt = mo + size[u];
@@ -1049,15 +1071,18 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
                 cs = st->cand = grow(st->cand, &st->capcand, sizeof *st->cand);
                 capc = st->capcand;
             }
-            cs[nc++] = (cand){mo, rank[u], u};
+            cs[nc++] = u;
         }
         st->ncand = nc;
     }
     st->work += seen;
     if (!seen) return FOUND;
+    int *cs = st->cand;
+    const int64_t *minoff = st->minoff;
+    const int *rank = st->rank;
     size_t keep = base;
     for (size_t k = base; k < st->ncand; k++)
-        if (st->cand[k].off < min_height) st->cand[keep++] = st->cand[k];
+        if (minoff[cs[k]] < min_height) cs[keep++] = cs[k];
     st->ncand = keep;
     size_t end = st->ncand;
     /* a long list is rarely read far (on resnet18_64 at 33%, 59 thousand of 13 million
@@ -1065,30 +1090,43 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
      * first few tries each select the least of the rest, and only a list read further is sorted
      * (the keys are distinct, so the order tried is the same) */
     int sorted = end - base <= 24;
-    if (sorted) { /* usually a handful: insertion sort, no calls */
-        for (size_t k = base + 1; k < end; k++) {
-            cand c = st->cand[k];
+    if (sorted) { /* usually a handful: insertion sort, no calls, on the keys beside the buffers */
+        cand *sb = st->sortbuf;
+        size_t n = end - base;
+        for (size_t k = 0; k < n; k++) {
+            int v = cs[base + k];
+            cand c = {minoff[v], rank[v], v};
             size_t j = k;
-            for (; j > base && (st->cand[j - 1].off > c.off ||
-                                (st->cand[j - 1].off == c.off && st->cand[j - 1].rank > c.rank)); j--)
-                st->cand[j] = st->cand[j - 1];
-            st->cand[j] = c;
+            for (; j > 0 && (sb[j - 1].off > c.off || (sb[j - 1].off == c.off && sb[j - 1].rank > c.rank)); j--)
+                sb[j] = sb[j - 1];
+            sb[j] = c;
         }
+        for (size_t k = 0; k < n; k++) cs[base + k] = sb[k].u;
     }
     int r = NOTFOUND;
     for (size_t k = base; k < end && r == NOTFOUND; k++) {
+        cs = st->cand; /* (the children may have moved the stack) */
         if (!sorted && k - base < 4) {
             size_t least = k;
-            for (size_t j = k + 1; j < end; j++)
-                if (cmp_cand(&st->cand[j], &st->cand[least]) < 0) least = j;
-            cand c = st->cand[k];
-            st->cand[k] = st->cand[least];
-            st->cand[least] = c;
+            for (size_t j = k + 1; j < end; j++) {
+                int x = cs[j], y = cs[least];
+                if (minoff[x] < minoff[y] || (minoff[x] == minoff[y] && rank[x] < rank[y])) least = j;
+            }
+            int c = cs[k];
+            cs[k] = cs[least];
+            cs[least] = c;
         } else if (!sorted) {
-            sort_cands(st->cand + k, (int)(end - k), sort_depth((int)(end - k)));
+            cand *sb = st->sortbuf;
+            int n = (int)(end - k);
+            for (int j = 0; j < n; j++) {
+                int v = cs[k + (size_t)j];
+                sb[j] = (cand){minoff[v], rank[v], v};
+            }
+            sort_cands(sb, n, sort_depth(n));
+            for (int j = 0; j < n; j++) cs[k + (size_t)j] = sb[j].u;
             sorted = 1;
         }
-        int u = st->cand[k].u;
+        int u = cs[k];
         r = place(st, a, b, u, busiest_at);
         /* u overlaps nothing unplaced: skipping it now would strand it below the canonical
          * order (the check above), so no other choice here can succeed */
@@ -1177,6 +1215,7 @@ static void search_free(search *st)
     free(st->sol);
     free(st->log);
     free(st->cand);
+    free(st->sortbuf);
     free(st->keys);
     free(st->saved);
 }
@@ -1304,6 +1343,19 @@ static int search_init(search *st, const live_set *ls)
     st->minoff = mg_xcalloc((size_t)m, sizeof *st->minoff);
     st->off = xmalloc((size_t)m * sizeof *st->off);
     st->sol = xmalloc((size_t)m * sizeof *st->sol);
+    st->sortbuf = xmalloc((size_t)(m + 1) * sizeof *st->sortbuf);
+    /* the stacks start about as large as the plans' searches take them (resnet50 at its minimum:
+     * up to ~50 candidates and ~20 log entries a buffer), so they seldom move: a stack that
+     * doubled was copied into fresh pages, a sixth of the planner's page faults. Pages not
+     * used are never touched. */
+    st->capcand = (size_t)m * 64 + 1024;
+    st->cand = xmalloc(st->capcand * sizeof *st->cand);
+    st->caplog = (size_t)m * 24 + 1024;
+    st->log = xmalloc(st->caplog * sizeof *st->log);
+    st->capsaved = (size_t)m * 24 + 1024;
+    st->saved = xmalloc(st->capsaved * sizeof *st->saved);
+    st->capkeys = (size_t)m + 1;
+    st->keys = xmalloc(st->capkeys * sizeof *st->keys);
     for (int u = 0; u < m; u++) st->off[u] = st->sol[u] = -1;
     st->total = mg_xcalloc((size_t)nsec + 1, sizeof *st->total);
     memcpy(st->total, ls->total, (size_t)nsec * sizeof *st->total);
