@@ -62,9 +62,9 @@ static int next_use(const sim *s, int v)
     return k < s->use_start[v + 1] ? s->uses[k] : INT32_MAX;
 }
 
-static int hless(const struct hent *a, const struct hent *b)
+static inline int hless(const struct hent *a, const struct hent *b)
 {
-    return a->key < b->key || (a->key == b->key && a->node < b->node);
+    return (a->key < b->key) | ((a->key == b->key) & (a->node < b->node)); /* (no branches) */
 }
 
 static void heap_push(sim *s, struct hent e)
@@ -89,7 +89,7 @@ static struct hent heap_pop(sim *s)
     for (;;) {
         int c = 2 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && hless(&s->heap[c + 1], &s->heap[c])) c++;
+        c += (c + 1 < n) & hless(&s->heap[c + 1], &s->heap[c]); /* (heap[n], the old last, is readable) */
         if (!hless(&s->heap[c], &e)) break;
         s->heap[i] = s->heap[c];
         i = c;
