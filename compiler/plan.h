@@ -231,6 +231,13 @@ mg_status mg_arena_assign(mg_plan *p, mg_diag *d);
  * (the peak live bytes) is out of its reach and the arena is above capacity, it searches again
  * for one within capacity. */
 mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d);
+/* The same in a caller's scratch: a caller that places plan after plan (the planner's fits,
+ * sched_improve.c's walks) keeps one, and each placement's tables are cut from memory already
+ * mapped instead of being allocated, freed and mapped afresh (the same placement). */
+typedef struct mg_arena_scratch mg_arena_scratch;
+mg_arena_scratch *mg_arena_scratch_new(void);
+void mg_arena_scratch_free(mg_arena_scratch *scratch);
+mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *scratch, mg_diag *d);
 
 /* plan_verify.c: the independent checker; replays the schedule of prob. */
 mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
