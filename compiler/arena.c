@@ -956,13 +956,8 @@ typedef struct search {
     int64_t *sol;              /* the offsets of the last success */
     undo *log;
     size_t nlog, caplog;
-    int *cand;                 /* the candidates of every node on the current path (buffers: their
-                                  keys, minoff and rank, are the same whenever a node reads them,
-                                  its children having restored everything; 4 bytes an entry, not
-                                  16: this stack is the search's largest allocation, fresh pages
-                                  at every placement) */
+    cand *cand;                /* the candidates of every node on the current path */
     size_t ncand, capcand;
-    cand *sortbuf;             /* m entries: one node's candidates with their keys, to sort them */
     const char *order;         /* the static order in use */
     rkey *keys;                /* scratch for ranking a part */
     size_t capkeys;
@@ -1133,7 +1128,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
          * stack would otherwise make the compiler read again for every buffer) */
         const int64_t *minoff = st->minoff, *size = st->size, cap = st->cap;
         const int *rank = st->rank, *nb = st->nb, *unext = st->unext;
-        int *cs = st->cand;
+        cand *cs = st->cand;
         size_t nc = base, capc = st->capcand;
         for (; u < hi; u = unext[u]) {
             int64_t mo = minoff[u], hgt = mo + size[u];
@@ -1155,18 +1150,15 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
                 cs = st->cand = grow(st->P, st->cand, &st->capcand, sizeof *st->cand);
                 capc = st->capcand;
             }
-            cs[nc++] = u;
+            cs[nc++] = (cand){mo, rank[u], u};
         }
         st->ncand = nc;
     }
     st->work += seen;
     if (!seen) return FOUND;
-    int *cs = st->cand;
-    const int64_t *minoff = st->minoff;
-    const int *rank = st->rank;
     size_t keep = base;
     for (size_t k = base; k < st->ncand; k++)
-        if (minoff[cs[k]] < min_height) cs[keep++] = cs[k];
+        if (st->cand[k].off < min_height) st->cand[keep++] = st->cand[k];
     st->ncand = keep;
     size_t end = st->ncand;
     /* a long list is rarely read far (on resnet18_64 at 33%, 59 thousand of 13 million
@@ -1174,43 +1166,30 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
      * first few tries each select the least of the rest, and only a list read further is sorted
      * (the keys are distinct, so the order tried is the same) */
     int sorted = end - base <= 24;
-    if (sorted) { /* usually a handful: insertion sort, no calls, on the keys beside the buffers */
-        cand *sb = st->sortbuf;
-        size_t n = end - base;
-        for (size_t k = 0; k < n; k++) {
-            int v = cs[base + k];
-            cand c = {minoff[v], rank[v], v};
+    if (sorted) { /* usually a handful: insertion sort, no calls */
+        for (size_t k = base + 1; k < end; k++) {
+            cand c = st->cand[k];
             size_t j = k;
-            for (; j > 0 && (sb[j - 1].off > c.off || (sb[j - 1].off == c.off && sb[j - 1].rank > c.rank)); j--)
-                sb[j] = sb[j - 1];
-            sb[j] = c;
+            for (; j > base && (st->cand[j - 1].off > c.off ||
+                                (st->cand[j - 1].off == c.off && st->cand[j - 1].rank > c.rank)); j--)
+                st->cand[j] = st->cand[j - 1];
+            st->cand[j] = c;
         }
-        for (size_t k = 0; k < n; k++) cs[base + k] = sb[k].u;
     }
     int r = NOTFOUND;
     for (size_t k = base; k < end && r == NOTFOUND; k++) {
-        cs = st->cand; /* (the children may have moved the stack) */
         if (!sorted && k - base < 4) {
             size_t least = k;
-            for (size_t j = k + 1; j < end; j++) {
-                int x = cs[j], y = cs[least];
-                if (minoff[x] < minoff[y] || (minoff[x] == minoff[y] && rank[x] < rank[y])) least = j;
-            }
-            int c = cs[k];
-            cs[k] = cs[least];
-            cs[least] = c;
+            for (size_t j = k + 1; j < end; j++)
+                if (cmp_cand(&st->cand[j], &st->cand[least]) < 0) least = j;
+            cand c = st->cand[k];
+            st->cand[k] = st->cand[least];
+            st->cand[least] = c;
         } else if (!sorted) {
-            cand *sb = st->sortbuf;
-            int n = (int)(end - k);
-            for (int j = 0; j < n; j++) {
-                int v = cs[k + (size_t)j];
-                sb[j] = (cand){minoff[v], rank[v], v};
-            }
-            sort_cands(sb, n, sort_depth(n));
-            for (int j = 0; j < n; j++) cs[k + (size_t)j] = sb[j].u;
+            sort_cands(st->cand + k, (int)(end - k), sort_depth((int)(end - k)));
             sorted = 1;
         }
-        int u = cs[k];
+        int u = st->cand[k].u;
         r = place(st, a, b, u, busiest_at);
         /* u overlaps nothing unplaced: skipping it now would strand it below the canonical
          * order (the check above), so no other choice here can succeed */
@@ -1299,7 +1278,6 @@ static void search_free(search *st)
     pfree(st->P, st->sol);
     pfree(st->P, st->log);
     pfree(st->P, st->cand);
-    pfree(st->P, st->sortbuf);
     pfree(st->P, st->keys);
     pfree(st->P, st->saved);
 }
@@ -1428,19 +1406,21 @@ static int search_init(search *st, const live_set *ls)
     st->minoff = pcal(st->P, (size_t)m, sizeof *st->minoff);
     st->off = pal(st->P, (size_t)m * sizeof *st->off);
     st->sol = pal(st->P, (size_t)m * sizeof *st->sol);
-    st->sortbuf = pal(st->P, (size_t)(m + 1) * sizeof *st->sortbuf);
-    /* the stacks start about as large as the plans' searches take them (resnet50 at its minimum:
-     * up to ~50 candidates and ~20 log entries a buffer), so they seldom move: a stack that
-     * doubled was copied into fresh pages, a sixth of the planner's page faults. Pages not
-     * used are never touched. */
-    st->capcand = (size_t)m * 64 + 1024;
-    st->cand = pal(st->P, st->capcand * sizeof *st->cand);
-    st->caplog = (size_t)m * 24 + 1024;
-    st->log = pal(st->P, st->caplog * sizeof *st->log);
-    st->capsaved = (size_t)m * 24 + 1024;
-    st->saved = pal(st->P, st->capsaved * sizeof *st->saved);
-    st->capkeys = (size_t)m + 1;
-    st->keys = pal(st->P, st->capkeys * sizeof *st->keys);
+    /* in a caller's scratch the stacks start about as large as the plans' searches take them
+     * (resnet50 at its minimum: up to ~50 candidates and ~20 log entries a buffer), so they
+     * seldom move (a stack that doubled is copied); pages not used are never touched. Without
+     * one they grow from nothing: sized up front, every placement of a layered DAG mapped
+     * megabytes afresh (layered_n1000 at 0.8 of its peak: 15% more time). */
+    if (st->P) {
+        st->capcand = (size_t)m * 64 + 1024;
+        st->cand = pal(st->P, st->capcand * sizeof *st->cand);
+        st->caplog = (size_t)m * 24 + 1024;
+        st->log = pal(st->P, st->caplog * sizeof *st->log);
+        st->capsaved = (size_t)m * 24 + 1024;
+        st->saved = pal(st->P, st->capsaved * sizeof *st->saved);
+        st->capkeys = (size_t)m + 1;
+        st->keys = pal(st->P, st->capkeys * sizeof *st->keys);
+    }
     for (int u = 0; u < m; u++) st->off[u] = st->sol[u] = -1;
     st->total = pcal(st->P, (size_t)nsec + 1, sizeof *st->total);
     memcpy(st->total, ls->total, (size_t)nsec * sizeof *st->total);
