@@ -36,7 +36,9 @@
  *     given up (the planner). Every placement the search finds is compacted as the greedy's
  *     are (it stops at the first that meets its target, often with room below the top).
  * The search is bounded by wall-clock time (the `arena` command) or by a deterministic effort
- * count (the planner, so that plans do not depend on the machine's speed). */
+ * count (the planner, so that plans do not depend on the machine's speed).
+ * A caller that places plan after plan may keep an mg_arena_scratch (mg_arena_assign_in): each
+ * placement's tables are then cut from memory kept from the last, not allocated afresh. */
 #include "clock.h"
 #include "arena.h"
 #include "plan.h"
@@ -63,6 +65,77 @@ static void *xmalloc(size_t n)
     return p;
 }
 
+/* A caller's scratch (mg_arena_assign_in): every table of a placement is cut from one block
+ * kept from placement to placement, so the placements a planner makes one after the other work
+ * in pages already mapped (freeing and allocating them again had glibc trim the heap top and
+ * the kernel map fresh pages each time). What does not fit the block this time is allocated
+ * apart, and the block grows to what was asked for when the placement ends. P NULL: malloc. */
+struct mg_arena_scratch {
+    char *block;
+    size_t cap, used, asked;
+    void **extra; /* allocated apart this time */
+    size_t nextra, capextra;
+};
+
+mg_arena_scratch *mg_arena_scratch_new(void)
+{
+    return mg_xcalloc(1, sizeof(mg_arena_scratch));
+}
+
+void mg_arena_scratch_free(mg_arena_scratch *P)
+{
+    if (!P) return;
+    for (size_t i = 0; i < P->nextra; i++) free(P->extra[i]);
+    free(P->extra);
+    free(P->block);
+    free(P);
+}
+
+static void *pal(mg_arena_scratch *P, size_t n)
+{
+    if (!P) return xmalloc(n);
+    n = (n + 63) & ~(size_t)63;
+    P->asked += n;
+    if (n <= P->cap - P->used) {
+        void *p = P->block + P->used;
+        P->used += n;
+        return p;
+    }
+    if (P->nextra == P->capextra) {
+        P->capextra = P->capextra ? 2 * P->capextra : 16;
+        P->extra = realloc(P->extra, P->capextra * sizeof *P->extra);
+        if (!P->extra) abort();
+    }
+    return P->extra[P->nextra++] = xmalloc(n);
+}
+
+static void *pcal(mg_arena_scratch *P, size_t count, size_t size)
+{
+    if (!P) return mg_xcalloc(count, size);
+    void *p = pal(P, count * size);
+    memset(p, 0, count * size);
+    return p;
+}
+
+static void pfree(mg_arena_scratch *P, void *p)
+{
+    if (!P) free(p); /* (in a scratch: given back all at once, scratch_reset) */
+}
+
+/* After a placement: everything given back; the block grown to hold the next like it. */
+static void scratch_reset(mg_arena_scratch *P)
+{
+    if (!P) return;
+    for (size_t i = 0; i < P->nextra; i++) free(P->extra[i]);
+    P->nextra = 0;
+    if (P->asked > P->cap) {
+        free(P->block);
+        P->cap = P->asked + P->asked / 4;
+        P->block = xmalloc(P->cap);
+    }
+    P->used = P->asked = 0;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Sections: a sweep over time                                                               */
 /* ---------------------------------------------------------------------------------------- */
@@ -76,6 +149,7 @@ typedef struct live_set {
     int nsec;
     int64_t *total;        /* bytes live in each section */
     int64_t lower_bound;
+    mg_arena_scratch *P;   /* where its tables and those built from it come from (NULL: malloc) */
 } live_set;
 
 typedef struct event {
@@ -95,19 +169,20 @@ static int cmp_event(const void *a, const void *b)
 /* Sections are the maximal sets of buffers live together (maximal cliques of the interval
  * graph): one is closed at an end when some buffer started since the last one was closed. Two
  * buffers overlap in time exactly when their section ranges intersect. */
-static void live_set_init(live_set *ls, const mg_interval *iv, int n)
+static void live_set_init(live_set *ls, const mg_interval *iv, int n, mg_arena_scratch *P)
 {
     memset(ls, 0, sizeof *ls);
+    ls->P = P;
     int m = 0;
     for (int i = 0; i < n; i++)
         if (iv[i].size > 0 && iv[i].upper > iv[i].lower) m++;
     ls->m = m;
-    ls->idx = xmalloc((size_t)m * sizeof *ls->idx);
-    ls->lo = xmalloc((size_t)m * sizeof *ls->lo);
-    ls->up = xmalloc((size_t)m * sizeof *ls->up);
-    ls->size = xmalloc((size_t)m * sizeof *ls->size);
-    ls->slo = xmalloc((size_t)m * sizeof *ls->slo);
-    ls->shi = xmalloc((size_t)m * sizeof *ls->shi);
+    ls->idx = pal(ls->P, (size_t)m * sizeof *ls->idx);
+    ls->lo = pal(ls->P, (size_t)m * sizeof *ls->lo);
+    ls->up = pal(ls->P, (size_t)m * sizeof *ls->up);
+    ls->size = pal(ls->P, (size_t)m * sizeof *ls->size);
+    ls->slo = pal(ls->P, (size_t)m * sizeof *ls->slo);
+    ls->shi = pal(ls->P, (size_t)m * sizeof *ls->shi);
     m = 0;
     for (int i = 0; i < n; i++) {
         if (!(iv[i].size > 0 && iv[i].upper > iv[i].lower)) continue;
@@ -117,7 +192,7 @@ static void live_set_init(live_set *ls, const mg_interval *iv, int n)
         ls->size[m] = iv[i].size;
         m++;
     }
-    event *ev = xmalloc((size_t)2 * (size_t)m * sizeof *ev);
+    event *ev = pal(ls->P, (size_t)2 * (size_t)m * sizeof *ev);
     int64_t tmin = INT64_MAX, tmax = INT64_MIN;
     for (int i = 0; i < m; i++) {
         if (ls->lo[i] < tmin) tmin = ls->lo[i];
@@ -128,7 +203,7 @@ static void live_set_init(live_set *ls, const mg_interval *iv, int n)
          * start), stable, so each key's events stay in buffer order (cmp_event's order; qsort
          * was a twentieth of a long chain's planning time) */
         int nkey = (int)(2 * (tmax - tmin) + 2);
-        int *at = mg_xcalloc((size_t)nkey + 1, sizeof *at);
+        int *at = pcal(ls->P, (size_t)nkey + 1, sizeof *at);
         for (int i = 0; i < m; i++) {
             at[2 * (ls->lo[i] - tmin) + 1 + 1]++;
             at[2 * (ls->up[i] - tmin) + 1]++;
@@ -138,7 +213,7 @@ static void live_set_init(live_set *ls, const mg_interval *iv, int n)
             ev[at[2 * (ls->lo[i] - tmin) + 1]++] = (event){ls->lo[i], 1, i};
             ev[at[2 * (ls->up[i] - tmin)]++] = (event){ls->up[i], 0, i};
         }
-        free(at);
+        pfree(ls->P, at);
     } else {
         for (int i = 0; i < m; i++) {
             ev[2 * i] = (event){ls->lo[i], 1, i};
@@ -159,9 +234,9 @@ static void live_set_init(live_set *ls, const mg_interval *iv, int n)
             ls->shi[ev[k].i] = nsec;
         }
     }
-    free(ev);
+    pfree(ls->P, ev);
     ls->nsec = nsec;
-    ls->total = mg_xcalloc((size_t)nsec + 1, sizeof *ls->total);
+    ls->total = pcal(ls->P, (size_t)nsec + 1, sizeof *ls->total);
     for (int i = 0; i < m; i++) {
         ls->total[ls->slo[i]] += ls->size[i];
         ls->total[ls->shi[i]] -= ls->size[i];
@@ -177,19 +252,19 @@ static void live_set_init(live_set *ls, const mg_interval *iv, int n)
 
 static void live_set_free(live_set *ls)
 {
-    free(ls->idx);
-    free(ls->lo);
-    free(ls->up);
-    free(ls->size);
-    free(ls->slo);
-    free(ls->shi);
-    free(ls->total);
+    pfree(ls->P, ls->idx);
+    pfree(ls->P, ls->lo);
+    pfree(ls->P, ls->up);
+    pfree(ls->P, ls->size);
+    pfree(ls->P, ls->slo);
+    pfree(ls->P, ls->shi);
+    pfree(ls->P, ls->total);
 }
 
 int64_t mg_arena_lower_bound(const mg_interval *iv, int n)
 {
     live_set ls;
-    live_set_init(&ls, iv, n);
+    live_set_init(&ls, iv, n, NULL);
     int64_t lb = ls.lower_bound;
     live_set_free(&ls);
     return lb;
@@ -342,9 +417,9 @@ static int heap_pop(int *h, int *n, const int64_t *key)
 static int64_t linear_scan(const live_set *ls, int64_t *off)
 {
     int n = ls->m, nh = 0, na = 0;
-    gkey *order = xmalloc((size_t)n * sizeof *order);
-    hole *holes = xmalloc((size_t)(n + 1) * sizeof *holes);
-    int *active = xmalloc((size_t)(n + 1) * sizeof *active);
+    gkey *order = pal(ls->P, (size_t)n * sizeof *order);
+    hole *holes = pal(ls->P, (size_t)(n + 1) * sizeof *holes);
+    int *active = pal(ls->P, (size_t)(n + 1) * sizeof *active);
     /* by start, larger first among equal starts */
     for (int i = 0; i < n; i++) order[i] = (gkey){-(double)ls->lo[i], (double)ls->size[i], ls->lo[i], i};
     sort_gkeys(order, n, sort_depth(n));
@@ -388,16 +463,16 @@ static int64_t linear_scan(const live_set *ls, int64_t *off)
     int64_t high = 0;
     for (int i = 0; i < n; i++)
         if (off[i] + ls->size[i] > high) high = off[i] + ls->size[i];
-    free(order);
-    free(holes);
-    free(active);
+    pfree(ls->P, order);
+    pfree(ls->P, holes);
+    pfree(ls->P, active);
     return high;
 }
 
 /* The busiest section each buffer is live in (MiniMalloc's "total"). */
 static int64_t *section_peaks(const live_set *ls)
 {
-    int64_t *t = xmalloc((size_t)ls->m * sizeof *t);
+    int64_t *t = pal(ls->P, (size_t)ls->m * sizeof *t);
     for (int i = 0; i < ls->m; i++) {
         t[i] = 0;
         for (int s = ls->slo[i]; s < ls->shi[i]; s++)
@@ -413,28 +488,30 @@ static int64_t *section_peaks(const live_set *ls)
 typedef struct overlaps {
     int *perm, *start, *adj;
     int64_t *size;
+    mg_arena_scratch *P;
 } overlaps;
 
 static void overlaps_free(overlaps *ov)
 {
-    free(ov->perm);
-    free(ov->start);
-    free(ov->adj);
-    free(ov->size);
+    pfree(ov->P, ov->perm);
+    pfree(ov->P, ov->start);
+    pfree(ov->P, ov->adj);
+    pfree(ov->P, ov->size);
 }
 
 static int overlaps_init(overlaps *ov, const live_set *ls, int64_t max_items)
 {
     int m = ls->m, nsec = ls->nsec;
     memset(ov, 0, sizeof *ov);
-    int *first = mg_xcalloc((size_t)nsec + 2, sizeof *first);
+    ov->P = ls->P;
+    int *first = pcal(ov->P, (size_t)nsec + 2, sizeof *first);
     for (int i = 0; i < m; i++) first[ls->slo[i] + 1]++;
     for (int s = 0; s < nsec; s++) first[s + 1] += first[s];
-    int *byslo = xmalloc((size_t)m * sizeof *byslo);
+    int *byslo = pal(ov->P, (size_t)m * sizeof *byslo);
     for (int i = 0; i < m; i++) byslo[first[ls->slo[i]]++] = i;
-    free(first);
-    int *act = xmalloc((size_t)m * sizeof *act);
-    int *deg = mg_xcalloc((size_t)m + 1, sizeof *deg);
+    pfree(ov->P, first);
+    int *act = pal(ov->P, (size_t)m * sizeof *act);
+    int *deg = pcal(ov->P, (size_t)m + 1, sizeof *deg);
     int64_t items = 0;
     for (int pass = 0; pass < 2; pass++) { /* count, then fill */
         int na = 0;
@@ -457,22 +534,22 @@ static int overlaps_init(overlaps *ov, const live_set *ls, int64_t max_items)
         }
         if (!pass) {
             if (items > max_items) {
-                free(byslo);
-                free(act);
-                free(deg);
+                pfree(ov->P, byslo);
+                pfree(ov->P, act);
+                pfree(ov->P, deg);
                 return 0;
             }
             for (int u = 0; u < m; u++) deg[u + 1] += deg[u];
-            ov->start = xmalloc((size_t)(m + 1) * sizeof *ov->start);
+            ov->start = pal(ov->P, (size_t)(m + 1) * sizeof *ov->start);
             memcpy(ov->start, deg, (size_t)(m + 1) * sizeof *deg);
-            ov->adj = xmalloc((size_t)(items ? items : 1) * sizeof *ov->adj);
+            ov->adj = pal(ov->P, (size_t)(items ? items : 1) * sizeof *ov->adj);
         }
     }
     ov->perm = byslo;
-    ov->size = xmalloc((size_t)(m ? m : 1) * sizeof *ov->size);
+    ov->size = pal(ov->P, (size_t)(m ? m : 1) * sizeof *ov->size);
     for (int u = 0; u < m; u++) ov->size[u] = ls->size[byslo[u]];
-    free(act);
-    free(deg);
+    pfree(ov->P, act);
+    pfree(ov->P, deg);
     return 1;
 }
 
@@ -734,30 +811,30 @@ enum { NGREEDY = sizeof greedies / sizeof greedies[0], NGREEDY_LARGE = 3 };
 static int64_t greedy_best(const live_set *ls, int64_t *best)
 {
     int m = ls->m;
-    gkey *order = xmalloc((size_t)m * sizeof *order);
+    gkey *order = pal(ls->P, (size_t)m * sizeof *order);
     int64_t top = INT64_MAX;
     overlaps ov;
     if (!overlaps_init(&ov, ls, greedy_items_max)) {
-        slot *placed = xmalloc((size_t)m * sizeof *placed);
+        slot *placed = pal(ls->P, (size_t)m * sizeof *placed);
         for (int i = 0; i < m; i++) order[i] = (gkey){(double)ls->size[i], 0, ls->lo[i], i};
         sort_gkeys(order, m, sort_depth(m));
         top = greedy(ls, order, best, placed);
-        free(placed);
-        free(order);
+        pfree(ls->P, placed);
+        pfree(ls->P, order);
         return top;
     }
-    int64_t *peak = section_peaks(ls), *minoff = xmalloc((size_t)m * sizeof *minoff);
-    int64_t *off = xmalloc((size_t)m * sizeof *off), *bestu = xmalloc((size_t)m * sizeof *bestu);
-    int *pos = xmalloc((size_t)m * sizeof *pos);
-    span *tmp = xmalloc((size_t)m * sizeof *tmp);
-    sky_item *heap = xmalloc((size_t)(m + 1) * sizeof *heap);
+    int64_t *peak = section_peaks(ls), *minoff = pal(ls->P, (size_t)m * sizeof *minoff);
+    int64_t *off = pal(ls->P, (size_t)m * sizeof *off), *bestu = pal(ls->P, (size_t)m * sizeof *bestu);
+    int *pos = pal(ls->P, (size_t)m * sizeof *pos);
+    span *tmp = pal(ls->P, (size_t)m * sizeof *tmp);
+    sky_item *heap = pal(ls->P, (size_t)(m + 1) * sizeof *heap);
     int ngreedy = m <= MG_ARENA_ORDERS_MAX ? NGREEDY : NGREEDY_LARGE;
     /* dense overlaps (each buffer overlapping a large share of the others, as on layered DAGs):
      * sorting a buffer's placed neighbours costs more than scanning every placed buffer in
      * address order, so there first fit scans (the same placements) and the rest is left out */
     int dense = m > 512 && ov.start[m] / m > m / 8; /* on average, over an eighth of the others */
-    slot *placed = dense ? xmalloc((size_t)m * sizeof *placed) : NULL;
-    gkey *lsorder = dense ? xmalloc((size_t)m * sizeof *lsorder) : NULL;
+    slot *placed = dense ? pal(ls->P, (size_t)m * sizeof *placed) : NULL;
+    gkey *lsorder = dense ? pal(ls->P, (size_t)m * sizeof *lsorder) : NULL;
     for (int h = 0; h < ngreedy && top > ls->lower_bound; h++) {
         if (dense && greedies[h].place != FIRST_FIT) continue;
         if (h == 0 || greedies[h].key != greedies[h - 1].key) { /* the order (the same key: the same order) */
@@ -792,18 +869,18 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
         }
     }
     if (top > ls->lower_bound && m <= MG_ARENA_ORDERS_MAX && !dense) top = compact(&ov, m, 4, bestu, order, tmp);
-    free(placed);
-    free(lsorder);
+    pfree(ls->P, placed);
+    pfree(ls->P, lsorder);
     for (int u = 0; u < m; u++) best[ov.perm[u]] = bestu[u];
-    free(bestu);
+    pfree(ls->P, bestu);
     overlaps_free(&ov);
-    free(peak);
-    free(minoff);
-    free(off);
-    free(pos);
-    free(tmp);
-    free(heap);
-    free(order);
+    pfree(ls->P, peak);
+    pfree(ls->P, minoff);
+    pfree(ls->P, off);
+    pfree(ls->P, pos);
+    pfree(ls->P, tmp);
+    pfree(ls->P, heap);
+    pfree(ls->P, order);
     return top == INT64_MAX ? 0 : top;
 }
 
@@ -889,12 +966,19 @@ typedef struct search {
     /* limits */
     int64_t nodes, node_limit, total_nodes, work, work_limit;
     double deadline;
+    mg_arena_scratch *P;
 } search;
 
 /* Doubles a stack's capacity; returns the moved array. */
-static void *grow(void *p, size_t *cap, size_t elem)
+static void *grow(mg_arena_scratch *P, void *p, size_t *cap, size_t elem)
 {
+    size_t was = *cap;
     *cap = *cap ? 2 * *cap : 1024;
+    if (P) {
+        void *q = pal(P, *cap * elem);
+        if (was) memcpy(q, p, was * elem);
+        return q;
+    }
     void *q = realloc(p, *cap * elem);
     if (!q) abort();
     return q;
@@ -913,17 +997,30 @@ static int place(search *st, int a, int b, int u, int busiest_at)
     st->sol[u] = o;
     st->unext[st->uprev[u]] = st->unext[u];
     st->uprev[st->unext[u]] = st->uprev[u];
-    /* everything overlapping u now sits above it */
+    /* everything overlapping u now sits above it (the fields in locals: the stores to the log
+     * would otherwise make the compiler read them again for every neighbour) */
     int alo = st->slo[u], ahi = st->shi[u];
-    for (int k = st->adj_start[u]; k < st->adj_start[u + 1]; k++) {
-        int v = st->adj[k];
-        st->nb[v]--;
-        if (st->off[v] >= 0 || st->minoff[v] >= h) continue;
-        if (st->nlog == st->caplog) st->log = grow(st->log, &st->caplog, sizeof *st->log);
-        st->log[st->nlog++] = (undo){st->minoff[v], v};
-        st->minoff[v] = h;
-        if (st->slo[v] < alo) alo = st->slo[v];
-        if (st->shi[v] > ahi) ahi = st->shi[v];
+    {
+        const int *adj = st->adj, *slo = st->slo, *shi = st->shi;
+        const int64_t *off = st->off;
+        int64_t *minoff = st->minoff;
+        int *nb = st->nb;
+        undo *log = st->log;
+        size_t nlog = st->nlog, caplog = st->caplog;
+        for (int k = st->adj_start[u], kend = st->adj_start[u + 1]; k < kend; k++) {
+            int v = adj[k];
+            nb[v]--;
+            if (off[v] >= 0 || minoff[v] >= h) continue;
+            if (nlog == caplog) {
+                log = st->log = grow(st->P, st->log, &st->caplog, sizeof *st->log);
+                caplog = st->caplog;
+            }
+            log[nlog++] = (undo){minoff[v], v};
+            minoff[v] = h;
+            if (slo[v] < alo) alo = slo[v];
+            if (shi[v] > ahi) ahi = shi[v];
+        }
+        st->nlog = nlog;
     }
     st->work += st->adj_start[u + 1] - st->adj_start[u];
     for (int s = st->slo[u], *nd = st->bnode + st->bnode_start[u]; s < st->shi[u]; s++, nd++) {
@@ -968,7 +1065,11 @@ static int place(search *st, int a, int b, int u, int busiest_at)
         st->mnext[st->mprev[*nd]] = *nd;
         st->mprev[st->mnext[*nd]] = *nd;
     }
-    for (int k = st->adj_start[u]; k < st->adj_start[u + 1]; k++) st->nb[st->adj[k]]++;
+    {
+        const int *adj = st->adj;
+        int *nb = st->nb;
+        for (int k = st->adj_start[u], kend = st->adj_start[u + 1]; k < kend; k++) nb[adj[k]]++;
+    }
     while (st->nlog > mark) {
         const undo *l = &st->log[--st->nlog];
         st->minoff[l->i] = l->old;
@@ -1022,23 +1123,36 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
     size_t base = st->ncand;
     int u = lo, seen = 0;
     while (u < hi && st->off[u] >= 0) u = st->unext[u];
-    for (; u < hi; u = st->unext[u]) {
-        int64_t mo = st->minoff[u], hgt = mo + st->size[u];
-        seen++;
-        if (hgt > st->cap) {
-            st->ncand = base;
-            return NOTFOUND;
+    {
+        /* (the hot loop of the search: the fields in locals, which the stores to the candidate
+         * stack would otherwise make the compiler read again for every buffer) */
+        const int64_t *minoff = st->minoff, *size = st->size, cap = st->cap;
+        const int *rank = st->rank, *nb = st->nb, *unext = st->unext;
+        cand *cs = st->cand;
+        size_t nc = base, capc = st->capcand;
+        for (; u < hi; u = unext[u]) {
+            int64_t mo = minoff[u], hgt = mo + size[u];
+            seen++;
+            if (hgt > cap) {
+                st->ncand = base;
+                return NOTFOUND;
+            }
+            int before = mo < min_off || (mo == min_off && rank[u] <= min_rank);
+            /* below the canonical order and nothing left that could raise it: never placeable */
+            if (before && nb[u] == 0) {
+                st->ncand = base;
+                return NOTFOUND;
+            }
+            if (hgt < min_height) min_height = hgt;
+            if (before || mo > max_off || mo >= min_height) continue; /* (at or above min_height: dropped below) */
+            if (nc == capc) {
+                st->ncand = nc;
+                cs = st->cand = grow(st->P, st->cand, &st->capcand, sizeof *st->cand);
+                capc = st->capcand;
+            }
+            cs[nc++] = (cand){mo, rank[u], u};
         }
-        int before = mo < min_off || (mo == min_off && st->rank[u] <= min_rank);
-        /* below the canonical order and nothing left that could raise it: never placeable */
-        if (before && st->nb[u] == 0) {
-            st->ncand = base;
-            return NOTFOUND;
-        }
-        if (hgt < min_height) min_height = hgt;
-        if (before || mo > max_off || mo >= min_height) continue; /* (at or above min_height: dropped below) */
-        if (st->ncand == st->capcand) st->cand = grow(st->cand, &st->capcand, sizeof *st->cand);
-        st->cand[st->ncand++] = (cand){mo, st->rank[u], u};
+        st->ncand = nc;
     }
     st->work += seen;
     if (!seen) return FOUND;
@@ -1117,8 +1231,8 @@ static int solve_range(search *st, int a, int b)
         /* the part's old ranks are kept on a stack shared by the whole search */
         size_t base = st->nsaved;
         while (st->capsaved < base + (size_t)(hi - lo) || st->capkeys < (size_t)(hi - lo)) {
-            if (st->capsaved < base + (size_t)(hi - lo)) st->saved = grow(st->saved, &st->capsaved, sizeof *st->saved);
-            if (st->capkeys < (size_t)(hi - lo)) st->keys = grow(st->keys, &st->capkeys, sizeof *st->keys);
+            if (st->capsaved < base + (size_t)(hi - lo)) st->saved = grow(st->P, st->saved, &st->capsaved, sizeof *st->saved);
+            if (st->capkeys < (size_t)(hi - lo)) st->keys = grow(st->P, st->keys, &st->capkeys, sizeof *st->keys);
         }
         st->nsaved = base + (size_t)(hi - lo);
         for (int u = lo; u < hi; u++) {
@@ -1138,53 +1252,54 @@ static int solve_range(search *st, int a, int b)
 
 static void search_free(search *st)
 {
-    free(st->live);
-    free(st->size);
-    free(st->slo);
-    free(st->shi);
-    free(st->width);
-    free(st->adj_start);
-    free(st->adj);
-    free(st->first);
-    free(st->mem_start);
-    free(st->mem);
-    free(st->mnext);
-    free(st->mprev);
-    free(st->bnode_start);
-    free(st->bnode);
-    free(st->witness);
-    free(st->unext);
-    free(st->uprev);
-    free(st->minoff);
-    free(st->off);
-    free(st->total);
-    free(st->rank);
-    free(st->nb);
-    free(st->cuts);
-    free(st->sol);
-    free(st->log);
-    free(st->cand);
-    free(st->keys);
-    free(st->saved);
+    pfree(st->P, st->live);
+    pfree(st->P, st->size);
+    pfree(st->P, st->slo);
+    pfree(st->P, st->shi);
+    pfree(st->P, st->width);
+    pfree(st->P, st->adj_start);
+    pfree(st->P, st->adj);
+    pfree(st->P, st->first);
+    pfree(st->P, st->mem_start);
+    pfree(st->P, st->mem);
+    pfree(st->P, st->mnext);
+    pfree(st->P, st->mprev);
+    pfree(st->P, st->bnode_start);
+    pfree(st->P, st->bnode);
+    pfree(st->P, st->witness);
+    pfree(st->P, st->unext);
+    pfree(st->P, st->uprev);
+    pfree(st->P, st->minoff);
+    pfree(st->P, st->off);
+    pfree(st->P, st->total);
+    pfree(st->P, st->rank);
+    pfree(st->P, st->nb);
+    pfree(st->P, st->cuts);
+    pfree(st->P, st->sol);
+    pfree(st->P, st->log);
+    pfree(st->P, st->cand);
+    pfree(st->P, st->keys);
+    pfree(st->P, st->saved);
 }
 
 /* Builds the search's tables; returns 0 (and builds nothing) when they would be too big. */
 static int search_init(search *st, const live_set *ls)
 {
     memset(st, 0, sizeof *st);
+    st->P = ls->P;
     int m = ls->m, nsec = ls->nsec;
     /* number the buffers by first section (a counting sort), so that the buffers of a range
      * of sections are a range of numbers */
-    int *first = mg_xcalloc((size_t)nsec + 1, sizeof *first);
+    int *first = pcal(st->P, (size_t)nsec + 1, sizeof *first);
     for (int i = 0; i < m; i++) first[ls->slo[i] + 1]++;
     for (int s = 0; s < nsec; s++) first[s + 1] += first[s];
-    int *live = xmalloc((size_t)m * sizeof *live), *fill = xmalloc((size_t)(nsec + 1) * sizeof *fill);
+    int *live = pal(st->P, (size_t)m * sizeof *live), *fill = pal(st->P, (size_t)(nsec + 1) * sizeof *fill);
     memcpy(fill, first, (size_t)(nsec + 1) * sizeof *fill);
     for (int i = 0; i < m; i++) live[fill[ls->slo[i]]++] = i;
-    free(fill);
+    pfree(st->P, fill);
     /* overlaps: sweeping in that order, everything still live at u's first section overlaps u;
      * first only counted, to refuse problems too big to index */
-    int *act = xmalloc((size_t)m * sizeof *act);
+    int *act = pal(st->P, (size_t)m * sizeof *act);
     int64_t nadj = 0, nmem = 0;
     int na = 0;
     for (int u = 0; u < m; u++) {
@@ -1197,9 +1312,9 @@ static int search_init(search *st, const live_set *ls)
         nmem += ls->shi[live[u]] - ls->slo[live[u]];
     }
     if (nadj + nmem > search_items_max) {
-        free(first);
-        free(live);
-        free(act);
+        pfree(st->P, first);
+        pfree(st->P, live);
+        pfree(st->P, act);
         return 0;
     }
     st->m = m;
@@ -1207,10 +1322,10 @@ static int search_init(search *st, const live_set *ls)
     st->lower_bound = ls->lower_bound;
     st->first = first;
     st->live = live;
-    st->size = xmalloc((size_t)m * sizeof *st->size);
-    st->slo = xmalloc((size_t)m * sizeof *st->slo);
-    st->shi = xmalloc((size_t)m * sizeof *st->shi);
-    st->width = xmalloc((size_t)m * sizeof *st->width);
+    st->size = pal(st->P, (size_t)m * sizeof *st->size);
+    st->slo = pal(st->P, (size_t)m * sizeof *st->slo);
+    st->shi = pal(st->P, (size_t)m * sizeof *st->shi);
+    st->width = pal(st->P, (size_t)m * sizeof *st->width);
     for (int u = 0; u < m; u++) {
         int i = live[u];
         st->size[u] = ls->size[i];
@@ -1218,10 +1333,10 @@ static int search_init(search *st, const live_set *ls)
         st->shi[u] = ls->shi[i];
         st->width[u] = (double)ls->up[i] - (double)ls->lo[i];
     }
-    st->adj_start = mg_xcalloc((size_t)m + 1, sizeof *st->adj_start);
-    st->adj = xmalloc((size_t)nadj * sizeof *st->adj);
+    st->adj_start = pcal(st->P, (size_t)m + 1, sizeof *st->adj_start);
+    st->adj = pal(st->P, (size_t)nadj * sizeof *st->adj);
     for (int pass = 0; pass < 2; pass++) { /* count, then fill */
-        int *pos = pass ? xmalloc((size_t)m * sizeof *pos) : NULL;
+        int *pos = pass ? pal(st->P, (size_t)m * sizeof *pos) : NULL;
         if (pass) memcpy(pos, st->adj_start, (size_t)m * sizeof *pos);
         na = 0;
         for (int u = 0; u < m; u++) {
@@ -1242,19 +1357,19 @@ static int search_init(search *st, const live_set *ls)
         }
         if (!pass)
             for (int u = 0; u < m; u++) st->adj_start[u + 1] += st->adj_start[u];
-        free(pos);
+        pfree(st->P, pos);
     }
-    free(act);
+    pfree(st->P, act);
     /* the members of each section */
-    st->mem_start = mg_xcalloc((size_t)nsec + 1, sizeof *st->mem_start);
-    st->mem = xmalloc((size_t)nmem * sizeof *st->mem);
+    st->mem_start = pcal(st->P, (size_t)nsec + 1, sizeof *st->mem_start);
+    st->mem = pal(st->P, (size_t)nmem * sizeof *st->mem);
     for (int u = 0; u < m; u++)
         for (int s = st->slo[u]; s < st->shi[u]; s++) st->mem_start[s + 1]++;
     for (int s = 0; s < nsec; s++) st->mem_start[s + 1] += st->mem_start[s];
-    int *mpos = xmalloc((size_t)(nsec + 1) * sizeof *mpos);
+    int *mpos = pal(st->P, (size_t)(nsec + 1) * sizeof *mpos);
     memcpy(mpos, st->mem_start, (size_t)(nsec + 1) * sizeof *mpos);
-    st->bnode_start = xmalloc((size_t)(m + 1) * sizeof *st->bnode_start);
-    st->bnode = xmalloc((size_t)nmem * sizeof *st->bnode);
+    st->bnode_start = pal(st->P, (size_t)(m + 1) * sizeof *st->bnode_start);
+    st->bnode = pal(st->P, (size_t)nmem * sizeof *st->bnode);
     int nb = 0;
     for (int u = 0; u < m; u++) {
         st->bnode_start[u] = nb;
@@ -1264,19 +1379,19 @@ static int search_init(search *st, const live_set *ls)
         }
     }
     st->bnode_start[m] = nb;
-    free(mpos);
-    st->unext = xmalloc((size_t)(m + 2) * sizeof *st->unext);
-    st->uprev = xmalloc((size_t)(m + 2) * sizeof *st->uprev);
+    pfree(st->P, mpos);
+    st->unext = pal(st->P, (size_t)(m + 2) * sizeof *st->unext);
+    st->uprev = pal(st->P, (size_t)(m + 2) * sizeof *st->uprev);
     for (int u = 0; u < m; u++) {
         st->unext[u] = u + 1;
         st->uprev[u] = u ? u - 1 : m + 1;
     }
     st->unext[m + 1] = 0;
     st->uprev[m] = m ? m - 1 : m + 1;
-    st->witness = xmalloc((size_t)(nsec + 1) * sizeof *st->witness);
+    st->witness = pal(st->P, (size_t)(nsec + 1) * sizeof *st->witness);
     for (int s = 0; s < nsec; s++) st->witness[s] = st->mem[st->mem_start[s]];
-    st->mnext = xmalloc((size_t)(nmem + nsec) * sizeof *st->mnext);
-    st->mprev = xmalloc((size_t)(nmem + nsec) * sizeof *st->mprev);
+    st->mnext = pal(st->P, (size_t)(nmem + nsec) * sizeof *st->mnext);
+    st->mprev = pal(st->P, (size_t)(nmem + nsec) * sizeof *st->mprev);
     for (int s = 0; s < nsec; s++) {
         int head = (int)nmem + s, prev = head;
         for (int k = st->mem_start[s]; k < st->mem_start[s + 1]; k++) {
@@ -1288,16 +1403,31 @@ static int search_init(search *st, const live_set *ls)
         st->mprev[head] = prev;
     }
     /* the state: nothing placed */
-    st->minoff = mg_xcalloc((size_t)m, sizeof *st->minoff);
-    st->off = xmalloc((size_t)m * sizeof *st->off);
-    st->sol = xmalloc((size_t)m * sizeof *st->sol);
+    st->minoff = pcal(st->P, (size_t)m, sizeof *st->minoff);
+    st->off = pal(st->P, (size_t)m * sizeof *st->off);
+    st->sol = pal(st->P, (size_t)m * sizeof *st->sol);
+    /* in a caller's scratch the stacks start about as large as the plans' searches take them
+     * (resnet50 at its minimum: up to ~50 candidates and ~20 log entries a buffer), so they
+     * seldom move (a stack that doubled is copied); pages not used are never touched. Without
+     * one they grow from nothing: sized up front, every placement of a layered DAG mapped
+     * megabytes afresh (layered_n1000 at 0.8 of its peak: 15% more time). */
+    if (st->P) {
+        st->capcand = (size_t)m * 64 + 1024;
+        st->cand = pal(st->P, st->capcand * sizeof *st->cand);
+        st->caplog = (size_t)m * 24 + 1024;
+        st->log = pal(st->P, st->caplog * sizeof *st->log);
+        st->capsaved = (size_t)m * 24 + 1024;
+        st->saved = pal(st->P, st->capsaved * sizeof *st->saved);
+        st->capkeys = (size_t)m + 1;
+        st->keys = pal(st->P, st->capkeys * sizeof *st->keys);
+    }
     for (int u = 0; u < m; u++) st->off[u] = st->sol[u] = -1;
-    st->total = mg_xcalloc((size_t)nsec + 1, sizeof *st->total);
+    st->total = pcal(st->P, (size_t)nsec + 1, sizeof *st->total);
     memcpy(st->total, ls->total, (size_t)nsec * sizeof *st->total);
-    st->rank = mg_xcalloc((size_t)m, sizeof *st->rank);
-    st->nb = xmalloc((size_t)m * sizeof *st->nb);
+    st->rank = pcal(st->P, (size_t)m, sizeof *st->rank);
+    st->nb = pal(st->P, (size_t)m * sizeof *st->nb);
     for (int u = 0; u < m; u++) st->nb[u] = st->adj_start[u + 1] - st->adj_start[u];
-    st->cuts = mg_xcalloc((size_t)nsec + 1, sizeof *st->cuts);
+    st->cuts = pcal(st->P, (size_t)nsec + 1, sizeof *st->cuts);
     for (int u = 0; u < m; u++) {
         st->cuts[st->slo[u]]++;
         st->cuts[st->shi[u] - 1]--;
@@ -1360,18 +1490,18 @@ static int64_t compact_placement(const live_set *ls, int64_t *best, int64_t top)
     overlaps ov;
     if (top <= ls->lower_bound || !overlaps_init(&ov, ls, greedy_items_max)) return top;
     if (!(m > 512 && ov.start[m] / m > m / 8)) {
-        int64_t *off = xmalloc((size_t)m * sizeof *off);
-        gkey *order = xmalloc((size_t)m * sizeof *order);
-        span *tmp = xmalloc((size_t)m * sizeof *tmp);
+        int64_t *off = pal(ls->P, (size_t)m * sizeof *off);
+        gkey *order = pal(ls->P, (size_t)m * sizeof *order);
+        span *tmp = pal(ls->P, (size_t)m * sizeof *tmp);
         for (int u = 0; u < m; u++) off[u] = best[ov.perm[u]];
         int64_t t = compact(&ov, m, 4, off, order, tmp);
         if (t < top) {
             top = t;
             for (int u = 0; u < m; u++) best[ov.perm[u]] = off[u];
         }
-        free(off);
-        free(order);
-        free(tmp);
+        pfree(ls->P, off);
+        pfree(ls->P, order);
+        pfree(ls->P, tmp);
     }
     overlaps_free(&ov);
     return top;
@@ -1403,14 +1533,14 @@ static int probe(search *s, int64_t target, double share, double end, int64_t wo
  * second search with as much effort again aims at fallback, a target often far easier to meet
  * than the bound. */
 static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *opts, int search_max, int bisect,
-                                 int64_t fallback, mg_arena_stats *st)
+                                 int64_t fallback, mg_arena_stats *st, mg_arena_scratch *P)
 {
     mg_arena_stats stats = {0};
     for (int i = 0; i < n; i++) iv[i].offset = 0;
     live_set ls;
-    live_set_init(&ls, iv, n);
+    live_set_init(&ls, iv, n, P);
     int m = ls.m;
-    int64_t *best = mg_xcalloc((size_t)m, sizeof *best);
+    int64_t *best = pcal(P, (size_t)m, sizeof *best);
     int64_t top;
     if (m > MG_ARENA_GREEDY_MAX) top = linear_scan(&ls, best);
     else top = greedy_best(&ls, best);
@@ -1468,7 +1598,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
     for (int i = 0; i < m; i++) iv[ls.idx[i]].offset = best[i];
     stats.arena_bytes = top;
     stats.optimal = top == ls.lower_bound || proven_infeasible_below;
-    free(best);
+    pfree(P, best);
     live_set_free(&ls);
     if (st) *st = stats;
     return top;
@@ -1476,7 +1606,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
 
 int64_t mg_arena_place_ex(mg_interval *iv, int n, const mg_arena_opts *opts, mg_arena_stats *st)
 {
-    return place_with_limits(iv, n, opts, MG_ARENA_SEARCH_MAX, 1, INT64_MAX, st);
+    return place_with_limits(iv, n, opts, MG_ARENA_SEARCH_MAX, 1, INT64_MAX, st, NULL);
 }
 
 int64_t mg_arena_place(mg_interval *iv, int n, int64_t capacity, double time_limit_seconds, int *optimal)
@@ -1495,18 +1625,23 @@ mg_status mg_arena_assign(mg_plan *p, mg_diag *d)
 
 mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d)
 {
+    return mg_arena_assign_in(p, capacity, NULL, d);
+}
+
+mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *P, mg_diag *d)
+{
     int n = p->nbufs;
-    mg_interval *iv = xmalloc((size_t)n * sizeof *iv);
+    mg_interval *iv = pal(P, (size_t)n * sizeof *iv);
     for (int i = 0; i < n; i++)
         iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
     /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
     mg_arena_opts o = {INT64_MAX, 3.0, plan_work_limit};
-    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, NULL);
+    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, NULL, P);
     for (int i = 0; i < n; i++) p->bufs[i].offset = iv[i].offset;
-    free(iv);
+    pfree(P, iv);
 
     /* peak live bytes: sweep over steps */
-    int64_t *delta = mg_xcalloc((size_t)p->nsteps + 1, sizeof *delta);
+    int64_t *delta = pcal(P, (size_t)p->nsteps + 1, sizeof *delta);
     for (int i = 0; i < n; i++) {
         delta[p->bufs[i].first] += p->bufs[i].bytes;
         delta[p->bufs[i].last + 1] -= p->bufs[i].bytes;
@@ -1516,7 +1651,8 @@ mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d)
         live += delta[s];
         if (live > peak) peak = live;
     }
-    free(delta);
+    pfree(P, delta);
+    scratch_reset(P);
     p->peak_live_bytes = peak;
     (void)d;
     return MG_OK;

@@ -96,21 +96,30 @@ static const double EPS = 1e-9;
 enum { MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8, BB_WORK = 4000, BB_NODES_MIN = 12, BB_NODES_MAX = 100,
        BB_ROUNDS = 8, WIDE_CAND = 32 };
 
-static int flow_bfs(flow *f, int s)
+/* Levels from s by BFS over edges with capacity left. With t >= 0 it stops as soon as t has
+ * its level: every vertex nearer to s than t has its level by then, and the vertices not
+ * labelled yet (-1) are as much dead ends for flow_dfs's paths to t as they would be at a
+ * level at or past t's, so the augmenting paths are the same. Returns whether t was reached
+ * (t < 0: 0, the levels complete). */
+static int flow_bfs(flow *f, int s, int t)
 {
-    for (int v = 0; v < f->n; v++) f->level[v] = -1;
+    const double *c = f->c;
+    const int *next = f->next, *to = f->to, *head = f->head;
+    int *level = f->level, *queue = f->queue;
+    for (int v = 0; v < f->n; v++) level[v] = -1;
     int qh = 0, qt = 0;
-    f->queue[qt++] = s;
-    f->level[s] = 0;
+    queue[qt++] = s;
+    level[s] = 0;
     while (qh < qt) {
-        int v = f->queue[qh++];
-        for (int e = f->head[v]; e >= 0; e = f->next[e])
-            if (f->c[e] > EPS && f->level[f->to[e]] < 0) {
-                f->level[f->to[e]] = f->level[v] + 1;
-                f->queue[qt++] = f->to[e];
+        int v = queue[qh++];
+        for (int e = head[v]; e >= 0; e = next[e])
+            if (c[e] > EPS && level[to[e]] < 0) {
+                level[to[e]] = level[v] + 1;
+                if (to[e] == t) return 1;
+                queue[qt++] = to[e];
             }
     }
-    return qt;
+    return 0;
 }
 
 static double flow_dfs(flow *f, int v, int t, double pushed)
@@ -129,18 +138,16 @@ static double flow_dfs(flow *f, int v, int t, double pushed)
     return 0;
 }
 
-/* The maximum flow from s to t; afterwards level[v] >= 0 marks the source side of a minimum cut. */
+/* The maximum flow from s to t; afterwards level[v] >= 0 marks the source side of a minimum cut
+ * (the last BFS, which did not reach t, labelled every vertex s reaches). */
 static double flow_max(flow *f, int s, int t)
 {
     double total = 0;
-    for (;;) {
-        flow_bfs(f, s);
-        if (f->level[t] < 0) break;
+    while (flow_bfs(f, s, t)) {
         for (int v = 0; v < f->n; v++) f->it[v] = f->head[v];
         double got;
         while ((got = flow_dfs(f, s, t, HUGE_VAL)) > 0) total += got;
     }
-    flow_bfs(f, s);
     return total;
 }
 

@@ -143,7 +143,18 @@ typedef struct mg_sched_opts {
     const double *weight;      /* sched_remat.c, optional, per node: a factor on its eviction score
                                   (above 1: kept longer; below: dropped sooner), on top of seed's;
                                   sched_improve.c searches these */
+    struct mg_sched_store *store; /* sched_remat.c, optional: scratch reused from schedule to
+                                  schedule of one problem (mg_sched_store_new); a speed-up only,
+                                  the schedule is the same */
 } mg_sched_opts;
+
+/* sched_remat.c: what mg_schedule builds before it simulates (the problem's targets, readers
+ * and consumers) and its per-node scratch and plan arrays, kept for the next schedule of the
+ * same problem: a caller that schedules it hundreds of times (sched_improve.c's walk) makes one
+ * and puts it in mg_sched_opts.store. One schedule at a time; freed by mg_sched_store_free. */
+typedef struct mg_sched_store mg_sched_store;
+mg_sched_store *mg_sched_store_new(const mg_problem *pr);
+void mg_sched_store_free(mg_sched_store *store);
 
 /* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,
  * for each dropped input, what bringing it back cost when it was dropped, rc; an estimate that
@@ -164,8 +175,25 @@ typedef struct mg_plan_builder {
     int64_t live;          /* bytes of workspace buffers resident now */
     mg_place *where;       /* per node: where its value is now (mem NONE: not resident) */
     int *last_read;        /* per node: the last step that read the resident instance */
+    struct mg_pb_store *store; /* NULL, or the store whose arrays these are (mg_pb_init_in) */
 } mg_plan_builder;
 void mg_pb_init(mg_plan_builder *b, const mg_problem *pr);
+/* A caller-owned store of the builder's arrays (steps, buffers, per-node places), for a caller
+ * that builds many schedules of one problem one after the other (sched_improve.c's walk: ~1,300
+ * on resnet50 at its minimum): each builder started in it borrows its arrays, grown as needed
+ * and kept at their size, and mg_pb_finish copies the plan out at its size, so schedules no
+ * longer grow their arrays by realloc (fresh pages each time, glibc trimming the heap top and
+ * growing it again). Zero-initialise it; one builder at a time; mg_pb_store_free frees it. */
+typedef struct mg_pb_store {
+    mg_step *steps;
+    mg_buffer *bufs;
+    int capsteps, capbufs, n;
+    mg_place *where;
+    int *last_read;
+    int busy; /* a builder holds the arrays */
+} mg_pb_store;
+void mg_pb_init_in(mg_plan_builder *b, const mg_problem *pr, mg_pb_store *store); /* store NULL: mg_pb_init */
+void mg_pb_store_free(mg_pb_store *store);
 int mg_pb_compute(mg_plan_builder *b, int v, int recompute); /* returns the step */
 int mg_pb_release(mg_plan_builder *b, int v);                /* 1 if v was a resident buffer */
 /* A scheduler's step limit: the steps (sized for every target once and a quarter more) grow by
@@ -203,6 +231,13 @@ mg_status mg_arena_assign(mg_plan *p, mg_diag *d);
  * (the peak live bytes) is out of its reach and the arena is above capacity, it searches again
  * for one within capacity. */
 mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d);
+/* The same in a caller's scratch: a caller that places plan after plan (the planner's fits,
+ * sched_improve.c's walks) keeps one, and each placement's tables are cut from memory already
+ * mapped instead of being allocated, freed and mapped afresh (the same placement). */
+typedef struct mg_arena_scratch mg_arena_scratch;
+mg_arena_scratch *mg_arena_scratch_new(void);
+void mg_arena_scratch_free(mg_arena_scratch *scratch);
+mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *scratch, mg_diag *d);
 
 /* plan_verify.c: the independent checker; replays the schedule of prob. */
 mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);

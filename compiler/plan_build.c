@@ -2,10 +2,13 @@
  * dropped; the builder turns those decisions into steps and workspace buffers the same way
  * for every solver: each computation of a workspace value gets its own buffer, live from the
  * step that writes it to the last step that reads it; leaves and values with a home in caller
- * memory are read from there. After the last target come the problem's copies and zero fills. */
+ * memory are read from there. After the last target come the problem's copies and zero fills.
+ * A builder may borrow its arrays from a caller's store (mg_pb_init_in), for callers that build
+ * many schedules one after the other. */
 #include "plan.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void mg_plan_free(mg_plan *p)
 {
@@ -17,13 +20,35 @@ void mg_plan_free(mg_plan *p)
 
 void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
 {
-    *b = (mg_plan_builder){.pr = pr};
+    mg_pb_init_in(b, pr, NULL);
+}
+
+void mg_pb_init_in(mg_plan_builder *b, const mg_problem *pr, mg_pb_store *store)
+{
+    if (store && store->busy) store = NULL; /* (one builder at a time: another gets its own) */
+    *b = (mg_plan_builder){.pr = pr, .store = store};
     b->p = mg_xcalloc(1, sizeof *b->p);
     b->p->g = pr->g;
     b->p->kind = pr->kind;
     b->p->result = pr->result;
-    b->where = mg_xcalloc((size_t)pr->n, sizeof *b->where);
-    b->last_read = mg_xcalloc((size_t)pr->n, sizeof *b->last_read);
+    if (store) {
+        if (store->n < pr->n) {
+            free(store->where);
+            free(store->last_read);
+            store->where = malloc(((size_t)pr->n + 1) * sizeof *store->where);
+            store->last_read = malloc(((size_t)pr->n + 1) * sizeof *store->last_read);
+            if (!store->where || !store->last_read) abort();
+            store->n = pr->n;
+        }
+        b->where = store->where;
+        b->last_read = store->last_read;
+        memset(b->where, 0, (size_t)pr->n * sizeof *b->where);
+        memset(b->last_read, 0, (size_t)pr->n * sizeof *b->last_read);
+        store->busy = 1;
+    } else {
+        b->where = mg_xcalloc((size_t)pr->n, sizeof *b->where);
+        b->last_read = mg_xcalloc((size_t)pr->n, sizeof *b->last_read);
+    }
     int ntargets = 0, nbufs = 0;
     for (int v = 0; v < pr->n; v++) {
         if (pr->target[v]) {
@@ -37,12 +62,39 @@ void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
     }
     /* room for every target once and a quarter more (recomputations), so that long schedules
      * are not copied over and over as they grow (on a 10k-node graph that was half a schedule's
-     * time) */
+     * time); in a store, at least what it holds already */
     b->capsteps = ntargets + pr->nfinal + ntargets / 4 + 16;
     b->capbufs = nbufs + nbufs / 4 + 16;
-    b->p->bufs = malloc((size_t)b->capbufs * sizeof *b->p->bufs);
-    b->p->steps = malloc((size_t)b->capsteps * sizeof *b->p->steps);
+    if (store) {
+        if (store->capsteps < b->capsteps) {
+            free(store->steps);
+            store->steps = malloc((size_t)b->capsteps * sizeof *store->steps);
+            store->capsteps = b->capsteps;
+        }
+        if (store->capbufs < b->capbufs) {
+            free(store->bufs);
+            store->bufs = malloc((size_t)b->capbufs * sizeof *store->bufs);
+            store->capbufs = b->capbufs;
+        }
+        b->capsteps = store->capsteps;
+        b->capbufs = store->capbufs;
+        b->p->steps = store->steps;
+        b->p->bufs = store->bufs;
+    } else {
+        b->p->bufs = malloc((size_t)b->capbufs * sizeof *b->p->bufs);
+        b->p->steps = malloc((size_t)b->capsteps * sizeof *b->p->steps);
+    }
     if (!b->p->bufs || !b->p->steps) abort();
+}
+
+void mg_pb_store_free(mg_pb_store *store)
+{
+    if (!store) return;
+    free(store->steps);
+    free(store->bufs);
+    free(store->where);
+    free(store->last_read);
+    *store = (mg_pb_store){0};
 }
 
 void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps)
@@ -60,6 +112,10 @@ static int add_step(mg_plan_builder *b, mg_step st)
         b->capsteps = (int)cap;
         p->steps = realloc(p->steps, (size_t)b->capsteps * sizeof *p->steps);
         if (!p->steps) abort();
+        if (b->store) {
+            b->store->steps = p->steps;
+            b->store->capsteps = b->capsteps;
+        }
     }
     p->steps[p->nsteps] = st;
     return p->nsteps++;
@@ -72,6 +128,10 @@ static int add_buffer(mg_plan_builder *b, int64_t bytes, int step, int node)
         b->capbufs = b->capbufs ? 2 * b->capbufs : 256;
         p->bufs = realloc(p->bufs, (size_t)b->capbufs * sizeof *p->bufs);
         if (!p->bufs) abort();
+        if (b->store) {
+            b->store->bufs = p->bufs;
+            b->store->capbufs = b->capbufs;
+        }
     }
     p->bufs[p->nbufs] = (mg_buffer){bytes, step, step, -1, node};
     return p->nbufs++;
@@ -123,7 +183,13 @@ mg_plan *mg_pb_finish(mg_plan_builder *b)
         b->last_read[p->result] = p->nsteps - 1;
     }
     for (int v = 0; v < pr->n; v++) mg_pb_release(b, v);
-    if (p->nsteps < b->capsteps / 2) { /* give back what a reservation did not use */
+    if (b->store) { /* the plan gets its own arrays, at its size; the store keeps its own */
+        p->steps = malloc(((size_t)p->nsteps + 1) * sizeof *p->steps);
+        p->bufs = malloc(((size_t)p->nbufs + 1) * sizeof *p->bufs);
+        if (!p->steps || !p->bufs) abort();
+        memcpy(p->steps, b->store->steps, (size_t)p->nsteps * sizeof *p->steps);
+        memcpy(p->bufs, b->store->bufs, (size_t)p->nbufs * sizeof *p->bufs);
+    } else if (p->nsteps < b->capsteps / 2) { /* give back what a reservation did not use */
         mg_step *steps = realloc(p->steps, ((size_t)p->nsteps + 1) * sizeof *p->steps);
         if (steps) p->steps = steps;
     }
@@ -134,8 +200,16 @@ mg_plan *mg_pb_finish(mg_plan_builder *b)
 
 void mg_pb_discard(mg_plan_builder *b)
 {
+    if (b->store) { /* its arrays stay in the store */
+        if (b->p) {
+            b->p->steps = NULL;
+            b->p->bufs = NULL;
+        }
+        b->store->busy = 0;
+    } else {
+        free(b->where);
+        free(b->last_read);
+    }
     mg_plan_free(b->p);
-    free(b->where);
-    free(b->last_read);
     *b = (mg_plan_builder){0};
 }

@@ -95,10 +95,10 @@ static int recomputed(const mg_problem *pr, const mg_plan *p, cand *c, double *c
 
 /* Places p within budget, and when it fits there and is cheaper than *best, it becomes *best
  * (*taken: p is now owned there). */
-static mg_status place(mg_plan *p, int64_t budget, mg_plan **best, int *taken, mg_diag *d)
+static mg_status place(mg_plan *p, int64_t budget, mg_plan **best, int *taken, mg_arena_scratch *scratch, mg_diag *d)
 {
     *taken = 0;
-    if (mg_arena_assign_within(p, budget, d)) return MG_ERR;
+    if (mg_arena_assign_in(p, budget, scratch, d)) return MG_ERR;
     if (p->workspace_bytes <= budget && (!*best || p->flops_executed < (*best)->flops_executed)) {
         mg_plan_free(*best);
         *best = p;
@@ -113,7 +113,7 @@ static mg_status place(mg_plan *p, int64_t budget, mg_plan **best, int *taken, m
  * again, at most FIT schedules (each counted in *left). *out: the placed schedule that fits, or
  * NULL. */
 static mg_status start_fit(const mg_problem *pr, mg_sched_opts *o, int64_t budget, int *left, mg_plan **out,
-                           mg_diag *d)
+                           mg_arena_scratch *scratch, mg_diag *d)
 {
     *out = NULL;
     for (int it = 0; it < FIT && *left > 0 && o->cap > 0; it++) {
@@ -121,7 +121,7 @@ static mg_status start_fit(const mg_problem *pr, mg_sched_opts *o, int64_t budge
         (*left)--;
         if (mg_schedule(pr, o, &p, d)) return MG_ERR;
         if (!p) return MG_OK;
-        if (mg_arena_assign_within(p, budget, d)) {
+        if (mg_arena_assign_in(p, budget, scratch, d)) {
             mg_plan_free(p);
             return MG_ERR;
         }
@@ -159,13 +159,16 @@ mg_status mg_improve_schedule_n(const mg_problem *pr, const mg_sched_opts *opts,
     mg_sched_opts o = *opts;
     o.weight = w;
     o.flops_limit = 0;
+    mg_sched_store *store = o.store ? NULL : mg_sched_store_new(pr); /* the walk's schedules share it */
+    if (store) o.store = store;
+    mg_arena_scratch *scratch = mg_arena_scratch_new(); /* and its placements this */
     mg_status st = MG_OK;
     mg_plan *ring[RING] = {NULL}; /* the walk's last schedules, unplaced, ring[0] the newest */
     int nk = 0;                   /* kept moves: the walk's state k is the start with the first k */
     /* the start, placed first and fitted: where it misses, the walk near it would end in
      * schedules that miss too (layered DAGs, whose arena adds waste above the cap), so the cap
      * is lowered in small steps until it fits (none: no walk) */
-    if ((st = start_fit(pr, &o, budget, &left, &ring[0], d)) || !ring[0]) goto done;
+    if ((st = start_fit(pr, &o, budget, &left, &ring[0], scratch, d)) || !ring[0]) goto done;
     int lowered = o.cap < opts->cap;
     if (lowered) left /= SHORT; /* its cap lowered: a shorter walk */
     int start = 0; /* where the start is in the ring (RING: gone) */
@@ -218,7 +221,7 @@ mg_status mg_improve_schedule_n(const mg_problem *pr, const mg_sched_opts *opts,
             mg_plan_free(*best);
             *best = ring[i];
             taken = 1;
-        } else if ((st = place(ring[i], budget, best, &taken, d))) {
+        } else if ((st = place(ring[i], budget, best, &taken, scratch, d))) {
             break;
         }
         if (taken) {
@@ -241,7 +244,7 @@ mg_status mg_improve_schedule_n(const mg_problem *pr, const mg_sched_opts *opts,
         mg_plan *p;
         int taken = 0;
         if ((st = mg_schedule(pr, &lim, &p, d))) break;
-        if (p && (!*best || p->flops_executed < (*best)->flops_executed) && !(st = place(p, budget, best, &taken, d)) &&
+        if (p && (!*best || p->flops_executed < (*best)->flops_executed) && !(st = place(p, budget, best, &taken, scratch, d)) &&
             taken)
             lo = mid;
         else
@@ -251,6 +254,8 @@ mg_status mg_improve_schedule_n(const mg_problem *pr, const mg_sched_opts *opts,
 done:
     *schedules = left > 0 ? left : 0;
     for (int i = 0; i < RING; i++) mg_plan_free(ring[i]);
+    mg_sched_store_free(store);
+    mg_arena_scratch_free(scratch);
     free(w);
     free(acc);
     free(chain);
@@ -392,6 +397,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
         if (!(hist[i] = malloc((size_t)cap * sizeof *hist[i]))) abort();
     int *inst = malloc(((size_t)pr->n + 1) * sizeof *inst), *last = malloc(((size_t)pr->n + 1) * sizeof *last);
     if (!seq || !cand || !trial || !pick || !live || !seen || !inst || !last || !reps || !end) abort();
+    mg_arena_scratch *scratch = mg_arena_scratch_new(); /* its placements' tables */
     for (int s = 0; s < T; s++) seq[s] = bp->steps[s].node;
     mg_status st = MG_OK;
     /* where the arena placed the plan with waste above its peak of live bytes (layered DAGs), a
@@ -456,7 +462,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
         if (!p) continue;
         if (p->flops_executed < bp->flops_executed && first_over(p, budget, live) < 0) {
             if (eager) { /* placed now, and kept only if it fits */
-                if ((st = mg_arena_assign_within(p, budget, d))) {
+                if ((st = mg_arena_assign_in(p, budget, scratch, d))) {
                     mg_plan_free(p);
                     break;
                 }
@@ -492,7 +498,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
     for (int i = 0; i < RING && i < nh && !st; i++) {
         mg_plan *q = i == 0 ? cur : build_seq(pr, hist[(nh - 1 - i) % RING], hlen[(nh - 1 - i) % RING], seen);
         if (i == 0) cur = NULL;
-        if (q && !(st = mg_arena_assign_within(q, budget, d)) && q->workspace_bytes <= budget &&
+        if (q && !(st = mg_arena_assign_in(q, budget, scratch, d)) && q->workspace_bytes <= budget &&
             q->flops_executed < (*best)->flops_executed) {
             mg_plan_free(*best);
             *best = q;
@@ -512,5 +518,6 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
     free(end);
     free(inst);
     free(last);
+    mg_arena_scratch_free(scratch);
     return st;
 }

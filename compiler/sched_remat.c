@@ -62,9 +62,16 @@ static int next_use(const sim *s, int v)
     return k < s->use_start[v + 1] ? s->uses[k] : INT32_MAX;
 }
 
-static int hless(const struct hent *a, const struct hent *b)
+static inline int hless(const struct hent *a, const struct hent *b)
 {
     return a->key < b->key || (a->key == b->key && a->node < b->node);
+}
+
+/* The same order without branches, for the choice between two children (a coin toss to the
+ * branch predictor). */
+static inline int hless_nb(const struct hent *a, const struct hent *b)
+{
+    return (a->key < b->key) | ((a->key == b->key) & (a->node < b->node));
 }
 
 static void heap_push(sim *s, struct hent e)
@@ -89,7 +96,7 @@ static struct hent heap_pop(sim *s)
     for (;;) {
         int c = 2 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && hless(&s->heap[c + 1], &s->heap[c])) c++;
+        c += (c + 1 < n) & hless_nb(&s->heap[c + 1], &s->heap[c]); /* (heap[n], the old last, is readable) */
         if (!hless(&s->heap[c], &e)) break;
         s->heap[i] = s->heap[c];
         i = c;
@@ -323,24 +330,6 @@ static int ensure_inputs(sim *s, int t)
     return 1;
 }
 
-static void build_uses(sim *s, const int *targets)
-{
-    const mg_problem *pr = s->pr;
-    int n = pr->n;
-    s->use_start = mg_xcalloc((size_t)n + 1, sizeof *s->use_start);
-    for (int i = 0; i < s->ntargets; i++)
-        for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) s->use_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) s->use_start[v + 1] += s->use_start[v];
-    s->uses = mg_xcalloc((size_t)s->use_start[n] + 1, sizeof *s->uses);
-    int *fill = mg_xcalloc((size_t)n, sizeof *fill);
-    for (int i = 0; i < s->ntargets; i++)
-        for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) {
-            int u = pr->in[k];
-            s->uses[s->use_start[u] + fill[u]++] = i;
-        }
-    free(fill);
-}
-
 /* After target at position pos read its inputs: pass their uses, free what is dead, and, when
  * checkpointing, drop unmarked forward values that only the backward pass still needs. */
 static void after_target(sim *s, int t, int pos)
@@ -377,52 +366,160 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     return mg_schedule_range(pr, opts, out, NULL, d);
 }
 
+/* What the simulation builds before it starts, the same for every schedule of the problem
+ * (the targets, their reads, the consumers of each value), and the arrays it works in. */
+struct mg_sched_store {
+    const mg_problem *pr;
+    int ntargets, nfwd_targets;
+    int *targets;
+    int *use_start, *uses;  /* per node: positions of the targets that read it (CSR) */
+    int *out_start, *out;   /* per node: its consumers (CSR) */
+    int *zlast;             /* per node: last target position reading an evictable consumer of it */
+    double *rest;           /* per target position i: the cost of the targets after it, each once */
+    /* scratch, cleared for each schedule */
+    int *uptr, *lock, *cand, *cand_pos, *ver, *stack, *stack_in, *order, *mark;
+    char *parked;
+    double *rc;
+    struct hent *heap;
+    int capheap;
+    double *jitter;         /* restart_factors(jitter_seed), kept for the next schedule */
+    uint64_t jitter_seed;
+    mg_pb_store pb;
+    int busy;
+};
+
+mg_sched_store *mg_sched_store_new(const mg_problem *pr)
+{
+    int n = pr->n;
+    mg_sched_store *z = mg_xcalloc(1, sizeof *z);
+    z->pr = pr;
+    z->targets = mg_xcalloc((size_t)n + 1, sizeof *z->targets);
+    for (int i = 0; i < n; i++) {
+        if (!pr->target[i]) continue;
+        if (i < pr->nfwd) z->nfwd_targets++;
+        z->targets[z->ntargets++] = i;
+    }
+    z->rest = mg_xcalloc((size_t)z->ntargets + 1, sizeof *z->rest);
+    for (int i = z->ntargets - 1; i > 0; i--) z->rest[i - 1] = z->rest[i] + pr->cost[z->targets[i]];
+    /* the reads of each node by the targets, in target order */
+    z->use_start = mg_xcalloc((size_t)n + 1, sizeof *z->use_start);
+    for (int i = 0; i < z->ntargets; i++)
+        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) z->use_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) z->use_start[v + 1] += z->use_start[v];
+    z->uses = mg_xcalloc((size_t)z->use_start[n] + 1, sizeof *z->uses);
+    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
+    for (int i = 0; i < z->ntargets; i++)
+        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) {
+            int u = pr->in[k];
+            z->uses[z->use_start[u] + fill[u]++] = i;
+        }
+    /* the consumers of each node */
+    z->out_start = mg_xcalloc((size_t)n + 1, sizeof *z->out_start);
+    z->out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *z->out);
+    for (int k = 0; k < pr->in_start[n]; k++) z->out_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) z->out_start[v + 1] += z->out_start[v];
+    for (int v = 0; v <= n; v++) fill[v] = 0;
+    for (int c = 0; c < n; c++)
+        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) z->out[z->out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
+    free(fill);
+    z->zlast = mg_xcalloc((size_t)n + 1, sizeof *z->zlast);
+    for (int v = 0; v < n; v++) z->zlast[v] = -1;
+    for (int c = 0; c < n; c++) {
+        int last = z->use_start[c + 1] > z->use_start[c] ? z->uses[z->use_start[c + 1] - 1] : -1;
+        if (!pr->evictable[c]) continue;
+        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++)
+            if (last > z->zlast[pr->in[k]]) z->zlast[pr->in[k]] = last;
+    }
+    z->uptr = mg_xcalloc((size_t)n + 1, sizeof *z->uptr);
+    z->lock = mg_xcalloc((size_t)n + 1, sizeof *z->lock);
+    z->cand = mg_xcalloc((size_t)n + 1, sizeof *z->cand);
+    z->cand_pos = mg_xcalloc((size_t)n + 1, sizeof *z->cand_pos);
+    z->ver = mg_xcalloc((size_t)n + 1, sizeof *z->ver);
+    z->parked = mg_xcalloc((size_t)n + 1, 1);
+    z->stack = mg_xcalloc((size_t)n + 1, sizeof *z->stack);
+    z->stack_in = mg_xcalloc((size_t)n + 1, sizeof *z->stack_in);
+    z->order = mg_xcalloc((size_t)n + 1, sizeof *z->order);
+    z->mark = mg_xcalloc((size_t)n + 1, sizeof *z->mark);
+    z->rc = mg_xcalloc((size_t)n + 1, sizeof *z->rc);
+    return z;
+}
+
+void mg_sched_store_free(mg_sched_store *z)
+{
+    if (!z) return;
+    free(z->targets);
+    free(z->rest);
+    free(z->use_start);
+    free(z->uses);
+    free(z->out_start);
+    free(z->out);
+    free(z->zlast);
+    free(z->uptr);
+    free(z->lock);
+    free(z->cand);
+    free(z->cand_pos);
+    free(z->ver);
+    free(z->parked);
+    free(z->stack);
+    free(z->stack_in);
+    free(z->order);
+    free(z->mark);
+    free(z->rc);
+    free(z->heap);
+    free(z->jitter);
+    mg_pb_store_free(&z->pb);
+    free(z);
+}
+
 mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
                             mg_diag *d)
 {
     int n = pr->n;
     *out = NULL;
+    /* the caller's store when it is for this problem and free, else one for this schedule only */
+    mg_sched_store *z = opts->store && opts->store->pr == pr && !opts->store->busy ? opts->store : NULL;
+    mg_sched_store *own = z ? NULL : mg_sched_store_new(pr);
+    if (!z) z = own;
+    z->busy = 1;
+    size_t n1 = (size_t)n + 1;
+    memset(z->uptr, 0, n1 * sizeof *z->uptr);
+    memset(z->lock, 0, n1 * sizeof *z->lock);
+    memset(z->ver, 0, n1 * sizeof *z->ver);
+    memset(z->parked, 0, n1);
+    memset(z->mark, 0, n1 * sizeof *z->mark);
+    memset(z->rc, 0, n1 * sizeof *z->rc);
+    for (int i = 0; i < n; i++) z->cand_pos[i] = -1;
+    if (opts->seed && (!z->jitter || z->jitter_seed != opts->seed)) {
+        free(z->jitter);
+        z->jitter = restart_factors(opts->seed, n);
+        z->jitter_seed = opts->seed;
+    }
     sim s = {.pr = pr, .o = opts, .below = INT64_MIN, .above = INT64_MAX};
-    mg_pb_init(&s.b, pr);
-    s.uptr = mg_xcalloc((size_t)n, sizeof *s.uptr);
-    s.lock = mg_xcalloc((size_t)n, sizeof *s.lock);
-    s.cand = mg_xcalloc((size_t)n, sizeof *s.cand);
-    s.cand_pos = mg_xcalloc((size_t)n, sizeof *s.cand_pos);
-    s.ver = mg_xcalloc((size_t)n, sizeof *s.ver);
-    s.parked = mg_xcalloc((size_t)n + 1, 1);
-    s.stack = mg_xcalloc((size_t)n + 1, sizeof *s.stack);
-    s.stack_in = mg_xcalloc((size_t)n + 1, sizeof *s.stack_in);
-    s.order = mg_xcalloc((size_t)n + 1, sizeof *s.order);
-    s.mark = mg_xcalloc((size_t)n + 1, sizeof *s.mark);
-    s.rc = mg_xcalloc((size_t)n + 1, sizeof *s.rc);
-    s.jitter = opts->seed ? restart_factors(opts->seed, n) : NULL;
-    int *targets = mg_xcalloc((size_t)n, sizeof *targets);
-    for (int i = 0; i < n; i++) {
-        s.cand_pos[i] = -1;
-        if (!pr->target[i]) continue;
-        if (i < pr->nfwd) s.nfwd_targets++;
-        targets[s.ntargets++] = i;
-    }
+    mg_pb_init_in(&s.b, pr, own ? NULL : &z->pb);
+    s.uptr = z->uptr;
+    s.lock = z->lock;
+    s.cand = z->cand;
+    s.cand_pos = z->cand_pos;
+    s.ver = z->ver;
+    s.parked = z->parked;
+    s.stack = z->stack;
+    s.stack_in = z->stack_in;
+    s.order = z->order;
+    s.mark = z->mark;
+    s.rc = z->rc;
+    s.heap = z->heap;
+    s.capheap = z->capheap;
+    s.jitter = opts->seed ? z->jitter : NULL;
+    s.ntargets = z->ntargets;
+    s.nfwd_targets = z->nfwd_targets;
+    const int *targets = z->targets;
     s.rc_cap = s.b.p->flops_once + n;
-    s.rest = mg_xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
-    for (int i = s.ntargets - 1; i > 0; i--) s.rest[i - 1] = s.rest[i] + pr->cost[targets[i]];
-    build_uses(&s, targets);
-    s.out_start = mg_xcalloc((size_t)n + 1, sizeof *s.out_start);
-    s.out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
-    for (int k = 0; k < pr->in_start[n]; k++) s.out_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) s.out_start[v + 1] += s.out_start[v];
-    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
-    for (int c = 0; c < n; c++)
-        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) s.out[s.out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
-    free(fill);
-    s.zlast = mg_xcalloc((size_t)n + 1, sizeof *s.zlast);
-    for (int v = 0; v < n; v++) s.zlast[v] = -1;
-    for (int c = 0; c < n; c++) {
-        int last = s.use_start[c + 1] > s.use_start[c] ? s.uses[s.use_start[c + 1] - 1] : -1;
-        if (!pr->evictable[c]) continue;
-        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++)
-            if (last > s.zlast[pr->in[k]]) s.zlast[pr->in[k]] = last;
-    }
+    s.rest = z->rest;
+    s.use_start = z->use_start;
+    s.uses = z->uses;
+    s.out_start = z->out_start;
+    s.out = z->out;
+    s.zlast = z->zlast;
     /* a generous bound on recomputation, so pathological graphs fail instead of running away */
     s.step_limit = (int64_t)s.ntargets * 8 + 10000;
     mg_pb_reserve(&s.b, s.step_limit + pr->nfinal + 1);
@@ -441,26 +538,10 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
         range[0] = s.below;
         range[1] = s.above;
     }
-    free(s.use_start);
-    free(s.uses);
-    free(s.uptr);
-    free(s.lock);
-    free(s.cand);
-    free(s.cand_pos);
-    free(s.ver);
-    free(s.parked);
-    free(s.heap);
-    free(s.stack);
-    free(s.stack_in);
-    free(s.order);
-    free(s.mark);
-    free(s.rc);
-    free(s.jitter);
-    free(s.rest);
-    free(s.zlast);
-    free(s.out_start);
-    free(s.out);
-    free(targets);
+    z->heap = s.heap; /* (grown by heap_push) */
+    z->capheap = s.capheap;
+    z->busy = 0;
+    mg_sched_store_free(own);
     (void)d;
     return MG_OK;
 }
