@@ -15,6 +15,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -995,6 +998,14 @@ static int cmd_compile(options *o)
 
 int main(int argc, char **argv)
 {
+#ifdef __GLIBC__
+    /* The planner builds and drops thousands of schedules and arena placements of a few MB each;
+     * with glibc's defaults every free trims the heap's top and the next allocation faults the
+     * pages in again (resnet50 at its minimum: 8.4k page faults, solve 0.656 s; with these
+     * 0.613 s, medians of 7). The program's choice, made here: the library sets no such state. */
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+#endif
     if (argc < 2) {
         fputs(usage_text, stderr);
         return 2;
