@@ -152,9 +152,10 @@ static int refill_round(mg_plan *p, const mg_problem *pr, int relocate, int64_t 
         if (x->last >= y->first || x->bytes <= 0) continue;
         /* first what the live bytes allow: kept, the value adds its bytes from its last read to
          * the recomputation, and then takes the place of the recomputed instance */
-        int fits = 1;
-        for (int t = x->last + 1; t <= y->last && fits; t++)
+        int fits = 1, t = x->last + 1;
+        for (; t <= y->last && fits; t++)
             fits = r.live[t] - (t >= y->first ? y->bytes : 0) + x->bytes <= p->workspace_bytes;
+        *work += t - x->last; /* (the steps looked at count as work too) */
         if (!fits) continue;
         int keep = 0;
         if (x->bytes >= y->bytes && range_free(&r, x->offset, x->bytes, x->last + 1, y->last, bi, bj, work)) {

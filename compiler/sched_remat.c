@@ -67,13 +67,6 @@ static inline int hless(const struct hent *a, const struct hent *b)
     return a->key < b->key || (a->key == b->key && a->node < b->node);
 }
 
-/* The same order without branches, for the choice between two children (a coin toss to the
- * branch predictor). */
-static inline int hless_nb(const struct hent *a, const struct hent *b)
-{
-    return (a->key < b->key) | ((a->key == b->key) & (a->node < b->node));
-}
-
 static void heap_push(sim *s, struct hent e)
 {
     if (s->nheap == s->capheap) {
@@ -96,7 +89,7 @@ static struct hent heap_pop(sim *s)
     for (;;) {
         int c = 2 * i + 1;
         if (c >= n) break;
-        c += (c + 1 < n) & hless_nb(&s->heap[c + 1], &s->heap[c]); /* (heap[n], the old last, is readable) */
+        if (c + 1 < n && hless(&s->heap[c + 1], &s->heap[c])) c++;
         if (!hless(&s->heap[c], &e)) break;
         s->heap[i] = s->heap[c];
         i = c;
