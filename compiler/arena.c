@@ -1639,21 +1639,8 @@ mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *P, 
     p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, NULL, P);
     for (int i = 0; i < n; i++) p->bufs[i].offset = iv[i].offset;
     pfree(P, iv);
-
-    /* peak live bytes: sweep over steps */
-    int64_t *delta = pcal(P, (size_t)p->nsteps + 1, sizeof *delta);
-    for (int i = 0; i < n; i++) {
-        delta[p->bufs[i].first] += p->bufs[i].bytes;
-        delta[p->bufs[i].last + 1] -= p->bufs[i].bytes;
-    }
-    int64_t live = 0, peak = 0;
-    for (int s = 0; s < p->nsteps; s++) {
-        live += delta[s];
-        if (live > peak) peak = live;
-    }
-    pfree(P, delta);
     scratch_reset(P);
-    p->peak_live_bytes = peak;
+    p->peak_live_bytes = mg_plan_peak_live(p);
     (void)d;
     return MG_OK;
 }

@@ -223,6 +223,9 @@ mg_status mg_schedule_rc(const mg_problem *prob, const mg_sched_opts *opts, mg_p
 mg_status mg_schedule_rc_range(const mg_problem *prob, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
                                mg_diag *d);
 void mg_plan_free(mg_plan *p);
+/* The most bytes of p's buffers live at one step (each from its first step to its last,
+ * inclusive): its peak of live bytes, what no placement goes below. */
+int64_t mg_plan_peak_live(const mg_plan *p);
 
 /* arena.c: gives every buffer an offset (no two buffers live at the same step overlap) and
  * sets workspace_bytes and peak_live_bytes. */
@@ -264,8 +267,7 @@ mg_status mg_polish_schedule(const mg_problem *prob, int64_t budget, int max_pla
 /* sched_refill.c: on a placed plan, each recomputation whose value could have stayed in the
  * workspace until then (its address range free from the last read, or the recomputation's own
  * range, or another below the top, free from the first computation) is removed, with the
- * recomputations only it read; the
- * kept instance is read instead. Offsets of the other buffers are kept: the workspace does not
+ * recomputations only it read; the kept instance is read instead. Offsets of the other buffers are kept: the workspace does not
  * grow, the FLOPs executed drop and the live bytes rise into the arena's holes. */
 void mg_plan_refill(mg_plan *p, const mg_problem *pr);
 

@@ -18,6 +18,21 @@ void mg_plan_free(mg_plan *p)
     free(p);
 }
 
+int64_t mg_plan_peak_live(const mg_plan *p)
+{
+    int64_t *delta = mg_xcalloc((size_t)p->nsteps + 1, sizeof *delta), live = 0, peak = 0;
+    for (int b = 0; b < p->nbufs; b++) {
+        delta[p->bufs[b].first] += p->bufs[b].bytes;
+        delta[p->bufs[b].last + 1] -= p->bufs[b].bytes;
+    }
+    for (int s = 0; s < p->nsteps; s++) {
+        live += delta[s];
+        if (live > peak) peak = live;
+    }
+    free(delta);
+    return peak;
+}
+
 void mg_pb_init(mg_plan_builder *b, const mg_problem *pr)
 {
     mg_pb_init_in(b, pr, NULL);

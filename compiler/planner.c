@@ -425,18 +425,7 @@ enum { HOPELESS = 2 };
 /* Sets p's peak live bytes without placing it: what the arena cannot go below. */
 static void set_unplaced_peak(mg_plan *p)
 {
-    int64_t *delta = calloc((size_t)p->nsteps + 1, sizeof *delta), live = 0, peak = 0;
-    if (!delta) abort();
-    for (int b = 0; b < p->nbufs; b++) {
-        delta[p->bufs[b].first] += p->bufs[b].bytes;
-        delta[p->bufs[b].last + 1] -= p->bufs[b].bytes;
-    }
-    for (int s = 0; s < p->nsteps; s++) {
-        live += delta[s];
-        if (live > peak) peak = live;
-    }
-    free(delta);
-    p->peak_live_bytes = peak;
+    p->peak_live_bytes = mg_plan_peak_live(p);
 }
 
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,

@@ -263,17 +263,7 @@ static int refill_round(mg_plan *p, const mg_problem *pr, int relocate, int64_t 
         p->nbufs = nb2;
         p->flops_executed = flops;
         p->workspace_bytes = top;
-        int64_t *delta = mg_xcalloc((size_t)ns2 + 1, sizeof *delta), live = 0, peak = 0;
-        for (int b = 0; b < nb2; b++) {
-            delta[p->bufs[b].first] += p->bufs[b].bytes;
-            delta[p->bufs[b].last + 1] -= p->bufs[b].bytes;
-        }
-        for (int s = 0; s < ns2; s++) {
-            live += delta[s];
-            if (live > peak) peak = live;
-        }
-        free(delta);
-        p->peak_live_bytes = peak;
+        p->peak_live_bytes = mg_plan_peak_live(p);
     }
     for (int k = 0; k < r.nbk; k++) free(r.bucket[k]);
     free(r.bucket);
