@@ -365,6 +365,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("option '%s' needs a value", a);
         *slot = argv[++i];
     }
+    if (o->print_ir && o->print_joint)
+        return usage_error("%s", "check: --print-ir and --print-joint each print the graph; give one of them");
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
     if (is_plan_only && o->graph && (o->svg || o->trace))
         return usage_error("%s", "plan: --svg and --trace report on models, not on --graph");

@@ -1267,6 +1267,23 @@ START_TEST(test_hash_changes_with_structure)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------------------------ */
+/* What a demanding user met (review14)                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Was a bug: `check --print-ir --print-joint` printed the forward IR only and exited 0; the
+ * options are alternatives ([--print-ir | --print-joint]), so both together are a usage error. */
+START_TEST(test_print_ir_and_joint_together)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "check '%s' --print-ir --print-joint", m);
+    ck_assert_msg(rc == 2, "exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "--print-ir") && strstr(out, "--print-joint") && !strstr(out, "%0 = input"), "%s", out);
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -1338,6 +1355,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_fixed_unwritable_output_message);
         tcase_add_test(b, test_unwritable_header_leaves_no_object);
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
+        tcase_add_test(b, test_print_ir_and_joint_together);
         suite_add_tcase(s, b);
     }
     return s;
