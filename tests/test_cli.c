@@ -1284,6 +1284,25 @@ START_TEST(test_print_ir_and_joint_together)
 }
 END_TEST
 
+/* Was a bug: a report that could not be written to stdout (a full disk; /dev/full here) was lost
+ * with exit status 0. Every command now says so and exits 1. */
+START_TEST(test_stdout_write_error)
+{
+    if (access("/dev/full", W_OK) != 0) return;
+    const char *m = write_model("mlp.mg", mlp_src);
+    const char *cmds[] = {"check '%s'", "check '%s' --print-joint", "plan '%s'", "plan '%s' --format json", "dot '%s'",
+                          "sweep '%s' --points 2", "compile '%s' --help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[4400], *out;
+        snprintf(args, sizeof args, cmds[i], m);
+        int rc = mg(&out, "%s > /dev/full", args);
+        ck_assert_msg(rc == 1 && strstr(out, "cannot write the standard output"), "%s > /dev/full: exited %d:\n%s", args,
+                      rc, out);
+        free(out);
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -1356,6 +1375,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_unwritable_header_leaves_no_object);
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
         tcase_add_test(b, test_print_ir_and_joint_together);
+        tcase_add_test(b, test_stdout_write_error);
         suite_add_tcase(s, b);
     }
     return s;
