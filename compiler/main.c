@@ -10,6 +10,7 @@
 #include "plan.h"
 #include "read_file.h"
 #include "microbatch.h"
+#include "out_files.h"
 #include "report.h"
 
 #include <errno.h>
@@ -174,49 +175,6 @@ static void print_diag(const source *src, const mg_diag *d)
     fprintf(stderr, "^\n");
 }
 
-/* The canonical spelling of path, which need not exist yet: realpath of the file, or of its
- * directory followed by its base name. */
-static void canonical_path(const char *path, char *out, size_t cap)
-{
-    char buf[PATH_MAX];
-    if (realpath(path, buf)) {
-        snprintf(out, cap, "%s", buf);
-        return;
-    }
-    const char *slash = strrchr(path, '/');
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
-    if (realpath(dir, buf)) snprintf(out, cap, "%s/%s", buf, slash ? slash + 1 : path);
-    else snprintf(out, cap, "%s", path);
-}
-
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
-    canonical_path(a, ca, sizeof ca);
-    canonical_path(b, cb, sizeof cb);
-    return !strcmp(ca, cb);
-}
-
-/* Creates an empty temporary file next to path (so rename() can replace path atomically) and
- * stores its name in tmp. Errors name path, the file the user asked for. */
-static int create_tmp_for(const char *path, char *tmp, size_t cap)
-{
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, cap, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd >= 0) {
-            close(fd);
-            return 0;
-        }
-        if (errno != EEXIST) break;
-    }
-    fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
-    return 1;
-}
-
 /* Writes text to the file tmp; errors name path, the file the user asked for. */
 static int write_file(const char *path, const char *tmp, const char *text)
 {
@@ -228,56 +186,27 @@ static int write_file(const char *path, const char *tmp, const char *text)
     return bad;
 }
 
-/* Report files (--svg, --trace): each is written by `write` to a temporary file next to it,
- * and all are renamed into place only when all are written, like compile's outputs. */
-typedef struct report_out {
-    const char *flag, *path;
-    void (*write)(FILE *out, const void *ctx);
-    const void *ctx;
-} report_out;
+/* Report files (--svg, --trace): checked before planning (mg_out_check), each written by its
+ * writer to a temporary file, and all put in place only when all are written, like compile's
+ * outputs. */
+typedef void (*report_writer)(FILE *out, const void *ctx);
 
-/* Usage errors (2) for an output that would overwrite the model or another output. */
-static int check_report_outs(const char *model, const report_out *r, int n)
+static int write_report_outs(mg_out_file *f, const report_writer *write, const void *ctx, int n)
 {
-    for (int i = 0; i < n; i++) {
-        if (!r[i].path) continue;
-        if (model && same_file(model, r[i].path))
-            return usage_error("refusing to overwrite the model file %s with output", model);
-        for (int j = 0; j < i; j++)
-            if (r[j].path && same_file(r[i].path, r[j].path)) {
-                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", r[j].flag,
-                        r[i].flag, r[i].path);
-                return 2;
-            }
-    }
-    return 0;
-}
-
-static int write_report_outs(const report_out *r, int n)
-{
-    enum { MAXOUT = 4 };
-    char tmp[MAXOUT][PATH_MAX + 64];
-    int rc = 0;
-    for (int i = 0; i < n; i++) tmp[i][0] = 0;
-    for (int i = 0; i < n && i < MAXOUT && !rc; i++) {
-        if (!r[i].path) continue;
-        if ((rc = create_tmp_for(r[i].path, tmp[i], sizeof tmp[i]))) break;
-        FILE *f = fopen(tmp[i], "wb");
-        if (f) r[i].write(f, r[i].ctx);
-        int bad = !f || ferror(f);
-        if (f) bad |= fclose(f) != 0;
+    int rc = mg_out_begin(f, n);
+    for (int i = 0; i < n && !rc; i++) {
+        if (!f[i].path) continue;
+        FILE *fp = fopen(f[i].tmp, "wb");
+        if (fp) write[i](fp, ctx);
+        int bad = !fp || ferror(fp);
+        if (fp) bad |= fclose(fp) != 0;
         if (bad) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", r[i].path, strerror(errno));
+            fprintf(stderr, "memgrad: cannot write %s: %s\n", f[i].path, strerror(errno));
             rc = 1;
         }
     }
-    for (int i = 0; i < n && i < MAXOUT && !rc; i++)
-        if (r[i].path && rename(tmp[i], r[i].path) != 0) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", r[i].path, strerror(errno));
-            rc = 1;
-        }
-    for (int i = 0; i < n && i < MAXOUT; i++)
-        if (tmp[i][0]) remove(tmp[i]); /* fails harmlessly once renamed */
+    if (!rc) rc = mg_out_commit(f, n);
+    mg_out_end(f, n);
     return rc;
 }
 
@@ -693,8 +622,9 @@ static int plan_figures(options *o, compiled *c, mg_report_figures *f)
 static int cmd_plan(options *o)
 {
     if (o->graph) return cmd_plan_graph(o);
-    report_out outs[2] = {{"--svg", o->svg, write_svg, NULL}, {"--trace", o->trace, write_trace, NULL}};
-    int rc = check_report_outs(o->model, outs, 2);
+    mg_out_file outs[2] = {{.flag = "--svg", .path = o->svg}, {.flag = "--trace", .path = o->trace}};
+    const report_writer writers[2] = {write_svg, write_trace};
+    int rc = mg_out_check(o->model, outs, 2);
     if (rc) return rc;
     compiled c;
     mg_report_figures f = {0};
@@ -707,8 +637,7 @@ static int cmd_plan(options *o)
         mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
     }
     if (!rc && o->verify) rc = verify_again(&c);
-    outs[0].ctx = outs[1].ctx = &f;
-    if (!rc) rc = write_report_outs(outs, 2);
+    if (!rc) rc = write_report_outs(outs, writers, &f, 2);
     mg_report_figures_free(&f);
     compiled_free(&c);
     return rc;
@@ -797,16 +726,13 @@ static int overhead_below(const mg_plan *a, const mg_plan *b)
 
 static int cmd_sweep(options *o)
 {
-    if (o->svg) {
-        report_out out = {"--svg", o->svg, NULL, NULL};
-        int rc = check_report_outs(o->model ? o->model : o->graph, &out, 1);
-        if (rc) return rc;
-    }
+    mg_out_file svg_out = {.flag = "--svg", .path = o->svg};
+    int rc = mg_out_check(o->model ? o->model : o->graph, &svg_out, 1);
+    if (rc) return rc;
     source src = {0};
     compiled c = {0};
     mg_problem *pr = NULL;
     mg_diag d = {0};
-    int rc = 0;
     if (o->graph) {
         if (read_source(o->graph, &src)) return 1;
         if (mg_problem_from_json(o->graph, src.text, src.len, &pr, &d)) {
@@ -894,8 +820,8 @@ static int cmd_sweep(options *o)
         for (int k = 0; k < ncurves; k++) curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
         curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
         sweep_svg_ctx ctx = {what, all, minf, curves, n};
-        report_out out = {"--svg", o->svg, write_sweep_svg, &ctx};
-        rc = write_report_outs(&out, 1);
+        const report_writer writer = write_sweep_svg;
+        rc = write_report_outs(&svg_out, &writer, &ctx, 1);
     }
     free(pts);
     mg_problem_free(pr);
@@ -950,50 +876,34 @@ static int check_target(const options *o)
 
 static int cmd_compile(options *o)
 {
-    const char *outs[3] = {o->out, o->header, o->emit_llvm};
-    const char *flag[3] = {"-o", "--header", "--emit-llvm"};
-    for (int i = 0; i < 3; i++) {
-        if (!outs[i]) continue;
-        if (same_file(o->model, outs[i]))
-            return usage_error("refusing to overwrite the model file %s with output", o->model);
-        for (int j = 0; j < i; j++)
-            if (outs[j] && same_file(outs[i], outs[j])) {
-                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", flag[j], flag[i],
-                        outs[i]);
-                return 2;
-            }
-    }
+    mg_out_file outs[3] = {{.flag = "-o", .path = o->out}, {.flag = "--header", .path = o->header},
+                           {.flag = "--emit-llvm", .path = o->emit_llvm}};
+    int rc = mg_out_check(o->model, outs, 3);
+    if (rc) return rc;
     int target_rc = check_target(o);
     if (target_rc) return target_rc;
     compiled c;
-    int rc = run_frontend(o->model, &c, 1);
+    rc = run_frontend(o->model, &c, 1);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
-    /* Every output goes to a temporary file first; all are renamed only when all are written,
-     * so a failure leaves the user's old files as they were and no partial set behind. */
-    char tmp[3][PATH_MAX + 64] = {"", "", ""};
-    for (int i = 0; i < 3 && !rc; i++)
-        if (outs[i]) rc = create_tmp_for(outs[i], tmp[i], sizeof tmp[i]);
+    /* Every output goes to a temporary file first; all are put in place only when all are
+     * written, so a failure leaves the user's old files as they were and no partial set behind. */
+    if (!rc) rc = mg_out_begin(outs, 3);
     if (!rc) {
         mg_diag d = {0};
         mg_target t = {o->triple, o->cpu, NULL, o->opt_level, o->no_fuse};
-        if (mg_emit_object(&c.prog, &t, tmp[0], o->emit_llvm ? tmp[2] : NULL, &d)) {
+        if (mg_emit_object(&c.prog, &t, outs[0].tmp, o->emit_llvm ? outs[2].tmp : NULL, &d)) {
             print_diag(&c.src, &d);
             rc = 1;
         }
     }
     if (!rc && o->header) {
         char *h = mg_header_text(&c.prog);
-        rc = write_file(o->header, tmp[1], h);
+        rc = write_file(o->header, outs[1].tmp, h);
         free(h);
     }
-    for (int i = 0; i < 3 && !rc; i++)
-        if (outs[i] && rename(tmp[i], outs[i]) != 0) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", outs[i], strerror(errno));
-            rc = 1;
-        }
-    for (int i = 0; i < 3; i++)
-        if (tmp[i][0]) remove(tmp[i]); /* fails harmlessly once renamed */
+    if (!rc) rc = mg_out_commit(outs, 3);
+    mg_out_end(outs, 3);
     compiled_free(&c);
     return rc;
 }

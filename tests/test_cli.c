@@ -1303,6 +1303,79 @@ START_TEST(test_stdout_write_error)
 }
 END_TEST
 
+/* Was a bug: outputs were written to a temporary file renamed over the name given, so a FIFO
+ * (or, as root, /dev/null: `compile -o /dev/null`) was replaced by a regular file and its reader
+ * got nothing, and a symlink was replaced instead of its target written. What is not a regular
+ * file is now written through, and a symlink's target is replaced with the link kept. */
+START_TEST(test_outputs_to_fifos_and_symlinks)
+{
+    char m[4300]; /* (path() reuses its buffers) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    ck_assert_int_eq(mkfifo(path("fifo"), 0600), 0);
+    char cmd[9000], *out;
+    /* a reader that gives up after 60 s, so that the old behaviour fails instead of hanging */
+    snprintf(cmd, sizeof cmd, "timeout 60 cat '%s' > '%s' & '%s' plan '%s' --svg '%s' > /dev/null; r=$?; wait; exit $r",
+             path("fifo"), path("got.svg"), MG_MEMGRAD, m, path("fifo"));
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "plan --svg FIFO exited %d:\n%s", rc, out);
+    free(out);
+    struct stat st;
+    ck_assert_msg(lstat(path("fifo"), &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    char *svg = tu_read(path("got.svg"));
+    ck_assert_msg(svg && strstr(svg, "<svg") && strstr(svg, "</svg>"), "the FIFO's reader got: %s", svg ? svg : "(none)");
+    free(svg);
+    snprintf(cmd, sizeof cmd, "timeout 60 cat '%s' > '%s' & '%s' compile '%s' -o '%s'; r=$?; wait; exit $r", path("fifo"),
+             path("got.o"), MG_MEMGRAD, m, path("fifo"));
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "compile -o FIFO exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(lstat(path("fifo"), &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    ck_assert_msg(is_elf(path("got.o")), "the FIFO's reader got no object");
+    /* a symlink to a regular file: the file is written, the link stays */
+    ck_assert_int_eq(tu_write(path("target.h"), "old"), 0);
+    ck_assert_int_eq(symlink("target.h", path("link.h")), 0);
+    ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' --header '%s'", m, path("a.o"), path("link.h")), 0);
+    free(out);
+    ck_assert_msg(lstat(path("link.h"), &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
+    char *h = tu_read(path("target.h"));
+    ck_assert_msg(h && strstr(h, "#define MLP_WORKSPACE_BYTES"), "the link's target was not written");
+    free(h);
+    /* the file stdout goes to (here by a symlink to /proc/self/fd/1, as /dev/stdout is): the
+     * trace follows the report instead of replacing the link */
+    if (access("/proc/self/fd/1", F_OK) == 0) {
+        ck_assert_int_eq(symlink("/proc/self/fd/1", path("stdout")), 0);
+        ck_assert_int_eq(mg(&out, "plan '%s' --format json --trace '%s' 2>/dev/null", m, path("stdout")), 0);
+        const char *trace = strstr(out, "\"traceEvents\"");
+        ck_assert_msg(strstr(out, "\"format\": \"memgrad-plan\"") && trace && trace > strstr(out, "memgrad-plan"),
+                      "report and trace on stdout:\n%.300s", out);
+        free(out);
+        ck_assert_msg(lstat(path("stdout"), &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
+    }
+}
+END_TEST
+
+/* Was a bug: an output that cannot be written (a directory, a missing directory) was found only
+ * after planning, which can take a minute; `plan` had printed its whole report by then. */
+START_TEST(test_unwritable_output_found_before_planning)
+{
+    char m[4300]; /* (path() reuses its buffers) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    ck_assert_int_eq(mkdir(path("d"), 0700), 0);
+    const char *cmds[] = {"plan '%s' --svg '%s/d'", "plan '%s' --trace '%s/no-such-dir/t.json'",
+                          "sweep '%s' --points 2 --svg '%s/d'", "compile '%s' -o '%s/d'"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[9000], *out;
+        snprintf(args, sizeof args, cmds[i], m, dir);
+        int rc = mg(&out, "%s", args);
+        ck_assert_msg(rc == 1 && strstr(out, "cannot write") && !strstr(out, "model mlp") && !strstr(out, "budget "),
+                      "%s: exited %d:\n%s", args, rc, out);
+        free(out);
+    }
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 2, "directory holds: %s", names);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -1376,6 +1449,8 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
         tcase_add_test(b, test_print_ir_and_joint_together);
         tcase_add_test(b, test_stdout_write_error);
+        tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
+        tcase_add_test(b, test_unwritable_output_found_before_planning);
         suite_add_tcase(s, b);
     }
     return s;
