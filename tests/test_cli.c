@@ -1376,6 +1376,25 @@ START_TEST(test_unwritable_output_found_before_planning)
 }
 END_TEST
 
+#ifdef MG_TRAIN_MLP
+/* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
+ * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
+ * are checked before any data is read (so no dataset is needed here). */
+START_TEST(test_trainer_rejects_bad_values)
+{
+    const char *bad[] = {"--epochs abc", "--epochs 0", "--epochs 3x", "--lr abc", "--lr -1", "--lr 0", "--lr nan",
+                         "--seed x", "--seed -1", "--optimizer momentum", "--bogus 1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[600], *out;
+        snprintf(cmd, sizeof cmd, "'%s' %s --data /nonexistent", MG_TRAIN_MLP, bad[i]);
+        int rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 2 && strstr(out, "usage:"), "%s: exited %d:\n%s", bad[i], rc, out);
+        free(out);
+    }
+}
+END_TEST
+#endif
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -1451,6 +1470,9 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_stdout_write_error);
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
+#ifdef MG_TRAIN_MLP
+        tcase_add_test(b, test_trainer_rejects_bad_values);
+#endif
         suite_add_tcase(s, b);
     }
     return s;
