@@ -418,6 +418,27 @@ static int cache_dir(const options *o, char *out, size_t cap)
     return 1;
 }
 
+/* No plan meets the budget: below the minimum feasible budget, the error names it and the
+ * store-all workspace; else the solver found none (a baseline may miss budgets auto meets). The
+ * same words for a model and for plan --graph. */
+static void no_plan_error(const char *path, mg_solver solver, int64_t want, int64_t minf, int64_t all)
+{
+    char h1[32], h2[32], h3[32];
+    if (minf >= 0 && minf > want)
+        fprintf(stderr,
+                "%s: error: budget %s (%lld bytes) is below the minimum feasible budget of %s (%lld bytes); "
+                "the store-all workspace is %s (%lld bytes)\n",
+                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, mg_human_bytes(minf, h2, sizeof h2),
+                (long long)minf, mg_human_bytes(all, h3, sizeof h3), (long long)all);
+    else
+        fprintf(stderr,
+                "%s: error: solver %s finds no plan within budget %s (%lld bytes); the store-all workspace is %s "
+                "(%lld bytes)%s\n",
+                path, mg_solver_names[solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
+                mg_human_bytes(all, h3, sizeof h3), (long long)all,
+                solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
+}
+
 /* want_min: MG_MIN_YES for the commands that report the minimum feasible budget, MG_MIN_AS_PLANNED
  * for compile, which emits the same plan without searching the part counts that would only lower
  * the minimum (plan.h) */
@@ -425,7 +446,7 @@ static int run_planner(options *o, compiled *c, int want_min)
 {
     mg_diag d = {0};
     mg_budget b;
-    char err[256], h1[32], h2[32], h3[32];
+    char err[256];
     if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
     mg_plan_request rq = {.solver = o->solver, .budget = o->budget ? &b : NULL, .time_limit = o->time_limit,
                           .want_min_feasible = want_min};
@@ -451,21 +472,7 @@ static int run_planner(options *o, compiled *c, int want_min)
     const mg_planned *p = &c->plan;
     if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
     if (!p->train) {
-        int64_t want = p->budget_bytes;
-        if (p->min_feasible_bytes >= 0 && p->min_feasible_bytes > want)
-            fprintf(stderr,
-                    "%s: error: budget %s (%lld bytes) is below the minimum feasible budget of %s (%lld bytes); "
-                    "the store-all workspace is %s (%lld bytes)\n",
-                    c->src.path, mg_human_bytes(want, h1, sizeof h1), (long long)want,
-                    mg_human_bytes(p->min_feasible_bytes, h2, sizeof h2), (long long)p->min_feasible_bytes,
-                    mg_human_bytes(p->store_all_bytes, h3, sizeof h3), (long long)p->store_all_bytes);
-        else
-            fprintf(stderr,
-                    "%s: error: solver %s finds no plan within budget %s (%lld bytes); the store-all workspace "
-                    "is %s (%lld bytes)%s\n",
-                    c->src.path, mg_solver_names[o->solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
-                    mg_human_bytes(p->store_all_bytes, h3, sizeof h3), (long long)p->store_all_bytes,
-                    o->solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
+        no_plan_error(c->src.path, o->solver, p->budget_bytes, p->min_feasible_bytes, p->store_all_bytes);
         if (p->unsplit.msg[0] && p->unsplit.loc.line > 0)
             fprintf(stderr, "%s:%d:%d: note: %s\n", c->src.path, p->unsplit.loc.line, p->unsplit.loc.col,
                     p->unsplit.msg);
@@ -552,12 +559,7 @@ static int cmd_plan_graph(options *o)
     double secs = mg_seconds() - t0;
     if (!rc && sol.note) fprintf(stderr, "%s: note: %s\n", o->graph, sol.note);
     if (!rc && !sol.plan) {
-        char h1[32], h2[32];
-        fprintf(stderr, "%s: error: solver %s finds no plan within budget %s (%lld bytes); the minimum feasible "
-                        "budget is %s (%lld bytes), store-all %lld bytes\n",
-                o->graph, mg_solver_names[o->solver], mg_human_bytes(budget, h1, sizeof h1), (long long)budget,
-                mg_human_bytes(sol.min_feasible_bytes, h2, sizeof h2), (long long)sol.min_feasible_bytes,
-                (long long)all.store_all_bytes);
+        no_plan_error(o->graph, o->solver, budget, sol.min_feasible_bytes, all.store_all_bytes);
         rc = 1;
     } else if (!rc && o->format && !strcmp(o->format, "json")) {
         char *j = mg_problem_plan_json(pr, &sol, budget, secs, mg_solver_names[o->solver]);

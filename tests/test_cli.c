@@ -1376,6 +1376,41 @@ START_TEST(test_unwritable_output_found_before_planning)
 }
 END_TEST
 
+/* Was a bug: plan --graph refused a budget below the minimum in other words than a model's ("solver
+ * auto finds no plan ...; the minimum feasible budget is ...", for every solver), and a baseline
+ * missing a budget above the minimum did not say auto may meet it. Now both read alike. */
+START_TEST(test_graph_budget_errors_read_like_a_models)
+{
+    const char *g = path("g.json");
+    ck_assert_int_eq(tu_write(g, "{\"nodes\": ["
+                                 "{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 2, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 3, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 4, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100}],"
+                                 "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                 "{\"source\": 2, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                                 "{\"source\": 3, \"target\": 4}, {\"source\": 0, \"target\": 4}]}"),
+                     0);
+    char *out;
+    int rc = mg(&out, "plan --graph '%s' --budget 1B", g);
+    ck_assert_msg(rc == 1 && strstr(out, "g.json: error: budget 1 B (1 bytes) is below the minimum feasible budget of ") &&
+                      strstr(out, "; the store-all workspace is "),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "plan --graph '%s' --format json", g), 0);
+    long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
+    free(out);
+    if (minf < all) { /* store-all cannot meet a budget between the two, auto can */
+        rc = mg(&out, "plan --graph '%s' --budget %lld --solver store-all", g, all - 1);
+        ck_assert_msg(rc == 1 && strstr(out, "solver store-all finds no plan within budget") &&
+                          strstr(out, "--solver auto may find one"),
+                      "exited %d:\n%s", rc, out);
+        free(out);
+    }
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1470,6 +1505,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_stdout_write_error);
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
+        tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
