@@ -421,14 +421,17 @@ static int cache_dir(const options *o, char *out, size_t cap)
 /* No plan meets the budget: below the minimum feasible budget, the error names it and the
  * store-all workspace; else the solver found none (a baseline may miss budgets auto meets). The
  * same words for a model and for plan --graph. */
-static void no_plan_error(const char *path, mg_solver solver, int64_t want, int64_t minf, int64_t all)
+static void no_plan_error(const char *path, mg_solver solver, int64_t want, int64_t minf, int64_t all, int parts)
 {
-    char h1[32], h2[32], h3[32];
+    char h1[32], h2[32], h3[32], with[64] = "";
+    /* (a forced part count has its own minimum: mlp's is 47.9 KiB, with --micro-batches 1 its
+     * store-all workspace, and the two errors must not look like one figure that changed) */
+    if (parts > 0) snprintf(with, sizeof with, " with --micro-batches %d", parts);
     if (minf >= 0 && minf > want)
         fprintf(stderr,
-                "%s: error: budget %s (%lld bytes) is below the minimum feasible budget of %s (%lld bytes); "
+                "%s: error: budget %s (%lld bytes) is below the minimum feasible budget%s of %s (%lld bytes); "
                 "the store-all workspace is %s (%lld bytes)\n",
-                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, mg_human_bytes(minf, h2, sizeof h2),
+                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, with, mg_human_bytes(minf, h2, sizeof h2),
                 (long long)minf, mg_human_bytes(all, h3, sizeof h3), (long long)all);
     else
         fprintf(stderr,
@@ -472,7 +475,8 @@ static int run_planner(options *o, compiled *c, int want_min)
     const mg_planned *p = &c->plan;
     if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
     if (!p->train) {
-        no_plan_error(c->src.path, o->solver, p->budget_bytes, p->min_feasible_bytes, p->store_all_bytes);
+        no_plan_error(c->src.path, o->solver, p->budget_bytes, p->min_feasible_bytes, p->store_all_bytes,
+                      o->micro_batches);
         if (p->unsplit.msg[0] && p->unsplit.loc.line > 0)
             fprintf(stderr, "%s:%d:%d: note: %s\n", c->src.path, p->unsplit.loc.line, p->unsplit.loc.col,
                     p->unsplit.msg);
@@ -559,7 +563,7 @@ static int cmd_plan_graph(options *o)
     double secs = mg_seconds() - t0;
     if (!rc && sol.note) fprintf(stderr, "%s: note: %s\n", o->graph, sol.note);
     if (!rc && !sol.plan) {
-        no_plan_error(o->graph, o->solver, budget, sol.min_feasible_bytes, all.store_all_bytes);
+        no_plan_error(o->graph, o->solver, budget, sol.min_feasible_bytes, all.store_all_bytes, 0);
         rc = 1;
     } else if (!rc && o->format && !strcmp(o->format, "json")) {
         char *j = mg_problem_plan_json(pr, &sol, budget, secs, mg_solver_names[o->solver]);

@@ -1411,6 +1411,20 @@ START_TEST(test_graph_budget_errors_read_like_a_models)
 }
 END_TEST
 
+/* Was a bug: a forced part count has its own minimum, and the error did not say so: mlp at 20%
+ * with --micro-batches 1 was "below the minimum feasible budget of 456.1 KiB" while `plan`
+ * reports its minimum as 47.9 KiB (in 16 parts). */
+START_TEST(test_forced_parts_name_their_minimum)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "plan '%s' --budget 20%% --micro-batches 1 --no-cache", m);
+    ck_assert_msg(rc == 1 && strstr(out, "below the minimum feasible budget with --micro-batches 1 of "), "exited %d:\n%s",
+                  rc, out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1506,6 +1520,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
         tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
+        tcase_add_test(b, test_forced_parts_name_their_minimum);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
