@@ -666,14 +666,27 @@ static int cmd_dot(options *o)
 /* sweep: the budget/overhead trade-off from the minimum feasible budget to store-all. */
 typedef mg_sweep_point sweep_point;
 
+/* s as a JSON string: what names a --graph file, whose path may hold quotes and backslashes */
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    putchar('"');
+}
+
 static void sweep_print(const options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt, int n)
 {
     const char *fmt = o->format ? o->format : "text";
     const char *solver = mg_solver_names[o->solver];
     if (!strcmp(fmt, "json")) {
-        printf("{\"model\": \"%s\", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, "
-               "\"min_feasible_bytes\": %lld, \"points\": [",
-               what, solver, (long long)all, (long long)minf);
+        printf("{\"model\": ");
+        json_string(what);
+        printf(", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, \"min_feasible_bytes\": %lld, "
+               "\"points\": [",
+               solver, (long long)all, (long long)minf);
         for (int i = 0; i < n; i++) {
             printf("%s\n  {\"budget_bytes\": %lld, \"fits\": %s", i ? "," : "", (long long)pt[i].budget,
                    pt[i].fits ? "true" : "false");

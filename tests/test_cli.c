@@ -1425,6 +1425,22 @@ START_TEST(test_forced_parts_name_their_minimum)
 }
 END_TEST
 
+/* Was a bug: sweep --format json wrote a --graph file's path into "model" unescaped, so a path
+ * with a quote or a backslash made invalid JSON. */
+START_TEST(test_sweep_json_escapes_the_graph_path)
+{
+    const char *g = path("q\"uo\\te.json");
+    ck_assert_int_eq(tu_write(g, "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 1, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100}],"
+                                 "\"links\": [{\"source\": 0, \"target\": 1}]}"),
+                     0);
+    char *out;
+    int rc = mg(&out, "sweep --graph '%s' --points 2 --format json", g);
+    ck_assert_msg(rc == 0 && strstr(out, "q\\\"uo\\\\te.json\", \"solver\""), "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1521,6 +1537,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_unwritable_output_found_before_planning);
         tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
         tcase_add_test(b, test_forced_parts_name_their_minimum);
+        tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
