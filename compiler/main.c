@@ -781,10 +781,15 @@ static int cmd_sweep(options *o)
         minf = c.plan.min_feasible_bytes;
         mg_planned_free(&c.plan);
     }
-    /* the curve of the solver asked for; --svg adds auto and sqrt, and the store-all point */
-    mg_solver solvers[2] = {o->solver, o->solver == MG_SOLVER_SQRT ? MG_SOLVER_AUTO : MG_SOLVER_SQRT};
-    int ncurves = o->svg && o->solver != MG_SOLVER_STORE_ALL ? 2 : 1;
-    sweep_point *pts = calloc((size_t)o->points * 2, sizeof *pts), *pt = pts;
+    /* the curve of the solver asked for (the table's); --svg adds auto's and sqrt's whatever it is
+     * (with --solver store-all or exact it drew no auto or no sqrt curve), and the store-all point */
+    mg_solver solvers[3] = {o->solver, MG_SOLVER_AUTO, MG_SOLVER_AUTO};
+    int ncurves = 1;
+    for (int k = 0; k < 2 && o->svg; k++) {
+        mg_solver s = k ? MG_SOLVER_SQRT : MG_SOLVER_AUTO;
+        if (s != o->solver) solvers[ncurves++] = s;
+    }
+    sweep_point *pts = calloc((size_t)o->points * 3, sizeof *pts), *pt = pts;
     if (!pts) abort();
     for (int k = 0; k < ncurves; k++) {
         /* each point's plan passes on to the next, which takes it where it is cheaper (a benchmark
@@ -836,9 +841,11 @@ static int cmd_sweep(options *o)
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
         sweep_point sa = {all, all, all, 1, 1, 0, 1};
-        mg_sweep_curve curves[3];
+        mg_sweep_curve curves[4];
         int n = 0;
-        for (int k = 0; k < ncurves; k++) curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
+        for (int k = 0; k < ncurves; k++)
+            if (solvers[k] != MG_SOLVER_STORE_ALL) /* (store-all's curve is its one point, drawn below) */
+                curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
         curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
         sweep_svg_ctx ctx = {what, all, minf, curves, n};
         const report_writer writer = write_sweep_svg;

@@ -1441,6 +1441,37 @@ START_TEST(test_sweep_json_escapes_the_graph_path)
 }
 END_TEST
 
+/* Was a bug: sweep --svg draws auto's and sqrt's curves (--help, docs/reports.md), but with
+ * --solver store-all it drew neither and with --solver exact no auto. */
+START_TEST(test_sweep_svg_draws_auto_and_sqrt)
+{
+    const char *g = path("g.json");
+    ck_assert_int_eq(tu_write(g, "{\"nodes\": ["
+                                 "{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 2, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 3, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 4, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100}],"
+                                 "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                 "{\"source\": 2, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                                 "{\"source\": 3, \"target\": 4}, {\"source\": 0, \"target\": 4}]}"),
+                     0);
+    const char *solvers[] = {"store-all", "exact", "sqrt", "auto"};
+    for (int i = 0; i < 4; i++) {
+        char *out;
+        int rc = mg(&out, "sweep --graph '%s' --points 3 --solver %s --svg '%s'", g, solvers[i], path("s.svg"));
+        ck_assert_msg(rc == 0, "--solver %s: exited %d:\n%s", solvers[i], rc, out);
+        free(out);
+        char *svg = tu_read(path("s.svg"));
+        ck_assert_msg(svg && strstr(svg, "<title>auto</title>") && strstr(svg, "<title>sqrt</title>") &&
+                          strstr(svg, "<title>store-all</title>"),
+                      "--solver %s: the curves drawn: %s", solvers[i], svg ? svg : "(none)");
+        if (!strcmp(solvers[i], "exact")) ck_assert_msg(strstr(svg, "<title>exact</title>"), "no exact curve");
+        free(svg);
+    }
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1538,6 +1569,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
         tcase_add_test(b, test_forced_parts_name_their_minimum);
         tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
+        tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
