@@ -242,9 +242,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
     m->level = mg_xcalloc((size_t)n, sizeof *m->level);
     for (int v = 0; v < n; v++) m->bn[v] = -1;
     if (!g->param_grads || g->loss < 0) return mg_diag_set(why, none, "micro-batching needs the joint graph of a training step");
-    const mg_node *first = NULL; /* the batch is axis 0 of the first input that has one */
-    for (int i = 0; i < g->ninputs && !first; i++)
-        if (g->nodes[g->inputs[i]].type.shape.rank >= 1) first = &g->nodes[g->inputs[i]];
+    const mg_node *first = mg_microbatch_batch_input(g);
     if (!first) return mg_diag_set(why, none, "the model has no input with a batch axis to split");
     m->N = first->type.shape.dim[0];
     if (m->N < 2) /* (a user whose first input is, say, a [1, D] table was told there is no batch) */
@@ -837,6 +835,13 @@ mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **o
 mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
 {
     return mg_microbatch_ex(g, k, 1, out, d);
+}
+
+const mg_node *mg_microbatch_batch_input(const mg_graph *g)
+{
+    for (int i = 0; i < g->ninputs; i++)
+        if (g->nodes[g->inputs[i]].type.shape.rank >= 1) return &g->nodes[g->inputs[i]];
+    return NULL;
 }
 
 int mg_microbatch_convs_capped(const mg_graph *g)

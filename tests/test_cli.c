@@ -1472,6 +1472,24 @@ START_TEST(test_sweep_svg_draws_auto_and_sqrt)
 }
 END_TEST
 
+/* Was a bug: the report's "micro-batches" line took the batch from the first input, which may be
+ * a scalar ("run on 5882399483646 samples at a time"); the batch is axis 0 of the first input
+ * with axes, as the split takes it. */
+START_TEST(test_micro_batches_line_with_a_scalar_input_first)
+{
+    char *src = replace(mlp_src, "input  x:", "input  t: f32[]\ninput  x:");
+    char *src2 = replace(src, "h = relu(x @ w1 + b1)", "h = relu(x @ w1 + b1) * t");
+    const char *m = write_model("s.mg", src2);
+    char *out;
+    int rc = mg(&out, "plan '%s' --micro-batches 2 --no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "micro-batches       2: the per-sample layers run on 64 samples at a time"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    free(src);
+    free(src2);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1570,6 +1588,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_forced_parts_name_their_minimum);
         tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
         tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
+        tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
