@@ -10,6 +10,7 @@
 #include "plan.h"
 #include "read_file.h"
 #include "microbatch.h"
+#include "out_files.h"
 #include "report.h"
 
 #include <errno.h>
@@ -64,7 +65,8 @@ static const char *usage_text =
     "                       et al. checkpoints), exact (Checkmate's MILP solved by CBC: a proven\n"
     "                       optimum for small graphs, else the best plan and bound in the time)\n"
     "  --time-limit SEC     --solver exact: time for the bound and the MILP search, both functions\n"
-    "                       and every micro-batch count of a model together (default 60)\n"
+    "                       and every micro-batch count of a model together (default 60; sweep:\n"
+    "                       for each budget it plans)\n"
     "  --verify             run the plan verifier once more on what is emitted and report it\n"
     "                       (compile, plan, dot)\n"
     "  --micro-batches K    run the per-sample layers (x @ w on the batch rows, convolutions,\n"
@@ -85,8 +87,9 @@ static const char *usage_text =
     "  --svg FILE           plan: the training step's memory timeline as SVG; sweep: the\n"
     "                       overhead/budget curve of auto and sqrt, store-all marked\n"
     "  --trace FILE         plan: Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
-    "                       Report files are written whole (temporary file, then rename) and\n"
-    "                       never over the model\n"
+    "                       Report files are written whole (temporary file, then rename; a\n"
+    "                       device or FIFO such as /dev/stdout is written into) and never over\n"
+    "                       the model\n"
     "\n"
     "arena options:\n"
     "  --capacity BYTES     arena size to fit: bytes, or with a unit (1MiB); default none, as small\n"
@@ -174,49 +177,6 @@ static void print_diag(const source *src, const mg_diag *d)
     fprintf(stderr, "^\n");
 }
 
-/* The canonical spelling of path, which need not exist yet: realpath of the file, or of its
- * directory followed by its base name. */
-static void canonical_path(const char *path, char *out, size_t cap)
-{
-    char buf[PATH_MAX];
-    if (realpath(path, buf)) {
-        snprintf(out, cap, "%s", buf);
-        return;
-    }
-    const char *slash = strrchr(path, '/');
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
-    if (realpath(dir, buf)) snprintf(out, cap, "%s/%s", buf, slash ? slash + 1 : path);
-    else snprintf(out, cap, "%s", path);
-}
-
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
-    canonical_path(a, ca, sizeof ca);
-    canonical_path(b, cb, sizeof cb);
-    return !strcmp(ca, cb);
-}
-
-/* Creates an empty temporary file next to path (so rename() can replace path atomically) and
- * stores its name in tmp. Errors name path, the file the user asked for. */
-static int create_tmp_for(const char *path, char *tmp, size_t cap)
-{
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, cap, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd >= 0) {
-            close(fd);
-            return 0;
-        }
-        if (errno != EEXIST) break;
-    }
-    fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
-    return 1;
-}
-
 /* Writes text to the file tmp; errors name path, the file the user asked for. */
 static int write_file(const char *path, const char *tmp, const char *text)
 {
@@ -228,56 +188,27 @@ static int write_file(const char *path, const char *tmp, const char *text)
     return bad;
 }
 
-/* Report files (--svg, --trace): each is written by `write` to a temporary file next to it,
- * and all are renamed into place only when all are written, like compile's outputs. */
-typedef struct report_out {
-    const char *flag, *path;
-    void (*write)(FILE *out, const void *ctx);
-    const void *ctx;
-} report_out;
+/* Report files (--svg, --trace): checked before planning (mg_out_check), each written by its
+ * writer to a temporary file, and all put in place only when all are written, like compile's
+ * outputs. */
+typedef void (*report_writer)(FILE *out, const void *ctx);
 
-/* Usage errors (2) for an output that would overwrite the model or another output. */
-static int check_report_outs(const char *model, const report_out *r, int n)
+static int write_report_outs(mg_out_file *f, const report_writer *write, const void *ctx, int n)
 {
-    for (int i = 0; i < n; i++) {
-        if (!r[i].path) continue;
-        if (model && same_file(model, r[i].path))
-            return usage_error("refusing to overwrite the model file %s with output", model);
-        for (int j = 0; j < i; j++)
-            if (r[j].path && same_file(r[i].path, r[j].path)) {
-                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", r[j].flag,
-                        r[i].flag, r[i].path);
-                return 2;
-            }
-    }
-    return 0;
-}
-
-static int write_report_outs(const report_out *r, int n)
-{
-    enum { MAXOUT = 4 };
-    char tmp[MAXOUT][PATH_MAX + 64];
-    int rc = 0;
-    for (int i = 0; i < n; i++) tmp[i][0] = 0;
-    for (int i = 0; i < n && i < MAXOUT && !rc; i++) {
-        if (!r[i].path) continue;
-        if ((rc = create_tmp_for(r[i].path, tmp[i], sizeof tmp[i]))) break;
-        FILE *f = fopen(tmp[i], "wb");
-        if (f) r[i].write(f, r[i].ctx);
-        int bad = !f || ferror(f);
-        if (f) bad |= fclose(f) != 0;
+    int rc = mg_out_begin(f, n);
+    for (int i = 0; i < n && !rc; i++) {
+        if (!f[i].path) continue;
+        FILE *fp = fopen(f[i].tmp, "wb");
+        if (fp) write[i](fp, ctx);
+        int bad = !fp || ferror(fp);
+        if (fp) bad |= fclose(fp) != 0;
         if (bad) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", r[i].path, strerror(errno));
+            fprintf(stderr, "memgrad: cannot write %s: %s\n", f[i].path, strerror(errno));
             rc = 1;
         }
     }
-    for (int i = 0; i < n && i < MAXOUT && !rc; i++)
-        if (r[i].path && rename(tmp[i], r[i].path) != 0) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", r[i].path, strerror(errno));
-            rc = 1;
-        }
-    for (int i = 0; i < n && i < MAXOUT; i++)
-        if (tmp[i][0]) remove(tmp[i]); /* fails harmlessly once renamed */
+    if (!rc) rc = mg_out_commit(f, n);
+    mg_out_end(f, n);
     return rc;
 }
 
@@ -365,6 +296,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("option '%s' needs a value", a);
         *slot = argv[++i];
     }
+    if (o->print_ir && o->print_joint)
+        return usage_error("%s", "check: --print-ir and --print-joint each print the graph; give one of them");
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
     if (is_plan_only && o->graph && (o->svg || o->trace))
         return usage_error("%s", "plan: --svg and --trace report on models, not on --graph");
@@ -486,6 +419,30 @@ static int cache_dir(const options *o, char *out, size_t cap)
     return 1;
 }
 
+/* No plan meets the budget: below the minimum feasible budget, the error names it and the
+ * store-all workspace; else the solver found none (a baseline may miss budgets auto meets). The
+ * same words for a model and for plan --graph. */
+static void no_plan_error(const char *path, mg_solver solver, int64_t want, int64_t minf, int64_t all, int parts)
+{
+    char h1[32], h2[32], h3[32], with[64] = "";
+    /* (a forced part count has its own minimum: mlp's is 47.9 KiB, with --micro-batches 1 its
+     * store-all workspace, and the two errors must not look like one figure that changed) */
+    if (parts > 0) snprintf(with, sizeof with, " with --micro-batches %d", parts);
+    if (minf >= 0 && minf > want)
+        fprintf(stderr,
+                "%s: error: budget %s (%lld bytes) is below the minimum feasible budget%s of %s (%lld bytes); "
+                "the store-all workspace is %s (%lld bytes)\n",
+                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, with, mg_human_bytes(minf, h2, sizeof h2),
+                (long long)minf, mg_human_bytes(all, h3, sizeof h3), (long long)all);
+    else
+        fprintf(stderr,
+                "%s: error: solver %s finds no plan within budget %s (%lld bytes); the store-all workspace is %s "
+                "(%lld bytes)%s\n",
+                path, mg_solver_names[solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
+                mg_human_bytes(all, h3, sizeof h3), (long long)all,
+                solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
+}
+
 /* want_min: MG_MIN_YES for the commands that report the minimum feasible budget, MG_MIN_AS_PLANNED
  * for compile, which emits the same plan without searching the part counts that would only lower
  * the minimum (plan.h) */
@@ -493,7 +450,7 @@ static int run_planner(options *o, compiled *c, int want_min)
 {
     mg_diag d = {0};
     mg_budget b;
-    char err[256], h1[32], h2[32], h3[32];
+    char err[256];
     if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
     mg_plan_request rq = {.solver = o->solver, .budget = o->budget ? &b : NULL, .time_limit = o->time_limit,
                           .want_min_feasible = want_min};
@@ -519,21 +476,8 @@ static int run_planner(options *o, compiled *c, int want_min)
     const mg_planned *p = &c->plan;
     if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
     if (!p->train) {
-        int64_t want = p->budget_bytes;
-        if (p->min_feasible_bytes >= 0 && p->min_feasible_bytes > want)
-            fprintf(stderr,
-                    "%s: error: budget %s (%lld bytes) is below the minimum feasible budget of %s (%lld bytes); "
-                    "the store-all workspace is %s (%lld bytes)\n",
-                    c->src.path, mg_human_bytes(want, h1, sizeof h1), (long long)want,
-                    mg_human_bytes(p->min_feasible_bytes, h2, sizeof h2), (long long)p->min_feasible_bytes,
-                    mg_human_bytes(p->store_all_bytes, h3, sizeof h3), (long long)p->store_all_bytes);
-        else
-            fprintf(stderr,
-                    "%s: error: solver %s finds no plan within budget %s (%lld bytes); the store-all workspace "
-                    "is %s (%lld bytes)%s\n",
-                    c->src.path, mg_solver_names[o->solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
-                    mg_human_bytes(p->store_all_bytes, h3, sizeof h3), (long long)p->store_all_bytes,
-                    o->solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
+        no_plan_error(c->src.path, o->solver, p->budget_bytes, p->min_feasible_bytes, p->store_all_bytes,
+                      o->micro_batches);
         if (p->unsplit.msg[0] && p->unsplit.loc.line > 0)
             fprintf(stderr, "%s:%d:%d: note: %s\n", c->src.path, p->unsplit.loc.line, p->unsplit.loc.col,
                     p->unsplit.msg);
@@ -620,12 +564,7 @@ static int cmd_plan_graph(options *o)
     double secs = mg_seconds() - t0;
     if (!rc && sol.note) fprintf(stderr, "%s: note: %s\n", o->graph, sol.note);
     if (!rc && !sol.plan) {
-        char h1[32], h2[32];
-        fprintf(stderr, "%s: error: solver %s finds no plan within budget %s (%lld bytes); the minimum feasible "
-                        "budget is %s (%lld bytes), store-all %lld bytes\n",
-                o->graph, mg_solver_names[o->solver], mg_human_bytes(budget, h1, sizeof h1), (long long)budget,
-                mg_human_bytes(sol.min_feasible_bytes, h2, sizeof h2), (long long)sol.min_feasible_bytes,
-                (long long)all.store_all_bytes);
+        no_plan_error(o->graph, o->solver, budget, sol.min_feasible_bytes, all.store_all_bytes, 0);
         rc = 1;
     } else if (!rc && o->format && !strcmp(o->format, "json")) {
         char *j = mg_problem_plan_json(pr, &sol, budget, secs, mg_solver_names[o->solver]);
@@ -691,8 +630,9 @@ static int plan_figures(options *o, compiled *c, mg_report_figures *f)
 static int cmd_plan(options *o)
 {
     if (o->graph) return cmd_plan_graph(o);
-    report_out outs[2] = {{"--svg", o->svg, write_svg, NULL}, {"--trace", o->trace, write_trace, NULL}};
-    int rc = check_report_outs(o->model, outs, 2);
+    mg_out_file outs[2] = {{.flag = "--svg", .path = o->svg}, {.flag = "--trace", .path = o->trace}};
+    const report_writer writers[2] = {write_svg, write_trace};
+    int rc = mg_out_check(o->model, outs, 2);
     if (rc) return rc;
     compiled c;
     mg_report_figures f = {0};
@@ -705,8 +645,7 @@ static int cmd_plan(options *o)
         mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
     }
     if (!rc && o->verify) rc = verify_again(&c);
-    outs[0].ctx = outs[1].ctx = &f;
-    if (!rc) rc = write_report_outs(outs, 2);
+    if (!rc) rc = write_report_outs(outs, writers, &f, 2);
     mg_report_figures_free(&f);
     compiled_free(&c);
     return rc;
@@ -728,14 +667,27 @@ static int cmd_dot(options *o)
 /* sweep: the budget/overhead trade-off from the minimum feasible budget to store-all. */
 typedef mg_sweep_point sweep_point;
 
+/* s as a JSON string: what names a --graph file, whose path may hold quotes and backslashes */
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    putchar('"');
+}
+
 static void sweep_print(const options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt, int n)
 {
     const char *fmt = o->format ? o->format : "text";
     const char *solver = mg_solver_names[o->solver];
     if (!strcmp(fmt, "json")) {
-        printf("{\"model\": \"%s\", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, "
-               "\"min_feasible_bytes\": %lld, \"points\": [",
-               what, solver, (long long)all, (long long)minf);
+        printf("{\"model\": ");
+        json_string(what);
+        printf(", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, \"min_feasible_bytes\": %lld, "
+               "\"points\": [",
+               solver, (long long)all, (long long)minf);
         for (int i = 0; i < n; i++) {
             printf("%s\n  {\"budget_bytes\": %lld, \"fits\": %s", i ? "," : "", (long long)pt[i].budget,
                    pt[i].fits ? "true" : "false");
@@ -795,16 +747,13 @@ static int overhead_below(const mg_plan *a, const mg_plan *b)
 
 static int cmd_sweep(options *o)
 {
-    if (o->svg) {
-        report_out out = {"--svg", o->svg, NULL, NULL};
-        int rc = check_report_outs(o->model ? o->model : o->graph, &out, 1);
-        if (rc) return rc;
-    }
+    mg_out_file svg_out = {.flag = "--svg", .path = o->svg};
+    int rc = mg_out_check(o->model ? o->model : o->graph, &svg_out, 1);
+    if (rc) return rc;
     source src = {0};
     compiled c = {0};
     mg_problem *pr = NULL;
     mg_diag d = {0};
-    int rc = 0;
     if (o->graph) {
         if (read_source(o->graph, &src)) return 1;
         if (mg_problem_from_json(o->graph, src.text, src.len, &pr, &d)) {
@@ -832,10 +781,15 @@ static int cmd_sweep(options *o)
         minf = c.plan.min_feasible_bytes;
         mg_planned_free(&c.plan);
     }
-    /* the curve of the solver asked for; --svg adds auto and sqrt, and the store-all point */
-    mg_solver solvers[2] = {o->solver, o->solver == MG_SOLVER_SQRT ? MG_SOLVER_AUTO : MG_SOLVER_SQRT};
-    int ncurves = o->svg && o->solver != MG_SOLVER_STORE_ALL ? 2 : 1;
-    sweep_point *pts = calloc((size_t)o->points * 2, sizeof *pts), *pt = pts;
+    /* the curve of the solver asked for (the table's); --svg adds auto's and sqrt's whatever it is
+     * (with --solver store-all or exact it drew no auto or no sqrt curve), and the store-all point */
+    mg_solver solvers[3] = {o->solver, MG_SOLVER_AUTO, MG_SOLVER_AUTO};
+    int ncurves = 1;
+    for (int k = 0; k < 2 && o->svg; k++) {
+        mg_solver s = k ? MG_SOLVER_SQRT : MG_SOLVER_AUTO;
+        if (s != o->solver) solvers[ncurves++] = s;
+    }
+    sweep_point *pts = calloc((size_t)o->points * 3, sizeof *pts), *pt = pts;
     if (!pts) abort();
     for (int k = 0; k < ncurves; k++) {
         /* each point's plan passes on to the next, which takes it where it is cheaper (a benchmark
@@ -887,13 +841,15 @@ static int cmd_sweep(options *o)
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
         sweep_point sa = {all, all, all, 1, 1, 0, 1};
-        mg_sweep_curve curves[3];
+        mg_sweep_curve curves[4];
         int n = 0;
-        for (int k = 0; k < ncurves; k++) curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
+        for (int k = 0; k < ncurves; k++)
+            if (solvers[k] != MG_SOLVER_STORE_ALL) /* (store-all's curve is its one point, drawn below) */
+                curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
         curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
         sweep_svg_ctx ctx = {what, all, minf, curves, n};
-        report_out out = {"--svg", o->svg, write_sweep_svg, &ctx};
-        rc = write_report_outs(&out, 1);
+        const report_writer writer = write_sweep_svg;
+        rc = write_report_outs(&svg_out, &writer, &ctx, 1);
     }
     free(pts);
     mg_problem_free(pr);
@@ -948,64 +904,53 @@ static int check_target(const options *o)
 
 static int cmd_compile(options *o)
 {
-    const char *outs[3] = {o->out, o->header, o->emit_llvm};
-    const char *flag[3] = {"-o", "--header", "--emit-llvm"};
-    for (int i = 0; i < 3; i++) {
-        if (!outs[i]) continue;
-        if (same_file(o->model, outs[i]))
-            return usage_error("refusing to overwrite the model file %s with output", o->model);
-        for (int j = 0; j < i; j++)
-            if (outs[j] && same_file(outs[i], outs[j])) {
-                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", flag[j], flag[i],
-                        outs[i]);
-                return 2;
-            }
-    }
+    mg_out_file outs[3] = {{.flag = "-o", .path = o->out}, {.flag = "--header", .path = o->header},
+                           {.flag = "--emit-llvm", .path = o->emit_llvm}};
+    int rc = mg_out_check(o->model, outs, 3);
+    if (rc) return rc;
     int target_rc = check_target(o);
     if (target_rc) return target_rc;
     compiled c;
-    int rc = run_frontend(o->model, &c, 1);
+    rc = run_frontend(o->model, &c, 1);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
-    /* Every output goes to a temporary file first; all are renamed only when all are written,
-     * so a failure leaves the user's old files as they were and no partial set behind. */
-    char tmp[3][PATH_MAX + 64] = {"", "", ""};
-    for (int i = 0; i < 3 && !rc; i++)
-        if (outs[i]) rc = create_tmp_for(outs[i], tmp[i], sizeof tmp[i]);
+    /* Every output goes to a temporary file first; all are put in place only when all are
+     * written, so a failure leaves the user's old files as they were and no partial set behind. */
+    if (!rc) rc = mg_out_begin(outs, 3);
     if (!rc) {
         mg_diag d = {0};
         mg_target t = {o->triple, o->cpu, NULL, o->opt_level, o->no_fuse};
-        if (mg_emit_object(&c.prog, &t, tmp[0], o->emit_llvm ? tmp[2] : NULL, &d)) {
+        if (mg_emit_object(&c.prog, &t, outs[0].tmp, o->emit_llvm ? outs[2].tmp : NULL, &d)) {
             print_diag(&c.src, &d);
             rc = 1;
         }
     }
     if (!rc && o->header) {
         char *h = mg_header_text(&c.prog);
-        rc = write_file(o->header, tmp[1], h);
+        rc = write_file(o->header, outs[1].tmp, h);
         free(h);
     }
-    for (int i = 0; i < 3 && !rc; i++)
-        if (outs[i] && rename(tmp[i], outs[i]) != 0) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", outs[i], strerror(errno));
-            rc = 1;
-        }
-    for (int i = 0; i < 3; i++)
-        if (tmp[i][0]) remove(tmp[i]); /* fails harmlessly once renamed */
+    if (!rc) rc = mg_out_commit(outs, 3);
+    mg_out_end(outs, 3);
     compiled_free(&c);
     return rc;
 }
 
-int main(int argc, char **argv)
+/* The command's exit status, or 1 when what it printed to stdout did not all get there (a full
+ * disk, /dev/full): a report cut short must not look like a report. */
+static int close_stdout(int rc)
 {
-#ifdef __GLIBC__
-    /* The planner builds and drops thousands of schedules and arena placements of a few MB each;
-     * with glibc's defaults every free trims the heap's top and the next allocation faults the
-     * pages in again (resnet50 at its minimum: 8.4k page faults, solve 0.656 s; with these
-     * 0.613 s, medians of 7). The program's choice, made here: the library sets no such state. */
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-#endif
+    errno = 0;
+    int bad = ferror(stdout);
+    if (fclose(stdout) != 0) bad = 1;
+    if (!bad) return rc;
+    if (errno) fprintf(stderr, "memgrad: cannot write the standard output: %s\n", strerror(errno));
+    else fprintf(stderr, "memgrad: cannot write the standard output\n");
+    return rc ? rc : 1;
+}
+
+static int run(int argc, char **argv)
+{
     if (argc < 2) {
         fputs(usage_text, stderr);
         return 2;
@@ -1036,4 +981,17 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "sweep")) return cmd_sweep(&o);
     if (!strcmp(cmd, "dot")) return cmd_dot(&o);
     return cmd_plan(&o);
+}
+
+int main(int argc, char **argv)
+{
+#ifdef __GLIBC__
+    /* The planner builds and drops thousands of schedules and arena placements of a few MB each;
+     * with glibc's defaults every free trims the heap's top and the next allocation faults the
+     * pages in again (resnet50 at its minimum: 8.4k page faults, solve 0.656 s; with these
+     * 0.613 s, medians of 7). The program's choice, made here: the library sets no such state. */
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+#endif
+    return close_stdout(run(argc, argv));
 }

@@ -242,14 +242,13 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
     m->level = mg_xcalloc((size_t)n, sizeof *m->level);
     for (int v = 0; v < n; v++) m->bn[v] = -1;
     if (!g->param_grads || g->loss < 0) return mg_diag_set(why, none, "micro-batching needs the joint graph of a training step");
-    for (int i = 0; i < g->ninputs; i++) {
-        const mg_node *in = &g->nodes[g->inputs[i]];
-        if (in->type.shape.rank >= 1) {
-            m->N = in->type.shape.dim[0];
-            break;
-        }
-    }
-    if (m->N < 2) return mg_diag_set(why, none, "the model has no batch of two or more samples to split");
+    const mg_node *first = mg_microbatch_batch_input(g);
+    if (!first) return mg_diag_set(why, none, "the model has no input with a batch axis to split");
+    m->N = first->type.shape.dim[0];
+    if (m->N < 2) /* (a user whose first input is, say, a [1, D] table was told there is no batch) */
+        return mg_diag_set(why, first->loc, "not split into micro-batches: the batch is axis 0 of the first input, and "
+                           "'%s' has %lld there (the batch inputs come first, with two or more samples)", first->name ? first->name : "?",
+                           (long long)m->N);
     if (k < 2 || m->N % k)
         return mg_diag_set(why, none, "cannot split the batch of %lld into %lld micro-batches: %lld does not divide it",
                            (long long)m->N, (long long)k, (long long)k);
@@ -836,6 +835,13 @@ mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **o
 mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d)
 {
     return mg_microbatch_ex(g, k, 1, out, d);
+}
+
+const mg_node *mg_microbatch_batch_input(const mg_graph *g)
+{
+    for (int i = 0; i < g->ninputs; i++)
+        if (g->nodes[g->inputs[i]].type.shape.rank >= 1) return &g->nodes[g->inputs[i]];
+    return NULL;
 }
 
 int mg_microbatch_convs_capped(const mg_graph *g)

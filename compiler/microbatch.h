@@ -21,6 +21,9 @@ mg_status mg_microbatch(const mg_graph *g, int k, mg_graph **out, mg_diag *d);
 /* The same; cap_convs 0 leaves the convolutions the whole batch's scratch (their fastest blocks),
  * 1 (mg_microbatch) gives them 1/k of it like the matrix products (iattr[5]). */
 mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **out, mg_diag *d);
+/* The input whose axis 0 is the batch: the first input with axes (NULL: none). Every input with
+ * the same axis 0 is a batch input. */
+const mg_node *mg_microbatch_batch_input(const mg_graph *g);
 /* Whether some convolution of g runs with a capped scratch (iattr[5]). */
 int mg_microbatch_convs_capped(const mg_graph *g);
 

@@ -63,9 +63,9 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     figure(out, "peak live", f->peak_live_bytes, exact, tail);
     figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
     if (p->micro_batches > 1) { /* compiler/microbatch.c */
-        const mg_node *x = &f->g->nodes[f->g->inputs[0]];
+        const mg_node *x = mg_microbatch_batch_input(f->g); /* (inputs[0] may be a scalar) */
         fprintf(out, "  %-19s %d: the per-sample layers run on %lld samples at a time%s\n", "micro-batches",
-                p->micro_batches, (long long)(x->type.shape.dim[0] / p->micro_batches),
+                p->micro_batches, (long long)(x ? x->type.shape.dim[0] / p->micro_batches : 0),
                 mg_microbatch_convs_capped(f->g) ? ", convolutions in smaller blocks (less scratch)" : "");
     }
     fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",

@@ -1267,6 +1267,248 @@ START_TEST(test_hash_changes_with_structure)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------------------------ */
+/* What a demanding user met (review14)                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Was a bug: `check --print-ir --print-joint` printed the forward IR only and exited 0; the
+ * options are alternatives ([--print-ir | --print-joint]), so both together are a usage error. */
+START_TEST(test_print_ir_and_joint_together)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "check '%s' --print-ir --print-joint", m);
+    ck_assert_msg(rc == 2, "exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "--print-ir") && strstr(out, "--print-joint") && !strstr(out, "%0 = input"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* Was a bug: a report that could not be written to stdout (a full disk; /dev/full here) was lost
+ * with exit status 0. Every command now says so and exits 1. */
+START_TEST(test_stdout_write_error)
+{
+    if (access("/dev/full", W_OK) != 0) return;
+    const char *m = write_model("mlp.mg", mlp_src);
+    const char *cmds[] = {"check '%s'", "check '%s' --print-joint", "plan '%s'", "plan '%s' --format json", "dot '%s'",
+                          "sweep '%s' --points 2", "compile '%s' --help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[4400], *out;
+        snprintf(args, sizeof args, cmds[i], m);
+        int rc = mg(&out, "%s > /dev/full", args);
+        ck_assert_msg(rc == 1 && strstr(out, "cannot write the standard output"), "%s > /dev/full: exited %d:\n%s", args,
+                      rc, out);
+        free(out);
+    }
+}
+END_TEST
+
+/* Was a bug: outputs were written to a temporary file renamed over the name given, so a FIFO
+ * (or, as root, /dev/null: `compile -o /dev/null`) was replaced by a regular file and its reader
+ * got nothing, and a symlink was replaced instead of its target written. What is not a regular
+ * file is now written through, and a symlink's target is replaced with the link kept. */
+START_TEST(test_outputs_to_fifos_and_symlinks)
+{
+    char m[4300]; /* (path() reuses its buffers) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    ck_assert_int_eq(mkfifo(path("fifo"), 0600), 0);
+    char cmd[9000], *out;
+    /* a reader that gives up after 60 s, so that the old behaviour fails instead of hanging */
+    snprintf(cmd, sizeof cmd, "timeout 60 cat '%s' > '%s' & '%s' plan '%s' --svg '%s' > /dev/null; r=$?; wait; exit $r",
+             path("fifo"), path("got.svg"), MG_MEMGRAD, m, path("fifo"));
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "plan --svg FIFO exited %d:\n%s", rc, out);
+    free(out);
+    struct stat st;
+    ck_assert_msg(lstat(path("fifo"), &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    char *svg = tu_read(path("got.svg"));
+    ck_assert_msg(svg && strstr(svg, "<svg") && strstr(svg, "</svg>"), "the FIFO's reader got: %s", svg ? svg : "(none)");
+    free(svg);
+    snprintf(cmd, sizeof cmd, "timeout 60 cat '%s' > '%s' & '%s' compile '%s' -o '%s'; r=$?; wait; exit $r", path("fifo"),
+             path("got.o"), MG_MEMGRAD, m, path("fifo"));
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "compile -o FIFO exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(lstat(path("fifo"), &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    ck_assert_msg(is_elf(path("got.o")), "the FIFO's reader got no object");
+    /* a symlink to a regular file: the file is written, the link stays */
+    ck_assert_int_eq(tu_write(path("target.h"), "old"), 0);
+    ck_assert_int_eq(symlink("target.h", path("link.h")), 0);
+    ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' --header '%s'", m, path("a.o"), path("link.h")), 0);
+    free(out);
+    ck_assert_msg(lstat(path("link.h"), &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
+    char *h = tu_read(path("target.h"));
+    ck_assert_msg(h && strstr(h, "#define MLP_WORKSPACE_BYTES"), "the link's target was not written");
+    free(h);
+    /* the file stdout goes to (here by a symlink to /proc/self/fd/1, as /dev/stdout is): the
+     * trace follows the report instead of replacing the link */
+    if (access("/proc/self/fd/1", F_OK) == 0) {
+        ck_assert_int_eq(symlink("/proc/self/fd/1", path("stdout")), 0);
+        ck_assert_int_eq(mg(&out, "plan '%s' --format json --trace '%s' 2>/dev/null", m, path("stdout")), 0);
+        const char *trace = strstr(out, "\"traceEvents\"");
+        ck_assert_msg(strstr(out, "\"format\": \"memgrad-plan\"") && trace && trace > strstr(out, "memgrad-plan"),
+                      "report and trace on stdout:\n%.300s", out);
+        free(out);
+        ck_assert_msg(lstat(path("stdout"), &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
+    }
+}
+END_TEST
+
+/* Was a bug: an output that cannot be written (a directory, a missing directory) was found only
+ * after planning, which can take a minute; `plan` had printed its whole report by then. */
+START_TEST(test_unwritable_output_found_before_planning)
+{
+    char m[4300]; /* (path() reuses its buffers) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    ck_assert_int_eq(mkdir(path("d"), 0700), 0);
+    const char *cmds[] = {"plan '%s' --svg '%s/d'", "plan '%s' --trace '%s/no-such-dir/t.json'",
+                          "sweep '%s' --points 2 --svg '%s/d'", "compile '%s' -o '%s/d'"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[9000], *out;
+        snprintf(args, sizeof args, cmds[i], m, dir);
+        int rc = mg(&out, "%s", args);
+        ck_assert_msg(rc == 1 && strstr(out, "cannot write") && !strstr(out, "model mlp") && !strstr(out, "budget "),
+                      "%s: exited %d:\n%s", args, rc, out);
+        free(out);
+    }
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 2, "directory holds: %s", names);
+}
+END_TEST
+
+/* Was a bug: plan --graph refused a budget below the minimum in other words than a model's ("solver
+ * auto finds no plan ...; the minimum feasible budget is ...", for every solver), and a baseline
+ * missing a budget above the minimum did not say auto may meet it. Now both read alike. */
+START_TEST(test_graph_budget_errors_read_like_a_models)
+{
+    const char *g = path("g.json");
+    ck_assert_int_eq(tu_write(g, "{\"nodes\": ["
+                                 "{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 2, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 3, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 4, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100}],"
+                                 "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                 "{\"source\": 2, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                                 "{\"source\": 3, \"target\": 4}, {\"source\": 0, \"target\": 4}]}"),
+                     0);
+    char *out;
+    int rc = mg(&out, "plan --graph '%s' --budget 1B", g);
+    ck_assert_msg(rc == 1 && strstr(out, "g.json: error: budget 1 B (1 bytes) is below the minimum feasible budget of ") &&
+                      strstr(out, "; the store-all workspace is "),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "plan --graph '%s' --format json", g), 0);
+    long long all = tu_json_figure(out, "store_all_workspace_bytes"), minf = tu_json_figure(out, "min_feasible_bytes");
+    free(out);
+    if (minf < all) { /* store-all cannot meet a budget between the two, auto can */
+        rc = mg(&out, "plan --graph '%s' --budget %lld --solver store-all", g, all - 1);
+        ck_assert_msg(rc == 1 && strstr(out, "solver store-all finds no plan within budget") &&
+                          strstr(out, "--solver auto may find one"),
+                      "exited %d:\n%s", rc, out);
+        free(out);
+    }
+}
+END_TEST
+
+/* Was a bug: a forced part count has its own minimum, and the error did not say so: mlp at 20%
+ * with --micro-batches 1 was "below the minimum feasible budget of 456.1 KiB" while `plan`
+ * reports its minimum as 47.9 KiB (in 16 parts). */
+START_TEST(test_forced_parts_name_their_minimum)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "plan '%s' --budget 20%% --micro-batches 1 --no-cache", m);
+    ck_assert_msg(rc == 1 && strstr(out, "below the minimum feasible budget with --micro-batches 1 of "), "exited %d:\n%s",
+                  rc, out);
+    free(out);
+}
+END_TEST
+
+/* Was a bug: sweep --format json wrote a --graph file's path into "model" unescaped, so a path
+ * with a quote or a backslash made invalid JSON. */
+START_TEST(test_sweep_json_escapes_the_graph_path)
+{
+    const char *g = path("q\"uo\\te.json");
+    ck_assert_int_eq(tu_write(g, "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 1, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100}],"
+                                 "\"links\": [{\"source\": 0, \"target\": 1}]}"),
+                     0);
+    char *out;
+    int rc = mg(&out, "sweep --graph '%s' --points 2 --format json", g);
+    ck_assert_msg(rc == 0 && strstr(out, "q\\\"uo\\\\te.json\", \"solver\""), "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* Was a bug: sweep --svg draws auto's and sqrt's curves (--help, docs/reports.md), but with
+ * --solver store-all it drew neither and with --solver exact no auto. */
+START_TEST(test_sweep_svg_draws_auto_and_sqrt)
+{
+    const char *g = path("g.json");
+    ck_assert_int_eq(tu_write(g, "{\"nodes\": ["
+                                 "{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 2, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 3, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100},"
+                                 "{\"id\": 4, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 100}],"
+                                 "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                 "{\"source\": 2, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                                 "{\"source\": 3, \"target\": 4}, {\"source\": 0, \"target\": 4}]}"),
+                     0);
+    const char *solvers[] = {"store-all", "exact", "sqrt", "auto"};
+    for (int i = 0; i < 4; i++) {
+        char *out;
+        int rc = mg(&out, "sweep --graph '%s' --points 3 --solver %s --svg '%s'", g, solvers[i], path("s.svg"));
+        ck_assert_msg(rc == 0, "--solver %s: exited %d:\n%s", solvers[i], rc, out);
+        free(out);
+        char *svg = tu_read(path("s.svg"));
+        ck_assert_msg(svg && strstr(svg, "<title>auto</title>") && strstr(svg, "<title>sqrt</title>") &&
+                          strstr(svg, "<title>store-all</title>"),
+                      "--solver %s: the curves drawn: %s", solvers[i], svg ? svg : "(none)");
+        if (!strcmp(solvers[i], "exact")) ck_assert_msg(strstr(svg, "<title>exact</title>"), "no exact curve");
+        free(svg);
+    }
+}
+END_TEST
+
+/* Was a bug: the report's "micro-batches" line took the batch from the first input, which may be
+ * a scalar ("run on 5882399483646 samples at a time"); the batch is axis 0 of the first input
+ * with axes, as the split takes it. */
+START_TEST(test_micro_batches_line_with_a_scalar_input_first)
+{
+    char *src = replace(mlp_src, "input  x:", "input  t: f32[]\ninput  x:");
+    char *src2 = replace(src, "h = relu(x @ w1 + b1)", "h = relu(x @ w1 + b1) * t");
+    const char *m = write_model("s.mg", src2);
+    char *out;
+    int rc = mg(&out, "plan '%s' --micro-batches 2 --no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "micro-batches       2: the per-sample layers run on 64 samples at a time"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    free(src);
+    free(src2);
+}
+END_TEST
+
+#ifdef MG_TRAIN_MLP
+/* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
+ * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
+ * are checked before any data is read (so no dataset is needed here). */
+START_TEST(test_trainer_rejects_bad_values)
+{
+    const char *bad[] = {"--epochs abc", "--epochs 0", "--epochs 3x", "--lr abc", "--lr -1", "--lr 0", "--lr nan",
+                         "--seed x", "--seed -1", "--optimizer momentum", "--bogus 1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[600], *out;
+        snprintf(cmd, sizeof cmd, "'%s' %s --data /nonexistent", MG_TRAIN_MLP, bad[i]);
+        int rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 2 && strstr(out, "usage:"), "%s: exited %d:\n%s", bad[i], rc, out);
+        free(out);
+    }
+}
+END_TEST
+#endif
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -1338,6 +1580,18 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_fixed_unwritable_output_message);
         tcase_add_test(b, test_unwritable_header_leaves_no_object);
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
+        tcase_add_test(b, test_print_ir_and_joint_together);
+        tcase_add_test(b, test_stdout_write_error);
+        tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
+        tcase_add_test(b, test_unwritable_output_found_before_planning);
+        tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
+        tcase_add_test(b, test_forced_parts_name_their_minimum);
+        tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
+        tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
+        tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
+#ifdef MG_TRAIN_MLP
+        tcase_add_test(b, test_trainer_rejects_bad_values);
+#endif
         suite_add_tcase(s, b);
     }
     return s;

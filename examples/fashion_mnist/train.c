@@ -15,6 +15,7 @@
 #include MODEL_HEADER
 #include "memgrad_rt.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,33 @@ static uint64_t rng_next(uint64_t *s)
     return *s;
 }
 
+/* A whole number in [lo, hi], a positive finite number, or an unsigned 64-bit one: a value
+ * that is none of these is a usage error (atoi's 0 trained 0 epochs, atof's 0 took the default
+ * learning rate, both silently). */
+static int whole(const char *s, long lo, long hi, long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtol(s, &end, 10);
+    return end != s && !*end && !errno && *v >= lo && *v <= hi && s[0] != ' ';
+}
+
+static int positive(const char *s, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    return end != s && !*end && isfinite(*v) && *v > 0 && strspn(s, "0123456789.eE+-") == strlen(s);
+}
+
+static int seed_value(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long u = strtoull(s, &end, 10);
+    *v = u;
+    return end != s && !*end && !errno && strspn(s, "0123456789") == strlen(s);
+}
+
 int main(int argc, char **argv)
 {
     int epochs = 3;
@@ -102,18 +130,27 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     const char *dir = "/usr/share/datasets/fashion-mnist", *save = NULL;
     for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && !strcmp(argv[i], "--epochs")) epochs = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--lr")) lr = atof(argv[++i]);
+        long v;
+        if (i + 1 < argc && !strcmp(argv[i], "--epochs") && whole(argv[i + 1], 1, 1000000, &v)) {
+            epochs = (int)v;
+            i++;
+        } else if (i + 1 < argc && !strcmp(argv[i], "--lr") && positive(argv[i + 1], &lr))
+            i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--data")) dir = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--optimizer") && (!strcmp(argv[i + 1], "adam") || !strcmp(argv[i + 1], "sgd")))
             adam = !strcmp(argv[++i], "adam");
         else if (i + 1 < argc && !strcmp(argv[i], "--schedule") && (!strcmp(argv[i + 1], "cosine") || !strcmp(argv[i + 1], "constant")))
             cosine = !strcmp(argv[++i], "cosine");
         else if (i + 1 < argc && !strcmp(argv[i], "--save")) save = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--seed")) seed = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && !strcmp(argv[i], "--seed") && seed_value(argv[i + 1], &seed))
+            i++;
         else {
-            fprintf(stderr, "usage: %s [--epochs N] [--optimizer adam|sgd] [--lr X] [--schedule cosine|constant] "
-                            "[--data DIR] [--save FILE] [--seed S]\n", argv[0]);
+            static const char *const valued[] = {"--epochs", "--lr", "--optimizer", "--schedule", "--seed"};
+            for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+                if (i + 1 < argc && !strcmp(argv[i], valued[k]))
+                    fprintf(stderr, "train: bad value '%s' for %s\n", argv[i + 1], argv[i]);
+            fprintf(stderr, "usage: %s [--epochs N (1 or more)] [--optimizer adam|sgd] [--lr X (positive)] "
+                            "[--schedule cosine|constant] [--data DIR] [--save FILE] [--seed S]\n", argv[0]);
             return 2;
         }
     }

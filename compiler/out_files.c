@@ -1,0 +1,210 @@
+/* out_files.c — the files the driver writes, checked before planning and written whole.
+ *
+ * Why it exists: planning can take a minute, so an output that cannot be written (a missing
+ * directory, a directory, the model itself) is found before it starts, not after. A regular
+ * file is written to a temporary file next to it and renamed into place once every output is
+ * written, so a failure leaves the user's old files as they were; a symlink to a regular file
+ * has its target replaced, the link kept. What is not a regular file — /dev/null, a FIFO,
+ * /dev/stdout on a pipe or a terminal — is written through: renaming over it replaced the
+ * device node or the link (as root, `-o /dev/null` put a regular file in place of /dev/null).
+ * Driver code: it prints its errors. */
+#include "out_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int cannot_write(const mg_out_file *o, int err)
+{
+    fprintf(stderr, "memgrad: cannot write %s: %s\n", o->path, strerror(err));
+    return 1;
+}
+
+/* The canonical spelling of path, which need not exist yet: realpath of the file, or of its
+ * directory followed by its base name. */
+static void canonical_path(const char *path, char *out, size_t cap)
+{
+    char buf[PATH_MAX];
+    if (realpath(path, buf)) {
+        snprintf(out, cap, "%s", buf);
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    if (realpath(dir, buf)) snprintf(out, cap, "%s/%s", buf, slash ? slash + 1 : path);
+    else snprintf(out, cap, "%s", path);
+}
+
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+    canonical_path(a, ca, sizeof ca);
+    canonical_path(b, cb, sizeof cb);
+    return !strcmp(ca, cb);
+}
+
+static int is_char_device(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+/* Creates an empty temporary file next to dest (so rename() can replace it atomically). */
+static int create_tmp_next_to(mg_out_file *o)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", o->dest, (long)getpid(), attempt);
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+        if (errno != EEXIST) break;
+    }
+    int err = errno;
+    o->tmp[0] = 0;
+    return cannot_write(o, err);
+}
+
+/* Where o goes: dest and direct; a directory is an error. */
+static int resolve(mg_out_file *o)
+{
+    struct stat ls, st;
+    snprintf(o->dest, sizeof o->dest, "%s", o->path);
+    o->direct = 0;
+    if (lstat(o->path, &ls) != 0) return 0; /* a new file */
+    if (stat(o->path, &st) != 0) {
+        o->direct = S_ISLNK(ls.st_mode); /* a dangling link: created through it */
+        return 0;
+    }
+    if (S_ISDIR(st.st_mode)) return cannot_write(o, EISDIR);
+    for (int fd = 1; fd <= 2; fd++) { /* /dev/stdout, or the file stdout goes to: after what is there */
+        struct stat sf;
+        if (fstat(fd, &sf) == 0 && sf.st_dev == st.st_dev && sf.st_ino == st.st_ino) {
+            o->direct = 2;
+            return 0;
+        }
+    }
+    if (!S_ISREG(st.st_mode)) {
+        o->direct = 1;
+        return 0;
+    }
+    char buf[PATH_MAX];
+    if (S_ISLNK(ls.st_mode)) {
+        if (realpath(o->path, buf)) snprintf(o->dest, sizeof o->dest, "%s", buf);
+        else o->direct = 1;
+    }
+    return 0;
+}
+
+int mg_out_check(const char *model, mg_out_file *o, int n)
+{
+    for (int i = 0; i < n; i++) {
+        o[i].tmp[0] = 0;
+        if (!o[i].path) continue;
+        if (model && same_file(model, o[i].path)) {
+            fprintf(stderr, "memgrad: refusing to overwrite the model file %s with output\nTry 'memgrad --help'.\n",
+                    model);
+            return 2;
+        }
+        for (int j = 0; j < i; j++)
+            if (o[j].path && same_file(o[i].path, o[j].path) && !is_char_device(o[i].path)) {
+                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", o[j].flag,
+                        o[i].flag, o[i].path);
+                return 2;
+            }
+    }
+    for (int i = 0; i < n; i++) {
+        if (!o[i].path) continue;
+        if (resolve(&o[i])) return 1;
+        if (o[i].direct) {
+            if (access(o[i].path, W_OK) != 0 && errno != ENOENT) return cannot_write(&o[i], errno);
+            continue;
+        }
+        /* a probe: the file can be made where it goes */
+        if (create_tmp_next_to(&o[i])) return 1;
+        remove(o[i].tmp);
+        o[i].tmp[0] = 0;
+    }
+    return 0;
+}
+
+int mg_out_begin(mg_out_file *o, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!o[i].path) continue;
+        if (!o[i].direct) {
+            if (create_tmp_next_to(&o[i])) return 1;
+            continue;
+        }
+        const char *t = getenv("TMPDIR");
+        snprintf(o[i].tmp, sizeof o[i].tmp, "%s/memgrad-out.XXXXXX", t && t[0] == '/' ? t : "/tmp");
+        int fd = mkstemp(o[i].tmp);
+        if (fd < 0) {
+            int err = errno;
+            fprintf(stderr, "memgrad: cannot write %s: a temporary file in %s: %s\n", o[i].path,
+                    t && t[0] == '/' ? t : "/tmp", strerror(err));
+            o[i].tmp[0] = 0;
+            return 1;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
+/* Copies the temporary file into the output, which is opened for writing, not replaced. */
+static int copy_into(const mg_out_file *o)
+{
+    int in = open(o->tmp, O_RDONLY);
+    if (in < 0) return cannot_write(o, errno);
+    int out = open(o->path, o->direct == 2 ? O_WRONLY | O_APPEND : O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (out < 0) {
+        int err = errno;
+        close(in);
+        return cannot_write(o, err);
+    }
+    int err = 0;
+    char buf[1 << 16];
+    ssize_t k;
+    while (!err && (k = read(in, buf, sizeof buf)) != 0) {
+        if (k < 0) {
+            if (errno != EINTR) err = errno;
+            continue;
+        }
+        for (ssize_t w = 0; w < k && !err;) {
+            ssize_t r = write(out, buf + w, (size_t)(k - w));
+            if (r >= 0) w += r;
+            else if (errno != EINTR) err = errno;
+        }
+    }
+    if (close(out) != 0 && !err) err = errno;
+    close(in);
+    return err ? cannot_write(o, err) : 0;
+}
+
+int mg_out_commit(mg_out_file *o, int n)
+{
+    fflush(NULL); /* a report on stdout comes before a file written to /dev/stdout */
+    for (int i = 0; i < n; i++) {
+        if (!o[i].path || !o[i].tmp[0]) continue;
+        int rc = o[i].direct ? copy_into(&o[i]) : rename(o[i].tmp, o[i].dest) != 0 ? cannot_write(&o[i], errno) : 0;
+        if (rc) return 1;
+    }
+    return 0;
+}
+
+void mg_out_end(mg_out_file *o, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (o[i].path && o[i].tmp[0]) {
+            remove(o[i].tmp); /* fails harmlessly once renamed */
+            o[i].tmp[0] = 0;
+        }
+}
