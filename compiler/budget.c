@@ -37,6 +37,10 @@ int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
             b->percent = v;
             return 1;
         }
+        if (units[i].mult == 1 && v != floor(v)) { /* '1.5' was taken as 1 byte */
+            snprintf(err, (size_t)errlen, "budget '%s' is not a whole number of bytes", s);
+            return 0;
+        }
         double bytes = v * units[i].mult;
         if (bytes > 9.0e18 || bytes < 1) {
             snprintf(err, (size_t)errlen, "budget '%s' is out of range (1 byte to 9e18 bytes)", s);

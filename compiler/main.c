@@ -305,7 +305,11 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         return usage_error("%s", "plan: --bytes is for a model's report; --graph's gives the exact numbers already");
     if (o->graph && o->micro_text)
         return usage_error("%s: --micro-batches splits a model's batch; a --graph has none", cmd);
-    if (!o->model && !o->graph) return usage_error("%s: no model file given", cmd);
+    if (!o->model && !o->graph)
+        return usage_error(!strcmp(cmd, "plan") || !strcmp(cmd, "sweep")
+                               ? "%s: no model file given (MODEL.mg, or --graph FILE.json)"
+                               : "%s: no model file given",
+                           cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
     if (o->budget) {
         mg_budget b;

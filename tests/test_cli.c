@@ -340,6 +340,9 @@ START_TEST(test_no_model_and_two_models)
     ck_assert_int_eq(mg(&out, "check"), 2);
     ck_assert_msg(strstr(out, "no model file given"), "%s", out);
     free(out);
+    ck_assert_int_eq(mg(&out, "sweep --points 4"), 2); /* it said only "no model file given" */
+    ck_assert_msg(strstr(out, "sweep: no model file given (MODEL.mg, or --graph FILE.json)"), "%s", out);
+    free(out);
     const char *a = write_model("a.mg", mlp_src), *b = write_model("b.mg", mlp_src);
     ck_assert_int_eq(mg(&out, "check '%s' '%s'", a, b), 2);
     ck_assert_msg(strstr(out, "unexpected argument"), "%s", out);
@@ -869,7 +872,11 @@ START_TEST(test_bad_budget_values)
         const char *budget, *msg;
     } cases[] = {
         {"99999999999999999999GiB", "budget '99999999999999999999GiB' is out of range (1 byte to 9e18 bytes)"},
-        {"0.5", "budget '0.5' is out of range (1 byte to 9e18 bytes)"},
+        {"0.5", "budget '0.5' is not a whole number of bytes"},
+        {"1.5", "budget '1.5' is not a whole number of bytes"},
+        {"1000.25B", "budget '1000.25B' is not a whole number of bytes"},
+        {"0.0001B", "budget '0.0001B' is not a whole number of bytes"},
+        {"0.0001KiB", "budget '0.0001KiB' is out of range (1 byte to 9e18 bytes)"},
         {"1e400", "budget '1e400' is not a positive size"},
         {"nan", "budget 'nan' is not a positive size"},
         {"-1", "budget '-1' is not a positive size"},
