@@ -428,7 +428,8 @@ static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps
 
 /* mg_cut_bound; chain_iters > 0: WIDE_CAND candidates, and the chain of the best sum's windows
  * (mg_cut_bound_chained) */
-static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
+static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters, int *starts_out, int *nstarts_out,
+                        int *cand_out, int *ncand_out)
 {
     int n = pr->n, T = 0;
     if (budget == INT64_MAX) return 0;
@@ -596,6 +597,12 @@ static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
         }
         double x = chain_bound(pr, budget, starts, ns, chain_iters);
         if (x > total) total = x;
+        if (starts_out) {
+            memcpy(starts_out, starts, (size_t)ns * sizeof *starts);
+            *nstarts_out = ns;
+            memcpy(cand_out, cand, (size_t)m * sizeof *cand);
+            *ncand_out = m;
+        }
         free(starts);
     }
     free(w);
@@ -623,9 +630,19 @@ done:
     return total;
 }
 
-double mg_cut_bound(const mg_problem *pr, int64_t budget) { return cut_bound(pr, budget, 0); }
+double mg_cut_bound(const mg_problem *pr, int64_t budget) { return cut_bound(pr, budget, 0, NULL, NULL, NULL, NULL); }
 
-double mg_cut_bound_chained(const mg_problem *pr, int64_t budget, int iters) { return cut_bound(pr, budget, iters); }
+double mg_cut_bound_chained(const mg_problem *pr, int64_t budget, int iters)
+{
+    return cut_bound(pr, budget, iters, NULL, NULL, NULL, NULL);
+}
+
+double mg_cut_bound_chain_steps(const mg_problem *pr, int64_t budget, int iters, int *starts, int *nstarts, int *cands,
+                                int *ncands)
+{
+    *nstarts = *ncands = 0;
+    return cut_bound(pr, budget, iters, starts, nstarts, cands, ncands);
+}
 
 double mg_bound_over_graphs(double sofar, const mg_planned *p)
 {
