@@ -324,11 +324,10 @@ double mg_cut_bound(const mg_problem *prob, int64_t budget);
  * what each keeps live at its start (iters subgradient steps): the larger. Costlier (resnet50
  * at its minimum: ~0.45 s with 100), so only solve_exact.c's relaxed bound runs it. */
 double mg_cut_bound_chained(const mg_problem *prob, int64_t budget, int iters);
-/* mg_cut_bound_chained, and the steps its chain links (starts, ascending) and the candidate
- * steps its windows start from (cands, ascending), each array of room for every target of prob
- * (none when it gives no bound: *nstarts = 0). solve_exact.c solves that chain in integers. */
-double mg_cut_bound_chain_steps(const mg_problem *prob, int64_t budget, int iters, int *starts, int *nstarts,
-                                int *cands, int *ncands);
+/* mg_cut_bound_chained, and the steps its chain links (starts, ascending; room for every
+ * target of prob; none when it gives no bound: *nstarts = 0). solve_exact.c solves that chain
+ * in integers. */
+double mg_cut_bound_chain_steps(const mg_problem *prob, int64_t budget, int iters, int *starts, int *nstarts);
 struct mg_planned;
 /* bound_cut.c: a bound over the plans of several graphs of one program (plan_split.c: the whole
  * batch and each part count planned under one budget, each its own graph with its own bound):

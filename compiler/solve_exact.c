@@ -665,12 +665,12 @@ static const double CHAIN_SHARE = 0.4;
  * (its chain comment): every schedule under cap maps to a solution costing at most what it
  * recomputes. bound_cut.c prices the links by a Lagrangian and solves each window alone; CBC
  * solves the program itself, which is at least as high: resnet50 at its minimum, over the 8
- * steps of bound_cut.c's chain, 45,010 (proven, ~4 s) against the Lagrangian's 43,863. More
+ * steps of bound_cut.c's chain, 45,010 (proven, ~5 s) against the Lagrangian's 43,863. More
  * steps make the program a finer relaxation (its optimum never falls when a step is added:
  * a solution with the step maps to one without it, each window's values as the union) but its
  * linear relaxation weaker: with 9 steps (290 added) 47,180 proven in ~20 s; with 21, CBC's
- * bound stayed at 37,652 after 120 s. So steps are added one at a time, from bound_cut.c's
- * candidates, each kept when CBC proves a higher figure within its share of the time. */
+ * bound stayed at 37,652 after 120 s. So steps are added one at a time (mg_chain_milp_bound),
+ * each kept when CBC proves a higher figure. */
 static mg_status chain_milp(const mg_problem *pr, int64_t cap, const int *steps, int nsteps, double time_limit,
                             double *bound, int *proven, mg_diag *d)
 {
@@ -800,11 +800,11 @@ mg_status mg_chain_milp_bound(const mg_problem *pr, int64_t cap, double time_lim
     for (int v = 0; v < pr->n; v++) T += pr->target[v] != 0;
     *bound = -1;
     if (T == 0) return MG_OK;
-    int *starts = mg_xcalloc((size_t)T + 2, sizeof *starts), *cands = mg_xcalloc((size_t)T + 2, sizeof *cands);
-    int *tryset = mg_xcalloc((size_t)T + 2, sizeof *tryset), ns = 0, nc = 0, proven = 0;
+    int *starts = mg_xcalloc((size_t)T + 2, sizeof *starts), *tryset = mg_xcalloc((size_t)T + 2, sizeof *tryset);
+    int ns = 0, proven = 0;
     char *tried = mg_xcalloc((size_t)T + 1, 1);
     double t0 = mg_seconds(), stop = t0 + time_limit, x;
-    double best = mg_cut_bound_chain_steps(pr, cap, CHAIN_ITERS, starts, &ns, cands, &nc);
+    double best = mg_cut_bound_chain_steps(pr, cap, CHAIN_ITERS, starts, &ns);
     mg_status st = MG_OK;
     if (ns > 0 && !(st = chain_milp(pr, cap, starts, ns, stop - mg_seconds(), &x, &proven, d)) && x > best) best = x;
     /* More steps, one at a time, each kept when CBC proves a higher figure within a few times
@@ -842,7 +842,6 @@ mg_status mg_chain_milp_bound(const mg_problem *pr, int64_t cap, double time_lim
         }
     }
     free(starts);
-    free(cands);
     free(tryset);
     free(tried);
     if (!st) *bound = best;
