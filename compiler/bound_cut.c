@@ -33,7 +33,8 @@
  * 1.1052). tests/test_optimal.c (bounds) checks it against the brute-force optimum of random
  * problems, and on problems where only the integers prove the optimum. mg_cut_bound_chained
  * also links the best sum's windows by what each keeps live at its start (the chained windows,
- * below; solve_exact.c's bound runs it, auto does not: ~0.45 s on resnet50). */
+ * below; solve_exact.c's bound runs it, auto does not: ~0.45 s on resnet50), and hands the
+ * chain's steps to solve_exact.c, which solves that chain in integers (mg_chain_milp_bound). */
 #include "plan.h"
 
 #include <math.h>
@@ -428,7 +429,7 @@ static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps
 
 /* mg_cut_bound; chain_iters > 0: WIDE_CAND candidates, and the chain of the best sum's windows
  * (mg_cut_bound_chained) */
-static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
+static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters, int *starts_out, int *nstarts_out)
 {
     int n = pr->n, T = 0;
     if (budget == INT64_MAX) return 0;
@@ -596,6 +597,10 @@ static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters)
         }
         double x = chain_bound(pr, budget, starts, ns, chain_iters);
         if (x > total) total = x;
+        if (starts_out) {
+            memcpy(starts_out, starts, (size_t)ns * sizeof *starts);
+            *nstarts_out = ns;
+        }
         free(starts);
     }
     free(w);
@@ -623,9 +628,18 @@ done:
     return total;
 }
 
-double mg_cut_bound(const mg_problem *pr, int64_t budget) { return cut_bound(pr, budget, 0); }
+double mg_cut_bound(const mg_problem *pr, int64_t budget) { return cut_bound(pr, budget, 0, NULL, NULL); }
 
-double mg_cut_bound_chained(const mg_problem *pr, int64_t budget, int iters) { return cut_bound(pr, budget, iters); }
+double mg_cut_bound_chained(const mg_problem *pr, int64_t budget, int iters)
+{
+    return cut_bound(pr, budget, iters, NULL, NULL);
+}
+
+double mg_cut_bound_chain_steps(const mg_problem *pr, int64_t budget, int iters, int *starts, int *nstarts)
+{
+    *nstarts = 0;
+    return cut_bound(pr, budget, iters, starts, nstarts);
+}
 
 double mg_bound_over_graphs(double sofar, const mg_planned *p)
 {

@@ -324,6 +324,10 @@ double mg_cut_bound(const mg_problem *prob, int64_t budget);
  * what each keeps live at its start (iters subgradient steps): the larger. Costlier (resnet50
  * at its minimum: ~0.45 s with 100), so only solve_exact.c's relaxed bound runs it. */
 double mg_cut_bound_chained(const mg_problem *prob, int64_t budget, int iters);
+/* mg_cut_bound_chained, and the steps its chain links (starts, ascending; room for every
+ * target of prob; none when it gives no bound: *nstarts = 0). solve_exact.c solves that chain
+ * in integers. */
+double mg_cut_bound_chain_steps(const mg_problem *prob, int64_t budget, int iters, int *starts, int *nstarts);
 struct mg_planned;
 /* bound_cut.c: a bound over the plans of several graphs of one program (plan_split.c: the whole
  * batch and each part count planned under one budget, each its own graph with its own bound):
@@ -343,6 +347,20 @@ mg_status mg_relaxed_bound(const mg_problem *prob, int64_t cap, double time_limi
  * optimal). */
 mg_status mg_relaxed_bound_below(const mg_problem *prob, int64_t cap, double time_limit, double cutoff, double *bound,
                                  mg_diag *d);
+
+/* solve_exact.c: the relaxed program restricted to target positions first .. last (what is
+ * resident at first is free: whatever fits cap), solved by CBC within time_limit seconds: a
+ * bound on what any schedule under cap recomputes between targets first and last (the gaps
+ * first .. last - 1), at most cutoff (HUGE_VAL: none); -1 when none was proven. Windows whose
+ * gaps do not overlap bound disjoint parts of a schedule's recomputation, so their bounds add. */
+mg_status mg_relaxed_window_bound(const mg_problem *prob, int64_t cap, int first, int last, double time_limit,
+                                  double cutoff, double *bound, mg_diag *d);
+
+/* solve_exact.c: mg_cut_bound_chained's chain of windows solved in integers by CBC within
+ * time_limit seconds (steps added to it while CBC proves higher figures): a bound on what any
+ * schedule under cap recomputes (beyond every op once), at least mg_cut_bound_chained's when
+ * CBC finishes. mg_relaxed_bound takes it. */
+mg_status mg_chain_milp_bound(const mg_problem *prob, int64_t cap, double time_limit, double *bound, mg_diag *d);
 
 /* The relaxed program's linear relaxation alone, solved by Clp within time_limit seconds: a
  * bound proven from Clp's row multipliers whether or not it finished (-1: none). This is what

@@ -650,6 +650,203 @@ static double gap_step(const mg_problem *pr, const int *pos, int v)
  * recomputed, in ~0.45 s (50: 43,809; 200: 43,863 in 0.9 s). Of the other Checkmate rows,
  * with 2 s runs, it beat the relaxed program's bound on segnet 50% and vgg19 80% only. */
 enum { PATH_DEPTH = 2, PATH_NNZ = 300000, CHAIN_ITERS = 100 };
+/* the share of the relaxed bound's time for the chained windows in integers (chain_milp) */
+static const double CHAIN_SHARE = 0.4;
+
+/* ---- the chained windows in integers ------------------------------------------------------
+ * bound_cut.c's chain (mg_cut_bound_chained): steps c_1 < .. < c_m, window k = (c_k, c_k+1]
+ * (the last to the end); per window and value v computed before c_k and not live there anyway
+ * (an input of target c_k, or a value that may not be dropped and is live across it), binaries
+ *   T[k,v]  v is live at c_k or computed again in window k   (1 when a target of the window reads v)
+ *   s[k,v]  v is computed again in window k                  (0 when v may not be dropped)
+ * with s <= T, s[k,v] <= T[k,u] for each input u of v in the window, sum bytes (T - s) <= the
+ * slack of c_k (the cap less what target c_k needs anyway), and the links
+ * T[k+1,v] - s[k+1,v] <= T[k,v]; minimising sum cost[v] s[k,v]. The argument is bound_cut.c's
+ * (its chain comment): every schedule under cap maps to a solution costing at most what it
+ * recomputes. bound_cut.c prices the links by a Lagrangian and solves each window alone; CBC
+ * solves the program itself, which is at least as high: resnet50 at its minimum, over the 8
+ * steps of bound_cut.c's chain, 45,010 (proven, ~5 s) against the Lagrangian's 43,863. More
+ * steps make the program a finer relaxation (its optimum never falls when a step is added:
+ * a solution with the step maps to one without it, each window's values as the union) but its
+ * linear relaxation weaker: with 9 steps (290 added) 47,180 proven in ~20 s; with 21, CBC's
+ * bound stayed at 37,652 after 120 s. So steps are added one at a time (mg_chain_milp_bound),
+ * each kept when CBC proves a higher figure. */
+static mg_status chain_milp(const mg_problem *pr, int64_t cap, const int *steps, int nsteps, double time_limit,
+                            double *bound, int *proven, mg_diag *d)
+{
+    *bound = -1;
+    *proven = 0;
+    int n = pr->n, T = 0;
+    int *pos = mg_xcalloc((size_t)n + 1, sizeof *pos), *tg = mg_xcalloc((size_t)n + 1, sizeof *tg);
+    int *last = mg_xcalloc((size_t)n + 1, sizeof *last);
+    for (int v = 0; v < n; v++) {
+        pos[v] = pr->target[v] ? T : -1;
+        if (pr->target[v]) tg[T++] = v;
+        last[v] = -1;
+    }
+    for (int i = 0; i < T; i++)
+        for (int z = pr->in_start[tg[i]]; z < pr->in_start[tg[i] + 1]; z++) last[pr->in[z]] = i;
+    for (int v = 0; v < n; v++)
+        if (pos[v] >= 0 && pr->keep_to_end[v]) last[v] = T;
+#define CW(v) (pos[v] >= 0 && pr->home[v].mem == MG_MEM_NONE && pr->bytes[v] > 0)
+    int m = 0, *c = mg_xcalloc((size_t)nsteps + 2, sizeof *c);
+    for (int k = 0; k < nsteps; k++)
+        if (steps[k] >= 0 && steps[k] < T && (m == 0 || steps[k] > c[m - 1])) c[m++] = steps[k];
+    c[m] = T;
+    /* Tc / Sc: the columns of window k's values, [k * n + v] (-1: not in the window) */
+    int *Tc = mg_xcalloc((size_t)(m + 1) * (size_t)n + 1, sizeof *Tc), *Sc = mg_xcalloc((size_t)(m + 1) * (size_t)n + 1, sizeof *Sc);
+    char *freeat = mg_xcalloc((size_t)n + 1, 1), *inN = mg_xcalloc((size_t)n + 1, 1);
+    int *queue = mg_xcalloc((size_t)n + 1, sizeof *queue);
+    double cscale = 0;
+    for (int v = 0; v < n; v++)
+        if (pos[v] >= 0 && pr->cost[v] > cscale) cscale = pr->cost[v];
+    if (cscale <= 0) cscale = 1;
+    /* bytes in units of cap / 1024. CBC's time to prove resnet50's chain varies with the scale
+     * (its tolerances are absolute): in units of the cap, as the relaxed program counts them, not
+     * within 10 s twice; of cap / 1024, 1 MiB, cap / 4000, 4312 or 16384: about 5 s; of cap /
+     * 4096 not within 10 s either. */
+    double B = (double)(cap > 0 ? cap : 1), U = B / 1024;
+    lp mp = {0};
+    mg_status st = MG_OK;
+    int ok = m > 0;
+    for (size_t z = 0; z < (size_t)(m + 1) * (size_t)n; z++) Tc[z] = Sc[z] = -1;
+    for (int k = m - 1; k >= 0 && ok; k--) { /* last window first: a window holds what the next links */
+        int i = c[k], j = c[k + 1], t = tg[i], nq = 0;
+        double need = (pr->home[t].mem == MG_MEM_NONE ? (double)pr->bytes[t] : 0) + (double)pr->scratch[t];
+        for (int v = 0; v < n; v++) {
+            int in = 0;
+            for (int z = pr->in_start[t]; z < pr->in_start[t + 1]; z++) in |= pr->in[z] == v;
+            freeat[v] = CW(v) && ((in && v != t) || (pos[v] < i && last[v] > i && !pr->evictable[v]));
+            if (freeat[v]) need += (double)pr->bytes[v];
+        }
+        if (need > B) { /* no schedule fits: nothing to bound */
+            ok = 0;
+            break;
+        }
+        for (int v = 0; v < n; v++) {
+            inN[v] = 0;
+            if (!CW(v) || pos[v] >= i || freeat[v]) continue;
+            for (int z = i + 1; z <= j && z < T && !inN[v]; z++)
+                for (int y = pr->in_start[tg[z]]; y < pr->in_start[tg[z] + 1]; y++) inN[v] |= pr->in[y] == v;
+            if (inN[v] || Tc[(size_t)(k + 1) * n + v] >= 0) queue[nq++] = v, Tc[(size_t)k * n + v] = 0;
+        }
+        for (int q = 0; q < nq; q++) { /* their ancestors through values that may be recomputed */
+            int v = queue[q];
+            if (!pr->evictable[v]) continue;
+            for (int z = pr->in_start[v]; z < pr->in_start[v + 1]; z++) {
+                int u = pr->in[z];
+                if (!CW(u) || freeat[u] || Tc[(size_t)k * n + u] >= 0) continue;
+                Tc[(size_t)k * n + u] = 0;
+                queue[nq++] = u;
+            }
+        }
+        int rmem = row(&mp, -DBL_MAX, (B - need) / U);
+        for (int q = 0; q < nq; q++) {
+            int v = queue[q];
+            int tc = col(&mp, inN[v] ? 1 : 0, 1, 0, 1), sc = col(&mp, 0, pr->evictable[v] ? 1 : 0, pr->cost[v] / cscale, 1);
+            Tc[(size_t)k * n + v] = tc;
+            Sc[(size_t)k * n + v] = sc;
+            coef(&mp, rmem, tc, (double)pr->bytes[v] / U);
+            coef(&mp, rmem, sc, -(double)pr->bytes[v] / U);
+            int r = row(&mp, -DBL_MAX, 0); /* s - T <= 0 */
+            coef(&mp, r, sc, 1);
+            coef(&mp, r, tc, -1);
+        }
+        for (int q = 0; q < nq; q++) { /* s_v - T_u <= 0 for each input u in the window */
+            int v = queue[q];
+            for (int z = pr->in_start[v]; z < pr->in_start[v + 1]; z++) {
+                int u = pr->in[z], dup = 0;
+                for (int y = pr->in_start[v]; y < z; y++) dup |= pr->in[y] == u;
+                if (dup || Tc[(size_t)k * n + u] < 0) continue;
+                int r = row(&mp, -DBL_MAX, 0);
+                coef(&mp, r, Sc[(size_t)k * n + v], 1);
+                coef(&mp, r, Tc[(size_t)k * n + u], -1);
+            }
+        }
+        if (k + 1 < m) /* the links: T[k+1,v] - s[k+1,v] - T[k,v] <= 0 */
+            for (int v = 0; v < n; v++) {
+                if (Tc[(size_t)(k + 1) * n + v] < 0 || Tc[(size_t)k * n + v] < 0) continue;
+                int r = row(&mp, -DBL_MAX, 0);
+                coef(&mp, r, Tc[(size_t)(k + 1) * n + v], 1);
+                coef(&mp, r, Sc[(size_t)(k + 1) * n + v], -1);
+                coef(&mp, r, Tc[(size_t)k * n + v], -1);
+            }
+    }
+#undef CW
+    if (ok && mp.ncols > 0) {
+        outcome r;
+        double *x = mg_xcalloc((size_t)mp.ncols, sizeof *x);
+        st = solve_isolated(&mp, time_limit, HUGE_VAL, 0, 1, &r, x, d);
+        if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
+            *bound = r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0, *proven = r.proven; /* (CBC's tolerances) */
+        free(x);
+    }
+    lp_free(&mp);
+    free(pos);
+    free(tg);
+    free(last);
+    free(c);
+    free(Tc);
+    free(Sc);
+    free(freeat);
+    free(inN);
+    free(queue);
+    return st;
+}
+
+mg_status mg_chain_milp_bound(const mg_problem *pr, int64_t cap, double time_limit, double *bound, mg_diag *d)
+{
+    int T = 0;
+    for (int v = 0; v < pr->n; v++) T += pr->target[v] != 0;
+    *bound = -1;
+    if (T == 0) return MG_OK;
+    int *starts = mg_xcalloc((size_t)T + 2, sizeof *starts), *tryset = mg_xcalloc((size_t)T + 2, sizeof *tryset);
+    int ns = 0, proven = 0;
+    char *tried = mg_xcalloc((size_t)T + 1, 1);
+    double t0 = mg_seconds(), stop = t0 + time_limit, x;
+    double best = mg_cut_bound_chain_steps(pr, cap, CHAIN_ITERS, starts, &ns);
+    mg_status st = MG_OK;
+    if (ns > 0 && !(st = chain_milp(pr, cap, starts, ns, stop - mg_seconds(), &x, &proven, d)) && x > best) best = x;
+    /* More steps, one at a time, each kept when CBC proves a higher figure within a few times
+     * what the first solve took: a step splitting the widest window (the most targets under one
+     * memory row) at 3/4, 1/2 or 1/4 of it (resnet50 at its minimum, the window (180, 318]
+     * with 280, 290, 230, 260 added: 47,260, 47,180, 45,895, 45,435 against 45,010; 200 adds
+     * nothing), until each such split has been tried. */
+    double each = 4 * (mg_seconds() - t0) + 1;
+    for (int more = 1; more && !st && proven && ns > 0;) {
+        more = 0;
+        int k = -1; /* the widest window with an untried split */
+        for (int z = 0; z < ns; z++) {
+            int a = starts[z], b = z + 1 < ns ? starts[z + 1] : T, fresh = 0;
+            for (int f = 3; f >= 1; f--) fresh |= !tried[a + (b - a) * f / 4];
+            if (b - a >= 4 && fresh && (k < 0 || b - a > (k + 1 < ns ? starts[k + 1] : T) - starts[k])) k = z;
+        }
+        for (int f = 3; f >= 1 && k >= 0 && !more && !st; f--) {
+            int a = starts[k], b = k + 1 < ns ? starts[k + 1] : T, at = a + (b - a) * f / 4, nt = 0, pv;
+            if (tried[at]) continue;
+            tried[at] = 1;
+            double left = stop - mg_seconds();
+            if (left < 0.5) break;
+            for (int z = 0; z < ns; z++) {
+                if (z == k + 1) tryset[nt++] = at;
+                tryset[nt++] = starts[z];
+            }
+            if (k + 1 == ns) tryset[nt++] = at;
+            st = chain_milp(pr, cap, tryset, nt, left < each ? left : each, &x, &pv, d);
+            if (!st && pv && x > best) {
+                best = x;
+                memcpy(starts, tryset, (size_t)nt * sizeof *starts);
+                ns = nt;
+            }
+            more = 1; /* (a split tried: look for the widest window again) */
+        }
+    }
+    free(starts);
+    free(tryset);
+    free(tried);
+    if (!st) *bound = best;
+    return st;
+}
 
 mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double *bound, mg_diag *d)
 {
@@ -658,6 +855,8 @@ mg_status mg_relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit,
 
 static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, int lp_only,
                                double *bound, mg_diag *d);
+static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int glast, double time_limit, double cutoff,
+                                int lp_only, double *bound, mg_diag *d);
 
 mg_status mg_relaxed_bound_below(const mg_problem *pr, int64_t cap, double time_limit, double cutoff, double *bound,
                                  mg_diag *d)
@@ -675,15 +874,47 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
                                double *bound, mg_diag *d)
 {
     *bound = -1;
+    int T = 0;
+    double once = 0, end = mg_seconds() + time_limit;
+    for (int v = 0; v < pr->n; v++)
+        if (pr->target[v]) T++, once += pr->cost[v];
+    mg_status st = MG_OK;
+    double chained = -1; /* bound_cut.c's windows, chained, in integers: another argument, the larger holds */
+    if (!lp_only && T > 0 && !(st = mg_chain_milp_bound(pr, cap, CHAIN_SHARE * time_limit, &chained, d)) && chained >= 0)
+        chained += once;
+    if (!st && T > 0) {
+        double rec, left = end - mg_seconds();
+        st = relaxed_window(pr, cap, 0, T - 1, left > 0.5 ? left : 0.5, cutoff < 1e300 ? cutoff - once : HUGE_VAL,
+                            lp_only, &rec, d);
+        if (!st && rec >= 0) *bound = cutoff < 1e300 && rec >= cutoff - once ? cutoff : once + rec;
+    }
+    if (!st && chained > once && chained > *bound) *bound = chained < cutoff ? chained : cutoff;
+    return st;
+}
+
+mg_status mg_relaxed_window_bound(const mg_problem *pr, int64_t cap, int first, int last, double time_limit,
+                                  double cutoff, double *bound, mg_diag *d)
+{
+    return relaxed_window(pr, cap, first, last - 1, time_limit, cutoff, 0, bound, d);
+}
+
+/* The relaxed program over target positions p .. plast = min(glast + 1, T - 1), counting the
+ * recomputations of gaps p .. glast only; what is resident at p is free (whatever fits, as at
+ * the first position of the whole program). *bound: a bound on what those gaps recompute
+ * (beyond every op once), at most cutoff (HUGE_VAL: none), -1 when none was proven. */
+static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int glast, double time_limit, double cutoff,
+                                int lp_only, double *bound, mg_diag *d)
+{
+    *bound = -1;
     int n = pr->n, T = 0;
     int *pos = mg_xcalloc((size_t)n + 1, sizeof *pos), *tg = mg_xcalloc((size_t)n + 1, sizeof *tg);
     int *G = mg_xcalloc((size_t)n + 1, sizeof *G), *H = mg_xcalloc((size_t)n + 1, sizeof *H);
     int *P0 = mg_xcalloc((size_t)n + 1, sizeof *P0), *E0 = mg_xcalloc((size_t)n + 1, sizeof *E0);
-    double once = 0;
+    int *lo = mg_xcalloc((size_t)n + 1, sizeof *lo), *Pe = mg_xcalloc((size_t)n + 1, sizeof *Pe);
+    int *Ee = mg_xcalloc((size_t)n + 1, sizeof *Ee);
     for (int v = 0; v < n; v++) {
         pos[v] = -1;
         if (!pr->target[v]) continue;
-        once += pr->cost[v];
         pos[v] = T;
         tg[T++] = v;
     }
@@ -705,35 +936,43 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
                 if (pos[u] >= 0 && G[v] > G[u]) G[u] = G[v];
             }
     }
+    /* the window: positions p .. plast, gaps p .. glast; v has P[v, lo..Pe] and E[v, lo..Ee] */
+    int plast = glast + 1 < T ? glast + 1 : T - 1;
     size_t cols = 0; /* as large as the MILP's at most; skipped where that would be too large to solve */
-    for (int v = 0; v < n; v++)
-        if (WS(v)) cols += (size_t)(T - pos[v]) * 2;
-    lp m = {0};
-    mg_status st = MG_OK;
-    if (cols > (size_t)4 << 20) goto done;
-    double cscale = 0;
-    for (int v = 0; v < n; v++)
-        if (pos[v] >= 0 && pr->cost[v] > cscale) cscale = pr->cost[v];
-    if (cscale <= 0) cscale = 1;
-    double B = (double)(cap > 0 ? cap : 1);
-    /* columns: P[v, pos..H] then E[v, pos..G] (evictable only), contiguous per value */
     for (int v = 0; v < n; v++) {
         if (!WS(v)) continue;
         H[v] = G[v] + 1 < T ? G[v] + 1 : T - 1;
         if (H[v] < pos[v]) H[v] = pos[v];
         if (G[v] >= T) G[v] = T - 1;
-        P0[v] = m.ncols;
-        for (int k = pos[v]; k <= H[v]; k++) col(&m, k == pos[v] || pr->keep_to_end[v] ? 1 : 0, 1, 0, 1);
+        lo[v] = pos[v] > p ? pos[v] : p;
+        Pe[v] = H[v] < plast ? H[v] : plast;
+        Ee[v] = G[v] < glast ? G[v] : glast;
+        if (lo[v] <= Pe[v]) cols += (size_t)(Pe[v] - lo[v] + 1) * 2;
+    }
+#define IN(v) (WS(v) && lo[v] <= Pe[v])
+    lp m = {0};
+    mg_status st = MG_OK;
+    if (p < 0 || p > plast || cols > (size_t)4 << 20) goto done;
+    double cscale = 0;
+    for (int v = 0; v < n; v++)
+        if (pos[v] >= 0 && pr->cost[v] > cscale) cscale = pr->cost[v];
+    if (cscale <= 0) cscale = 1;
+    double B = (double)(cap > 0 ? cap : 1);
+    /* columns: P[v, lo..Pe] then E[v, lo..Ee] (evictable only), contiguous per value */
+    for (int v = 0; v < n; v++) {
         E0[v] = -1;
-        if (pr->evictable[v] && G[v] >= pos[v]) {
+        if (!IN(v)) continue;
+        P0[v] = m.ncols;
+        for (int k = lo[v]; k <= Pe[v]; k++) col(&m, k == pos[v] || pr->keep_to_end[v] ? 1 : 0, 1, 0, 1);
+        if (pr->evictable[v] && Ee[v] >= lo[v]) {
             E0[v] = m.ncols;
-            for (int k = pos[v]; k <= G[v]; k++) col(&m, 0, 1, pr->cost[v] / cscale, 1);
+            for (int k = lo[v]; k <= Ee[v]; k++) col(&m, 0, 1, pr->cost[v] / cscale, 1);
         }
     }
-#define PC(v, k) (WS(v) && (k) >= pos[v] && (k) <= H[v] ? P0[v] + (k) - pos[v] : -1)
-#define EC(v, k) (WS(v) && E0[v] >= 0 && (k) >= pos[v] && (k) <= G[v] ? E0[v] + (k) - pos[v] : -1)
+#define PC(v, k) (IN(v) && (k) >= lo[v] && (k) <= Pe[v] ? P0[v] + (k) - lo[v] : -1)
+#define EC(v, k) (IN(v) && E0[v] >= 0 && (k) >= lo[v] && (k) <= Ee[v] ? E0[v] + (k) - lo[v] : -1)
     int bad = 0; /* a read outside the horizon: cannot happen; no bound then rather than a wrong one */
-    for (int k = 0; k < T; k++)
+    for (int k = p; k <= plast; k++)
         for (int q = pr->in_start[tg[k]]; q < pr->in_start[tg[k] + 1]; q++) {
             int u = pr->in[q], c = PC(u, k);
             if (!WS(u)) continue;
@@ -741,8 +980,8 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
             else m.lb[c] = 1;
         }
     for (int v = 0; v < n; v++) {
-        if (!WS(v)) continue;
-        for (int k = pos[v]; k < H[v]; k++) { /* P[v,k+1] - P[v,k] - E[v,k] <= 0 */
+        if (!IN(v)) continue;
+        for (int k = lo[v]; k < Pe[v]; k++) { /* P[v,k+1] - P[v,k] - E[v,k] <= 0 */
             int r = row(&m, -DBL_MAX, 0);
             coef(&m, r, PC(v, k + 1), 1);
             coef(&m, r, PC(v, k), -1);
@@ -753,7 +992,7 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
             int u = pr->in[q], dup = 0;
             for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == u;
             if (dup || !WS(u)) continue; /* leaves and caller memory stay readable */
-            for (int k = pos[v]; k <= G[v]; k++) { /* E[v,k] - P[u,k] - E[u,k] <= 0 */
+            for (int k = lo[v]; k <= Ee[v]; k++) { /* E[v,k] - P[u,k] - E[u,k] <= 0 */
                 if (PC(u, k) < 0) bad = 1;
                 int r = row(&m, -DBL_MAX, 0);
                 coef(&m, r, EC(v, k), 1);
@@ -762,7 +1001,7 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
             }
         }
     }
-    for (int k = 0; k < T; k++) {
+    for (int k = p; k <= plast; k++) {
         double all = (double)pr->scratch[tg[k]];
         for (int v = 0; v < n; v++)
             if (PC(v, k) >= 0) all += (double)pr->bytes[v];
@@ -778,7 +1017,7 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
      * limits allow larger programs, up to 4 times larger from 96 s on) */
     double scale = time_limit > 24 ? (time_limit < 96 ? time_limit / 24 : 4) : 1;
     int small = m.nnz <= 100000 * scale;
-    for (int k = 0; k + 1 < T && small; k++) {
+    for (int k = p; k + 1 <= plast && k <= glast && small; k++) {
         double held = 0; /* the most M[k] can be */
         for (int w = 0; w < n; w++) {
             Kc[w] = -1;
@@ -831,19 +1070,19 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
     for (int depth = PATH_DEPTH; depth >= 1; depth--) {
         for (int u = 0; u < n; u++) {
             S0[u] = -1;
-            if (!WS(u) || E0[u] < 0) continue;
-            S0[u] = m.ncols; /* S[u,k] for k in pos+1 .. G+1; S[u,pos] = 0 */
-            for (int k = pos[u] + 1; k <= G[u] + 1; k++) {
-                col(&m, 0, k - pos[u], 0, 0); /* (at most one per gap: finite for dual_bound) */
+            if (!IN(u) || E0[u] < 0) continue;
+            S0[u] = m.ncols; /* S[u,k] for k in lo+1 .. Ee+1; S[u,lo] = 0 */
+            for (int k = lo[u] + 1; k <= Ee[u] + 1; k++) {
+                col(&m, 0, k - lo[u], 0, 0); /* (at most one per gap: finite for dual_bound) */
                 int r = row(&m, 0, 0); /* S[u,k] - S[u,k-1] - E[u,k-1] = 0 */
-                coef(&m, r, S0[u] + k - pos[u] - 1, 1);
-                if (k - 1 > pos[u]) coef(&m, r, S0[u] + k - pos[u] - 2, -1);
+                coef(&m, r, S0[u] + k - lo[u] - 1, 1);
+                if (k - 1 > lo[u]) coef(&m, r, S0[u] + k - lo[u] - 2, -1);
                 coef(&m, r, EC(u, k - 1), -1);
             }
         }
-#define SC(u, k) (S0[u] >= 0 && (k) > pos[u] && (k) <= G[u] + 1 ? S0[u] + (k) - pos[u] - 1 : -1)
+#define SC(u, k) (S0[u] >= 0 && (k) > lo[u] && (k) <= Ee[u] + 1 ? S0[u] + (k) - lo[u] - 1 : -1)
         for (int v = 0; v < n && m.nnz <= PATH_NNZ * scale; v++) {
-            if (!WS(v) || E0[v] < 0 || H[v] <= pos[v]) continue;
+            if (!IN(v) || E0[v] < 0 || Pe[v] <= lo[v]) continue;
             for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
                 int c[PATH_DEPTH], len = 0, dup = 0;
                 for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == pr->in[q];
@@ -857,16 +1096,17 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
                     if (w < 0 || many) break;
                     c[len++] = w;
                 }
-                /* b: the targets that read v (P[v,b] = 1), and H[v] when v is kept to the end;
-                 * a: every position between pos v and b */
+                /* b: the targets that read v (P[v,b] = 1), and Pe[v] when v is kept to the end;
+                 * a: every position between pos v and b (within the window) */
                 for (int L = 1; L <= len; L++) {
                     int u = c[L - 1];
                     for (int z = rstart[v]; z <= rstart[v + 1]; z++) {
-                        int b = z < rstart[v + 1] ? pos[readers[z]] : pr->keep_to_end[v] ? H[v] : -1, seen = 0;
-                        if (b <= pos[v] || b > H[v]) continue;
+                        int b = z < rstart[v + 1] ? pos[readers[z]] : pr->keep_to_end[v] ? Pe[v] : -1, seen = 0;
+                        if (b <= pos[v] || b > Pe[v]) continue;
                         for (int y = rstart[v]; y < z; y++) seen |= pos[readers[y]] == b;
                         if (seen) continue;
-                        for (int a = pos[v] + 1; a < b; a++) {
+                        if (S0[u] >= 0 && b > lo[u] && SC(u, b) < 0) bad = 1; /* (cannot happen either) */
+                        for (int a = pos[v] + 1 > p ? pos[v] + 1 : p; a < b; a++) {
                             /* P[v,b] - S[u,b] - P[v,a] - sum_i P[c_i,a] + S[u,a] <= 0 */
                             int r = row(&m, -DBL_MAX, 0);
                             coef(&m, r, PC(v, b), 1);
@@ -893,26 +1133,23 @@ static mg_status relaxed_bound(const mg_problem *pr, int64_t cap, double time_li
     free(readers);
 #undef PC
 #undef EC
+#undef IN
 #undef WS
     if (!bad) {
         double *x = mg_xcalloc((size_t)m.ncols, sizeof *x);
         outcome r;
         /* (the cutoff a hair below the schedule's cost: a program that only that cost meets
          * comes out infeasible, and then the schedule is proven optimal) */
-        double scut = cutoff < 1e300 ? (cutoff - once) / cscale * (1 - 1e-9) : HUGE_VAL;
+        double scut = cutoff < 1e300 ? cutoff / cscale * (1 - 1e-9) : HUGE_VAL;
         st = solve_isolated(&m, time_limit, scut > 0 ? scut : 0, 0, small && !lp_only ? 1 : 2, &r, x, d);
         if (!st && !r.crashed && r.infeasible && cutoff < 1e300) *bound = cutoff;
         else if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
             /* (CBC's tolerances: a hair below what it reports) */
-            *bound = once + (r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0);
+            *bound = r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0;
         if (*bound > cutoff) *bound = cutoff;
         free(x);
     }
 done:
-    if (!st && !lp_only && *bound < cutoff) { /* bound_cut.c's windows, chained: another argument, the larger holds */
-        double chained = once + mg_cut_bound_chained(pr, cap, CHAIN_ITERS);
-        if (chained > once && chained > *bound) *bound = chained < cutoff ? chained : cutoff;
-    }
     lp_free(&m);
     free(pos);
     free(tg);
@@ -920,5 +1157,8 @@ done:
     free(H);
     free(P0);
     free(E0);
+    free(lo);
+    free(Pe);
+    free(Ee);
     return st;
 }
