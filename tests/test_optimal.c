@@ -1361,8 +1361,11 @@ START_TEST(test_cut_bound_chained_resnet50)
                   "chained %.0f, cut %.0f, auto's plan %.0f over %.0f once", chained, cut, au.plan->flops_executed, once);
     double milp;
     ck_assert_int_eq(mg_chain_milp_bound(p, budget, 15, &milp, &d), MG_OK);
-    ck_assert_msg(milp >= 45000 && once + milp <= au.plan->flops_executed, "in integers %.0f, auto's plan %.0f over %.0f",
-                  milp, au.plan->flops_executed, once);
+    /* (at least the Lagrangian's whatever the machine's load; 45,010 when CBC proves its chain
+     * within the limit, about 5 s idle) */
+    ck_assert_msg(milp >= chained * (1 - 1e-5) && once + milp <= au.plan->flops_executed,
+                  "in integers %.0f, the Lagrangian %.0f, auto's plan %.0f over %.0f", milp, chained,
+                  au.plan->flops_executed, once);
     mg_plan_free(au.plan);
     mg_problem_free(p);
 }
