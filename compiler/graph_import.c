@@ -176,7 +176,7 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
     int *src = calloc((size_t)m + 1, sizeof *src), *dst = calloc((size_t)m + 1, sizeof *dst);
     if (!rec || !src || !dst) abort();
     if (!cJSON_IsArray(nodes) || !cJSON_IsArray(links) || n == 0) {
-        st = mg_diag_set(d, at_file, "not a node-link graph: expected non-empty \"nodes\" and \"links\" arrays");
+        st = mg_diag_set(d, at_file, "not a node-link graph: expected a non-empty \"nodes\" array and a \"links\" array");
         goto done;
     }
     if (n > MAX_GRAPH_NODES || m > MAX_GRAPH_LINKS) {

@@ -1071,7 +1071,7 @@ START_TEST(test_graph_import_errors)
         const char *text, *want;
     } bad[] = {
         {"{\"nodes\": [", "malformed JSON"},
-        {"{\"nodes\": [], \"links\": []}", "expected non-empty"},
+        {"{\"nodes\": [], \"links\": []}", "expected a non-empty \"nodes\" array and a \"links\" array"},
         {"{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1}], \"links\": []}", "node 0: expected"},
         {"{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}, {\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}],"
          " \"links\": []}", "not a distinct integer"},
