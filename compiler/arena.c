@@ -963,6 +963,9 @@ typedef struct search {
     size_t capkeys;
     int *saved;                /* the ranks parts replaced, restored on the way back */
     size_t nsaved, capsaved;
+    /* the caps under which every comparison with cap made so far came out the same, [cap_lo,
+     * cap_hi]: under any of them the search does exactly what it did (mg_arena_stats) */
+    int64_t cap_lo, cap_hi;
     /* limits */
     int64_t nodes, node_limit, total_nodes, work, work_limit;
     double deadline;
@@ -1034,20 +1037,39 @@ static int place(search *st, int a, int b, int u, int busiest_at)
     int ok = 1;
     if (alo < a) alo = a;
     if (ahi > b) ahi = b;
+    /* (minoff + total <= cap, the comparisons with cap: the least that came out above it and
+     * the most that came out within it bound the caps that give the same search) */
+    int64_t le = INT64_MIN, gt = INT64_MAX;
     for (int s = alo; s < ahi && ok; s++) {
-        if (st->total[s] == 0) continue;
-        int64_t room = st->cap - st->total[s];
+        int64_t t = st->total[s];
+        if (t == 0) continue;
+        int64_t room = st->cap - t;
         int w = st->witness[s];
-        if (st->off[w] < 0 && st->minoff[w] <= room) continue; /* the one found last time */
+        if (st->off[w] < 0) { /* the one found last time */
+            int64_t x = st->minoff[w];
+            if (x <= room) {
+                if (x + t > le) le = x + t;
+                continue;
+            }
+            if (x + t < gt) gt = x + t;
+        }
         int head = st->mem_start[st->nsec] + s, k = st->mnext[head], seen = 0;
+        int64_t least = INT64_MAX; /* of those above room */
         while (k != head && st->minoff[st->mem[k]] > room) {
+            if (st->minoff[st->mem[k]] < least) least = st->minoff[st->mem[k]];
             k = st->mnext[k];
             seen++;
         }
+        if (least != INT64_MAX && least + t < gt) gt = least + t;
         st->work += seen;
         ok = k != head;
-        if (ok) st->witness[s] = st->mem[k];
+        if (ok) {
+            st->witness[s] = st->mem[k];
+            if (st->minoff[st->mem[k]] + t > le) le = st->minoff[st->mem[k]] + t;
+        }
     }
+    if (le > st->cap_lo) st->cap_lo = le;
+    if (gt <= st->cap_hi) st->cap_hi = gt - 1;
     int r = NOTFOUND;
     if (ok) {
         /* once placed, u no longer ties the sections it spans together */
@@ -1113,7 +1135,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         if (b3 > busiest) busiest = b3;
         for (busiest_at = a; busiest_at < b && tot[busiest_at] != busiest; busiest_at++) {}
     }
-    int64_t max_off = st->cap - busiest;
+    int64_t max_off = st->cap - busiest, le = INT64_MIN, gt = INT64_MAX; /* (as in place) */
     /* one pass over the unplaced buffers of the part (a list that skips placed ones; a
      * placed buffer's link still leads forward to the next unplaced one). The candidates, in
      * (offset, rank) order: canonical (after the last placement), at most max_off, and below
@@ -1135,16 +1157,28 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
             seen++;
             if (hgt > cap) {
                 st->ncand = base;
+                if (le > st->cap_lo) st->cap_lo = le;
+                if (hgt <= st->cap_hi) st->cap_hi = hgt - 1;
+                if (gt <= st->cap_hi) st->cap_hi = gt - 1;
                 return NOTFOUND;
             }
+            le = hgt > le ? hgt : le;
             int before = mo < min_off || (mo == min_off && rank[u] <= min_rank);
             /* below the canonical order and nothing left that could raise it: never placeable */
             if (before && nb[u] == 0) {
                 st->ncand = base;
+                if (le > st->cap_lo) st->cap_lo = le;
+                if (gt <= st->cap_hi) st->cap_hi = gt - 1;
                 return NOTFOUND;
             }
             if (hgt < min_height) min_height = hgt;
-            if (before || mo > max_off || mo >= min_height) continue; /* (at or above min_height: dropped below) */
+            if (before) continue;
+            if (mo > max_off) { /* (mo + busiest > cap) */
+                gt = mo + busiest < gt ? mo + busiest : gt;
+                continue;
+            }
+            le = mo + busiest > le ? mo + busiest : le;
+            if (mo >= min_height) continue; /* (at or above min_height: dropped below) */
             if (nc == capc) {
                 st->ncand = nc;
                 cs = st->cand = grow(st->P, st->cand, &st->capcand, sizeof *st->cand);
@@ -1154,6 +1188,8 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         }
         st->ncand = nc;
     }
+    if (le > st->cap_lo) st->cap_lo = le;
+    if (gt <= st->cap_hi) st->cap_hi = gt - 1;
     st->work += seen;
     if (!seen) return FOUND;
     size_t keep = base;
@@ -1441,7 +1477,13 @@ static int search_init(search *st, const live_set *ls)
  * order needs varies by orders of magnitude from instance to instance. */
 static int search_fits(search *st, int64_t cap)
 {
-    if (st->lower_bound > cap) return NOTFOUND;
+    st->cap_lo = INT64_MIN;
+    st->cap_hi = INT64_MAX;
+    if (st->lower_bound > cap) {
+        st->cap_hi = st->lower_bound - 1;
+        return NOTFOUND;
+    }
+    st->cap_lo = st->lower_bound;
     st->cap = cap;
     int64_t limit = 8 * (int64_t)st->m + 1; /* doubled before the first round */
     for (;;) {
@@ -1535,7 +1577,7 @@ static int probe(search *s, int64_t target, double share, double end, int64_t wo
 static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *opts, int search_max, int bisect,
                                  int64_t fallback, mg_arena_stats *st, mg_arena_scratch *P)
 {
-    mg_arena_stats stats = {0};
+    mg_arena_stats stats = {.same_lo = INT64_MIN, .same_hi = INT64_MAX};
     for (int i = 0; i < n; i++) iv[i].offset = 0;
     live_set ls;
     live_set_init(&ls, iv, n, P);
@@ -1561,13 +1603,23 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
             /* half of the effort for a capacity (what is left goes to coming close when it
              * is out of reach), a quarter for the lower bound, all for the planner */
             int r;
-            if (!bisect && top > fallback && fallback > goal && opts->work_limit != INT64_MAX) {
+            /* (the comparisons with fallback below and in its search bound the fallbacks that
+             * give this very placement, stats.same_lo/hi) */
+            int over = top > fallback, above = over && fallback > goal;
+            if (!bisect && opts->work_limit != INT64_MAX) {
+                if (!over) stats.same_lo = top;
+                else if (!above) stats.same_hi = goal < top - 1 ? goal : top - 1;
+                else stats.same_lo = goal + 1, stats.same_hi = top - 1;
+            }
+            if (!bisect && above && opts->work_limit != INT64_MAX) {
                 /* the planner, whose budget the greedy missed: first the budget (a target far
                  * easier than the bound, and all the planner needs) with a share of the effort;
                  * only when that succeeds does the rest go to the bound. Most placements that
                  * miss the budget at first miss it whatever the effort (the bound is out of
                  * reach), and these now cost a fraction of what they did. */
                 r = probe(&s, fallback, FIT_SHARE, end, opts->work_limit);
+                if (s.cap_lo > stats.same_lo) stats.same_lo = s.cap_lo;
+                if (s.cap_hi < stats.same_hi) stats.same_hi = s.cap_hi;
                 if (r == FOUND && try_result(&s, &ls, &top, best) && top > goal && mg_seconds() < end &&
                     probe(&s, goal, 1.0, end, opts->work_limit) == FOUND)
                     try_result(&s, &ls, &top, best);
@@ -1630,13 +1682,23 @@ mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d)
 
 mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *P, mg_diag *d)
 {
+    return mg_arena_assign_same(p, capacity, P, NULL, d);
+}
+
+mg_status mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *P, int64_t same[2], mg_diag *d)
+{
     int n = p->nbufs;
     mg_interval *iv = pal(P, (size_t)n * sizeof *iv);
     for (int i = 0; i < n; i++)
         iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
     /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
     mg_arena_opts o = {INT64_MAX, 3.0, plan_work_limit};
-    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, NULL, P);
+    mg_arena_stats st;
+    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, &st, P);
+    if (same) {
+        same[0] = st.same_lo;
+        same[1] = st.same_hi;
+    }
     for (int i = 0; i < n; i++) p->bufs[i].offset = iv[i].offset;
     pfree(P, iv);
     scratch_reset(P);

@@ -94,7 +94,11 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
  * or the live peak when the capacity is below it or absent. Every offset and arena top it
  * compares with the target is a sum of buffer sizes, so a multiple of their gcd g: targets in
  * the same class (the same multiple of g, or strictly between the same two) give the very same
- * placement. Entries are kept by a 128-bit hash of the buffers (no copy: each memo is a
+ * placement. So does any capacity the arena reports as giving the same placement
+ * (mg_arena_assign_same: its comparisons with the capacity all come out the same), often a range
+ * of many classes: the minimum search's probes place the same schedules again and again at
+ * budgets a few MB apart (resnet50 at its minimum: 8 of its 20 placements).
+ * Entries are kept by a 128-bit hash of the buffers (no copy: each memo is a
  * fixed array on the stack of solve_at, the minimum's search or the descent); the oldest makes
  * room when it is full. */
 enum { MISSED_MAX = 48 };
@@ -102,6 +106,7 @@ typedef struct missed {
     uint64_t h1, h2;         /* the buffers (bytes, first, last), hashed two ways */
     int nbufs;
     int64_t cls;             /* the target's class */
+    int64_t same_lo, same_hi;/* the capacities that give the same placement */
     int64_t workspace, peak; /* what placing them gave */
 } missed;
 typedef struct missed_memo {
@@ -155,22 +160,25 @@ static miss_key placement_key(const mg_plan *p, int64_t cap)
     return k;
 }
 
-/* The entry for key k of a plan of nbufs buffers, or NULL; any_target: for the same buffers at
- * whatever target (the descent's budgets only go down, so what missed one misses the next). */
-static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs, int any_target)
+/* The entry for key k of a plan of nbufs buffers placed within capacity `within`, or NULL;
+ * any_target: for the same buffers at whatever target (the descent's budgets only go down, so
+ * what missed one misses the next). */
+static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs, int64_t within, int any_target)
 {
     for (int i = 0; mm && i < mm->n; i++) {
         const missed *e = &mm->e[i];
-        if (e->h1 == k.h1 && e->h2 == k.h2 && (any_target || e->cls == k.cls) && e->nbufs == nbufs) return e;
+        if (e->h1 == k.h1 && e->h2 == k.h2 && e->nbufs == nbufs &&
+            (any_target || e->cls == k.cls || (e->same_lo <= within && within <= e->same_hi)))
+            return e;
     }
     return NULL;
 }
 
-static void missed_add(missed_memo *mm, const mg_plan *p, miss_key k)
+static void missed_add(missed_memo *mm, const mg_plan *p, miss_key k, const int64_t same[2])
 {
     if (!mm) return;
     int i = mm->n < MISSED_MAX ? mm->n++ : mm->next++ % MISSED_MAX;
-    mm->e[i] = (missed){k.h1, k.h2, p->nbufs, k.cls, p->workspace_bytes, p->peak_live_bytes};
+    mm->e[i] = (missed){k.h1, k.h2, p->nbufs, k.cls, same[0], same[1], p->workspace_bytes, p->peak_live_bytes};
 }
 
 static void missed_free(missed_memo *mm)
@@ -186,14 +194,15 @@ static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, mi
                                   mg_diag *d)
 {
     miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
-    const missed *e = missed_find(mm, k, p->nbufs, any_target);
+    const missed *e = missed_find(mm, k, p->nbufs, within, any_target);
     if (e && e->workspace > budget) { /* placed before: it missed */
         p->workspace_bytes = e->workspace;
         p->peak_live_bytes = e->peak;
         return MG_OK;
     }
-    if (mg_arena_assign_within(p, within, d)) return MG_ERR;
-    if (p->workspace_bytes > budget) missed_add(mm, p, k);
+    int64_t same[2];
+    if (mg_arena_assign_same(p, within, NULL, same, d)) return MG_ERR;
+    if (p->workspace_bytes > budget) missed_add(mm, p, k, same);
     return MG_OK;
 }
 
@@ -700,24 +709,22 @@ static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int
 
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
  * still fits once placed. */
-static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm, mg_plan **out,
-                             mg_diag *d)
+static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm,
+                             missed_memo *mm, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
     *out = NULL;
-    missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
     for (int j = 0; j < NBASE + NRC && !*out && !st; j++) { /* (the fit variants save cost, not bytes) */
         int i = (j + NBASE) % (NBASE + NRC); /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
         if (schedule_memo(pr, &o, i, pm, &p, d)) st = MG_ERR;
-        else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
+        else if (p && fit(pr, &o, budget, memo, p, 1, mm, out, NULL, d)) st = MG_ERR;
     }
     if (!st && !*out && chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
-    if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, &mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
-    missed_free(&mm);
+    if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
     return st;
 }
 
@@ -996,11 +1003,12 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         if (floor > 0 && floor >= hi) lo = hi; /* nothing to search: hi is within floor already */
         else if (floor > lo && floor < hi) first = floor;
         probe_memo pm = {.n = {0}};
+        missed_memo bm = {.n = 0}; /* placements that missed, over all the probes */
         while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
             int64_t mid = first > 0 ? first : lo + (hi - lo) / 2;
             first = -1;
             mg_plan *p;
-            if ((st = feasible_at(pr, mid, &mmemo, &pm, &p, d))) break;
+            if ((st = feasible_at(pr, mid, &mmemo, &pm, &bm, &p, d))) break;
             if (p && mid == floor) lo = p->workspace_bytes - 1; /* within floor: done */
             if (p) {
                 hi = p->workspace_bytes;
@@ -1017,6 +1025,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
                 lo = mid;
             }
         }
+        missed_free(&bm);
         /* the descent: from the bisection's minimum where its plan wastes more than
          * DESCENT_WASTE of its peak live bytes in the arena (elsewhere the variants rarely
          * place lower, and the descent would only cost time: the Checkmate graphs, layered
