@@ -963,9 +963,12 @@ typedef struct search {
     size_t capkeys;
     int *saved;                /* the ranks parts replaced, restored on the way back */
     size_t nsaved, capsaved;
-    /* the caps under which every comparison with cap made so far came out the same, [cap_lo,
-     * cap_hi]: under any of them the search does exactly what it did (mg_arena_stats) */
-    int64_t cap_lo, cap_hi;
+    /* cap_hi: every comparison with cap made so far comes out the same under any cap in [cap,
+     * cap_hi], so the search does exactly what it did (mg_arena_stats). (Only caps above: the
+     * least sum compared that came out above cap is one min a comparison; the greatest that came
+     * out within it, for caps below, would be one max on every buffer scanned, a fifth of the
+     * search's time.) */
+    int64_t cap_hi;
     /* limits */
     int64_t nodes, node_limit, total_nodes, work, work_limit;
     double deadline;
@@ -1037,9 +1040,9 @@ static int place(search *st, int a, int b, int u, int busiest_at)
     int ok = 1;
     if (alo < a) alo = a;
     if (ahi > b) ahi = b;
-    /* (minoff + total <= cap, the comparisons with cap: the least that came out above it and
-     * the most that came out within it bound the caps that give the same search) */
-    int64_t le = INT64_MIN, gt = INT64_MAX;
+    /* (minoff + total <= cap, the comparisons with cap: the least sum that came out above it
+     * bounds the caps above that give the same search) */
+    int64_t gt = INT64_MAX;
     for (int s = alo; s < ahi && ok; s++) {
         int64_t t = st->total[s];
         if (t == 0) continue;
@@ -1047,10 +1050,7 @@ static int place(search *st, int a, int b, int u, int busiest_at)
         int w = st->witness[s];
         if (st->off[w] < 0) { /* the one found last time */
             int64_t x = st->minoff[w];
-            if (x <= room) {
-                if (x + t > le) le = x + t;
-                continue;
-            }
+            if (x <= room) continue;
             if (x + t < gt) gt = x + t;
         }
         int head = st->mem_start[st->nsec] + s, k = st->mnext[head], seen = 0;
@@ -1063,12 +1063,8 @@ static int place(search *st, int a, int b, int u, int busiest_at)
         if (least != INT64_MAX && least + t < gt) gt = least + t;
         st->work += seen;
         ok = k != head;
-        if (ok) {
-            st->witness[s] = st->mem[k];
-            if (st->minoff[st->mem[k]] + t > le) le = st->minoff[st->mem[k]] + t;
-        }
+        if (ok) st->witness[s] = st->mem[k];
     }
-    if (le > st->cap_lo) st->cap_lo = le;
     if (gt <= st->cap_hi) st->cap_hi = gt - 1;
     int r = NOTFOUND;
     if (ok) {
@@ -1100,6 +1096,13 @@ static int place(search *st, int a, int b, int u, int busiest_at)
     st->uprev[st->unext[u]] = u;
     st->off[u] = -1;
     return r;
+}
+
+/* search_range's comparisons with cap: offsets from minout on came out beyond it (offset +
+ * busiest > cap). */
+static void cap_seen(search *st, int64_t minout, int64_t busiest)
+{
+    if (minout != INT64_MAX && minout + busiest <= st->cap_hi) st->cap_hi = minout + busiest - 1;
 }
 
 /* Depth-first search over the buffers of sections [a, b) (no unplaced buffer crosses its
@@ -1135,7 +1138,8 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         if (b3 > busiest) busiest = b3;
         for (busiest_at = a; busiest_at < b && tot[busiest_at] != busiest; busiest_at++) {}
     }
-    int64_t max_off = st->cap - busiest, le = INT64_MIN, gt = INT64_MAX; /* (as in place) */
+    int64_t max_off = st->cap - busiest;
+    int64_t minout = INT64_MAX; /* (the comparisons with cap, as in place: the least offset beyond it) */
     /* one pass over the unplaced buffers of the part (a list that skips placed ones; a
      * placed buffer's link still leads forward to the next unplaced one). The candidates, in
      * (offset, rank) order: canonical (after the last placement), at most max_off, and below
@@ -1157,27 +1161,23 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
             seen++;
             if (hgt > cap) {
                 st->ncand = base;
-                if (le > st->cap_lo) st->cap_lo = le;
+                cap_seen(st, minout, busiest);
                 if (hgt <= st->cap_hi) st->cap_hi = hgt - 1;
-                if (gt <= st->cap_hi) st->cap_hi = gt - 1;
                 return NOTFOUND;
             }
-            le = hgt > le ? hgt : le;
             int before = mo < min_off || (mo == min_off && rank[u] <= min_rank);
             /* below the canonical order and nothing left that could raise it: never placeable */
             if (before && nb[u] == 0) {
                 st->ncand = base;
-                if (le > st->cap_lo) st->cap_lo = le;
-                if (gt <= st->cap_hi) st->cap_hi = gt - 1;
+                cap_seen(st, minout, busiest);
                 return NOTFOUND;
             }
             if (hgt < min_height) min_height = hgt;
             if (before) continue;
             if (mo > max_off) { /* (mo + busiest > cap) */
-                gt = mo + busiest < gt ? mo + busiest : gt;
+                minout = mo < minout ? mo : minout;
                 continue;
             }
-            le = mo + busiest > le ? mo + busiest : le;
             if (mo >= min_height) continue; /* (at or above min_height: dropped below) */
             if (nc == capc) {
                 st->ncand = nc;
@@ -1188,8 +1188,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         }
         st->ncand = nc;
     }
-    if (le > st->cap_lo) st->cap_lo = le;
-    if (gt <= st->cap_hi) st->cap_hi = gt - 1;
+    cap_seen(st, minout, busiest);
     st->work += seen;
     if (!seen) return FOUND;
     size_t keep = base;
@@ -1477,13 +1476,11 @@ static int search_init(search *st, const live_set *ls)
  * order needs varies by orders of magnitude from instance to instance. */
 static int search_fits(search *st, int64_t cap)
 {
-    st->cap_lo = INT64_MIN;
     st->cap_hi = INT64_MAX;
     if (st->lower_bound > cap) {
         st->cap_hi = st->lower_bound - 1;
         return NOTFOUND;
     }
-    st->cap_lo = st->lower_bound;
     st->cap = cap;
     int64_t limit = 8 * (int64_t)st->m + 1; /* doubled before the first round */
     for (;;) {
@@ -1618,7 +1615,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
                  * miss the budget at first miss it whatever the effort (the bound is out of
                  * reach), and these now cost a fraction of what they did. */
                 r = probe(&s, fallback, FIT_SHARE, end, opts->work_limit);
-                if (s.cap_lo > stats.same_lo) stats.same_lo = s.cap_lo;
+                stats.same_lo = fallback; /* (the search's range reaches up only) */
                 if (s.cap_hi < stats.same_hi) stats.same_hi = s.cap_hi;
                 if (r == FOUND && try_result(&s, &ls, &top, best) && top > goal && mg_seconds() < end &&
                     probe(&s, goal, 1.0, end, opts->work_limit) == FOUND)

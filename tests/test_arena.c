@@ -505,7 +505,8 @@ END_TEST
 
 /* The planner also remembers a placement that missed by the range of capacities the arena
  * reports as giving the same placement (mg_arena_assign_same: every comparison the choice of
- * search and the search itself make with the capacity comes out the same anywhere in it). */
+ * search and the search itself make with the capacity comes out the same anywhere in it; where
+ * the search ran, the range starts at the capacity itself). */
 
 /* Places bufs[0..n) (a plan of nsteps steps) within cap; the range it reports must hold cap,
  * and at its ends and middle the very same offsets come out. Returns the workspace. */
