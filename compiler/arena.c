@@ -1140,8 +1140,10 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
     }
     int64_t max_off = st->cap - busiest;
     int64_t minout = INT64_MAX; /* (the comparisons with cap, as in place: the least offset beyond it) */
-    /* one pass over the unplaced buffers of the part (a list that skips placed ones; a
-     * placed buffer's link still leads forward to the next unplaced one). The candidates, in
+    /* one pass over the unplaced buffers of the part: from the first (a list that skips placed
+     * ones; a placed buffer's link still leads forward to the next unplaced one), then in number
+     * order, skipping placed ones (loads that do not wait on the one before, as following the
+     * list's links does: resnet50's failing searches at its minimum 18% faster). The candidates, in
      * (offset, rank) order: canonical (after the last placement), at most max_off, and below
      * min_height, since leaving a gap some unplaced buffer fits in is never needed
      * (dominance). They live on a stack shared by the whole search. */
@@ -1153,10 +1155,12 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         /* (the hot loop of the search: the fields in locals, which the stores to the candidate
          * stack would otherwise make the compiler read again for every buffer) */
         const int64_t *minoff = st->minoff, *size = st->size, cap = st->cap;
-        const int *rank = st->rank, *nb = st->nb, *unext = st->unext;
+        const int *rank = st->rank, *nb = st->nb;
+        const int64_t *offs = st->off;
         cand *cs = st->cand;
         size_t nc = base, capc = st->capcand;
-        for (; u < hi; u = unext[u]) {
+        for (; u < hi; u++) {
+            if (offs[u] >= 0) continue;
             int64_t mo = minoff[u], hgt = mo + size[u];
             seen++;
             if (hgt > cap) {
