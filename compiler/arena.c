@@ -332,6 +332,22 @@ static inline int cmp_gkey(const void *a, const void *b)
     }
 MG_ARENA_SORT(sort_gkeys, gkey, cmp_gkey)
 
+/* Compaction's order: lowest offset first, then by number (integer keys half the size of a
+ * gkey, compared without doubles; the order of gkeys (-offset, 0, 0, u) where offsets are exact
+ * in a double). */
+typedef struct okey {
+    int64_t off;
+    int u;
+} okey;
+
+static inline int cmp_okey(const void *a, const void *b)
+{
+    const okey *x = a, *y = b;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    return x->u - y->u;
+}
+MG_ARENA_SORT(sort_okeys, okey, cmp_okey)
+
 static int sort_depth(int n)
 {
     int d = 8;
@@ -347,8 +363,9 @@ typedef struct slot { /* a placed buffer, copied so the scan below reads memory 
     int64_t lo, up;
 } slot;
 
-/* Places the live buffers in the order given, each at the lowest offset that fits. */
-static int64_t greedy(const live_set *ls, const gkey *order, int64_t *off, slot *placed)
+/* Places the live buffers in the order given, each at the lowest offset that fits. Stops early
+ * once the arena reaches limit (returning it: the caller keeps only a placement below limit). */
+static int64_t greedy(const live_set *ls, const gkey *order, int64_t *off, slot *placed, int64_t limit)
 {
     int64_t top = 0;
     for (int k = 0; k < ls->m; k++) {
@@ -369,6 +386,7 @@ static int64_t greedy(const live_set *ls, const gkey *order, int64_t *off, slot 
         }
         off[i] = o;
         if (o + bsize > top) top = o + bsize;
+        if (top >= limit) return top;
         /* keep `placed` sorted by offset: b goes before the first buffer at a higher offset */
         while (at > 0 && placed[at - 1].offset > o) at--;
         while (at < k && placed[at].offset <= o) at++;
@@ -635,7 +653,8 @@ static void spans_more(lazy_spans *z) /* (some segment is left) */
  * buffers it overlaps in time (sorted by offset). First fit takes the lowest gap that holds it;
  * best fit the smallest one (the room under the arena's top counting as a gap), which keeps
  * large gaps for the large buffers still to come. off: -1 for unplaced. */
-static int64_t greedy_ov(const overlaps *ov, int m, const gkey *order, int best_fit, int64_t *off, span *tmp)
+static int64_t greedy_ov(const overlaps *ov, int m, const gkey *order, int best_fit, int64_t *off, span *tmp,
+                         int64_t limit)
 {
     for (int i = 0; i < m; i++) off[i] = -1;
     int64_t top = 0;
@@ -660,6 +679,7 @@ static int64_t greedy_ov(const overlaps *ov, int m, const gkey *order, int best_
         if (at < 0 || (best_fit && o + size <= top && top - o < gap)) at = o;
         off[b] = at;
         if (at + size > top) top = at + size;
+        if (top >= limit) return top; /* (as greedy) */
     }
     return top;
 }
@@ -700,7 +720,7 @@ static void sky_sift(sky_item *h, int *at, int n, int i, sky_item it)
  * with the lowest such offset goes next, ties to the first in the order given. No gaps are
  * filled later, so the buffers pack from the bottom up, time range by time range. */
 static int64_t skyline(const overlaps *ov, int m, const gkey *order, int64_t *off, int64_t *minoff, int *pos,
-                       sky_item *heap)
+                       sky_item *heap, int64_t limit)
 {
     /* every buffer has one entry, at its lowest offset: first at 0 in the order given, which
      * is a heap already (pos: where each buffer's entry is) */
@@ -721,6 +741,7 @@ static int64_t skyline(const overlaps *ov, int m, const gkey *order, int64_t *of
         int64_t h = minoff[b] + ov->size[b];
         off[b] = minoff[b];
         if (h > top) top = h;
+        if (top >= limit) return top; /* (as greedy) */
         for (int j = ov->start[b]; j < ov->start[b + 1]; j++) {
             int v = ov->adj[j];
             if (off[v] < 0 && minoff[v] < h) {
@@ -748,12 +769,19 @@ static int64_t compact(const overlaps *ov, int m, int passes, int64_t *off, gkey
     for (int u = 0; u < m; u++)
         if (off[u] + ov->size[u] > top) top = off[u] + ov->size[u];
     int flipped = 0, still = 0; /* still: passes in a row that moved nothing */
+    okey *ok = (okey *)order; /* (in order's room: half its size) */
+    int exact = top <= ((int64_t)1 << 53);
     for (int pass = 0; pass < passes && still < 2; pass++) {
         int moved = 0;
-        for (int u = 0; u < m; u++) order[u] = (gkey){-(double)off[u], 0, 0, u};
-        sort_gkeys(order, m, sort_depth(m));
+        if (exact) {
+            for (int u = 0; u < m; u++) ok[u] = (okey){off[u], u};
+            sort_okeys(ok, m, sort_depth(m));
+        } else {
+            for (int u = 0; u < m; u++) order[u] = (gkey){-(double)off[u], 0, 0, u};
+            sort_gkeys(order, m, sort_depth(m));
+        }
         for (int k = 0; k < m; k++) {
-            int b = order[k].i, c = 0;
+            int b = exact ? ok[k].u : order[k].i, c = 0;
             for (int j = ov->start[b]; j < ov->start[b + 1]; j++) { /* those above b cannot matter */
                 int v = ov->adj[j];
                 if (off[v] < off[b]) tmp[c++] = (span){off[v], off[v] + ov->size[v]};
@@ -818,7 +846,7 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
         slot *placed = pal(ls->P, (size_t)m * sizeof *placed);
         for (int i = 0; i < m; i++) order[i] = (gkey){(double)ls->size[i], 0, ls->lo[i], i};
         sort_gkeys(order, m, sort_depth(m));
-        top = greedy(ls, order, best, placed);
+        top = greedy(ls, order, best, placed, INT64_MAX);
         pfree(ls->P, placed);
         pfree(ls->P, order);
         return top;
@@ -835,9 +863,12 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
     int dense = m > 512 && ov.start[m] / m > m / 8; /* on average, over an eighth of the others */
     slot *placed = dense ? pal(ls->P, (size_t)m * sizeof *placed) : NULL;
     gkey *lsorder = dense ? pal(ls->P, (size_t)m * sizeof *lsorder) : NULL;
+    gkey *area = NULL; /* the order by area, sorted once for the two placements that take it */
     for (int h = 0; h < ngreedy && top > ls->lower_bound; h++) {
         if (dense && greedies[h].place != FIRST_FIT) continue;
-        if (h == 0 || greedies[h].key != greedies[h - 1].key) { /* the order (the same key: the same order) */
+        if (greedies[h].key == KEY_AREA && area && (h == 0 || greedies[h - 1].key != KEY_AREA)) {
+            memcpy(order, area, (size_t)m * sizeof *order);
+        } else if (h == 0 || greedies[h].key != greedies[h - 1].key) { /* the order (the same key: the same order) */
             for (int u = 0; u < m; u++) { /* u in the overlap lists' numbering: ties go by start */
                 int i = ov.perm[u];
                 double size = (double)ls->size[i], len = (double)ls->up[i] - (double)ls->lo[i];
@@ -852,16 +883,23 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
                 order[u] = k;
             }
             sort_gkeys(order, m, sort_depth(m));
+            if (greedies[h].key == KEY_AREA) {
+                area = pal(ls->P, (size_t)m * sizeof *area);
+                memcpy(area, order, (size_t)m * sizeof *area);
+            }
         }
+        /* (an order is given up as soon as its arena reaches the best so far: only one below it
+         * is kept) */
         int64_t t;
         if (greedies[h].place == SKYLINE) {
-            t = skyline(&ov, m, order, off, minoff, pos, heap);
+            t = skyline(&ov, m, order, off, minoff, pos, heap, top);
         } else if (dense) {
             for (int k = 0; k < m; k++) lsorder[k] = (gkey){0, 0, 0, ov.perm[order[k].i]};
-            t = greedy(ls, lsorder, minoff, placed); /* offsets by live_set index, then ours */
-            for (int u = 0; u < m; u++) off[u] = minoff[ov.perm[u]];
+            t = greedy(ls, lsorder, minoff, placed, top); /* offsets by live_set index, then ours */
+            if (t < top)
+                for (int u = 0; u < m; u++) off[u] = minoff[ov.perm[u]];
         } else {
-            t = greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp);
+            t = greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp, top);
         }
         if (t < top) {
             top = t;
@@ -871,6 +909,7 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
     if (top > ls->lower_bound && m <= MG_ARENA_ORDERS_MAX && !dense) top = compact(&ov, m, 4, bestu, order, tmp);
     pfree(ls->P, placed);
     pfree(ls->P, lsorder);
+    pfree(ls->P, area);
     for (int u = 0; u < m; u++) best[ov.perm[u]] = bestu[u];
     pfree(ls->P, bestu);
     overlaps_free(&ov);
