@@ -1139,9 +1139,10 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
             memo.pending = &bj;
         } else {
             bound_compute(&bj);
+            out->lower_bound = bj.bound;
         }
     }
-    memo.lower_bound = out->lower_bound = bj.bound;
+    memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
     int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
     job = (min_search_job){.pr = pr, .budget = budget, .below = below, .floor = floor, .store_all = memo.store_all,
                            .searching = searching, .keep = keep};
@@ -1160,8 +1161,8 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         int opt = 0;
         if ((st = solve_at(pr, solver, budget, keep, &memo, &out->plan, &opt, d))) goto done;
         if (opt) out->optimal = 1;
+        out->lower_bound = memo_bound(&memo); /* (the thread's, where it ran) */
     }
-    out->lower_bound = memo_bound(&memo);
     if (!st && (want_min || (!out->plan && searching))) { /* the minimum search (min_search) */
         if (!threaded) min_search(&job);
         else if (pthread_join(th, NULL) == 0) threaded = 0;
