@@ -332,6 +332,22 @@ static inline int cmp_gkey(const void *a, const void *b)
     }
 MG_ARENA_SORT(sort_gkeys, gkey, cmp_gkey)
 
+/* Compaction's order: lowest offset first, then by number (integer keys half the size of a
+ * gkey, compared without doubles; the order of gkeys (-offset, 0, 0, u) where offsets are exact
+ * in a double). */
+typedef struct okey {
+    int64_t off;
+    int u;
+} okey;
+
+static inline int cmp_okey(const void *a, const void *b)
+{
+    const okey *x = a, *y = b;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    return x->u - y->u;
+}
+MG_ARENA_SORT(sort_okeys, okey, cmp_okey)
+
 static int sort_depth(int n)
 {
     int d = 8;
@@ -347,8 +363,9 @@ typedef struct slot { /* a placed buffer, copied so the scan below reads memory 
     int64_t lo, up;
 } slot;
 
-/* Places the live buffers in the order given, each at the lowest offset that fits. */
-static int64_t greedy(const live_set *ls, const gkey *order, int64_t *off, slot *placed)
+/* Places the live buffers in the order given, each at the lowest offset that fits. Stops early
+ * once the arena reaches limit (returning it: the caller keeps only a placement below limit). */
+static int64_t greedy(const live_set *ls, const gkey *order, int64_t *off, slot *placed, int64_t limit)
 {
     int64_t top = 0;
     for (int k = 0; k < ls->m; k++) {
@@ -369,6 +386,7 @@ static int64_t greedy(const live_set *ls, const gkey *order, int64_t *off, slot 
         }
         off[i] = o;
         if (o + bsize > top) top = o + bsize;
+        if (top >= limit) return top;
         /* keep `placed` sorted by offset: b goes before the first buffer at a higher offset */
         while (at > 0 && placed[at - 1].offset > o) at--;
         while (at < k && placed[at].offset <= o) at++;
@@ -635,7 +653,8 @@ static void spans_more(lazy_spans *z) /* (some segment is left) */
  * buffers it overlaps in time (sorted by offset). First fit takes the lowest gap that holds it;
  * best fit the smallest one (the room under the arena's top counting as a gap), which keeps
  * large gaps for the large buffers still to come. off: -1 for unplaced. */
-static int64_t greedy_ov(const overlaps *ov, int m, const gkey *order, int best_fit, int64_t *off, span *tmp)
+static int64_t greedy_ov(const overlaps *ov, int m, const gkey *order, int best_fit, int64_t *off, span *tmp,
+                         int64_t limit)
 {
     for (int i = 0; i < m; i++) off[i] = -1;
     int64_t top = 0;
@@ -660,6 +679,7 @@ static int64_t greedy_ov(const overlaps *ov, int m, const gkey *order, int best_
         if (at < 0 || (best_fit && o + size <= top && top - o < gap)) at = o;
         off[b] = at;
         if (at + size > top) top = at + size;
+        if (top >= limit) return top; /* (as greedy) */
     }
     return top;
 }
@@ -700,7 +720,7 @@ static void sky_sift(sky_item *h, int *at, int n, int i, sky_item it)
  * with the lowest such offset goes next, ties to the first in the order given. No gaps are
  * filled later, so the buffers pack from the bottom up, time range by time range. */
 static int64_t skyline(const overlaps *ov, int m, const gkey *order, int64_t *off, int64_t *minoff, int *pos,
-                       sky_item *heap)
+                       sky_item *heap, int64_t limit)
 {
     /* every buffer has one entry, at its lowest offset: first at 0 in the order given, which
      * is a heap already (pos: where each buffer's entry is) */
@@ -721,6 +741,7 @@ static int64_t skyline(const overlaps *ov, int m, const gkey *order, int64_t *of
         int64_t h = minoff[b] + ov->size[b];
         off[b] = minoff[b];
         if (h > top) top = h;
+        if (top >= limit) return top; /* (as greedy) */
         for (int j = ov->start[b]; j < ov->start[b + 1]; j++) {
             int v = ov->adj[j];
             if (off[v] < 0 && minoff[v] < h) {
@@ -748,12 +769,19 @@ static int64_t compact(const overlaps *ov, int m, int passes, int64_t *off, gkey
     for (int u = 0; u < m; u++)
         if (off[u] + ov->size[u] > top) top = off[u] + ov->size[u];
     int flipped = 0, still = 0; /* still: passes in a row that moved nothing */
+    okey *ok = (okey *)order; /* (in order's room: half its size) */
+    int exact = top <= ((int64_t)1 << 53);
     for (int pass = 0; pass < passes && still < 2; pass++) {
         int moved = 0;
-        for (int u = 0; u < m; u++) order[u] = (gkey){-(double)off[u], 0, 0, u};
-        sort_gkeys(order, m, sort_depth(m));
+        if (exact) {
+            for (int u = 0; u < m; u++) ok[u] = (okey){off[u], u};
+            sort_okeys(ok, m, sort_depth(m));
+        } else {
+            for (int u = 0; u < m; u++) order[u] = (gkey){-(double)off[u], 0, 0, u};
+            sort_gkeys(order, m, sort_depth(m));
+        }
         for (int k = 0; k < m; k++) {
-            int b = order[k].i, c = 0;
+            int b = exact ? ok[k].u : order[k].i, c = 0;
             for (int j = ov->start[b]; j < ov->start[b + 1]; j++) { /* those above b cannot matter */
                 int v = ov->adj[j];
                 if (off[v] < off[b]) tmp[c++] = (span){off[v], off[v] + ov->size[v]};
@@ -818,7 +846,7 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
         slot *placed = pal(ls->P, (size_t)m * sizeof *placed);
         for (int i = 0; i < m; i++) order[i] = (gkey){(double)ls->size[i], 0, ls->lo[i], i};
         sort_gkeys(order, m, sort_depth(m));
-        top = greedy(ls, order, best, placed);
+        top = greedy(ls, order, best, placed, INT64_MAX);
         pfree(ls->P, placed);
         pfree(ls->P, order);
         return top;
@@ -835,9 +863,12 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
     int dense = m > 512 && ov.start[m] / m > m / 8; /* on average, over an eighth of the others */
     slot *placed = dense ? pal(ls->P, (size_t)m * sizeof *placed) : NULL;
     gkey *lsorder = dense ? pal(ls->P, (size_t)m * sizeof *lsorder) : NULL;
+    gkey *area = NULL; /* the order by area, sorted once for the two placements that take it */
     for (int h = 0; h < ngreedy && top > ls->lower_bound; h++) {
         if (dense && greedies[h].place != FIRST_FIT) continue;
-        if (h == 0 || greedies[h].key != greedies[h - 1].key) { /* the order (the same key: the same order) */
+        if (greedies[h].key == KEY_AREA && area && (h == 0 || greedies[h - 1].key != KEY_AREA)) {
+            memcpy(order, area, (size_t)m * sizeof *order);
+        } else if (h == 0 || greedies[h].key != greedies[h - 1].key) { /* the order (the same key: the same order) */
             for (int u = 0; u < m; u++) { /* u in the overlap lists' numbering: ties go by start */
                 int i = ov.perm[u];
                 double size = (double)ls->size[i], len = (double)ls->up[i] - (double)ls->lo[i];
@@ -852,16 +883,23 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
                 order[u] = k;
             }
             sort_gkeys(order, m, sort_depth(m));
+            if (greedies[h].key == KEY_AREA) {
+                area = pal(ls->P, (size_t)m * sizeof *area);
+                memcpy(area, order, (size_t)m * sizeof *area);
+            }
         }
+        /* (an order is given up as soon as its arena reaches the best so far: only one below it
+         * is kept) */
         int64_t t;
         if (greedies[h].place == SKYLINE) {
-            t = skyline(&ov, m, order, off, minoff, pos, heap);
+            t = skyline(&ov, m, order, off, minoff, pos, heap, top);
         } else if (dense) {
             for (int k = 0; k < m; k++) lsorder[k] = (gkey){0, 0, 0, ov.perm[order[k].i]};
-            t = greedy(ls, lsorder, minoff, placed); /* offsets by live_set index, then ours */
-            for (int u = 0; u < m; u++) off[u] = minoff[ov.perm[u]];
+            t = greedy(ls, lsorder, minoff, placed, top); /* offsets by live_set index, then ours */
+            if (t < top)
+                for (int u = 0; u < m; u++) off[u] = minoff[ov.perm[u]];
         } else {
-            t = greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp);
+            t = greedy_ov(&ov, m, order, greedies[h].place == BEST_FIT, off, tmp, top);
         }
         if (t < top) {
             top = t;
@@ -871,6 +909,7 @@ static int64_t greedy_best(const live_set *ls, int64_t *best)
     if (top > ls->lower_bound && m <= MG_ARENA_ORDERS_MAX && !dense) top = compact(&ov, m, 4, bestu, order, tmp);
     pfree(ls->P, placed);
     pfree(ls->P, lsorder);
+    pfree(ls->P, area);
     for (int u = 0; u < m; u++) best[ov.perm[u]] = bestu[u];
     pfree(ls->P, bestu);
     overlaps_free(&ov);
@@ -963,6 +1002,12 @@ typedef struct search {
     size_t capkeys;
     int *saved;                /* the ranks parts replaced, restored on the way back */
     size_t nsaved, capsaved;
+    /* cap_hi: every comparison with cap made so far comes out the same under any cap in [cap,
+     * cap_hi], so the search does exactly what it did (mg_arena_stats). (Only caps above: the
+     * least sum compared that came out above cap is one min a comparison; the greatest that came
+     * out within it, for caps below, would be one max on every buffer scanned, a fifth of the
+     * search's time.) */
+    int64_t cap_hi;
     /* limits */
     int64_t nodes, node_limit, total_nodes, work, work_limit;
     double deadline;
@@ -1034,20 +1079,32 @@ static int place(search *st, int a, int b, int u, int busiest_at)
     int ok = 1;
     if (alo < a) alo = a;
     if (ahi > b) ahi = b;
+    /* (minoff + total <= cap, the comparisons with cap: the least sum that came out above it
+     * bounds the caps above that give the same search) */
+    int64_t gt = INT64_MAX;
     for (int s = alo; s < ahi && ok; s++) {
-        if (st->total[s] == 0) continue;
-        int64_t room = st->cap - st->total[s];
+        int64_t t = st->total[s];
+        if (t == 0) continue;
+        int64_t room = st->cap - t;
         int w = st->witness[s];
-        if (st->off[w] < 0 && st->minoff[w] <= room) continue; /* the one found last time */
+        if (st->off[w] < 0) { /* the one found last time */
+            int64_t x = st->minoff[w];
+            if (x <= room) continue;
+            if (x + t < gt) gt = x + t;
+        }
         int head = st->mem_start[st->nsec] + s, k = st->mnext[head], seen = 0;
+        int64_t least = INT64_MAX; /* of those above room */
         while (k != head && st->minoff[st->mem[k]] > room) {
+            if (st->minoff[st->mem[k]] < least) least = st->minoff[st->mem[k]];
             k = st->mnext[k];
             seen++;
         }
+        if (least != INT64_MAX && least + t < gt) gt = least + t;
         st->work += seen;
         ok = k != head;
         if (ok) st->witness[s] = st->mem[k];
     }
+    if (gt <= st->cap_hi) st->cap_hi = gt - 1;
     int r = NOTFOUND;
     if (ok) {
         /* once placed, u no longer ties the sections it spans together */
@@ -1078,6 +1135,13 @@ static int place(search *st, int a, int b, int u, int busiest_at)
     st->uprev[st->unext[u]] = u;
     st->off[u] = -1;
     return r;
+}
+
+/* search_range's comparisons with cap: offsets from minout on came out beyond it (offset +
+ * busiest > cap). */
+static void cap_seen(search *st, int64_t minout, int64_t busiest)
+{
+    if (minout != INT64_MAX && minout + busiest <= st->cap_hi) st->cap_hi = minout + busiest - 1;
 }
 
 /* Depth-first search over the buffers of sections [a, b) (no unplaced buffer crosses its
@@ -1114,8 +1178,11 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         for (busiest_at = a; busiest_at < b && tot[busiest_at] != busiest; busiest_at++) {}
     }
     int64_t max_off = st->cap - busiest;
-    /* one pass over the unplaced buffers of the part (a list that skips placed ones; a
-     * placed buffer's link still leads forward to the next unplaced one). The candidates, in
+    int64_t minout = INT64_MAX; /* (the comparisons with cap, as in place: the least offset beyond it) */
+    /* one pass over the unplaced buffers of the part: from the first (a list that skips placed
+     * ones; a placed buffer's link still leads forward to the next unplaced one), then in number
+     * order, skipping placed ones (loads that do not wait on the one before, as following the
+     * list's links does: resnet50's failing searches at its minimum 18% faster). The candidates, in
      * (offset, rank) order: canonical (after the last placement), at most max_off, and below
      * min_height, since leaving a gap some unplaced buffer fits in is never needed
      * (dominance). They live on a stack shared by the whole search. */
@@ -1127,24 +1194,34 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         /* (the hot loop of the search: the fields in locals, which the stores to the candidate
          * stack would otherwise make the compiler read again for every buffer) */
         const int64_t *minoff = st->minoff, *size = st->size, cap = st->cap;
-        const int *rank = st->rank, *nb = st->nb, *unext = st->unext;
+        const int *rank = st->rank, *nb = st->nb;
+        const int64_t *offs = st->off;
         cand *cs = st->cand;
         size_t nc = base, capc = st->capcand;
-        for (; u < hi; u = unext[u]) {
+        for (; u < hi; u++) {
+            if (offs[u] >= 0) continue;
             int64_t mo = minoff[u], hgt = mo + size[u];
             seen++;
             if (hgt > cap) {
                 st->ncand = base;
+                cap_seen(st, minout, busiest);
+                if (hgt <= st->cap_hi) st->cap_hi = hgt - 1;
                 return NOTFOUND;
             }
             int before = mo < min_off || (mo == min_off && rank[u] <= min_rank);
             /* below the canonical order and nothing left that could raise it: never placeable */
             if (before && nb[u] == 0) {
                 st->ncand = base;
+                cap_seen(st, minout, busiest);
                 return NOTFOUND;
             }
             if (hgt < min_height) min_height = hgt;
-            if (before || mo > max_off || mo >= min_height) continue; /* (at or above min_height: dropped below) */
+            if (before) continue;
+            if (mo > max_off) { /* (mo + busiest > cap) */
+                minout = mo < minout ? mo : minout;
+                continue;
+            }
+            if (mo >= min_height) continue; /* (at or above min_height: dropped below) */
             if (nc == capc) {
                 st->ncand = nc;
                 cs = st->cand = grow(st->P, st->cand, &st->capcand, sizeof *st->cand);
@@ -1154,6 +1231,7 @@ static int search_range(search *st, int a, int b, int64_t min_off, int min_rank,
         }
         st->ncand = nc;
     }
+    cap_seen(st, minout, busiest);
     st->work += seen;
     if (!seen) return FOUND;
     size_t keep = base;
@@ -1441,7 +1519,11 @@ static int search_init(search *st, const live_set *ls)
  * order needs varies by orders of magnitude from instance to instance. */
 static int search_fits(search *st, int64_t cap)
 {
-    if (st->lower_bound > cap) return NOTFOUND;
+    st->cap_hi = INT64_MAX;
+    if (st->lower_bound > cap) {
+        st->cap_hi = st->lower_bound - 1;
+        return NOTFOUND;
+    }
     st->cap = cap;
     int64_t limit = 8 * (int64_t)st->m + 1; /* doubled before the first round */
     for (;;) {
@@ -1535,7 +1617,7 @@ static int probe(search *s, int64_t target, double share, double end, int64_t wo
 static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *opts, int search_max, int bisect,
                                  int64_t fallback, mg_arena_stats *st, mg_arena_scratch *P)
 {
-    mg_arena_stats stats = {0};
+    mg_arena_stats stats = {.same_lo = INT64_MIN, .same_hi = INT64_MAX};
     for (int i = 0; i < n; i++) iv[i].offset = 0;
     live_set ls;
     live_set_init(&ls, iv, n, P);
@@ -1561,13 +1643,23 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
             /* half of the effort for a capacity (what is left goes to coming close when it
              * is out of reach), a quarter for the lower bound, all for the planner */
             int r;
-            if (!bisect && top > fallback && fallback > goal && opts->work_limit != INT64_MAX) {
+            /* (the comparisons with fallback below and in its search bound the fallbacks that
+             * give this very placement, stats.same_lo/hi) */
+            int over = top > fallback, above = over && fallback > goal;
+            if (!bisect && opts->work_limit != INT64_MAX) {
+                if (!over) stats.same_lo = top;
+                else if (!above) stats.same_hi = goal < top - 1 ? goal : top - 1;
+                else stats.same_lo = goal + 1, stats.same_hi = top - 1;
+            }
+            if (!bisect && above && opts->work_limit != INT64_MAX) {
                 /* the planner, whose budget the greedy missed: first the budget (a target far
                  * easier than the bound, and all the planner needs) with a share of the effort;
                  * only when that succeeds does the rest go to the bound. Most placements that
                  * miss the budget at first miss it whatever the effort (the bound is out of
                  * reach), and these now cost a fraction of what they did. */
                 r = probe(&s, fallback, FIT_SHARE, end, opts->work_limit);
+                stats.same_lo = fallback; /* (the search's range reaches up only) */
+                if (s.cap_hi < stats.same_hi) stats.same_hi = s.cap_hi;
                 if (r == FOUND && try_result(&s, &ls, &top, best) && top > goal && mg_seconds() < end &&
                     probe(&s, goal, 1.0, end, opts->work_limit) == FOUND)
                     try_result(&s, &ls, &top, best);
@@ -1630,13 +1722,23 @@ mg_status mg_arena_assign_within(mg_plan *p, int64_t capacity, mg_diag *d)
 
 mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *P, mg_diag *d)
 {
+    return mg_arena_assign_same(p, capacity, P, NULL, d);
+}
+
+mg_status mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *P, int64_t same[2], mg_diag *d)
+{
     int n = p->nbufs;
     mg_interval *iv = pal(P, (size_t)n * sizeof *iv);
     for (int i = 0; i < n; i++)
         iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
     /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
     mg_arena_opts o = {INT64_MAX, 3.0, plan_work_limit};
-    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, NULL, P);
+    mg_arena_stats st;
+    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, &st, P);
+    if (same) {
+        same[0] = st.same_lo;
+        same[1] = st.same_hi;
+    }
     for (int i = 0; i < n; i++) p->bufs[i].offset = iv[i].offset;
     pfree(P, iv);
     scratch_reset(P);

@@ -43,6 +43,9 @@ typedef struct mg_arena_stats {
     int optimal;         /* as for mg_arena_place */
     int searched;        /* 1 when the exact search ran */
     int64_t nodes;       /* search nodes visited */
+    /* the planner's placements (a capacity that falls back, plan.h's mg_arena_assign_same): every
+     * capacity in [same_lo, same_hi] gives this very placement */
+    int64_t same_lo, same_hi;
 } mg_arena_stats;
 
 int64_t mg_arena_place_ex(mg_interval *iv, int n, const mg_arena_opts *opts, mg_arena_stats *st);

@@ -241,6 +241,11 @@ typedef struct mg_arena_scratch mg_arena_scratch;
 mg_arena_scratch *mg_arena_scratch_new(void);
 void mg_arena_scratch_free(mg_arena_scratch *scratch);
 mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *scratch, mg_diag *d);
+/* The same, and same[0..1] (inclusive): every capacity in that range gives this very placement
+ * (the greedy's and the search's comparisons with the capacity all come out the same; where the
+ * search ran, from the capacity up), so a caller that places the same buffers again under
+ * another capacity in it may take this one. */
+mg_status mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *scratch, int64_t same[2], mg_diag *d);
 
 /* plan_verify.c: the independent checker; replays the schedule of prob. */
 mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);

@@ -21,19 +21,62 @@
  *              is marked optimal when the search finished at the budget itself.
  *
  * The minimum feasible budget is found by bisection over budgets with the same machinery,
- * independently of the budget asked (so every budget names the same minimum); a budget the
+ * independently of the budget asked (so every budget names the same minimum; under auto, on a
+ * thread of its own beside the solve at the budget, as is the lower bound); a budget the
  * direct search misses but that is at or above that minimum gets the minimum's plan, so
  * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
 #include "clock.h"
 #include "plan.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 const char *const mg_solver_names[] = {"auto", "store-all", "sqrt", "exact"};
 
 /* States the exact search of `auto` may visit before it leaves a problem to the heuristics. */
 enum { SEARCH_STATES = 50000 };
+
+/* The lower bound at a budget (bound_step.c and bound_cut.c: the larger holds), computed on a
+ * thread of its own while auto's solve schedules and places its variants, which do not read it
+ * (resnet50 at its minimum: 0.06 s); the solve waits for it before the walks (memo_bound). The
+ * thread then also analyses the chain and fills the chain DP's tables for the cap chain_fit
+ * will ask at the end of the solve (0.03 s there), when they are handed to the solve's memo. */
+typedef struct bound_job {
+    const mg_problem *pr;
+    int64_t budget, store_all;
+    double once, bound; /* in: every op once; out: that and the larger of the two arguments */
+    mg_chain *chain;    /* out (thread): the chain analysed, its tables filled for table_cap */
+    int64_t table_cap;
+    pthread_t th;
+    int running;
+} bound_job;
+
+static void bound_compute(bound_job *b)
+{
+    double forced = mg_step_bound(b->pr, b->budget), cut = mg_cut_bound(b->pr, b->budget);
+    b->bound = b->once + (forced > cut ? forced : cut);
+}
+
+/* chain_fit's first table cap for a budget: 1/8 above it (or store-all), where the DP's plans
+ * may still fit once placed. */
+static int64_t chain_table_cap(int64_t budget, int64_t store_all)
+{
+    int64_t want = budget < store_all ? budget : store_all, cap = want + want / 8;
+    return cap > store_all ? store_all : cap;
+}
+
+static void *bound_thread(void *job)
+{
+    bound_job *b = job;
+    bound_compute(b);
+    b->chain = mg_chain_analyse(b->pr);
+    if (b->chain) {
+        b->table_cap = chain_table_cap(b->budget, b->store_all);
+        mg_chain_cost(b->chain, b->table_cap, b->table_cap); /* (fills the tables) */
+    }
+    return NULL;
+}
 
 /* What one mg_solve has learnt from the exact search, so it does not search in vain twice. */
 typedef struct search_memo {
@@ -44,7 +87,22 @@ typedef struct search_memo {
     int64_t chain_table_cap;/* and the largest cap its tables are built for (0: none yet) */
     int64_t store_all;      /* the store-all workspace */
     double lower_bound;     /* proven for every plan under the budget solved for (0: none) */
+    bound_job *pending;     /* lower_bound is still being computed there (memo_bound) */
 } search_memo;
+
+/* memo->lower_bound, once its thread (if any) has finished. */
+static double memo_bound(search_memo *memo)
+{
+    if (memo->pending && memo->pending->running) {
+        if (pthread_join(memo->pending->th, NULL)) abort();
+        memo->pending->running = 0;
+        memo->lower_bound = memo->pending->bound;
+        memo->chain_tried = 1; /* (as chain_fit would analyse it, and fill the tables for its cap) */
+        memo->chain = memo->pending->chain;
+        memo->chain_table_cap = memo->chain ? memo->pending->table_cap : 0;
+    }
+    return memo->lower_bound;
+}
 
 /* The eviction scheduler opts asks for: sched_remat.c's or sched_rc.c's. (sched_rc.c's variants
  * were once left out above 2500 nodes, when a preparation walked the closure of every dropped
@@ -94,7 +152,11 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
  * or the live peak when the capacity is below it or absent. Every offset and arena top it
  * compares with the target is a sum of buffer sizes, so a multiple of their gcd g: targets in
  * the same class (the same multiple of g, or strictly between the same two) give the very same
- * placement. Entries are kept by a 128-bit hash of the buffers (no copy: each memo is a
+ * placement. So does any capacity the arena reports as giving the same placement
+ * (mg_arena_assign_same: its comparisons with the capacity all come out the same), often a range
+ * of many classes: the minimum search's probes place the same schedules again and again at
+ * budgets a few MB apart (resnet50 at its minimum: 8 of its 20 placements).
+ * Entries are kept by a 128-bit hash of the buffers (no copy: each memo is a
  * fixed array on the stack of solve_at, the minimum's search or the descent); the oldest makes
  * room when it is full. */
 enum { MISSED_MAX = 48 };
@@ -102,6 +164,7 @@ typedef struct missed {
     uint64_t h1, h2;         /* the buffers (bytes, first, last), hashed two ways */
     int nbufs;
     int64_t cls;             /* the target's class */
+    int64_t same_lo, same_hi;/* the capacities that give the same placement */
     int64_t workspace, peak; /* what placing them gave */
 } missed;
 typedef struct missed_memo {
@@ -155,22 +218,25 @@ static miss_key placement_key(const mg_plan *p, int64_t cap)
     return k;
 }
 
-/* The entry for key k of a plan of nbufs buffers, or NULL; any_target: for the same buffers at
- * whatever target (the descent's budgets only go down, so what missed one misses the next). */
-static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs, int any_target)
+/* The entry for key k of a plan of nbufs buffers placed within capacity `within`, or NULL;
+ * any_target: for the same buffers at whatever target (the descent's budgets only go down, so
+ * what missed one misses the next). */
+static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs, int64_t within, int any_target)
 {
     for (int i = 0; mm && i < mm->n; i++) {
         const missed *e = &mm->e[i];
-        if (e->h1 == k.h1 && e->h2 == k.h2 && (any_target || e->cls == k.cls) && e->nbufs == nbufs) return e;
+        if (e->h1 == k.h1 && e->h2 == k.h2 && e->nbufs == nbufs &&
+            (any_target || e->cls == k.cls || (e->same_lo <= within && within <= e->same_hi)))
+            return e;
     }
     return NULL;
 }
 
-static void missed_add(missed_memo *mm, const mg_plan *p, miss_key k)
+static void missed_add(missed_memo *mm, const mg_plan *p, miss_key k, const int64_t same[2])
 {
     if (!mm) return;
     int i = mm->n < MISSED_MAX ? mm->n++ : mm->next++ % MISSED_MAX;
-    mm->e[i] = (missed){k.h1, k.h2, p->nbufs, k.cls, p->workspace_bytes, p->peak_live_bytes};
+    mm->e[i] = (missed){k.h1, k.h2, p->nbufs, k.cls, same[0], same[1], p->workspace_bytes, p->peak_live_bytes};
 }
 
 static void missed_free(missed_memo *mm)
@@ -186,14 +252,15 @@ static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, mi
                                   mg_diag *d)
 {
     miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
-    const missed *e = missed_find(mm, k, p->nbufs, any_target);
+    const missed *e = missed_find(mm, k, p->nbufs, within, any_target);
     if (e && e->workspace > budget) { /* placed before: it missed */
         p->workspace_bytes = e->workspace;
         p->peak_live_bytes = e->peak;
         return MG_OK;
     }
-    if (mg_arena_assign_within(p, within, d)) return MG_ERR;
-    if (p->workspace_bytes > budget) missed_add(mm, p, k);
+    int64_t same[2];
+    if (mg_arena_assign_same(p, within, NULL, same, d)) return MG_ERR;
+    if (p->workspace_bytes > budget) missed_add(mm, p, k, same);
     return MG_OK;
 }
 
@@ -259,10 +326,8 @@ static mg_status chain_fit(const mg_problem *pr, int64_t budget, search_memo *me
      * to whole slots and counts some steps' memory generously, so a plan made for a larger cap
      * may still fit the budget once placed. */
     int64_t want = budget < memo->store_all ? budget : memo->store_all;
-    if (!memo->chain_table_cap || want > memo->chain_table_cap || want + want / 8 < memo->chain_table_cap / 4 * 3) {
-        memo->chain_table_cap = want + want / 8;
-        if (memo->chain_table_cap > memo->store_all) memo->chain_table_cap = memo->store_all;
-    }
+    if (!memo->chain_table_cap || want > memo->chain_table_cap || want + want / 8 < memo->chain_table_cap / 4 * 3)
+        memo->chain_table_cap = chain_table_cap(budget, memo->store_all);
     int64_t cap = want, lo = 0;
     mg_plan *best = NULL;
     /* the DP knows what its plans recompute: none under the caps tried can beat `beat` */
@@ -538,6 +603,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     }
     /* where the best plan is above the bound proven for every plan: a local search over the
      * eviction score weights of those variants (sched_improve.c) */
+    memo_bound(memo);
     int spare = 0; /* schedules the walks before left unused */
     for (int i = 0; i < nseeds && !st && solver == MG_SOLVER_AUTO && *out &&
                     (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
@@ -700,24 +766,22 @@ static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int
 
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
  * still fits once placed. */
-static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm, mg_plan **out,
-                             mg_diag *d)
+static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm,
+                             missed_memo *mm, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
     *out = NULL;
-    missed_memo mm = {.n = 0};
     mg_status st = MG_OK;
     for (int j = 0; j < NBASE + NRC && !*out && !st; j++) { /* (the fit variants save cost, not bytes) */
         int i = (j + NBASE) % (NBASE + NRC); /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
         mg_plan *p;
         if (schedule_memo(pr, &o, i, pm, &p, d)) st = MG_ERR;
-        else if (p && fit(pr, &o, budget, memo, p, 1, &mm, out, NULL, d)) st = MG_ERR;
+        else if (p && fit(pr, &o, budget, memo, p, 1, mm, out, NULL, d)) st = MG_ERR;
     }
     if (!st && !*out && chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
-    if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, &mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
-    missed_free(&mm);
+    if (!st && !*out && fit(pr, NULL, budget, memo, NULL, 1, mm, out, NULL, d)) st = MG_ERR; /* last: the exact search */
     return st;
 }
 
@@ -920,6 +984,130 @@ static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t budget
     return st;
 }
 
+/* The minimum search's inputs and results (min_search), apart so that it may run on a thread
+ * of its own beside the solve at the budget, which it does not depend on. */
+typedef struct min_search_job {
+    const mg_problem *pr;
+    int64_t budget, below, floor, store_all;
+    int searching;
+    const char *keep;
+    /* out: the least budget with a plan (hi; found: it has one, else `below` with none under
+     * it), its plan (best) and the cheapest plan within the budget seen (cheap, which may be
+     * best); st and d as a planner call's */
+    int64_t hi;
+    int found;
+    mg_plan *best, *cheap;
+    mg_status st;
+    mg_diag d;
+} min_search_job;
+
+/* The minimum search: a bisection over budgets between a proven lower bound and store-all (or
+ * `below`); hi has a plan once `found`; stops within 0.1% (or one alignment unit) of the
+ * smallest budget found. It depends on the problem and `below` only, never on the budget asked
+ * (its own memo: the solve's depends on the budget), so every budget names the same minimum,
+ * and a budget at or above it gets at worst the plan the search found there (the schedulers are
+ * not monotone in their cap: the solve at a budget can miss where the search met a smaller
+ * one). */
+static void min_search(min_search_job *r)
+{
+    const min_search_job *a = r;
+    const mg_problem *pr = a->pr;
+    int64_t budget = a->budget, below = a->below, floor = a->floor;
+    int searching = a->searching;
+    const char *keep = a->keep;
+    r->st = MG_OK;
+    search_memo mmemo = {-1, 0, 0, NULL, 0, a->store_all, 0, NULL}; /* (it reads no lower bound) */
+    int64_t lo = mg_working_set_bound(pr), hi = a->store_all;
+    int found = 1; /* store-all */
+    mg_plan *best = NULL;
+    if (lo > 0) lo -= 1; /* lo is infeasible by convention; the bound itself may be met */
+    /* the scheduler is not monotone in its cap: a plan the bisection finds under a smaller
+     * budget can be cheaper than the one found under the budget; the cheapest that fits
+     * the budget is kept (cheap, owned apart from best unless they are the same plan) */
+    mg_plan *cheap = NULL;
+    /* Chen's checkpoints: a plan of fixed size that the solve of auto tries at every budget
+     * (resnet18_64 in 16 parts: 4,990,016 bytes where the bisection alone stopped at 5,248,064) */
+    mg_sched_opts chk = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST, .keep = keep};
+    if ((r->st = build(pr, &chk, &best, &r->d))) {
+        mg_chain_free(mmemo.chain);
+        return;
+    }
+    if (best->workspace_bytes < hi && (below <= 0 || best->workspace_bytes < below)) {
+        hi = best->workspace_bytes;
+        if (searching && hi <= budget) cheap = best;
+    } else {
+        mg_plan_free(best);
+        best = NULL;
+    }
+    /* below: only a plan under it matters; the first probe is just under it (within the
+     * stopping tolerance), and where that misses the search stops there */
+    int64_t first = -1;
+    if (below > 0 && below < hi) {
+        hi = below;
+        found = 0;
+        int64_t tol = hi / 1000 > MG_ALIGN ? hi / 1000 : MG_ALIGN;
+        if (hi - tol > lo) first = hi - tol;
+    }
+    if (floor > 0 && floor >= hi) lo = hi; /* nothing to search: hi is within floor already */
+    else if (floor > lo && floor < hi) first = floor;
+    probe_memo pm = {.n = {0}};
+    missed_memo bm = {.n = 0}; /* placements that missed, over all the probes */
+    while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
+        int64_t mid = first > 0 ? first : lo + (hi - lo) / 2;
+        first = -1;
+        mg_plan *p;
+        if ((r->st = feasible_at(pr, mid, &mmemo, &pm, &bm, &p, &r->d))) break;
+        if (p && mid == floor) lo = p->workspace_bytes - 1; /* within floor: done */
+        if (p) {
+            hi = p->workspace_bytes;
+            found = 1;
+            if (best != cheap) mg_plan_free(best);
+            best = p;
+            if (searching && p->workspace_bytes <= budget &&
+                (!cheap || p->flops_executed < cheap->flops_executed ||
+                 (p->flops_executed == cheap->flops_executed && p->workspace_bytes < cheap->workspace_bytes))) {
+                if (cheap != best) mg_plan_free(cheap);
+                cheap = p;
+            }
+        } else {
+            lo = mid;
+        }
+    }
+    missed_free(&bm);
+    /* the descent: from the bisection's minimum where its plan wastes more than
+     * DESCENT_WASTE of its peak live bytes in the arena (elsewhere the variants rarely
+     * place lower, and the descent would only cost time: the Checkmate graphs, layered
+     * DAGs), or from `below` where the bisection found nothing under it (the minimum of the
+     * fewer parts tried before, which the descent there made); not where floor is met */
+    int wasteful = best && (double)best->workspace_bytes > (1 + DESCENT_WASTE) * (double)best->peak_live_bytes;
+    if (!r->st && searching && ((found && wasteful) || (!found && below > 0)) && !(floor > 0 && hi <= floor)) {
+        mg_plan *p;
+        if (!(r->st = descend(pr, hi, &mmemo, &p, &r->d)) && p) {
+            hi = p->workspace_bytes;
+            found = 1;
+            if (best != cheap) mg_plan_free(best);
+            best = p;
+            if (p->workspace_bytes <= budget &&
+                (!cheap || p->flops_executed < cheap->flops_executed ||
+                 (p->flops_executed == cheap->flops_executed && p->workspace_bytes < cheap->workspace_bytes))) {
+                if (cheap != best) mg_plan_free(cheap);
+                cheap = p;
+            }
+        }
+    }
+    mg_chain_free(mmemo.chain);
+    r->hi = hi;
+    r->found = found;
+    r->best = best;
+    r->cheap = cheap;
+}
+
+static void *min_search_thread(void *job)
+{
+    min_search((min_search_job *)job);
+    return NULL;
+}
+
 /* mg_solve; below > 0: the minimum search looks only below `below` bytes (mg_plan_request.
  * min_feasible_below) and, finding nothing there, reports `below` itself. floor > 0: a minimum
  * at or under floor is as good as any (the forward pass's under the training step's: the
@@ -933,18 +1121,37 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
-    search_memo memo = {-1, 0, 0, NULL, 0, 0, 0};
+    search_memo memo = {-1, 0, 0, NULL, 0, 0, 0, NULL};
+    min_search_job job = {0};
+    pthread_t th;
+    int threaded = 0; /* the minimum search is running on thread th */
     if ((st = build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     memo.store_all = sa->workspace_bytes;
     /* every op at least once, and what no schedule within the budget avoids (nothing where
      * store-all fits: then every op once is the optimum) */
     out->lower_bound = sa->flops_once;
+    bound_job bj = {.pr = pr, .budget = budget, .store_all = memo.store_all, .once = out->lower_bound,
+                    .bound = out->lower_bound};
     if (sa->workspace_bytes > budget) { /* two different arguments (bound_step.c, bound_cut.c): the larger holds */
-        double forced = mg_step_bound(pr, budget), cut = mg_cut_bound(pr, budget);
-        out->lower_bound += forced > cut ? forced : cut;
+        if (solver == MG_SOLVER_AUTO && pthread_create(&bj.th, NULL, bound_thread, &bj) == 0) {
+            bj.running = 1; /* (auto's solve waits for it before its walks: memo_bound) */
+            memo.pending = &bj;
+        } else {
+            bound_compute(&bj);
+            out->lower_bound = bj.bound;
+        }
     }
-    memo.lower_bound = out->lower_bound;
+    memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
+    int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
+    job = (min_search_job){.pr = pr, .budget = budget, .below = below, .floor = floor, .store_all = memo.store_all,
+                           .searching = searching, .keep = keep};
+    /* where the minimum is asked for anyway, its search runs on a thread of its own beside auto's
+     * solve at the budget (neither reads what the other writes: the same plans, in about the
+     * time of the longer where a second core is free; resnet50 at its minimum: the solve ~0.55 s,
+     * the search ~0.25 s) */
+    if (want_min && solver == MG_SOLVER_AUTO && sa->workspace_bytes > budget)
+        threaded = pthread_create(&th, NULL, min_search_thread, &job) == 0;
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
         out->plan = sa;
         sa = NULL;
@@ -954,91 +1161,19 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         int opt = 0;
         if ((st = solve_at(pr, solver, budget, keep, &memo, &out->plan, &opt, d))) goto done;
         if (opt) out->optimal = 1;
+        out->lower_bound = memo_bound(&memo); /* (the thread's, where it ran) */
     }
-    int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
-    if (!st && (want_min || (!out->plan && searching))) {
-        /* The minimum search: a bisection over budgets between a proven lower bound and
-         * store-all (or `below`); hi has a plan once `found`; stops within 0.1% (or one
-         * alignment unit) of the smallest budget found. It depends on the problem and `below`
-         * only, never on the budget asked (its own memo: the solve's depends on the budget), so
-         * every budget names the same minimum, and a budget at or above it gets at worst the
-         * plan the search found there (the schedulers are not monotone in their cap: the solve
-         * at a budget can miss where the search met a smaller one). */
-        search_memo mmemo = {-1, 0, 0, NULL, 0, memo.store_all, memo.lower_bound};
-        int64_t lo = mg_working_set_bound(pr), hi = out->store_all_bytes;
-        int found = 1; /* store-all */
-        mg_plan *best = NULL;
-        if (lo > 0) lo -= 1; /* lo is infeasible by convention; the bound itself may be met */
-        /* the scheduler is not monotone in its cap: a plan the bisection finds under a smaller
-         * budget can be cheaper than the one found under the budget; the cheapest that fits
-         * the budget is kept (cheap, owned apart from best unless they are the same plan) */
-        mg_plan *cheap = NULL;
-        /* Chen's checkpoints: a plan of fixed size that the solve of auto tries at every budget
-         * (resnet18_64 in 16 parts: 4,990,016 bytes where the bisection alone stopped at 5,248,064) */
-        mg_sched_opts chk = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST, .keep = keep};
-        if ((st = build(pr, &chk, &best, d))) goto done;
-        if (best->workspace_bytes < hi && (below <= 0 || best->workspace_bytes < below)) {
-            hi = best->workspace_bytes;
-            if (searching && hi <= budget) cheap = best;
-        } else {
-            mg_plan_free(best);
-            best = NULL;
+    if (!st && (want_min || (!out->plan && searching))) { /* the minimum search (min_search) */
+        if (!threaded) min_search(&job);
+        else if (pthread_join(th, NULL) == 0) threaded = 0;
+        else abort();
+        if (job.st) {
+            st = job.st;
+            *d = job.d;
         }
-        /* below: only a plan under it matters; the first probe is just under it (within the
-         * stopping tolerance), and where that misses the search stops there */
-        int64_t first = -1;
-        if (below > 0 && below < hi) {
-            hi = below;
-            found = 0;
-            int64_t tol = hi / 1000 > MG_ALIGN ? hi / 1000 : MG_ALIGN;
-            if (hi - tol > lo) first = hi - tol;
-        }
-        if (floor > 0 && floor >= hi) lo = hi; /* nothing to search: hi is within floor already */
-        else if (floor > lo && floor < hi) first = floor;
-        probe_memo pm = {.n = {0}};
-        while (hi - lo > MG_ALIGN && hi - lo > hi / 1000) {
-            int64_t mid = first > 0 ? first : lo + (hi - lo) / 2;
-            first = -1;
-            mg_plan *p;
-            if ((st = feasible_at(pr, mid, &mmemo, &pm, &p, d))) break;
-            if (p && mid == floor) lo = p->workspace_bytes - 1; /* within floor: done */
-            if (p) {
-                hi = p->workspace_bytes;
-                found = 1;
-                if (best != cheap) mg_plan_free(best);
-                best = p;
-                if (searching && p->workspace_bytes <= budget &&
-                    (!cheap || p->flops_executed < cheap->flops_executed ||
-                     (p->flops_executed == cheap->flops_executed && p->workspace_bytes < cheap->workspace_bytes))) {
-                    if (cheap != best) mg_plan_free(cheap);
-                    cheap = p;
-                }
-            } else {
-                lo = mid;
-            }
-        }
-        /* the descent: from the bisection's minimum where its plan wastes more than
-         * DESCENT_WASTE of its peak live bytes in the arena (elsewhere the variants rarely
-         * place lower, and the descent would only cost time: the Checkmate graphs, layered
-         * DAGs), or from `below` where the bisection found nothing under it (the minimum of the
-         * fewer parts tried before, which the descent there made); not where floor is met */
-        int wasteful = best && (double)best->workspace_bytes > (1 + DESCENT_WASTE) * (double)best->peak_live_bytes;
-        if (!st && searching && ((found && wasteful) || (!found && below > 0)) && !(floor > 0 && hi <= floor)) {
-            mg_plan *p;
-            if (!(st = descend(pr, hi, &mmemo, &p, d)) && p) {
-                hi = p->workspace_bytes;
-                found = 1;
-                if (best != cheap) mg_plan_free(best);
-                best = p;
-                if (p->workspace_bytes <= budget &&
-                    (!cheap || p->flops_executed < cheap->flops_executed ||
-                     (p->flops_executed == cheap->flops_executed && p->workspace_bytes < cheap->workspace_bytes))) {
-                    if (cheap != best) mg_plan_free(cheap);
-                    cheap = p;
-                }
-            }
-        }
-        mg_chain_free(mmemo.chain);
+        int64_t hi = job.hi;
+        int found = job.found;
+        mg_plan *best = job.best, *cheap = job.cheap;
         if (best != cheap) mg_plan_free(best);
         best = NULL;
         out->min_feasible_bytes = hi; /* (`below` itself when nothing was found under it) */
@@ -1082,6 +1217,12 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     if (!st && out->plan && out->lower_bound > out->plan->flops_executed)
         out->lower_bound = out->plan->flops_executed; /* rounding in the relaxed program's scaled sums */
 done:
+    memo_bound(&memo);
+    if (threaded) { /* (the solve failed: the search's results are dropped) */
+        if (pthread_join(th, NULL)) abort();
+        if (job.best != job.cheap) mg_plan_free(job.best);
+        mg_plan_free(job.cheap);
+    }
     mg_chain_free(memo.chain);
     mg_plan_free(sa);
     free(keep);

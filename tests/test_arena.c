@@ -503,6 +503,106 @@ START_TEST(test_assign_same_class_same_placement)
 }
 END_TEST
 
+/* The planner also remembers a placement that missed by the range of capacities the arena
+ * reports as giving the same placement (mg_arena_assign_same: every comparison the choice of
+ * search and the search itself make with the capacity comes out the same anywhere in it; where
+ * the search ran, the range starts at the capacity itself). */
+
+/* Places bufs[0..n) (a plan of nsteps steps) within cap; the range it reports must hold cap,
+ * and at its ends and middle the very same offsets come out. Returns the workspace. */
+static int64_t check_same_range(mg_buffer *bufs, int n, int nsteps, int64_t cap, int64_t same[2], const char *what)
+{
+    mg_plan p;
+    memset(&p, 0, sizeof p);
+    p.bufs = bufs;
+    p.nbufs = n;
+    p.nsteps = nsteps;
+    mg_diag d;
+    ck_assert_int_eq(mg_arena_assign_same(&p, cap, NULL, same, &d), MG_OK);
+    ck_assert_msg(same[0] <= cap && cap <= same[1], "%s: capacity %lld outside [%lld, %lld]", what, (long long)cap,
+                  (long long)same[0], (long long)same[1]);
+    mg_buffer *again = malloc((size_t)n * sizeof *again);
+    ck_assert_ptr_nonnull(again);
+    int64_t lo = same[0] < 1 ? 1 : same[0], hi = same[1] > ((int64_t)1 << 50) ? (int64_t)1 << 50 : same[1];
+    const int64_t others[3] = {lo, hi, lo + (hi - lo) / 2};
+    for (int k = 0; k < 3; k++) {
+        memcpy(again, bufs, (size_t)n * sizeof *again);
+        mg_plan q = p;
+        q.bufs = again;
+        ck_assert_int_eq(mg_arena_assign_same(&q, others[k], NULL, NULL, &d), MG_OK);
+        ck_assert_msg(q.workspace_bytes == p.workspace_bytes, "%s: within %lld: %lld, within %lld: %lld", what,
+                      (long long)cap, (long long)p.workspace_bytes, (long long)others[k], (long long)q.workspace_bytes);
+        for (int i = 0; i < n; i++)
+            if (again[i].offset != bufs[i].offset)
+                ck_abort_msg("%s: buffer %d at %lld within %lld, at %lld within %lld", what, i, (long long)bufs[i].offset,
+                             (long long)cap, (long long)again[i].offset, (long long)others[k]);
+    }
+    free(again);
+    return p.workspace_bytes;
+}
+
+/* Random plans whose greedy placements mostly miss a capacity a little above their peak of live
+ * bytes, so the search runs and meets it: sizes of any byte count (the class of a capacity is
+ * then one byte). */
+START_TEST(test_assign_same_range_same_placement)
+{
+    enum { NB = 120, PLANS = 32 };
+    int searched = 0, wide = 0;
+    for (int t = 0; t < PLANS; t++) {
+        uint64_t s = 1000 + (uint64_t)t;
+        mg_buffer bufs[NB];
+        mg_interval iv[NB];
+        int nb = 20 + rnd(&s, NB - 20);
+        for (int i = 0; i < nb; i++) {
+            int first = rnd(&s, 60);
+            bufs[i] = (mg_buffer){300 + rnd(&s, 700), first, first + rnd(&s, 20), -1, i};
+            iv[i] = (mg_interval){bufs[i].first, bufs[i].last + 1, bufs[i].bytes, 0};
+        }
+        int64_t peak = max_live(iv, nb), cap = peak + (peak / 100) * rnd(&s, 4) + rnd(&s, 100);
+        mg_arena_opts greedy_only = {INT64_MAX, 0, 0};
+        mg_arena_stats st;
+        mg_arena_place_ex(iv, nb, &greedy_only, &st);
+        char what[64];
+        snprintf(what, sizeof what, "plan %d (%d buffers, within %lld)", t, nb, (long long)cap);
+        int64_t same[2];
+        ck_assert_int_le(check_same_range(bufs, nb, 80, cap, same, what), cap);
+        searched += st.greedy_bytes > cap;
+        wide += same[1] - same[0] > 1;
+    }
+    ck_assert_int_ge(searched, PLANS / 4);
+    ck_assert_int_ge(wide, PLANS / 4);
+}
+END_TEST
+
+/* A schedule the minimum search of resnet50 (Checkmate) placed at three of its probes (814
+ * buffers, tests/data/arena_resnet50_min_probe.csv): its greedy placement is 668 MB above the
+ * peak of live bytes, and the search within the probe's budget gives up at its effort limit. The
+ * range reported holds the next two probes' budgets too: the planner places it once, not three
+ * times. */
+START_TEST(test_assign_same_range_resnet50)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/data/arena_resnet50_min_probe.csv", MG_SOURCE_DIR);
+    mg_arena_csv csv;
+    mg_diag d;
+    ck_assert_msg(mg_arena_csv_read(path, &csv, &d) == MG_OK, "%s: %s", path, d.msg);
+    mg_buffer *bufs = malloc((size_t)csv.n * sizeof *bufs);
+    ck_assert_ptr_nonnull(bufs);
+    int nsteps = 0;
+    for (int i = 0; i < csv.n; i++) {
+        bufs[i] = (mg_buffer){csv.iv[i].size, (int)csv.iv[i].lower, (int)csv.iv[i].upper - 1, -1, i};
+        if ((int)csv.iv[i].upper > nsteps) nsteps = (int)csv.iv[i].upper;
+    }
+    int64_t same[2], ws = check_same_range(bufs, csv.n, nsteps, 4508614655, same, "resnet50 probe");
+    ck_assert_int_eq(max_live(csv.iv, csv.n), 4470079488);
+    ck_assert_int_eq(ws, 4470079488 + 667942912);
+    ck_assert_int_le(same[0], 4508614655);
+    ck_assert_int_ge(same[1], 4518248447);
+    free(bufs);
+    mg_arena_csv_free(&csv);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------------------------ */
 /* The CSV reader                                                                              */
 /* ------------------------------------------------------------------------------------------ */
@@ -736,6 +836,8 @@ static Suite *arena_suite(void)
     suite_add_tcase(s, r);
     TCase *tc = tcase_create("target_class");
     tcase_add_test(tc, test_assign_same_class_same_placement);
+    tcase_add_test(tc, test_assign_same_range_same_placement);
+    tcase_add_test(tc, test_assign_same_range_resnet50);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     TCase *c = tcase_create("csv");
