@@ -139,8 +139,9 @@ char *mg_plan_json(const mg_report_figures *f)
     put(&b, "{\n  \"format\": \"memgrad-plan\", \"version\": 1,\n  \"model\": ");
     put_str(&b, g->model_name);
     put(&b, ", \"model_hash\": \"0x%016llx\",\n", (unsigned long long)f->model_hash);
-    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f,\n", f->solver,
-        f->optimal == 1 ? "true" : f->optimal == 0 ? "false" : "\"unknown\"", f->solve_seconds);
+    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f, \"from_cache\": %s,\n", f->solver,
+        f->optimal == 1 ? "true" : f->optimal == 0 ? "false" : "\"unknown\"", f->solve_seconds,
+        f->from_cache ? "true" : "false");
     if (f->budget_bytes == INT64_MAX) put(&b, "  \"budget_bytes\": null,");
     else put(&b, "  \"budget_bytes\": %lld,", (long long)f->budget_bytes);
     put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"allocator_waste\": %.6f,\n",

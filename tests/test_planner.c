@@ -1108,6 +1108,14 @@ START_TEST(test_plan_cache)
     char *first = out;
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c'", m, dir), 0);
     ck_assert_msg(strstr(out, "from the plan cache"), "%s", out);
+    char *second = out; /* (JSON says so too: it had no such field, and solve_seconds is the first run's) */
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c' --format json", m, dir), 0);
+    ck_assert_msg(strstr(out, "\"from_cache\": true"), "%.400s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --no-cache --format json", m), 0);
+    ck_assert_msg(strstr(out, "\"from_cache\": false"), "%.400s", out);
+    free(out);
+    out = second;
     /* the same figures (the solve time line aside) */
     ck_assert_msg(!strcmp(strchr(first, '\n'), strchr(out, '\n')), "cached plan differs:\n%s\n%s", first, out);
     free(first);
