@@ -332,21 +332,22 @@ static inline int cmp_gkey(const void *a, const void *b)
     }
 MG_ARENA_SORT(sort_gkeys, gkey, cmp_gkey)
 
-/* Compaction's order: lowest offset first, then by number (integer keys half the size of a
- * gkey, compared without doubles; the order of gkeys (-offset, 0, 0, u) where offsets are exact
- * in a double). */
-typedef struct okey {
+/* An offset and a rank, lowest offset first, then lowest rank: the search's candidates (u the
+ * buffer), and compaction's order (rank = u: integer keys, half the size of a gkey, compared
+ * without doubles; the order of gkeys (-offset, 0, 0, u) where offsets are exact in a double). */
+typedef struct cand {
     int64_t off;
-    int u;
-} okey;
+    int rank, u;
+} cand;
 
-static inline int cmp_okey(const void *a, const void *b)
+static inline int cmp_cand(const void *a, const void *b)
 {
-    const okey *x = a, *y = b;
+    const cand *x = a, *y = b;
     if (x->off != y->off) return x->off < y->off ? -1 : 1;
-    return x->u - y->u;
+    return x->rank - y->rank;
 }
-MG_ARENA_SORT(sort_okeys, okey, cmp_okey)
+
+MG_ARENA_SORT(sort_cands, cand, cmp_cand)
 
 static int sort_depth(int n)
 {
@@ -769,13 +770,13 @@ static int64_t compact(const overlaps *ov, int m, int passes, int64_t *off, gkey
     for (int u = 0; u < m; u++)
         if (off[u] + ov->size[u] > top) top = off[u] + ov->size[u];
     int flipped = 0, still = 0; /* still: passes in a row that moved nothing */
-    okey *ok = (okey *)order; /* (in order's room: half its size) */
+    cand *ok = (cand *)order; /* (in order's room: half its size) */
     int exact = top <= ((int64_t)1 << 53);
     for (int pass = 0; pass < passes && still < 2; pass++) {
         int moved = 0;
         if (exact) {
-            for (int u = 0; u < m; u++) ok[u] = (okey){off[u], u};
-            sort_okeys(ok, m, sort_depth(m));
+            for (int u = 0; u < m; u++) ok[u] = (cand){off[u], u, u};
+            sort_cands(ok, m, sort_depth(m));
         } else {
             for (int u = 0; u < m; u++) order[u] = (gkey){-(double)off[u], 0, 0, u};
             sort_gkeys(order, m, sort_depth(m));
@@ -934,19 +935,6 @@ typedef struct undo { /* a lowest feasible offset before a placement raised it *
     int i;
 } undo;
 
-typedef struct cand {
-    int64_t off;
-    int rank, u;
-} cand;
-
-static inline int cmp_cand(const void *a, const void *b)
-{
-    const cand *x = a, *y = b;
-    if (x->off != y->off) return x->off < y->off ? -1 : 1;
-    return x->rank - y->rank;
-}
-
-MG_ARENA_SORT(sort_cands, cand, cmp_cand)
 
 /* A static order: a buffer's keys, compared larger first, then by input position. */
 typedef struct rkey {
