@@ -31,6 +31,7 @@ int main(int argc, char **argv)
     if (argc < 3) return usage();
     const char *file = argv[1];
     int64_t budget = strtoll(argv[2], NULL, 10);
+    int64_t wcap = 0;
     int width = 12, stride = 0, from = 0, to = -1, passes = 3, quiet = 0, check = 0, flo = -1, fhi = -1;
     double wtime = 20, total = 600;
     for (int i = 3; i < argc; i++) {
@@ -44,6 +45,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--window-time")) wtime = atof(argv[++i]);
         else if (!strcmp(argv[i], "--time")) total = atof(argv[++i]);
         else if (!strcmp(argv[i], "--passes")) passes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cap")) wcap = strtoll(argv[++i], NULL, 10); /* the windows' cap (default the budget) */
         else if (!strcmp(argv[i], "--free")) { /* LO:HI, node numbers */
             if (sscanf(argv[++i], "%d:%d", &flo, &fhi) != 2) return usage();
         }
@@ -98,13 +100,13 @@ int main(int argc, char **argv)
             memcpy(keep, seq, (size_t)T * sizeof *seq);
             double w0 = mg_seconds();
             mg_lns_window_result r;
-            if (mg_lns_window(pr, seq, &T, max_T, a, b, budget, wtime, check, free_vals, &r, &d)) {
+            if (mg_lns_window(pr, seq, &T, max_T, a, b, wcap > 0 ? wcap : budget, wtime, check, free_vals, &r, &d)) {
                 fprintf(stderr, "lns_plan: %s\n", d.msg);
                 return 1;
             }
             windows++;
             proven += r.proven && !r.improved;
-            const char *what = !r.solved ? "no answer (CBC failed or overran)" : r.improved ? "cheaper" : r.proven ? "none cheaper (proven)" : "none found";
+            const char *what = !r.solved ? "no answer (CBC failed or overran)" : r.improved ? "cheaper" : r.proven && r.new_cost > 0 ? "none cheaper (proven)" : r.proven ? "none cheaper (proven; CBC's cutoff ruled out the current window too)" : "none found";
             if (r.improved) { /* placed and verified, or undone */
                 mg_plan *p = mg_lns_seq_plan(pr, seq, T);
                 int ok = p && !mg_arena_assign_within(p, budget, &d) && p->workspace_bytes <= budget &&

@@ -241,23 +241,22 @@ static int solve_isolated(const lp *m, double time_limit, double cutoff, outcome
 }
 
 /* m without its fixed columns (lb == ub: the values that are not free, mg_lns_window's
- * free_vals), their part moved into the row bounds, and rows left with one column turned into
- * that column's bounds, twice over (a long window with few free values is mostly fixed; CBC
- * got nowhere within minutes on resnet50's whole schedule written out with its fixed columns).
- * map[j]: the reduced program's column of m's column j, or -1 (fixed at m->lb[j]). Returns 0
- * when the fixed part alone violates a row (the current schedule is not in the program's class:
- * no answer). */
+ * free_vals), their part moved into the row bounds (a long window with few free values is
+ * mostly fixed; CBC got nowhere within minutes on resnet50's whole schedule written out with
+ * its fixed columns). Rows left with one column stay rows (CBC's presolve takes them). map[j]: the reduced
+ * program's column of m's column j, or -1 (fixed at m->lb[j]). Returns 0 when the fixed part
+ * alone violates a row (no answer). */
 static int presolve(lp *m, lp *out, int *map)
 {
     double *lb = malloc(((size_t)m->ncols + 1) * sizeof *lb), *ub = malloc(((size_t)m->ncols + 1) * sizeof *ub);
     double *rlb = malloc(((size_t)m->nrows + 1) * sizeof *rlb), *rub = malloc(((size_t)m->nrows + 1) * sizeof *rub);
-    int *cnt = malloc(((size_t)m->nrows + 1) * sizeof *cnt), *one = malloc(((size_t)m->nrows + 1) * sizeof *one);
+    int *cnt = malloc(((size_t)m->nrows + 1) * sizeof *cnt);
     char *dead = calloc((size_t)m->nrows + 1, 1);
-    if (!lb || !ub || !rlb || !rub || !cnt || !one || !dead) abort();
+    if (!lb || !ub || !rlb || !rub || !cnt || !dead) abort();
     memcpy(lb, m->lb, (size_t)m->ncols * sizeof *lb);
     memcpy(ub, m->ub, (size_t)m->ncols * sizeof *ub);
     int ok = 1;
-    for (int round = 0; round < 3 && ok; round++) {
+    {
         for (int i = 0; i < m->nrows; i++) {
             rlb[i] = m->rlb[i];
             rub[i] = m->rub[i];
@@ -270,31 +269,12 @@ static int presolve(lp *m, lp *out, int *map)
                 if (rub[i] < DBL_MAX) rub[i] -= m->tv[k] * lb[j];
             } else {
                 cnt[i]++;
-                one[i] = k;
             }
         }
         for (int i = 0; i < m->nrows && ok; i++) {
             if (dead[i]) continue;
             if (cnt[i] == 0) {
                 ok = rlb[i] <= 1e-7 && rub[i] >= -1e-7;
-                dead[i] = 1;
-            } else if (cnt[i] == 1 && round < 2) { /* a bound on its one column */
-                int j = m->tj[one[i]];
-                double c = m->tv[one[i]], lo = rlb[i] > -DBL_MAX ? rlb[i] / c : -DBL_MAX,
-                       hi = rub[i] < DBL_MAX ? rub[i] / c : DBL_MAX;
-                if (c < 0) {
-                    double t = lo;
-                    lo = rub[i] < DBL_MAX ? hi : -DBL_MAX;
-                    hi = rlb[i] > -DBL_MAX ? t : DBL_MAX;
-                }
-                if (m->integer[j]) {
-                    if (lo > -DBL_MAX) lo = ceil(lo - 1e-7);
-                    if (hi < DBL_MAX) hi = floor(hi + 1e-7);
-                }
-                if (lo > lb[j]) lb[j] = lo;
-                if (hi < ub[j]) ub[j] = hi;
-                if (lb[j] > ub[j] + 1e-9) ok = 0;
-                else if (lb[j] > ub[j]) ub[j] = lb[j];
                 dead[i] = 1;
             }
         }
@@ -320,7 +300,6 @@ static int presolve(lp *m, lp *out, int *map)
     free(rlb);
     free(rub);
     free(cnt);
-    free(one);
     free(dead);
     free(rmap);
     return ok;
@@ -675,8 +654,27 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
     outcome r;
     mg_status st = MG_OK;
     /* at most the current window's cost: the current window, CBC's first solution, is then an
-     * incumbent its heuristics improve on (only a cheaper window replaces it) */
-    double cutoff = old / cscale * (1 + 1e-9) + 1e-6;
+     * incumbent its heuristics improve on (only a cheaper window replaces it). CBC takes the
+     * cutoff less the objective's step (the gcd of its costs, when they are integers) as the
+     * bound a new solution must beat, so where the costs are integers the cutoff is raised by
+     * almost their gcd; when CBC still rules out the current window it has proven that none is
+     * cheaper by a step (res->proven with new_cost 0) */
+    double step = 0;
+    for (int v = 0; v < n; v++) {
+        double c = pr->cost[v];
+        if (c != floor(c) || c < 0 || c > 1e15) {
+            step = 0;
+            break;
+        }
+        double x0 = step, y0 = c; /* gcd */
+        while (y0 > 0) {
+            double r0 = fmod(x0, y0);
+            x0 = y0;
+            y0 = r0;
+        }
+        step = x0;
+    }
+    double cutoff = (old + 0.999 * step) / cscale * (1 + 1e-12) + 1e-9;
     /* the fixed columns' objective, the reduced program's cutoff */
     lp red;
     int *map = malloc(((size_t)m.ncols + 1) * sizeof *map);
