@@ -268,6 +268,14 @@ mg_status mg_improve_schedule_n(const mg_problem *prob, const mg_sched_opts *opt
  * budget by recomputing other values; *best is replaced by a cheaper plan that fits budget once
  * placed. At most max_plans schedules are built (and the placements of those that fit). */
 mg_status mg_polish_schedule(const mg_problem *prob, int64_t budget, int max_plans, mg_plan **best, mg_diag *d);
+/* The first step of the plan of the compute sequence seq[0..T) over cap (-1: none; -2: a step
+ * reads a value not yet computed, where no plan exists), without building the plan: the buffers
+ * as its plan builder makes them (each computation of a workspace value live from its step to
+ * its last read before the value is computed again, or to the end; scratch for its step; the
+ * result to the last step). end[s]: the last step of the buffer step s writes (-1: none). inst,
+ * last: scratch per node (prob->n); live: T + 1 entries. */
+int mg_seq_first_over(const mg_problem *prob, const int *seq, int T, int64_t cap, int *inst, int *last, int64_t *live,
+                      int *end);
 
 /* sched_refill.c: on a placed plan, each recomputation whose value could have stayed in the
  * workspace until then (its address range free from the last read, or the recomputation's own

@@ -280,7 +280,7 @@ done:
  * plan with waste above its peak of live bytes, each is placed as it is kept instead (layered
  * DAGs: judged by the cap alone, layered_n500 at 0.8 of its peak went to 1.0558 in schedules
  * none of which fitted once placed, and kept 1.0880). Edits and repairs are judged without
- * building their plans (first_over_seq; only a schedule kept is built), the repairs cheapest
+ * building their plans (mg_seq_first_over; only a schedule kept is built), the repairs cheapest
  * first, so the dearer ones are not judged at all once one is picked. (resnet50 at its
  * minimum: 1.1543 to 1.1518 of running every op once in ~2,400 schedules judged, ~15 ms; the
  * polish that built and placed every edit and built every repair, from the first
@@ -322,15 +322,8 @@ static int first_over(const mg_plan *p, int64_t cap, int64_t *live)
     return over;
 }
 
-/* The first step of the plan of seq[0..T) over cap (-1: none; -2: a step reads a value not yet
- * computed, where build_seq has no plan), without building the plan: the buffers as build_seq's
- * builder makes them (each computation of a workspace value live from its step to its last read
- * before the value is computed again, or to the end; scratch for its step; the result to the
- * last step). end[s]: the last step of the buffer step s writes (-1: none). Edits and repairs
- * are judged by this; only a schedule kept is built. inst, last: per node scratch; live: T + 1
- * entries. */
-static int first_over_seq(const mg_problem *pr, const int *seq, int T, int64_t cap, int *inst, int *last,
-                          int64_t *live, int *end)
+int mg_seq_first_over(const mg_problem *pr, const int *seq, int T, int64_t cap, int *inst, int *last, int64_t *live,
+                      int *end)
 {
     for (int v = 0; v < pr->n; v++) inst[v] = -1;
     for (int s = 0; s <= T; s++) live[s] = 0;
@@ -419,7 +412,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
             double cost = 0; /* the schedule's, summed as the builder sums it */
             for (int s = 0; s < n; s++) cost += pr->cost[cand[s]];
             if (cost >= bp->flops_executed) break; /* repairs only add */
-            int over = first_over_seq(pr, cand, n, budget, inst, last, live, end);
+            int over = mg_seq_first_over(pr, cand, n, budget, inst, last, live, end);
             if (over == -2) break;
             if (over < 0) { /* fits the cap: built and placed below */
                 fits = 1;
@@ -447,7 +440,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
                     if (s < n) trial[t++] = cand[s];
                 }
                 left--;
-                int o2 = first_over_seq(pr, trial, n + 1, budget, inst, last, live, end);
+                int o2 = mg_seq_first_over(pr, trial, n + 1, budget, inst, last, live, end);
                 if (o2 == -1 || o2 > over) {
                     npick = n + 1;
                     for (int s = 0; s < npick; s++) pick[s] = trial[s];

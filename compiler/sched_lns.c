@@ -20,290 +20,15 @@
  * holds a value at least as long as the sequence does).
  *
  * This is a research tool (bench/lns_plan.c drives it over windows of auto's plan); auto does
- * not run it. CBC runs in a child process, as in solve_exact.c (its assertions may abort). */
+ * not run it. CBC runs in a child process (lp_cbc.c). */
 #include "sched_lns.h"
 
-#include "clock.h"
+#include "lp_cbc.h"
 
-#include <coin/Cbc_C_Interface.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-/* ---- a growing sparse program (as in solve_exact.c) ------------------------------------- */
-typedef struct lp {
-    int ncols, nrows, nnz, capcols, caprows, capnz;
-    double *lb, *ub, *obj, *rlb, *rub, *tv;
-    char *integer;
-    int *ti, *tj;
-    double *start; /* NULL, or a value per column for CBC's first solution (integer columns) */
-} lp;
-
-static void *grow(void *p, int *cap, size_t sz, int need)
-{
-    if (need <= *cap) return p;
-    int c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    p = realloc(p, (size_t)c * sz);
-    if (!p) abort();
-    *cap = c;
-    return p;
-}
-
-static int col(lp *m, double lb, double ub, double obj, int integer)
-{
-    if (m->ncols == m->capcols) {
-        int c = m->capcols;
-        m->lb = grow(m->lb, &c, sizeof *m->lb, m->ncols + 1);
-        c = m->capcols;
-        m->ub = grow(m->ub, &c, sizeof *m->ub, m->ncols + 1);
-        c = m->capcols;
-        m->obj = grow(m->obj, &c, sizeof *m->obj, m->ncols + 1);
-        c = m->capcols;
-        m->integer = grow(m->integer, &c, 1, m->ncols + 1);
-        m->capcols = c;
-    }
-    m->lb[m->ncols] = lb;
-    m->ub[m->ncols] = ub;
-    m->obj[m->ncols] = obj;
-    m->integer[m->ncols] = (char)integer;
-    return m->ncols++;
-}
-
-static int row(lp *m, double lo, double hi)
-{
-    if (m->nrows == m->caprows) {
-        int c = m->caprows;
-        m->rlb = grow(m->rlb, &c, sizeof *m->rlb, m->nrows + 1);
-        c = m->caprows;
-        m->rub = grow(m->rub, &c, sizeof *m->rub, m->nrows + 1);
-        m->caprows = c;
-    }
-    m->rlb[m->nrows] = lo;
-    m->rub[m->nrows] = hi;
-    return m->nrows++;
-}
-
-static void coef(lp *m, int r, int c, double v)
-{
-    if (c < 0 || v == 0) return;
-    if (m->nnz == m->capnz) {
-        int c2 = m->capnz;
-        m->ti = grow(m->ti, &c2, sizeof *m->ti, m->nnz + 1);
-        c2 = m->capnz;
-        m->tj = grow(m->tj, &c2, sizeof *m->tj, m->nnz + 1);
-        c2 = m->capnz;
-        m->tv = grow(m->tv, &c2, sizeof *m->tv, m->nnz + 1);
-        m->capnz = c2;
-    }
-    m->ti[m->nnz] = r;
-    m->tj[m->nnz] = c;
-    m->tv[m->nnz++] = v;
-}
-
-static void lp_free(lp *m)
-{
-    free(m->lb);
-    free(m->ub);
-    free(m->obj);
-    free(m->integer);
-    free(m->rlb);
-    free(m->rub);
-    free(m->ti);
-    free(m->tj);
-    free(m->tv);
-    free(m->start);
-}
-
-/* ---- CBC in a child process --------------------------------------------------------------- */
-typedef struct outcome {
-    int has_x, proven, infeasible;
-    double obj;
-} outcome;
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return 0;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 1;
-}
-
-static void child_solve(const lp *m, double time_limit, double cutoff, int fd)
-{
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) {
-        dup2(null, 1);
-        dup2(null, 2);
-    }
-    int *start = calloc((size_t)m->ncols + 1, sizeof *start), *idx = malloc(((size_t)m->nnz + 1) * sizeof *idx);
-    int *fill = calloc((size_t)m->ncols + 1, sizeof *fill);
-    double *val = malloc(((size_t)m->nnz + 1) * sizeof *val);
-    if (!start || !idx || !fill || !val) _exit(1);
-    for (int k = 0; k < m->nnz; k++) start[m->tj[k] + 1]++;
-    for (int j = 0; j < m->ncols; j++) start[j + 1] += start[j];
-    for (int k = 0; k < m->nnz; k++) {
-        int j = m->tj[k], at = start[j] + fill[j]++;
-        idx[at] = m->ti[k];
-        val[at] = m->tv[k];
-    }
-    Cbc_Model *cbc = Cbc_newModel();
-    Cbc_loadProblem(cbc, m->ncols, m->nrows, start, idx, val, m->lb, m->ub, m->obj, m->rlb, m->rub);
-    for (int j = 0; j < m->ncols; j++)
-        if (m->integer[j]) Cbc_setInteger(cbc, j);
-    Cbc_setLogLevel(cbc, 0);
-    Cbc_setParameter(cbc, "log", "0");
-    Cbc_setParameter(cbc, "slog", "0");
-    Cbc_setParameter(cbc, "timeMode", "elapsed");
-    Cbc_setMaximumSeconds(cbc, time_limit);
-    Cbc_setAllowableGap(cbc, 1e-9);
-    Cbc_setAllowableFractionGap(cbc, 1e-9);
-    Cbc_setCutoff(cbc, cutoff);
-    if (m->start) {
-        int ns = 0;
-        for (int j = 0; j < m->ncols; j++) ns += m->integer[j] != 0;
-        int *si = malloc(((size_t)ns + 1) * sizeof *si);
-        double *sv = malloc(((size_t)ns + 1) * sizeof *sv);
-        if (!si || !sv) _exit(1);
-        ns = 0;
-        for (int j = 0; j < m->ncols; j++)
-            if (m->integer[j]) {
-                si[ns] = j;
-                sv[ns++] = m->start[j];
-            }
-        Cbc_setMIPStartI(cbc, ns, si, sv);
-    }
-    Cbc_solve(cbc);
-    outcome r = {0};
-    r.proven = Cbc_isProvenOptimal(cbc) || Cbc_isProvenInfeasible(cbc);
-    r.infeasible = Cbc_isProvenInfeasible(cbc);
-    const double *x = Cbc_numberSavedSolutions(cbc) > 0 || Cbc_isProvenOptimal(cbc) ? Cbc_bestSolution(cbc) : NULL;
-    r.has_x = x != NULL && !r.infeasible;
-    r.obj = r.has_x ? Cbc_getObjValue(cbc) : HUGE_VAL;
-    int ok = write_all(fd, &r, sizeof r) && (!r.has_x || write_all(fd, x, (size_t)m->ncols * sizeof *x));
-    _exit(ok ? 0 : 1);
-}
-
-/* 0 and *r filled, or -1 when the child died or overran (then killed). */
-static int solve_isolated(const lp *m, double time_limit, double cutoff, outcome *r, double *x)
-{
-    *r = (outcome){0};
-    int fd[2];
-    if (pipe(fd)) return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        child_solve(m, time_limit, cutoff, fd[1]);
-    }
-    close(fd[1]);
-    size_t want = sizeof *r, got = 0, total = want;
-    double deadline = mg_seconds() + time_limit * 1.2 + 5;
-    int killed = 0;
-    for (;;) {
-        int wait_ms = (int)((deadline - mg_seconds()) * 1000);
-        struct pollfd p = {fd[0], POLLIN, 0};
-        if (wait_ms <= 0 || poll(&p, 1, wait_ms) == 0) {
-            kill(pid, SIGKILL);
-            killed = 1;
-            break;
-        }
-        char *dst = got < want ? (char *)r + got : (char *)x + (got - want);
-        ssize_t k = read(fd[0], dst, total - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (size_t)k;
-        if (got == want && r->has_x) total = want + (size_t)m->ncols * sizeof *x;
-        if (got == total) break;
-    }
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (killed || got != total || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-    return 0;
-}
-
-/* m without its fixed columns (lb == ub: the values that are not free, mg_lns_window's
- * free_vals), their part moved into the row bounds (a long window with few free values is
- * mostly fixed; CBC got nowhere within minutes on resnet50's whole schedule written out with
- * its fixed columns). Rows left with one column stay rows (CBC's presolve takes them). map[j]: the reduced
- * program's column of m's column j, or -1 (fixed at m->lb[j]). Returns 0 when the fixed part
- * alone violates a row (no answer). */
-static int presolve(lp *m, lp *out, int *map)
-{
-    double *lb = malloc(((size_t)m->ncols + 1) * sizeof *lb), *ub = malloc(((size_t)m->ncols + 1) * sizeof *ub);
-    double *rlb = malloc(((size_t)m->nrows + 1) * sizeof *rlb), *rub = malloc(((size_t)m->nrows + 1) * sizeof *rub);
-    int *cnt = malloc(((size_t)m->nrows + 1) * sizeof *cnt);
-    char *dead = calloc((size_t)m->nrows + 1, 1);
-    if (!lb || !ub || !rlb || !rub || !cnt || !dead) abort();
-    memcpy(lb, m->lb, (size_t)m->ncols * sizeof *lb);
-    memcpy(ub, m->ub, (size_t)m->ncols * sizeof *ub);
-    int ok = 1;
-    {
-        for (int i = 0; i < m->nrows; i++) {
-            rlb[i] = m->rlb[i];
-            rub[i] = m->rub[i];
-            cnt[i] = 0;
-        }
-        for (int k = 0; k < m->nnz; k++) {
-            int i = m->ti[k], j = m->tj[k];
-            if (lb[j] == ub[j]) {
-                if (rlb[i] > -DBL_MAX) rlb[i] -= m->tv[k] * lb[j];
-                if (rub[i] < DBL_MAX) rub[i] -= m->tv[k] * lb[j];
-            } else {
-                cnt[i]++;
-            }
-        }
-        for (int i = 0; i < m->nrows && ok; i++) {
-            if (dead[i]) continue;
-            if (cnt[i] == 0) {
-                ok = rlb[i] <= 1e-7 && rub[i] >= -1e-7;
-                dead[i] = 1;
-            }
-        }
-    }
-    *out = (lp){0};
-    for (int j = 0; j < m->ncols; j++)
-        map[j] = lb[j] == ub[j] ? -1 : col(out, lb[j], ub[j], m->obj[j], m->integer[j]);
-    int *rmap = malloc(((size_t)m->nrows + 1) * sizeof *rmap);
-    if (!rmap) abort();
-    for (int i = 0; i < m->nrows; i++) rmap[i] = dead[i] || cnt[i] == 0 ? -1 : row(out, rlb[i], rub[i]);
-    for (int k = 0; k < m->nnz; k++)
-        if (rmap[m->ti[k]] >= 0 && map[m->tj[k]] >= 0) coef(out, rmap[m->ti[k]], map[m->tj[k]], m->tv[k]);
-    if (m->start) {
-        out->start = malloc(((size_t)out->ncols + 1) * sizeof *out->start);
-        if (!out->start) abort();
-        for (int j = 0; j < m->ncols; j++)
-            if (map[j] >= 0) out->start[map[j]] = m->start[j];
-    }
-    for (int j = 0; j < m->ncols; j++)
-        if (map[j] < 0) m->lb[j] = lb[j]; /* the fixed value, for the caller */
-    free(lb);
-    free(ub);
-    free(rlb);
-    free(rub);
-    free(cnt);
-    free(dead);
-    free(rmap);
-    return ok;
-}
 
 /* ---- the sequence view of a schedule ------------------------------------------------------ */
 static int ws(const mg_problem *pr, int v)
@@ -316,45 +41,6 @@ static int reads(const mg_problem *pr, int v, int u)
     for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
         if (pr->in[k] == u) return 1;
     return 0;
-}
-
-int64_t mg_lns_seq_peak(const mg_problem *pr, const int *seq, int T)
-{
-    int *inst = calloc((size_t)pr->n + 1, sizeof *inst), *last = calloc((size_t)pr->n + 1, sizeof *last);
-    int64_t *live = calloc((size_t)T + 2, sizeof *live);
-    if (!inst || !last || !live) abort();
-    int64_t peak = 0;
-    for (int v = 0; v < pr->n; v++) inst[v] = -1;
-    for (int s = 0; s < T && peak >= 0; s++) { /* (peak -1: a read before the value exists) */
-        int v = seq[s];
-        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
-            int u = pr->in[k];
-            if (inst[u] < 0 && pr->home[u].mem == MG_MEM_NONE && pr->target[u]) peak = -1;
-            last[u] = s;
-        }
-        if (inst[v] >= 0) live[last[v] + 1] -= pr->bytes[v];
-        live[s] += pr->scratch[v];
-        live[s + 1] -= pr->scratch[v];
-        if (pr->home[v].mem == MG_MEM_NONE) {
-            inst[v] = s;
-            last[v] = s;
-            live[s] += pr->bytes[v];
-        }
-    }
-    if (peak >= 0) {
-        if (pr->result >= 0 && inst[pr->result] >= 0) last[pr->result] = T - 1;
-        for (int v = 0; v < pr->n; v++)
-            if (inst[v] >= 0) live[last[v] + 1] -= pr->bytes[v];
-        int64_t cur = 0;
-        for (int s = 0; s < T; s++) {
-            cur += live[s];
-            if (cur > peak) peak = cur;
-        }
-    }
-    free(inst);
-    free(last);
-    free(live);
-    return peak;
 }
 
 mg_plan *mg_lns_seq_plan(const mg_problem *pr, const int *seq, int T)
@@ -527,13 +213,13 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
     for (int v = 0; v < n; v++)
         if (pr->target[v] && pr->cost[v] > cscale) cscale = pr->cost[v];
     if (cscale <= 0) cscale = 1;
-    lp m = {0};
+    mg_lp m = {0};
     for (int t = 0; t < K; t++) {
         int g = a + t;
         for (int v = n - 1; v >= 0; v--) {
             int p = pos[v];
             need[v] = 0;
-            if (p == g) R[(size_t)t * n + v] = col(&m, 1, 1, pr->cost[v] / cscale, 1);
+            if (p == g) R[(size_t)t * n + v] = mg_lp_col(&m, 1, 1, pr->cost[v] / cscale, 1);
             if (p < 0 || p > g || !ws(pr, v)) continue;
             need[v] = pr->keep_to_end[v] || inE[v];
             for (int j = v + 1; j < n && !need[v]; j++) {
@@ -543,13 +229,13 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
             if (p == g) {
             } else if (pr->evictable[v] && need[v]) {
                 double fix = free_vals && !free_vals[v] ? curR[(size_t)t * n + v] : -1;
-                R[(size_t)t * n + v] = col(&m, fix < 0 ? 0 : fix, fix < 0 ? 1 : fix, pr->cost[v] / cscale, 1);
+                R[(size_t)t * n + v] = mg_lp_col(&m, fix < 0 ? 0 : fix, fix < 0 ? 1 : fix, pr->cost[v] / cscale, 1);
             }
             if (p < g && need[v] && (t > 0 || inI[v])) {
                 double lo = pr->keep_to_end[v] ? 1 : 0;
                 double fix = free_vals && !free_vals[v] ? curS[(size_t)t * n + v] : -1;
                 if (fix >= 0 && fix < lo) fix = lo;
-                S[(size_t)t * n + v] = col(&m, fix < 0 ? lo : fix, fix < 0 ? 1 : fix, 0, 1);
+                S[(size_t)t * n + v] = mg_lp_col(&m, fix < 0 ? lo : fix, fix < 0 ? 1 : fix, 0, 1);
             }
         }
     }
@@ -575,23 +261,23 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
                 for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
                     int u = pr->in[k];
                     if (!ws(pr, u)) continue;
-                    int r = row(&m, -DBL_MAX, 0);
-                    coef(&m, r, rk, 1);
-                    coef(&m, r, RC(t, u), -1);
-                    coef(&m, r, SC(t, u), -1);
+                    int r = mg_lp_row(&m, -DBL_MAX, 0);
+                    mg_lp_coef(&m, r, rk, 1);
+                    mg_lp_coef(&m, r, RC(t, u), -1);
+                    mg_lp_coef(&m, r, SC(t, u), -1);
                 }
             if (t + 1 < K) {
                 int s1 = SC(t + 1, v);
                 if (s1 >= 0) {
-                    int r = row(&m, -DBL_MAX, 0);
-                    coef(&m, r, s1, 1);
-                    coef(&m, r, SC(t, v), -1);
-                    coef(&m, r, RC(t, v), -1);
+                    int r = mg_lp_row(&m, -DBL_MAX, 0);
+                    mg_lp_coef(&m, r, s1, 1);
+                    mg_lp_coef(&m, r, SC(t, v), -1);
+                    mg_lp_coef(&m, r, RC(t, v), -1);
                 }
             } else if (ws(pr, v) && inE[v]) { /* resident when the window ends */
-                int r = row(&m, 1, DBL_MAX);
-                coef(&m, r, SC(t, v), 1);
-                coef(&m, r, RC(t, v), 1);
+                int r = mg_lp_row(&m, 1, DBL_MAX);
+                mg_lp_coef(&m, r, SC(t, v), 1);
+                mg_lp_coef(&m, r, RC(t, v), 1);
             }
         }
         /* memory, op by op in the stage's order; a value in inE is never freed in the last stage */
@@ -605,44 +291,44 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
             int rk = RC(t, k);
             /* ops fixed not to run here add and free nothing: the chain skips them */
             if (rk < 0 || m.ub[rk] == 0) continue;
-            int U = col(&m, 0, pr->scratch[k] ? DBL_MAX : 1, 0, 0);
-            int r = row(&m, 0, 0);
-            coef(&m, r, U, 1);
-            coef(&m, r, rk, -(double)MEM(k) / B);
+            int U = mg_lp_col(&m, 0, pr->scratch[k] ? DBL_MAX : 1, 0, 0);
+            int r = mg_lp_row(&m, 0, 0);
+            mg_lp_coef(&m, r, U, 1);
+            mg_lp_coef(&m, r, rk, -(double)MEM(k) / B);
             if (prevU < 0) {
-                for (int v = 0; v < n; v++) coef(&m, r, SC(t, v), -(double)MEM(v) / B);
+                for (int v = 0; v < n; v++) mg_lp_coef(&m, r, SC(t, v), -(double)MEM(v) / B);
             } else {
-                coef(&m, r, prevU, -1);
+                mg_lp_coef(&m, r, prevU, -1);
                 int rp = RC(t, prevk);
                 for (int q = pr->in_start[prevk]; q <= pr->in_start[prevk + 1]; q++) {
                     int i = q < pr->in_start[prevk + 1] ? pr->in[q] : prevk, dup = 0;
                     for (int z = pr->in_start[prevk]; z < q; z++) dup |= pr->in[z] == i;
                     if (dup || !ws(pr, i) || pr->keep_to_end[i]) continue;
                     if (t == K - 1 && inE[i]) continue;
-                    int F = col(&m, 0, 1, 0, 0);
-                    coef(&m, r, F, (double)pr->bytes[i] / B);
-                    int f1 = row(&m, -DBL_MAX, 0);
-                    coef(&m, f1, F, 1);
-                    coef(&m, f1, rp, -1);
+                    int F = mg_lp_col(&m, 0, 1, 0, 0);
+                    mg_lp_coef(&m, r, F, (double)pr->bytes[i] / B);
+                    int f1 = mg_lp_row(&m, -DBL_MAX, 0);
+                    mg_lp_coef(&m, f1, F, 1);
+                    mg_lp_coef(&m, f1, rp, -1);
                     int s1 = SC(t + 1, i);
                     if (s1 >= 0) {
-                        int f2 = row(&m, -DBL_MAX, 1);
-                        coef(&m, f2, F, 1);
-                        coef(&m, f2, s1, 1);
+                        int f2 = mg_lp_row(&m, -DBL_MAX, 1);
+                        mg_lp_coef(&m, f2, F, 1);
+                        mg_lp_coef(&m, f2, s1, 1);
                     }
                     for (int oj = prevo + 1; oj < nord; oj++) {
                         int j = o[oj], rj = RC(t, j);
                         if (rj < 0 || !reads(pr, j, i)) continue;
-                        int f3 = row(&m, -DBL_MAX, 1);
-                        coef(&m, f3, F, 1);
-                        coef(&m, f3, rj, 1);
+                        int f3 = mg_lp_row(&m, -DBL_MAX, 1);
+                        mg_lp_coef(&m, f3, F, 1);
+                        mg_lp_coef(&m, f3, rj, 1);
                     }
                 }
             }
             if (pr->scratch[k]) {
-                int rs = row(&m, -DBL_MAX, 1);
-                coef(&m, rs, U, 1);
-                coef(&m, rs, rk, (double)pr->scratch[k] / B);
+                int rs = mg_lp_row(&m, -DBL_MAX, 1);
+                mg_lp_coef(&m, rs, U, 1);
+                mg_lp_coef(&m, rs, rk, (double)pr->scratch[k] / B);
             }
             prevU = U;
             prevk = k;
@@ -651,7 +337,7 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
     }
     double *x = calloc((size_t)m.ncols + 1, sizeof *x);
     if (!x) abort();
-    outcome r;
+    mg_lp_outcome r;
     mg_status st = MG_OK;
     /* at most the current window's cost: the current window, CBC's first solution, is then an
      * incumbent its heuristics improve on (only a cheaper window replaces it). CBC takes the
@@ -676,10 +362,12 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
     }
     double cutoff = (old + 0.999 * step) / cscale * (1 + 1e-12) + 1e-9;
     /* the fixed columns' objective, the reduced program's cutoff */
-    lp red;
+    mg_lp red;
     int *map = malloc(((size_t)m.ncols + 1) * sizeof *map);
     if (!map) abort();
-    int consistent = presolve(&m, &red, map);
+    /* (without its fixed columns: a long window with few free values is mostly fixed; CBC got
+     * nowhere within minutes on resnet50's whole schedule written out with them) */
+    int consistent = mg_lp_drop_fixed(&m, &red, map);
     double fixed_obj = 0;
     for (int j = 0; j < m.ncols; j++)
         if (map[j] < 0) fixed_obj += m.obj[j] * m.lb[j];
@@ -687,12 +375,16 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
     res->rows = red.nrows;
     double *xr = calloc((size_t)red.ncols + 1, sizeof *xr);
     if (!xr) abort();
-    int solved = consistent && solve_isolated(&red, time_limit, cutoff - fixed_obj, &r, xr) == 0;
+    int solved = 0;
+    if (consistent) {
+        st = mg_lp_solve(&red, time_limit, cutoff - fixed_obj, 0, MG_LP_SOLVE, &r, xr, d);
+        solved = !st && !r.crashed && (r.has_x || r.proven);
+    }
     if (solved)
         for (int j = 0; j < m.ncols; j++) x[j] = map[j] < 0 ? m.lb[j] : xr[map[j]];
     free(xr);
     free(map);
-    lp_free(&red);
+    mg_lp_free(&red);
     if (solved) {
         res->solved = 1;
         res->proven = r.proven;
@@ -720,12 +412,19 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
                 memcpy(ns, seq, (size_t)sa * sizeof *ns);
                 memcpy(ns + sa, w, (size_t)nw * sizeof *ns);
                 memcpy(ns + sa + nw, seq + sb + 1, (size_t)(Tn - sb - 1) * sizeof *ns);
-                int64_t peak = mg_lns_seq_peak(pr, ns, newT);
-                if (peak >= 0 && peak <= cap) {
+                int *inst = mg_xcalloc((size_t)n + 1, sizeof *inst), *last = mg_xcalloc((size_t)n + 1, sizeof *last);
+                int *end = mg_xcalloc((size_t)newT + 1, sizeof *end);
+                int64_t *live = mg_xcalloc((size_t)newT + 1, sizeof *live);
+                int over = mg_seq_first_over(pr, ns, newT, cap, inst, last, live, end);
+                free(inst);
+                free(last);
+                free(end);
+                free(live);
+                if (over == -1) {
                     memcpy(seq, ns, (size_t)newT * sizeof *ns);
                     *T = newT;
                     res->improved = 1;
-                } else if (peak < 0) {
+                } else if (over == -2) {
                     st = mg_diag_set(d, (mg_loc){0}, "lns: internal error: the window's schedule reads a value not computed");
                 }
                 free(ns);
@@ -746,7 +445,7 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
     free(indeg);
     free(pred);
     free(done);
-    lp_free(&m);
+    mg_lp_free(&m);
     free(R);
     free(S);
     free(need);

@@ -18,302 +18,13 @@
  * The plan is rebuilt from R and S alone, freeing every value right after its last read, so its
  * peak is never above what the program accounted for. */
 #include "clock.h"
+#include "lp_cbc.h"
 #include "plan.h"
 
-#include <coin/Cbc_C_Interface.h>
-#include <coin/Clp_C_Interface.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-/* A growing sparse matrix in triplets, converted to columns for CBC. */
-typedef struct lp {
-    int ncols, nrows, nnz, capcols, caprows, capnz;
-    double *lb, *ub, *obj;
-    char *integer;
-    double *rlb, *rub;
-    int *ti, *tj;
-    double *tv;
-} lp;
-
-static int col(lp *m, double lb, double ub, double obj, int integer)
-{
-    if (m->ncols == m->capcols) {
-        m->capcols = m->capcols ? 2 * m->capcols : 1024;
-        m->lb = realloc(m->lb, (size_t)m->capcols * sizeof *m->lb);
-        m->ub = realloc(m->ub, (size_t)m->capcols * sizeof *m->ub);
-        m->obj = realloc(m->obj, (size_t)m->capcols * sizeof *m->obj);
-        m->integer = realloc(m->integer, (size_t)m->capcols);
-        if (!m->lb || !m->ub || !m->obj || !m->integer) abort();
-    }
-    m->lb[m->ncols] = lb;
-    m->ub[m->ncols] = ub;
-    m->obj[m->ncols] = obj;
-    m->integer[m->ncols] = (char)integer;
-    return m->ncols++;
-}
-
-static int row(lp *m, double lo, double hi)
-{
-    if (m->nrows == m->caprows) {
-        m->caprows = m->caprows ? 2 * m->caprows : 1024;
-        m->rlb = realloc(m->rlb, (size_t)m->caprows * sizeof *m->rlb);
-        m->rub = realloc(m->rub, (size_t)m->caprows * sizeof *m->rub);
-        if (!m->rlb || !m->rub) abort();
-    }
-    m->rlb[m->nrows] = lo;
-    m->rub[m->nrows] = hi;
-    return m->nrows++;
-}
-
-static void coef(lp *m, int r, int c, double v)
-{
-    if (c < 0 || v == 0) return;
-    if (m->nnz == m->capnz) {
-        m->capnz = m->capnz ? 2 * m->capnz : 4096;
-        m->ti = realloc(m->ti, (size_t)m->capnz * sizeof *m->ti);
-        m->tj = realloc(m->tj, (size_t)m->capnz * sizeof *m->tj);
-        m->tv = realloc(m->tv, (size_t)m->capnz * sizeof *m->tv);
-        if (!m->ti || !m->tj || !m->tv) abort();
-    }
-    m->ti[m->nnz] = r;
-    m->tj[m->nnz] = c;
-    m->tv[m->nnz++] = v;
-}
-
-static void lp_free(lp *m)
-{
-    free(m->lb);
-    free(m->ub);
-    free(m->obj);
-    free(m->integer);
-    free(m->rlb);
-    free(m->rub);
-    free(m->ti);
-    free(m->tj);
-    free(m->tv);
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return 0;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 1;
-}
-
-/* m's matrix by columns, as CBC and Clp load it; free with columns_free. */
-typedef struct columns {
-    int *start, *idx;
-    double *val;
-} columns;
-
-static columns to_columns(const lp *m)
-{
-    columns c = {mg_xcalloc((size_t)m->ncols + 1, sizeof *c.start), mg_xcalloc((size_t)m->nnz, sizeof *c.idx),
-                 mg_xcalloc((size_t)m->nnz, sizeof *c.val)};
-    int *fill = mg_xcalloc((size_t)m->ncols, sizeof *fill);
-    for (int k = 0; k < m->nnz; k++) c.start[m->tj[k] + 1]++;
-    for (int j = 0; j < m->ncols; j++) c.start[j + 1] += c.start[j];
-    for (int k = 0; k < m->nnz; k++) {
-        int j = m->tj[k], at = c.start[j] + fill[j]++;
-        c.idx[at] = m->ti[k];
-        c.val[at] = m->tv[k];
-    }
-    free(fill);
-    return c;
-}
-
-static void columns_free(columns *c)
-{
-    free(c->start);
-    free(c->idx);
-    free(c->val);
-}
-
-static Cbc_Model *to_cbc(const lp *m)
-{
-    columns c = to_columns(m);
-    Cbc_Model *cbc = Cbc_newModel();
-    Cbc_loadProblem(cbc, m->ncols, m->nrows, c.start, c.idx, c.val, m->lb, m->ub, m->obj, m->rlb, m->rub);
-    for (int j = 0; j < m->ncols; j++)
-        if (m->integer[j]) Cbc_setInteger(cbc, j);
-    columns_free(&c);
-    return cbc;
-}
-
-/* A lower bound on m's linear relaxation (so on m) from any row multipliers y, whether or not
- * they are optimal: for every x within the column bounds and row ranges,
- *   c.x = (c - A'y).x + y.(Ax) >= sum_j min over [lb_j, ub_j] of r_j x_j
- *                                + sum_i (y_i > 0 ? y_i rlb_i : y_i rub_i),   r = c - A'y.
- * A multiplier on an infinite side counts as 0 (still some y); a column with an infinite bound
- * on the side its reduced cost wants gives no bound (-HUGE_VAL). Summed in long double; the
- * caller keeps a margin for the rounding. This is what makes an LP stopped early, or solved to
- * a tolerance, still a proof. */
-static double dual_bound(const lp *m, const columns *c, const double *y_in)
-{
-    long double b = 0;
-    double *y = mg_xcalloc((size_t)m->nrows, sizeof *y);
-    for (int i = 0; i < m->nrows; i++) {
-        double v = y_in[i];
-        if (!isfinite(v) || (v > 0 && m->rlb[i] <= -1e300) || (v < 0 && m->rub[i] >= 1e300)) v = 0;
-        y[i] = v;
-        b += v > 0 ? (long double)v * m->rlb[i] : v < 0 ? (long double)v * m->rub[i] : 0;
-    }
-    for (int j = 0; j < m->ncols; j++) {
-        long double r = m->obj[j];
-        for (int k = c->start[j]; k < c->start[j + 1]; k++) r -= (long double)c->val[k] * y[c->idx[k]];
-        double side = r >= 0 ? m->lb[j] : m->ub[j];
-        if (r != 0 && (side <= -1e300 || side >= 1e300)) {
-            free(y);
-            return -HUGE_VAL;
-        }
-        b += r * side;
-    }
-    free(y);
-    return (double)b;
-}
-
-/* What a solve reports back to the parent process. */
-typedef struct outcome {
-    int crashed, timed_out, proven, infeasible, has_x;
-    double bound; /* scaled by the cost scale */
-} outcome;
-
-/* Runs CBC in the child end of a fork. CBC (through Clp) is built with assertions that abort
- * on some numerically awkward programs (coin-or/Clp#173); in a child that costs one solve,
- * not the user's compiler process. The child writes the outcome and the solution to a pipe. */
-static void child_solve(const lp *m, double time_limit, double cutoff, int cautious, int bound_only, int fd)
-{
-    double end = mg_seconds() + time_limit; /* loading the program into CBC counts too */
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) { /* CBC's assertion messages are not the user's business: the parent reports */
-        dup2(null, 1);
-        dup2(null, 2);
-    }
-    if (bound_only == 2) { /* the linear relaxation only, by Clp (see dual_bound) */
-        columns c = to_columns(m);
-        Clp_Simplex *clp = Clp_newModel();
-        Clp_setLogLevel(clp, 0);
-        Clp_loadProblem(clp, m->ncols, m->nrows, c.start, c.idx, c.val, m->lb, m->ub, m->obj, m->rlb, m->rub);
-        /* the dual simplex in rounds of iterations, so that it stops on the wall clock (Clp's
-         * own limit counts CPU time, and the machine may be shared); each round starts from
-         * the last one's basis, and its multipliers are a bound wherever it stopped */
-        double aim = end - 0.15 * time_limit - 0.5;
-        int chunk = 500; /* doubled while a round takes under a second: each round starts anew */
-        for (;;) {
-            double t0 = mg_seconds();
-            Clp_setMaximumIterations(clp, chunk);
-            Clp_dual(clp, 0);
-            if (Clp_status(clp) != 3 || mg_seconds() >= aim) break;
-            if (mg_seconds() - t0 < 1 && chunk < 1 << 24) chunk *= 2;
-        }
-        outcome r = {0};
-        r.bound = dual_bound(m, &c, Clp_dualRowSolution(clp));
-        Clp_deleteModel(clp);
-        columns_free(&c);
-        _exit(write_all(fd, &r, sizeof r) ? 0 : 1);
-    }
-    Cbc_Model *cbc = to_cbc(m);
-    if (cautious) Cbc_setParameter(cbc, "preprocess", "off"); /* where the known assertions fire */
-    Cbc_setLogLevel(cbc, 0);
-    Cbc_setParameter(cbc, "log", "0");
-    Cbc_setParameter(cbc, "slog", "0");
-    Cbc_setParameter(cbc, "timeMode", "elapsed"); /* the limit is the user's wall clock, not CPU time */
-    /* CBC reads its clock only between phases and overruns by a few seconds: aim short (on
-     * large programs without preprocessing a round of root cuts took 7 s past the aim) */
-    double left = (bound_only && m->nnz > 100000 ? 0.6 : 0.85) * (end - mg_seconds()) - 0.5;
-    Cbc_setMaximumSeconds(cbc, left > 0.2 ? left : 0.2);
-    Cbc_setAllowableGap(cbc, 1e-9);
-    Cbc_setAllowableFractionGap(cbc, 1e-9);
-    if (cutoff < 1e300) Cbc_setCutoff(cbc, cutoff);
-    if (bound_only) { /* the relaxed program: its bound must be a bound (see mg_relaxed_bound) */
-        Cbc_setParameter(cbc, "heuristicsOnOff", "off");
-        Cbc_setParameter(cbc, "preprocess", "off");
-        Cbc_setParameter(cbc, "knapsackCuts", "off");
-    }
-    Cbc_solve(cbc);
-    outcome r = {0};
-    r.proven = Cbc_isProvenOptimal(cbc) || Cbc_isProvenInfeasible(cbc);
-    r.infeasible = Cbc_isProvenInfeasible(cbc);
-    r.bound = Cbc_getBestPossibleObjValue(cbc);
-    const double *x = Cbc_numberSavedSolutions(cbc) > 0 || r.proven ? Cbc_bestSolution(cbc) : NULL;
-    r.has_x = x != NULL;
-    int ok = write_all(fd, &r, sizeof r) && (!x || write_all(fd, x, (size_t)m->ncols * sizeof *x));
-    _exit(ok ? 0 : 1);
-}
-
-/* The least time a CBC solve is started with. CBC reads its clock only between phases, and its
- * root alone can take seconds: a bound solve handed the last 0.013 s of a split model's
- * --time-limit ran 3.3 s (mlp at 30%, --time-limit 2: 3.2-4.6 s in all). Below this, no solve
- * and no result. */
-static const double MIN_SLICE = 0.25;
-
-/* Solves m in a child process; r->crashed when the child died or overran its time limit by
- * more than a grace period (then it is killed: 10% and up to 4 s more, a quarter of the limit
- * plus 0.5 s on short limits). x receives the solution when r->has_x. Nothing is solved, and
- * r says nothing (no bound, no solution, not crashed), with less than MIN_SLICE seconds. */
-static mg_status solve_isolated(const lp *m, double time_limit, double cutoff, int cautious, int bound_only, outcome *r,
-                                double *x, mg_diag *d)
-{
-    *r = (outcome){.bound = -HUGE_VAL};
-    if (time_limit < MIN_SLICE) return MG_OK;
-    r->bound = 0;
-    int fd[2];
-    if (pipe(fd)) return mg_diag_set(d, (mg_loc){0}, "--solver exact: cannot create a pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return mg_diag_set(d, (mg_loc){0}, "--solver exact: cannot start the solver process: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        child_solve(m, time_limit, cutoff, cautious, bound_only, fd[1]);
-    }
-    close(fd[1]);
-    size_t want = sizeof *r, got = 0, total = sizeof *r;
-    char *head = (char *)r;
-    double grace = 0.5 + time_limit / 4; /* a CBC that hangs, not one a little late */
-    double deadline = mg_seconds() + time_limit * 1.1 + (grace < 4 ? grace : 4);
-    int killed = 0;
-    for (;;) {
-        int wait_ms = (int)((deadline - mg_seconds()) * 1000);
-        struct pollfd p = {fd[0], POLLIN, 0};
-        if (wait_ms <= 0 || poll(&p, 1, wait_ms) == 0) {
-            kill(pid, SIGKILL);
-            killed = 1;
-            break;
-        }
-        char *dst = got < want ? head + got : (char *)x + (got - want);
-        ssize_t k = read(fd[0], dst, total - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (size_t)k;
-        if (got == want && r->has_x) total = want + (size_t)m->ncols * sizeof *x;
-        if (got == total) break;
-    }
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (killed || got != total || !WIFEXITED(status) || WEXITSTATUS(status) != 0) *r = (outcome){.crashed = 1, .timed_out = killed};
-    return MG_OK;
-}
 
 /* The program's shape: stages, which values each stage may compute, and the users of each
  * value; R and S hold column numbers (-1: no such variable) indexed [stage * n + node]. */
@@ -384,7 +95,7 @@ static int Sc(const model *md, int t, int v) { return t < md->T ? md->S[(size_t)
 /* Writes the program down; costs are scaled by cscale and bytes by the cap. A value gets
  * variables in stage t only while something at stage t or later may still read it: a target
  * of a later stage, or a value recomputed in this stage that is itself still needed. */
-static void formulate(model *md, lp *m, int64_t cap, double cscale)
+static void formulate(model *md, mg_lp *m, int64_t cap, double cscale)
 {
     const mg_problem *pr = md->pr;
     int n = md->n, T = md->T;
@@ -399,12 +110,12 @@ static void formulate(model *md, lp *m, int64_t cap, double cscale)
                 int j = md->users[z];
                 need[v] = md->pos[j] >= t || (md->R[(size_t)t * n + j] >= 0 && need[j]);
             }
-            if (p == t) md->R[(size_t)t * n + v] = col(m, 1, 1, pr->cost[v] / cscale, 1);
+            if (p == t) md->R[(size_t)t * n + v] = mg_lp_col(m, 1, 1, pr->cost[v] / cscale, 1);
             else if (pr->evictable[v] && md->mem[v] > 0 && need[v])
-                md->R[(size_t)t * n + v] = col(m, 0, 1, pr->cost[v] / cscale, 1);
+                md->R[(size_t)t * n + v] = mg_lp_col(m, 0, 1, pr->cost[v] / cscale, 1);
             if (p < t && md->mem[v] > 0 && need[v]) {
                 double lo = pr->keep_to_end[v] ? 1 : 0; /* read after the last target: never dropped */
-                md->S[(size_t)t * n + v] = col(m, lo, 1, 0, 1);
+                md->S[(size_t)t * n + v] = mg_lp_col(m, lo, 1, 0, 1);
             }
         }
     }
@@ -417,17 +128,17 @@ static void formulate(model *md, lp *m, int64_t cap, double cscale)
                 for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++) {
                     int u = pr->in[k];
                     if (!ws(md, u)) continue; /* leaves and values in caller memory stay readable */
-                    int r = row(m, -DBL_MAX, 0);
-                    coef(m, r, rk, 1);
-                    coef(m, r, Rc(md, t, u), -1);
-                    coef(m, r, Sc(md, t, u), -1);
+                    int r = mg_lp_row(m, -DBL_MAX, 0);
+                    mg_lp_coef(m, r, rk, 1);
+                    mg_lp_coef(m, r, Rc(md, t, u), -1);
+                    mg_lp_coef(m, r, Sc(md, t, u), -1);
                 }
             int s1 = Sc(md, t + 1, v);
             if (s1 >= 0) {
-                int r = row(m, -DBL_MAX, 0);
-                coef(m, r, s1, 1);
-                coef(m, r, Sc(md, t, v), -1);
-                coef(m, r, Rc(md, t, v), -1);
+                int r = mg_lp_row(m, -DBL_MAX, 0);
+                mg_lp_coef(m, r, s1, 1);
+                mg_lp_coef(m, r, Sc(md, t, v), -1);
+                mg_lp_coef(m, r, Rc(md, t, v), -1);
             }
         }
         /* memory, op by op in graph order */
@@ -435,44 +146,44 @@ static void formulate(model *md, lp *m, int64_t cap, double cscale)
         for (int k = 0; k < n; k++) {
             int rk = Rc(md, t, k);
             if (rk < 0) continue;
-            int U = col(m, 0, pr->scratch[k] ? DBL_MAX : 1, 0, 0);
-            int r = row(m, 0, 0);
-            coef(m, r, U, 1);
-            coef(m, r, rk, -(double)md->mem[k] / B);
+            int U = mg_lp_col(m, 0, pr->scratch[k] ? DBL_MAX : 1, 0, 0);
+            int r = mg_lp_row(m, 0, 0);
+            mg_lp_coef(m, r, U, 1);
+            mg_lp_coef(m, r, rk, -(double)md->mem[k] / B);
             if (prevU < 0) {
-                for (int v = 0; v < n; v++) coef(m, r, Sc(md, t, v), -(double)md->mem[v] / B);
+                for (int v = 0; v < n; v++) mg_lp_coef(m, r, Sc(md, t, v), -(double)md->mem[v] / B);
             } else {
-                coef(m, r, prevU, -1);
+                mg_lp_coef(m, r, prevU, -1);
                 /* frees after prevk: its inputs and itself */
                 int rp = Rc(md, t, prevk);
                 for (int q = pr->in_start[prevk]; q <= pr->in_start[prevk + 1]; q++) {
                     int i = q < pr->in_start[prevk + 1] ? pr->in[q] : prevk, dup = 0;
                     for (int z = pr->in_start[prevk]; z < q; z++) dup |= pr->in[z] == i;
                     if (dup || !ws(md, i) || pr->keep_to_end[i]) continue;
-                    int F = col(m, 0, 1, 0, 0);
-                    coef(m, r, F, (double)md->mem[i] / B);
-                    int f1 = row(m, -DBL_MAX, 0);
-                    coef(m, f1, F, 1);
-                    coef(m, f1, rp, -1);
+                    int F = mg_lp_col(m, 0, 1, 0, 0);
+                    mg_lp_coef(m, r, F, (double)md->mem[i] / B);
+                    int f1 = mg_lp_row(m, -DBL_MAX, 0);
+                    mg_lp_coef(m, f1, F, 1);
+                    mg_lp_coef(m, f1, rp, -1);
                     int s1 = Sc(md, t + 1, i);
                     if (s1 >= 0) {
-                        int f2 = row(m, -DBL_MAX, 1);
-                        coef(m, f2, F, 1);
-                        coef(m, f2, s1, 1);
+                        int f2 = mg_lp_row(m, -DBL_MAX, 1);
+                        mg_lp_coef(m, f2, F, 1);
+                        mg_lp_coef(m, f2, s1, 1);
                     }
                     for (int z = md->use_start[i]; z < md->use_start[i + 1]; z++) {
                         int j = md->users[z], rj = j > prevk ? Rc(md, t, j) : -1;
                         if (rj < 0) continue;
-                        int f3 = row(m, -DBL_MAX, 1);
-                        coef(m, f3, F, 1);
-                        coef(m, f3, rj, 1);
+                        int f3 = mg_lp_row(m, -DBL_MAX, 1);
+                        mg_lp_coef(m, f3, F, 1);
+                        mg_lp_coef(m, f3, rj, 1);
                     }
                 }
             }
             if (pr->scratch[k]) {
-                int rs = row(m, -DBL_MAX, 1);
-                coef(m, rs, U, 1);
-                coef(m, rs, rk, (double)pr->scratch[k] / B);
+                int rs = mg_lp_row(m, -DBL_MAX, 1);
+                mg_lp_coef(m, rs, U, 1);
+                mg_lp_coef(m, rs, rk, (double)pr->scratch[k] / B);
             }
             prevU = U;
             prevk = k;
@@ -540,15 +251,15 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
     for (int v = 0; v < pr->n; v++)
         if (pr->target[v] && pr->cost[v] > cscale) cscale = pr->cost[v];
     if (cscale <= 0) cscale = 1;
-    lp m = {0};
+    mg_lp m = {0};
     formulate(&md, &m, cap > 0 ? cap : 1, cscale);
     double *x = mg_xcalloc((size_t)m.ncols, sizeof *x);
-    outcome r;
+    mg_lp_outcome r;
     double end = mg_seconds() + time_limit, scaled_cutoff = cutoff < 1e300 ? cutoff / cscale * (1 - 1e-9) : HUGE_VAL;
-    mg_status st = solve_isolated(&m, time_limit, scaled_cutoff, 0, 0, &r, x, d);
+    mg_status st = mg_lp_solve(&m, time_limit, scaled_cutoff, 0, MG_LP_SOLVE, &r, x, d);
     if (!st && r.crashed && !r.timed_out && end - mg_seconds() > 0.1) /* once more, the way that avoids CBC's known crashes */
-        st = solve_isolated(&m, end - mg_seconds(), scaled_cutoff, 1, 0, &r, x, d);
-    lp_free(&m);
+        st = mg_lp_solve(&m, end - mg_seconds(), scaled_cutoff, 1, MG_LP_SOLVE, &r, x, d);
+    mg_lp_free(&m);
     if (!st && r.crashed) {
         out->crashed = 1;
         out->timed_out = r.timed_out;
@@ -558,7 +269,7 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
         if (r.infeasible) out->lower_bound = cutoff < 1e300 ? cutoff : -1;
         else if (r.bound > -1e29 && r.bound < 1e29) out->lower_bound = (r.bound > 0 ? r.bound : 0) * cscale * (1 - 1e-9);
         if (cutoff < 1e300 && out->lower_bound > cutoff) out->lower_bound = cutoff;
-        if (r.has_x && !r.infeasible) {
+        if (r.has_x) {
             out->plan = rebuild(&md, x);
             if (!out->plan) st = mg_diag_set(d, (mg_loc){0}, "internal error: the exact solver's schedule reads a dropped value");
             else if (r.proven) out->lower_bound = out->plan->flops_executed; /* exact sums, not scaled */
@@ -642,7 +353,7 @@ mg_status mg_solve_exact(const mg_problem *pr, int64_t cap, double time_limit, d
  * it did not get through its root LP and cuts within the limit there and was stopped with no
  * bound (mobilenet at its minimum with 24 s). Their linear relaxation alone is solved by Clp's
  * dual simplex in rounds, stopped on the wall clock, and the bound is proven from the row
- * multipliers it has reached (dual_bound): mobilenet at its minimum, 1.0748 when Clp finishes. */
+ * multipliers it has reached (lp_cbc.c's dual_bound): mobilenet at its minimum, 1.0748 when Clp finishes. */
 /* The bytes of v's step when it is computed between targets: its output, its scratch and its
  * distinct workspace inputs. */
 static double gap_step(const mg_problem *pr, const int *pos, int v)
@@ -717,7 +428,7 @@ static mg_status chain_milp(const mg_problem *pr, int64_t cap, const int *steps,
      * within 10 s twice; of cap / 1024, 1 MiB, cap / 4000, 4312 or 16384: about 5 s; of cap /
      * 4096 not within 10 s either. */
     double B = (double)(cap > 0 ? cap : 1), U = B / 1024;
-    lp mp = {0};
+    mg_lp mp = {0};
     mg_status st = MG_OK;
     int ok = m > 0;
     for (size_t z = 0; z < (size_t)(m + 1) * (size_t)n; z++) Tc[z] = Sc[z] = -1;
@@ -751,17 +462,17 @@ static mg_status chain_milp(const mg_problem *pr, int64_t cap, const int *steps,
                 queue[nq++] = u;
             }
         }
-        int rmem = row(&mp, -DBL_MAX, (B - need) / U);
+        int rmem = mg_lp_row(&mp, -DBL_MAX, (B - need) / U);
         for (int q = 0; q < nq; q++) {
             int v = queue[q];
-            int tc = col(&mp, inN[v] ? 1 : 0, 1, 0, 1), sc = col(&mp, 0, pr->evictable[v] ? 1 : 0, pr->cost[v] / cscale, 1);
+            int tc = mg_lp_col(&mp, inN[v] ? 1 : 0, 1, 0, 1), sc = mg_lp_col(&mp, 0, pr->evictable[v] ? 1 : 0, pr->cost[v] / cscale, 1);
             Tc[(size_t)k * n + v] = tc;
             Sc[(size_t)k * n + v] = sc;
-            coef(&mp, rmem, tc, (double)pr->bytes[v] / U);
-            coef(&mp, rmem, sc, -(double)pr->bytes[v] / U);
-            int r = row(&mp, -DBL_MAX, 0); /* s - T <= 0 */
-            coef(&mp, r, sc, 1);
-            coef(&mp, r, tc, -1);
+            mg_lp_coef(&mp, rmem, tc, (double)pr->bytes[v] / U);
+            mg_lp_coef(&mp, rmem, sc, -(double)pr->bytes[v] / U);
+            int r = mg_lp_row(&mp, -DBL_MAX, 0); /* s - T <= 0 */
+            mg_lp_coef(&mp, r, sc, 1);
+            mg_lp_coef(&mp, r, tc, -1);
         }
         for (int q = 0; q < nq; q++) { /* s_v - T_u <= 0 for each input u in the window */
             int v = queue[q];
@@ -769,30 +480,30 @@ static mg_status chain_milp(const mg_problem *pr, int64_t cap, const int *steps,
                 int u = pr->in[z], dup = 0;
                 for (int y = pr->in_start[v]; y < z; y++) dup |= pr->in[y] == u;
                 if (dup || Tc[(size_t)k * n + u] < 0) continue;
-                int r = row(&mp, -DBL_MAX, 0);
-                coef(&mp, r, Sc[(size_t)k * n + v], 1);
-                coef(&mp, r, Tc[(size_t)k * n + u], -1);
+                int r = mg_lp_row(&mp, -DBL_MAX, 0);
+                mg_lp_coef(&mp, r, Sc[(size_t)k * n + v], 1);
+                mg_lp_coef(&mp, r, Tc[(size_t)k * n + u], -1);
             }
         }
         if (k + 1 < m) /* the links: T[k+1,v] - s[k+1,v] - T[k,v] <= 0 */
             for (int v = 0; v < n; v++) {
                 if (Tc[(size_t)(k + 1) * n + v] < 0 || Tc[(size_t)k * n + v] < 0) continue;
-                int r = row(&mp, -DBL_MAX, 0);
-                coef(&mp, r, Tc[(size_t)(k + 1) * n + v], 1);
-                coef(&mp, r, Sc[(size_t)(k + 1) * n + v], -1);
-                coef(&mp, r, Tc[(size_t)k * n + v], -1);
+                int r = mg_lp_row(&mp, -DBL_MAX, 0);
+                mg_lp_coef(&mp, r, Tc[(size_t)(k + 1) * n + v], 1);
+                mg_lp_coef(&mp, r, Sc[(size_t)(k + 1) * n + v], -1);
+                mg_lp_coef(&mp, r, Tc[(size_t)k * n + v], -1);
             }
     }
 #undef CW
     if (ok && mp.ncols > 0) {
-        outcome r;
+        mg_lp_outcome r;
         double *x = mg_xcalloc((size_t)mp.ncols, sizeof *x);
-        st = solve_isolated(&mp, time_limit, HUGE_VAL, 0, 1, &r, x, d);
+        st = mg_lp_solve(&mp, time_limit, HUGE_VAL, 0, MG_LP_BOUND, &r, x, d);
         if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
             *bound = r.bound > 0 ? r.bound * cscale * (1 - 1e-6) : 0, *proven = r.proven; /* (CBC's tolerances) */
         free(x);
     }
-    lp_free(&mp);
+    mg_lp_free(&mp);
     free(pos);
     free(tg);
     free(last);
@@ -916,7 +627,7 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
                                 int lp_only, double *bound, mg_diag *d)
 {
     *bound = -1;
-    if (time_limit < MIN_SLICE) return MG_OK; /* (not worth building: it would not be solved) */
+    if (time_limit < MG_LP_MIN_SECONDS) return MG_OK; /* (not worth building: it would not be solved) */
     int n = pr->n, T = 0;
     int *pos = mg_xcalloc((size_t)n + 1, sizeof *pos), *tg = mg_xcalloc((size_t)n + 1, sizeof *tg);
     int *G = mg_xcalloc((size_t)n + 1, sizeof *G), *H = mg_xcalloc((size_t)n + 1, sizeof *H);
@@ -961,7 +672,7 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
         if (lo[v] <= Pe[v]) cols += (size_t)(Pe[v] - lo[v] + 1) * 2;
     }
 #define IN(v) (WS(v) && lo[v] <= Pe[v])
-    lp m = {0};
+    mg_lp m = {0};
     mg_status st = MG_OK;
     if (p < 0 || p > plast || cols > (size_t)4 << 20) goto done;
     double cscale = 0;
@@ -974,10 +685,10 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
         E0[v] = -1;
         if (!IN(v)) continue;
         P0[v] = m.ncols;
-        for (int k = lo[v]; k <= Pe[v]; k++) col(&m, k == pos[v] || pr->keep_to_end[v] ? 1 : 0, 1, 0, 1);
+        for (int k = lo[v]; k <= Pe[v]; k++) mg_lp_col(&m, k == pos[v] || pr->keep_to_end[v] ? 1 : 0, 1, 0, 1);
         if (pr->evictable[v] && Ee[v] >= lo[v]) {
             E0[v] = m.ncols;
-            for (int k = lo[v]; k <= Ee[v]; k++) col(&m, 0, 1, pr->cost[v] / cscale, 1);
+            for (int k = lo[v]; k <= Ee[v]; k++) mg_lp_col(&m, 0, 1, pr->cost[v] / cscale, 1);
         }
     }
 #define PC(v, k) (IN(v) && (k) >= lo[v] && (k) <= Pe[v] ? P0[v] + (k) - lo[v] : -1)
@@ -993,10 +704,10 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
     for (int v = 0; v < n; v++) {
         if (!IN(v)) continue;
         for (int k = lo[v]; k < Pe[v]; k++) { /* P[v,k+1] - P[v,k] - E[v,k] <= 0 */
-            int r = row(&m, -DBL_MAX, 0);
-            coef(&m, r, PC(v, k + 1), 1);
-            coef(&m, r, PC(v, k), -1);
-            coef(&m, r, EC(v, k), -1);
+            int r = mg_lp_row(&m, -DBL_MAX, 0);
+            mg_lp_coef(&m, r, PC(v, k + 1), 1);
+            mg_lp_coef(&m, r, PC(v, k), -1);
+            mg_lp_coef(&m, r, EC(v, k), -1);
         }
         if (E0[v] < 0) continue;
         for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
@@ -1005,10 +716,10 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
             if (dup || !WS(u)) continue; /* leaves and caller memory stay readable */
             for (int k = lo[v]; k <= Ee[v]; k++) { /* E[v,k] - P[u,k] - E[u,k] <= 0 */
                 if (PC(u, k) < 0) bad = 1;
-                int r = row(&m, -DBL_MAX, 0);
-                coef(&m, r, EC(v, k), 1);
-                coef(&m, r, PC(u, k), -1);
-                coef(&m, r, EC(u, k), -1);
+                int r = mg_lp_row(&m, -DBL_MAX, 0);
+                mg_lp_coef(&m, r, EC(v, k), 1);
+                mg_lp_coef(&m, r, PC(u, k), -1);
+                mg_lp_coef(&m, r, EC(u, k), -1);
             }
         }
     }
@@ -1017,8 +728,8 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
         for (int v = 0; v < n; v++)
             if (PC(v, k) >= 0) all += (double)pr->bytes[v];
         if (all <= B) continue; /* holds whatever is resident */
-        int r = row(&m, -DBL_MAX, 1 - (double)pr->scratch[tg[k]] / B);
-        for (int v = 0; v < n; v++) coef(&m, r, PC(v, k), (double)pr->bytes[v] / B);
+        int r = mg_lp_row(&m, -DBL_MAX, 1 - (double)pr->scratch[tg[k]] / B);
+        for (int v = 0; v < n; v++) mg_lp_coef(&m, r, PC(v, k), (double)pr->bytes[v] / B);
     }
     /* memory inside gap k (the comment above): K, M[k] and a row per value computed there
      * (K and M only ever want to be low, so they may be continuous) */
@@ -1037,29 +748,29 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
         int any = 0; /* a row that can bind: else no variables either */
         for (int v = 0; v < n && !any; v++) any = EC(v, k) >= 0 && gap_step(pr, pos, v) + held > B;
         if (!any) continue;
-        int Mk = col(&m, 0, 1, 0, 0), rm = row(&m, 0, DBL_MAX); /* M[k] - sum bytes K >= 0 */
-        coef(&m, rm, Mk, 1);
+        int Mk = mg_lp_col(&m, 0, 1, 0, 0), rm = mg_lp_row(&m, 0, DBL_MAX); /* M[k] - sum bytes K >= 0 */
+        mg_lp_coef(&m, rm, Mk, 1);
         for (int w = 0; w < n; w++) {
             if (PC(w, k) < 0 || PC(w, k + 1) < 0 || pr->bytes[w] == 0) continue;
-            Kc[w] = col(&m, 0, 1, 0, 0);
-            int r = row(&m, -1, DBL_MAX); /* K - P[w,k] - P[w,k+1] + E[w,k] >= -1 */
-            coef(&m, r, Kc[w], 1);
-            coef(&m, r, PC(w, k), -1);
-            coef(&m, r, PC(w, k + 1), -1);
-            coef(&m, r, EC(w, k), 1);
-            coef(&m, rm, Kc[w], -(double)pr->bytes[w] / B);
+            Kc[w] = mg_lp_col(&m, 0, 1, 0, 0);
+            int r = mg_lp_row(&m, -1, DBL_MAX); /* K - P[w,k] - P[w,k+1] + E[w,k] >= -1 */
+            mg_lp_coef(&m, r, Kc[w], 1);
+            mg_lp_coef(&m, r, PC(w, k), -1);
+            mg_lp_coef(&m, r, PC(w, k + 1), -1);
+            mg_lp_coef(&m, r, EC(w, k), 1);
+            mg_lp_coef(&m, rm, Kc[w], -(double)pr->bytes[w] / B);
         }
         for (int v = 0; v < n; v++) {
             if (EC(v, k) < 0) continue;
             double step = gap_step(pr, pos, v);
             if (step + held <= B) continue; /* cannot bind */
-            int r = row(&m, -DBL_MAX, 1);
-            coef(&m, r, Mk, 1);
-            coef(&m, r, EC(v, k), step / B);
+            int r = mg_lp_row(&m, -DBL_MAX, 1);
+            mg_lp_coef(&m, r, Mk, 1);
+            mg_lp_coef(&m, r, EC(v, k), step / B);
             for (int q = pr->in_start[v]; q < pr->in_start[v + 1]; q++) {
                 int u = pr->in[q], dup = 0;
                 for (int z = pr->in_start[v]; z < q; z++) dup |= pr->in[z] == u;
-                if (!dup && WS(u) && Kc[u] >= 0) coef(&m, r, Kc[u], -(double)pr->bytes[u] / B);
+                if (!dup && WS(u) && Kc[u] >= 0) mg_lp_coef(&m, r, Kc[u], -(double)pr->bytes[u] / B);
             }
         }
     }
@@ -1084,11 +795,11 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
             if (!IN(u) || E0[u] < 0) continue;
             S0[u] = m.ncols; /* S[u,k] for k in lo+1 .. Ee+1; S[u,lo] = 0 */
             for (int k = lo[u] + 1; k <= Ee[u] + 1; k++) {
-                col(&m, 0, k - lo[u], 0, 0); /* (at most one per gap: finite for dual_bound) */
-                int r = row(&m, 0, 0); /* S[u,k] - S[u,k-1] - E[u,k-1] = 0 */
-                coef(&m, r, S0[u] + k - lo[u] - 1, 1);
-                if (k - 1 > lo[u]) coef(&m, r, S0[u] + k - lo[u] - 2, -1);
-                coef(&m, r, EC(u, k - 1), -1);
+                mg_lp_col(&m, 0, k - lo[u], 0, 0); /* (at most one per gap: finite for dual_bound) */
+                int r = mg_lp_row(&m, 0, 0); /* S[u,k] - S[u,k-1] - E[u,k-1] = 0 */
+                mg_lp_coef(&m, r, S0[u] + k - lo[u] - 1, 1);
+                if (k - 1 > lo[u]) mg_lp_coef(&m, r, S0[u] + k - lo[u] - 2, -1);
+                mg_lp_coef(&m, r, EC(u, k - 1), -1);
             }
         }
 #define SC(u, k) (S0[u] >= 0 && (k) > lo[u] && (k) <= Ee[u] + 1 ? S0[u] + (k) - lo[u] - 1 : -1)
@@ -1119,15 +830,15 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
                         if (S0[u] >= 0 && b > lo[u] && SC(u, b) < 0) bad = 1; /* (cannot happen either) */
                         for (int a = pos[v] + 1 > p ? pos[v] + 1 : p; a < b; a++) {
                             /* P[v,b] - S[u,b] - P[v,a] - sum_i P[c_i,a] + S[u,a] <= 0 */
-                            int r = row(&m, -DBL_MAX, 0);
-                            coef(&m, r, PC(v, b), 1);
-                            coef(&m, r, SC(u, b), -1);
-                            coef(&m, r, PC(v, a), -1);
+                            int r = mg_lp_row(&m, -DBL_MAX, 0);
+                            mg_lp_coef(&m, r, PC(v, b), 1);
+                            mg_lp_coef(&m, r, SC(u, b), -1);
+                            mg_lp_coef(&m, r, PC(v, a), -1);
                             for (int i = 0; i < L; i++) {
                                 if (PC(c[i], a) < 0) bad = 1; /* (cannot happen: horizons grow towards inputs) */
-                                coef(&m, r, PC(c[i], a), -1);
+                                mg_lp_coef(&m, r, PC(c[i], a), -1);
                             }
-                            coef(&m, r, SC(u, a), 1);
+                            mg_lp_coef(&m, r, SC(u, a), 1);
                         }
                     }
                 }
@@ -1148,11 +859,11 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
 #undef WS
     if (!bad) {
         double *x = mg_xcalloc((size_t)m.ncols, sizeof *x);
-        outcome r;
+        mg_lp_outcome r;
         /* (the cutoff a hair below the schedule's cost: a program that only that cost meets
          * comes out infeasible, and then the schedule is proven optimal) */
         double scut = cutoff < 1e300 ? cutoff / cscale * (1 - 1e-9) : HUGE_VAL;
-        st = solve_isolated(&m, time_limit, scut > 0 ? scut : 0, 0, small && !lp_only ? 1 : 2, &r, x, d);
+        st = mg_lp_solve(&m, time_limit, scut > 0 ? scut : 0, 0, small && !lp_only ? MG_LP_BOUND : MG_LP_RELAXED, &r, x, d);
         if (!st && !r.crashed && r.infeasible && cutoff < 1e300) *bound = cutoff;
         else if (!st && !r.crashed && !r.infeasible && r.bound > -1e29 && r.bound < 1e29)
             /* (CBC's tolerances: a hair below what it reports) */
@@ -1161,7 +872,7 @@ static mg_status relaxed_window(const mg_problem *pr, int64_t cap, int p, int gl
         free(x);
     }
 done:
-    lp_free(&m);
+    mg_lp_free(&m);
     free(pos);
     free(tg);
     free(G);

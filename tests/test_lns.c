@@ -10,36 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* Small training-like DAGs (as in test_optimal.c): a forward chain with a few skips, a backward
- * chain reading forward values; the last value is read after the end. */
-static mg_problem *random_problem(uint64_t *seed, int nfwd, int nbwd)
-{
-    int n = nfwd + nbwd;
-    mg_problem *p = mg_problem_alloc(n, 2 * n);
-    p->nfwd = nfwd;
-    int e = 0;
-    for (int v = 0; v < n; v++) {
-        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint64_t r = *seed >> 20;
-        p->in_start[v] = e;
-        if (v > 0 && v < nfwd) {
-            p->in[e++] = v - 1;
-            if (v > 2 && r % 3 == 0) p->in[e++] = (int)(r / 3 % (uint64_t)(v - 1));
-        } else if (v >= nfwd) {
-            p->in[e++] = v - 1;
-            if (v > nfwd) p->in[e++] = (int)(r / 7 % (uint64_t)nfwd);
-        }
-        p->target[v] = 1;
-        p->bytes[v] = 64 * (int64_t)(1 + r / 11 % 8);
-        p->scratch[v] = r % 5 == 0 ? 64 : 0;
-        p->cost[v] = (double)(1 + r / 101 % 50);
-        p->evictable[v] = v < nfwd;
-    }
-    p->in_start[n] = e;
-    p->keep_to_end[n - 1] = 1;
-    return p;
-}
-
 /* The compute sequence of p (every step a computation). */
 static int *seq_of(const mg_plan *p, int room)
 {
@@ -57,7 +27,7 @@ START_TEST(test_windows_random)
     uint64_t seed = 777;
     int improved = 0, whole = 0;
     for (int k = 0; k < 10; k++) {
-        mg_problem *pr = random_problem(&seed, 7 + k % 4, 6 + k % 3);
+        mg_problem *pr = tu_random_problem(&seed, 7 + k % 4, 6 + k % 3, 1);
         mg_diag d = {0};
         mg_solution sa;
         ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
@@ -81,7 +51,6 @@ START_TEST(test_windows_random)
                 mg_plan *p = mg_lns_seq_plan(pr, seq, T);
                 ck_assert_ptr_nonnull(p);
                 ck_assert_int_le(mg_plan_peak_live(p), budget);
-                ck_assert_int_le(mg_lns_seq_peak(pr, seq, T), budget);
                 ck_assert_int_eq(mg_arena_assign(p, &d), MG_OK);
                 ck_assert_msg(mg_plan_verify(p, pr, &d) == MG_OK, "problem %d at %d%%: %s", k, pct, d.msg);
                 ck_assert(p->flops_executed <= cost);

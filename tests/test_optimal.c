@@ -317,42 +317,12 @@ START_TEST(test_relu_chain)
 }
 END_TEST
 
-/* A random training-like problem: forward values (droppable) reading one or two earlier ones,
- * then backward values (computed once) each reading the previous backward value and a forward
- * value, the last one read after the end. Sizes and costs uneven. */
-static mg_problem *random_problem(uint64_t *seed, int nfwd, int nbwd)
-{
-    int n = nfwd + nbwd;
-    mg_problem *p = mg_problem_alloc(n, 2 * n);
-    p->nfwd = nfwd;
-    int e = 0;
-    for (int v = 0; v < n; v++) {
-        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint64_t r = *seed >> 20;
-        p->in_start[v] = e;
-        if (v > 0 && v < nfwd) {
-            p->in[e++] = v - 1;
-            if (v > 2 && r % 3 == 0) p->in[e++] = (int)(r / 3 % (uint64_t)(v - 1));
-        } else if (v >= nfwd) {
-            p->in[e++] = v - 1;
-            if (v > nfwd) p->in[e++] = (int)(r / 7 % (uint64_t)nfwd);
-        }
-        p->target[v] = 1;
-        p->bytes[v] = 64 * (int64_t)(1 + r / 11 % 8);
-        p->cost[v] = (double)(1 + r / 101 % 50);
-        p->evictable[v] = v < nfwd;
-    }
-    p->in_start[n] = e;
-    p->keep_to_end[n - 1] = 1;
-    return p;
-}
-
 START_TEST(test_random_problems)
 {
     uint64_t seed = 12345;
     int compared = 0, relaxed_hits = 0;
     for (int k = 0; k < 12; k++) {
-        mg_problem *pr = random_problem(&seed, 6 + k % 4, 5 + k % 3);
+        mg_problem *pr = tu_random_problem(&seed, 6 + k % 4, 5 + k % 3, 0);
         mg_diag d = {0};
         mg_solution sa;
         ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
@@ -1057,7 +1027,7 @@ START_TEST(test_improve_weights)
     int tried = 0, helped = 0, reached = 0;
     mg_diag d = {0};
     for (int k = 0; k < 10; k++) {
-        mg_problem *pr = random_problem(&seed, 10 + k % 4, 8 + k % 3);
+        mg_problem *pr = tu_random_problem(&seed, 10 + k % 4, 8 + k % 3, 0);
         mg_solution sa;
         ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
         double *ones = malloc((size_t)pr->n * sizeof *ones);
@@ -1121,7 +1091,7 @@ START_TEST(test_monotone_sweep)
     int rises = 0, points = 0;
     mg_diag d = {0};
     for (int k = 0; k < NSWEEP_PROBLEMS; k++) {
-        mg_problem *pr = random_problem(&seed, SWEEP_FWD + 7 * k, SWEEP_BWD + 5 * k);
+        mg_problem *pr = tu_random_problem(&seed, SWEEP_FWD + 7 * k, SWEEP_BWD + 5 * k, 0);
         mg_solution lo;
         ck_assert_int_eq(mg_solve(pr, MG_SOLVER_AUTO, 0, 1, 0, &lo, &d), MG_OK);
         ck_assert_ptr_null(lo.plan);
@@ -1173,7 +1143,7 @@ START_TEST(test_flops_limit_exact)
     int same = 0, cut = 0;
     mg_diag d = {0};
     for (int k = 0; k < 12; k++) {
-        mg_problem *pr = random_problem(&seed, 10 + k % 5, 8 + k % 4);
+        mg_problem *pr = tu_random_problem(&seed, 10 + k % 5, 8 + k % 4, 0);
         mg_solution sa;
         ck_assert_int_eq(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &sa, &d), MG_OK);
         double once = sa.plan->flops_once;

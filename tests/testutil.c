@@ -186,3 +186,31 @@ mg_problem *tu_load_graph(const char *name)
     free(text);
     return pr;
 }
+
+mg_problem *tu_random_problem(uint64_t *seed, int nfwd, int nbwd, int with_scratch)
+{
+    int n = nfwd + nbwd;
+    mg_problem *p = mg_problem_alloc(n, 2 * n);
+    p->nfwd = nfwd;
+    int e = 0;
+    for (int v = 0; v < n; v++) {
+        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t r = *seed >> 20;
+        p->in_start[v] = e;
+        if (v > 0 && v < nfwd) {
+            p->in[e++] = v - 1;
+            if (v > 2 && r % 3 == 0) p->in[e++] = (int)(r / 3 % (uint64_t)(v - 1));
+        } else if (v >= nfwd) {
+            p->in[e++] = v - 1;
+            if (v > nfwd) p->in[e++] = (int)(r / 7 % (uint64_t)nfwd);
+        }
+        p->target[v] = 1;
+        p->bytes[v] = 64 * (int64_t)(1 + r / 11 % 8);
+        if (with_scratch) p->scratch[v] = r % 5 == 0 ? 64 : 0;
+        p->cost[v] = (double)(1 + r / 101 % 50);
+        p->evictable[v] = v < nfwd;
+    }
+    p->in_start[n] = e;
+    p->keep_to_end[n - 1] = 1;
+    return p;
+}

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A fresh directory under $TMPDIR (or /tmp); free with tu_rmtree + free. */
 char *tu_tmpdir(void);
@@ -22,6 +23,11 @@ char *tu_read(const char *path);
 /* A public planning benchmark graph, bench/data/NAME (e.g. "checkmate/unet.json"), read and
  * parsed as the planner's problem; the test fails when it cannot be. */
 struct mg_problem *tu_load_graph(const char *name);
+/* A random training-like problem: forward values (droppable) reading one or two earlier ones,
+ * then backward values (computed once) each reading the previous backward value and a forward
+ * value, the last one read after the end. Sizes and costs uneven; with_scratch: some ops need
+ * scratch memory. *seed advances. */
+struct mg_problem *tu_random_problem(uint64_t *seed, int nfwd, int nbwd, int with_scratch);
 /* Runs cmd with sh -c; stdout and stderr go to *out (malloc'd, may be NULL). Returns the exit
  * status, or -1 if it did not exit normally. */
 int tu_run(const char *cmd, char **out);
