@@ -848,6 +848,12 @@ START_TEST(test_solvers_on_the_command_line)
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 50%% --solver exact --time-limit 1 --no-cache", m), 0);
     ck_assert_msg(strstr(out, "solver exact (optimality unknown"), "%s", out);
     free(out);
+    /* a plan in parts is optimal for that part count only, and says so (the 2 parts of mlp with no
+     * budget recompute nothing, but their slices and concatenations cost what the whole batch
+     * does not) */
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 2 --no-cache", example("examples/mlp.mg")), 0);
+    ck_assert_msg(strstr(out, "solver auto (optimal in 2 micro-batches, "), "%s", out);
+    free(out);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --solver magic", m), 2);
     ck_assert_msg(strstr(out, "unknown solver 'magic'"), "%s", out);
     free(out);
