@@ -56,7 +56,9 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     if (f->budget_bytes != INT64_MAX && f->budget_bytes > 0)
         snprintf(tail, sizeof tail, ", %.1f%% of the budget", 100.0 * (double)f->workspace_bytes / (double)f->budget_bytes);
     figure(out, "workspace", f->workspace_bytes, exact, tail);
-    figure(out, "store-all", f->store_all_bytes, exact, "");
+    /* (the whole batch's, what percentages refer to: a plan in parts may need more, as its slices
+     * and concatenations take room of their own) */
+    figure(out, "store-all", f->store_all_bytes, exact, p && p->micro_batches > 1 ? ", of the whole batch" : "");
     if (f->min_feasible_bytes >= 0)
         figure(out, "minimum feasible", f->min_feasible_bytes, exact,
                f->workspace_bytes < f->min_feasible_bytes

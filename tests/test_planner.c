@@ -853,6 +853,8 @@ START_TEST(test_solvers_on_the_command_line)
      * does not) */
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 2 --no-cache", example("examples/mlp.mg")), 0);
     ck_assert_msg(strstr(out, "solver auto (optimal in 2 micro-batches, "), "%s", out);
+    /* its workspace is above the store-all line, which is the whole batch's */
+    ck_assert_msg(strstr(out, "bytes), of the whole batch\n"), "%s", out);
     free(out);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --solver magic", m), 2);
     ck_assert_msg(strstr(out, "unknown solver 'magic'"), "%s", out);
