@@ -1497,6 +1497,41 @@ START_TEST(test_micro_batches_line_with_a_scalar_input_first)
 }
 END_TEST
 
+/* Was a bug: `compile --target i686-linux-gnu` (or armv7) of a model whose workspace or an
+ * input exceeds what a 32-bit program can address wrote an object and a header whose
+ * `((size_t)17179869504)` wraps to 64 bytes there: the caller allocated that and the step
+ * overran it. Such a compile is an error (exit 1, no files) naming the buffer and the limit; an
+ * input at its declaration. The same model compiles for a 64-bit target. */
+START_TEST(test_compile_32bit_target_refuses_what_it_cannot_address)
+{
+    const char *ws = write_model("ws.mg", "model ws\ninput x: f32[1, 1, 8, 8]\nparam s: f32[]\n"
+                                          "loss = sum(upsample_nearest(x * s, scale=8192))\nminimize loss\n");
+    char names[1024], *out;
+    int before = list_dir(names, sizeof names);
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --target i686-linux-gnu --no-cache", ws, path("ws.o"),
+                path("ws.h"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "the workspace is 16.0 GiB (17179869504 bytes), more than one buffer can hold on i686") &&
+                      strstr(out, "32-bit pointers (2.0 GiB, 2147483647 bytes)"),
+                  "message:\n%s", out);
+    free(out);
+    ck_assert_msg(list_dir(names, sizeof names) == before, "a refused compile left files: %s", names);
+
+    const char *in = write_model("in.mg", "model in\ninput x: f32[600000000]\nparam s: f32[]\n"
+                                          "loss = sum(x * s)\nminimize loss\n");
+    rc = mg(&out, "compile '%s' -o '%s' --target armv7-linux-gnueabihf --no-cache", in, path("in.o"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    assert_diag(out, in, 2, 7, "input 'x' is 2.2 GiB (2400000000 bytes), more than one buffer can hold on armv7",
+                "input x: f32[600000000]");
+    free(out);
+    ck_assert_msg(!exists(path("in.o")), "a refused compile left an object");
+
+    rc = mg(&out, "compile '%s' -o '%s' --target x86_64-linux-gnu --no-cache", in, path("in64.o"));
+    ck_assert_msg(rc == 0, "64-bit target: exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1596,6 +1631,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
         tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
+        tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
