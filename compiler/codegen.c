@@ -1126,6 +1126,12 @@ static mg_status tmachine_new(const mg_target *t, tmachine *m, mg_diag *d)
     }
     m->cpu = t->cpu ? t->cpu : m->host_cpu ? m->host_cpu : "generic";
     m->features = t->features ? t->features : (!t->cpu && m->host_feat) ? m->host_feat : "";
+    /* RISC-V Linux: LLVM's generic CPU is RV64I/RV32I, whose soft-float ABI the system's libraries
+     * (RV64GC/RV32GC, double-float ABI, as GCC and clang build for these triples) refuse to
+     * link with ("can't link soft-float modules with double-float modules"). The same default
+     * as those compilers; --cpu names another. */
+    if (t->triple && !t->cpu && !t->features && !strncmp(m->triple, "riscv", 5) && strstr(m->triple, "-linux"))
+        m->features = "+m,+a,+f,+d,+c";
     LLVMTargetRef target;
     if (LLVMGetTargetFromTriple(m->triple, &target, &err)) {
         mg_diag_set(d, (mg_loc){0}, "unknown target '%s': %s", t->triple ? t->triple : m->triple, err);

@@ -1532,6 +1532,42 @@ START_TEST(test_compile_32bit_target_refuses_what_it_cannot_address)
 }
 END_TEST
 
+/* Was a bug: `compile --target riscv64-linux-gnu` took LLVM's generic RV64I CPU, whose objects
+ * have the soft-float ABI (ELF e_flags 0) and call __addsf3: the riscv64 Linux toolchain refuses
+ * to link them ("can't link soft-float modules with double-float modules"). A RISC-V Linux
+ * triple now defaults to RV64GC with the double-float ABI (EF_RISCV_FLOAT_ABI_DOUBLE, 0x4, and
+ * RVC, 0x1), as GCC and clang build there; a bare-metal triple keeps LLVM's default. */
+static long elf64_flags(const char *p, int *machine)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return -1;
+    unsigned char b[64] = {0};
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n != sizeof b || b[0] != 0x7f || b[1] != 'E' || b[4] != 2 || b[5] != 1) return -1; /* ELF64, little-endian */
+    *machine = b[18] | b[19] << 8;
+    return (long)(b[48] | b[49] << 8 | b[50] << 16 | (unsigned long)b[51] << 24);
+}
+
+START_TEST(test_compile_riscv_linux_uses_the_double_float_abi)
+{
+    const char *m = write_model("t.mg", "model t\ninput x: f32[4,3]\nparam w: f32[3,2]\nloss = sum(relu(x @ w))\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --target riscv64-linux-gnu", m, path("rv.o"));
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    int machine = 0;
+    long flags = elf64_flags(path("rv.o"), &machine);
+    ck_assert_int_eq(machine, 243);
+    ck_assert_msg(flags == 0x5, "riscv64-linux-gnu object: e_flags 0x%lx, want 0x5 (RVC, double-float ABI)", flags);
+    rc = mg(&out, "compile '%s' -o '%s' --target riscv64-unknown-elf", m, path("bare.o"));
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    flags = elf64_flags(path("bare.o"), &machine);
+    ck_assert_msg(machine == 243 && flags == 0, "bare-metal object: machine %d, e_flags 0x%lx", machine, flags);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1632,6 +1668,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
         tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
+        tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
