@@ -171,7 +171,8 @@ static void print_diag(const source *src, const mg_diag *d)
     for (int l = 1; l < d->loc.line && p < end; p++)
         if (*p == '\n') l++;
     const char *e = p;
-    while (e < end && *e != '\n') e++;
+    while (e < end && *e != '\n' && *e != '\r') e++; /* (a CRLF line's CR would print as ^M in a log, and
+                                                        a lone CR sends the terminal's cursor back) */
     if (e - p > 200 || p >= end) return;
     fprintf(stderr, "  %.*s\n  ", (int)(e - p), p);
     for (int i = 1; i < d->loc.col && p + i - 1 < e; i++) fputc(p[i - 1] == '\t' ? '\t' : ' ', stderr);

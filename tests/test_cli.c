@@ -1568,6 +1568,28 @@ START_TEST(test_compile_riscv_linux_uses_the_double_float_abi)
 }
 END_TEST
 
+/* Was a bug: a model with Windows line ends (CRLF) had its source line printed with the CR (a
+ * ^M in a log or an editor's build pane), and one with old Mac line ends (CR alone) ran into a
+ * single line whose error ("expected end of line, got 'input'") printed that line with its CRs,
+ * which send a terminal's cursor back over it. The source line now ends before a CR, and a CR
+ * without a newline is an error of its own at the CR. */
+START_TEST(test_carriage_returns_in_a_model)
+{
+    const char *m = write_model("crlf.mg", "model m\r\ninput x: f32[2, 3]\r\nparam w: f32[3, 3]\r\n"
+                                           "loss = sum(x @ q)\r\nminimize loss\r\n");
+    char *out;
+    int rc = mg(&out, "check '%s'", m);
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    assert_diag(out, m, 4, 16, "unknown name 'q'", "loss = sum(x @ q)");
+    free(out);
+    m = write_model("cr.mg", "model m\rinput x: f32[2, 3]\rparam w: f32[3, 3]\rloss = sum(x @ w)\rminimize loss\r");
+    rc = mg(&out, "check '%s'", m);
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    assert_diag(out, m, 1, 8, "carriage return without a newline: lines end with \\n or \\r\\n", "model m");
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1669,6 +1691,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
         tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
+        tcase_add_test(b, test_carriage_returns_in_a_model);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif

@@ -51,6 +51,9 @@ static const err_case errors[] = {
     {"non-ASCII byte", HDR "z = x \xc3\xa9\n", 5, 7, "unexpected byte 0xc3", NULL, 0},
     {"malformed number (letter)", "model m\ninput x: f32[4, 3a]\n", 2, 17, "malformed number '3a'", NULL, 0},
     {"malformed number (bare exponent)", HDR "z = x * 1e\n", 5, 9, "malformed number '1e'", NULL, 0},
+    /* was a bug: CR was whitespace, so old Mac line ends made the whole file one line */
+    {"carriage return alone", "model m\rinput x: f32[4, 3]\r", 1, 8, "carriage return without a newline", NULL, 0},
+    {"stray carriage return", HDR "z = x\r @ w\n", 5, 6, "carriage return without a newline", NULL, 0},
 
     /* --- syntax --- */
     {"missing ':'", "model m\ninput x f32[4, 3]\n", 2, 9, "expected ':' after the name, got 'f32'", NULL, 0},
