@@ -1590,6 +1590,28 @@ START_TEST(test_carriage_returns_in_a_model)
 }
 END_TEST
 
+/* Was unclear: `arena --capacity 9223372036854775807` said it wanted "a positive number of
+ * bytes", which that is; a refused capacity now says why (too large, not whole, a percentage,
+ * an unknown unit). Usage errors, exit 2. */
+START_TEST(test_arena_capacity_says_why)
+{
+    const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n1,5,15,7\n");
+    static const struct { const char *cap, *why; } cases[] = {
+        {"9223372036854775807", "(at most 9e18 bytes)"},
+        {"12.5", "(a whole number of bytes)"},
+        {"50%", "(a percentage needs a store-all workspace"},
+        {"12Q", "(units: B, KiB, MiB, GiB, KB, MB, GB)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int rc = mg(&out, "arena '%s' --capacity '%s'", c, cases[i].cap);
+        ck_assert_msg(rc == 2 && strstr(out, "--capacity wants a positive number of bytes") && strstr(out, cases[i].why),
+                      "--capacity %s: exited %d:\n%s", cases[i].cap, rc, out);
+        free(out);
+    }
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1692,6 +1714,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
         tcase_add_test(b, test_carriage_returns_in_a_model);
+        tcase_add_test(b, test_arena_capacity_says_why);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
