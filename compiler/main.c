@@ -101,7 +101,8 @@ static const char *usage_text =
     "  -o FILE              object file to write (required)\n"
     "  --header FILE        C header to write alongside\n"
     "  --target TRIPLE      target triple (default: this machine)\n"
-    "  --cpu NAME           target CPU (default: this machine's, or generic with --target)\n"
+    "  --cpu NAME           target CPU (default: this machine's; with --target LLVM's generic\n"
+    "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple)\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
     "  --no-fuse            one kernel call per step: no fused loops for chains of\n"
@@ -170,7 +171,8 @@ static void print_diag(const source *src, const mg_diag *d)
     for (int l = 1; l < d->loc.line && p < end; p++)
         if (*p == '\n') l++;
     const char *e = p;
-    while (e < end && *e != '\n') e++;
+    while (e < end && *e != '\n' && *e != '\r') e++; /* (a CRLF line's CR would print as ^M in a log, and
+                                                        a lone CR sends the terminal's cursor back) */
     if (e - p > 200 || p >= end) return;
     fprintf(stderr, "  %.*s\n  ", (int)(e - p), p);
     for (int i = 1; i < d->loc.col && p + i - 1 < e; i++) fputc(p[i - 1] == '\t' ? '\t' : ' ', stderr);
