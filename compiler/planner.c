@@ -270,16 +270,27 @@ static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, mi
  * bytes, searches again for a placement within the budget before the cap is lowered (else the
  * cap is lowered at once: the scheduler is not monotone in its cap, so that is sometimes
  * cheaper; auto tries both); aim 2 also lowers the cap in small steps (1/400 of the budget), as
- * a schedule a little below the budget often places where one far below costs much more. */
+ * a schedule a little below the budget often places where one far below costs much more.
+ * Where the cap lowered by a whole miss leaves the variant no schedule at all, it goes halfway
+ * back to the cap that missed, while the two are more than 1/400 of the budget apart (not under
+ * aim 1, the minimum search's probes: minimums stay as they were). resnet18_64 in 16 parts at 1.08
+ * times its minimum: every variant's schedule under the budget placed 12-20% above it, and the
+ * cap less that miss was below all its schedules, so no variant fitted and the plan was the
+ * minimum's, +99.96%; halfway back fits, +69.76% (and +75.19% -> +45.78% at 1.12 times). */
 static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan *first,
                      int aim, missed_memo *mm, mg_plan **out, int *at_budget, mg_diag *d)
 {
     *out = NULL;
-    int64_t cap = budget;
+    int64_t cap = budget, missed = -1, dead = 0; /* the lowest cap whose schedule missed; a cap with none */
     for (int it = 0; it < 16 && cap > 0; it++) {
         mg_plan *p = it == 0 ? first : NULL;
         if (!p && schedule(pr, opts, cap, memo, &p, d)) return MG_ERR;
-        if (!p) return MG_OK;
+        if (!p && (aim == 1 || missed < 0 || missed - cap <= budget / 400)) return MG_OK;
+        if (!p) { /* lowered by the whole miss, the cap fell below every schedule: halfway back */
+            dead = cap;
+            cap = dead + (missed - dead) / 2;
+            continue;
+        }
         if (place_remembered(p, budget, aim ? budget : INT64_MAX, mm, 0, d)) {
             mg_plan_free(p);
             return MG_ERR;
@@ -290,7 +301,9 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
             return MG_OK;
         }
         /* aim 2: small steps, as a schedule a little below often places */
+        missed = cap;
         cap = mg_cap_after_miss(cap, p, p->workspace_bytes - budget, aim == 2 ? budget / 400 : INT64_MAX);
+        if (cap <= dead) cap = dead + (missed - dead) / 2;
         mg_plan_free(p);
     }
     return MG_OK;
