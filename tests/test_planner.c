@@ -1097,6 +1097,11 @@ START_TEST(test_graph_import_errors)
     }
     ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s/none.json'", dir), 1);
     free(out);
+    /* (a graph of one node is planned, and named in the singular: it said "1 nodes, 0 edges") */
+    ck_assert(tu_write(path, "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": []}") == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --no-cache", path), 0);
+    ck_assert_msg(strstr(out, ": 1 node, 0 edges  solver auto"), "%s", out);
+    free(out);
     tu_rmtree(dir);
     free(dir);
 }
