@@ -580,7 +580,8 @@ static int cmd_plan_graph(options *o)
         const mg_plan *t = sol.plan;
         int edges = pr->in_start[pr->n];
         printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s)\n", o->graph, pr->n, pr->n == 1 ? "" : "s",
-               edges, edges == 1 ? "" : "s", mg_solver_names[o->solver], sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
+               edges, edges == 1 ? "" : "s", mg_solver_names[o->solver],
+               sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
         if (budget != INT64_MAX)
             printf("  budget              %s (%lld bytes)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget);
         printf("  workspace           %s (%lld bytes)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),

@@ -1021,10 +1021,10 @@ typedef struct min_search_job {
 /* The minimum search: a bisection over budgets between a proven lower bound and store-all (or
  * `below`); hi has a plan once `found`; stops within 0.1% (or one alignment unit) of the
  * smallest budget found (1% where a wasteful plan has the descent follow). It depends on the
- * problem and `below` only, never on the budget asked (its own memo: the solve's depends on the budget), so every budget names the same minimum,
- * and a budget at or above it gets at worst the plan the search found there (the schedulers are
- * not monotone in their cap: the solve at a budget can miss where the search met a smaller
- * one). */
+ * problem and `below` only, never on the budget asked (its own memo: the solve's depends on the
+ * budget), so every budget names the same minimum, and a budget at or above it gets at worst
+ * the plan the search found there (the schedulers are not monotone in their cap: the solve at a
+ * budget can miss where the search met a smaller one). */
 static void min_search(min_search_job *r)
 {
     const min_search_job *a = r;
@@ -1101,7 +1101,8 @@ static void min_search(min_search_job *r)
      * place lower, and the descent would only cost time: the Checkmate graphs, layered
      * DAGs), or from `below` where the bisection found nothing under it (the minimum of the
      * fewer parts tried before, which the descent there made); not where floor is met */
-    if (!r->st && searching && ((found && wastes(best, DESCENT_WASTE)) || (!found && below > 0)) && !(floor > 0 && hi <= floor)) {
+    if (!r->st && searching && ((found && wastes(best, DESCENT_WASTE)) || (!found && below > 0)) &&
+        !(floor > 0 && hi <= floor)) {
         mg_plan *p;
         if (!(r->st = descend(pr, hi, &mmemo, &p, &r->d)) && p) {
             hi = p->workspace_bytes;

@@ -43,8 +43,11 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     char tail[128], a[48], b[48], opt[48];
     /* a plan in micro-batches is proven optimal for the graph in that many parts, not for every
      * part count (docs/planner.md, what "optimal" means) */
-    if (f->optimal == 1 && p && p->micro_batches > 1) snprintf(opt, sizeof opt, "optimal in %d micro-batches", p->micro_batches);
-    else snprintf(opt, sizeof opt, "%s", f->optimal == 1 ? "optimal" : f->optimal == 0 ? "not proven optimal" : "optimality unknown");
+    if (f->optimal == 1 && p && p->micro_batches > 1)
+        snprintf(opt, sizeof opt, "optimal in %d micro-batches", p->micro_batches);
+    else
+        snprintf(opt, sizeof opt, "%s",
+                 f->optimal == 1 ? "optimal" : f->optimal == 0 ? "not proven optimal" : "optimality unknown");
     fprintf(out, "model %s  hash 0x%016llx  solver %s (%s, %.3f s%s)\n", f->g->model_name,
             (unsigned long long)f->model_hash, f->solver, opt, f->solve_seconds,
             f->from_cache ? ", from the plan cache" : "");
