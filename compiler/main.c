@@ -413,11 +413,18 @@ static int run_frontend(const char *path, compiled *c, int to_plan)
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an
  * error that names the budget, the minimum feasible one and the store-all workspace. */
 /* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad;
- * 0 with --no-cache or when there is no home to put it in. */
+ * 0 with --no-cache or when there is no home to put it in. A --cache-dir that names something
+ * other than a directory is said to be unusable (a warning: planning goes on uncached), where
+ * it silently cached nothing. */
 static int cache_dir(const options *o, char *out, size_t cap)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    struct stat st;
     if (o->no_cache) return 0;
+    if (o->cache_dir && stat(o->cache_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "memgrad: warning: --cache-dir '%s' is not a directory: plans are not cached\n", o->cache_dir);
+        return 0;
+    }
     if (o->cache_dir) snprintf(out, cap, "%s", o->cache_dir);
     else if (xdg && xdg[0] == '/') snprintf(out, cap, "%s/memgrad", xdg);
     else if (home && home[0]) snprintf(out, cap, "%s/.cache/memgrad", home);

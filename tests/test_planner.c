@@ -1195,6 +1195,10 @@ START_TEST(test_plan_cache)
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c' --no-cache", m, dir), 0);
     ck_assert_msg(!strstr(out, "from the plan cache"), "--no-cache used the cache:\n%s", out);
     free(out);
+    /* a --cache-dir that is a file: planned all the same, and said to cache nothing (it said nothing) */
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s'", m, entry), 0);
+    ck_assert_msg(strstr(out, "is not a directory: plans are not cached") && strstr(out, "workspace"), "%s", out);
+    free(out);
     /* XDG_CACHE_HOME is the default place */
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' >/dev/null && XDG_CACHE_HOME='%s/x' '%s' plan '%s' && ls '%s'/x/memgrad/*.plan",
                            m, dir, MG_MEMGRAD, m, dir), 0);
