@@ -50,9 +50,21 @@ int mg_cmd_arena(int argc, char **argv)
     if (capacity_text) {
         mg_budget b;
         char err[256];
-        if (!mg_budget_parse(capacity_text, &b, err, sizeof err) || b.is_percent)
-            return arena_usage_error("arena: --capacity wants a positive number of bytes (1048576, 1MiB), got '%s'",
-                                     capacity_text);
+        if (!mg_budget_parse(capacity_text, &b, err, sizeof err) || b.is_percent) {
+            /* why, in a capacity's words: the budget parser's message offers percentages, which
+             * need a store-all workspace a buffer list has not ('9223372036854775807' alone read
+             * as refused though it is a positive number of bytes) */
+            const char *why = b.is_percent || strstr(err, "100% of")    ? " (a percentage needs a store-all workspace, "
+                                                                          "which a buffer list has not)"
+                              : strstr(err, "out of range")              ? " (at most 9e18 bytes)"
+                              : strstr(err, "not a whole number")        ? " (a whole number of bytes)"
+                              : strstr(err, "unknown unit")              ? " (units: B, KiB, MiB, GiB, KB, MB, GB)"
+                                                                         : "";
+            char msg[512];
+            snprintf(msg, sizeof msg, "arena: --capacity wants a positive number of bytes (1048576, 1MiB), got '%s'%s",
+                     capacity_text, why);
+            return arena_usage_error("%s", msg);
+        }
         capacity = b.bytes;
     }
     double time_limit = 10;

@@ -1126,6 +1126,12 @@ static mg_status tmachine_new(const mg_target *t, tmachine *m, mg_diag *d)
     }
     m->cpu = t->cpu ? t->cpu : m->host_cpu ? m->host_cpu : "generic";
     m->features = t->features ? t->features : (!t->cpu && m->host_feat) ? m->host_feat : "";
+    /* RISC-V Linux: LLVM's generic CPU is RV64I/RV32I, whose soft-float ABI the system's libraries
+     * (RV64GC/RV32GC, double-float ABI, as GCC and clang build for these triples) refuse to
+     * link with ("can't link soft-float modules with double-float modules"). The same default
+     * as those compilers; --cpu names another. */
+    if (t->triple && !t->cpu && !t->features && !strncmp(m->triple, "riscv", 5) && strstr(m->triple, "-linux"))
+        m->features = "+m,+a,+f,+d,+c";
     LLVMTargetRef target;
     if (LLVMGetTargetFromTriple(m->triple, &target, &err)) {
         mg_diag_set(d, (mg_loc){0}, "unknown target '%s': %s", t->triple ? t->triple : m->triple, err);
@@ -1166,6 +1172,51 @@ mg_status mg_target_probe(const mg_target *t, mg_diag *d)
     return st;
 }
 
+/* On a target with pointers narrower than 64 bits every buffer the caller passes (the
+ * workspace, the params, grads and state blobs, each input and output) must be addressable
+ * there: one object is at most PTRDIFF_MAX bytes, 2^31 - 1 with 32-bit pointers. A larger one
+ * would wrap the header's size_t macros and the code's offsets, and a program allocating
+ * NAME_WORKSPACE_BYTES would get a small arena the step then overruns. Refused with the
+ * figures, an input or output at its declaration. */
+static mg_status too_big_for_pointers(const char *what, const char *name, int64_t bytes, int64_t limit, mg_loc at,
+                                      const char *triple, unsigned bits, const char *hint, mg_diag *d)
+{
+    char h1[32], h2[32];
+    return mg_diag_set(d, at, "%s%s%s%s is %s (%lld bytes), more than one buffer can hold on %s with its %u-bit "
+                       "pointers (%s, %lld bytes)%s", what, name ? " '" : "", name ? name : "", name ? "'" : "",
+                       mg_human_bytes(bytes, h1, sizeof h1), (long long)bytes, triple, bits,
+                       mg_human_bytes(limit, h2, sizeof h2), (long long)limit, hint);
+}
+
+static mg_status fits_pointers(const mg_program *p, unsigned ptr_bytes, const char *triple, mg_diag *d)
+{
+    if (ptr_bytes >= 8) return MG_OK;
+    const mg_graph *g = p->model ? p->model : p->g;
+    unsigned bits = 8 * ptr_bytes;
+    int64_t limit = (int64_t)((UINT64_C(1) << (bits - 1)) - 1), state_bytes = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        const mg_node *n = &g->nodes[g->inputs[i]];
+        int64_t b = (int64_t)mg_node_bytes(g, g->inputs[i]);
+        if (b > limit) return too_big_for_pointers("input", n->name, b, limit, n->loc, triple, bits, "", d);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        int64_t b = (int64_t)mg_node_bytes(g, g->outputs[i].node);
+        if (b > limit)
+            return too_big_for_pointers("output", g->outputs[i].name, b, limit, g->nodes[g->outputs[i].node].loc,
+                                        triple, bits, "", d);
+    }
+    if (p->param_bytes > limit)
+        return too_big_for_pointers("the params blob (and the grads blob)", NULL, p->param_bytes, limit, (mg_loc){0},
+                                    triple, bits, "", d);
+    mg_state_layout(g, NULL, &state_bytes);
+    if (state_bytes > limit)
+        return too_big_for_pointers("the state blob", NULL, state_bytes, limit, (mg_loc){0}, triple, bits, "", d);
+    if (p->workspace_bytes > limit)
+        return too_big_for_pointers("the workspace", NULL, p->workspace_bytes, limit, (mg_loc){0}, triple, bits,
+                                    "; a --budget below that may give a plan that fits", d);
+    return MG_OK;
+}
+
 mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *obj_path,
                          const char *ll_path, mg_diag *d)
 {
@@ -1201,7 +1252,14 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
     LLVMSetTarget(c.mod, triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(c.mod, td);
+    unsigned ptr_bytes = LLVMPointerSize(td);
     LLVMDisposeTargetData(td);
+    if (fits_pointers(p, ptr_bytes, triple, d)) {
+        LLVMDisposeModule(c.mod);
+        LLVMContextDispose(c.ctx);
+        tmachine_free(&m);
+        return MG_ERR;
+    }
     c.b = LLVMCreateBuilderInContext(c.ctx);
     c.i8 = LLVMInt8TypeInContext(c.ctx);
     c.i32 = LLVMInt32TypeInContext(c.ctx);

@@ -51,6 +51,10 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
             bol = p;
             continue;
         }
+        if (*p == '\r' && !(p + 1 < end && p[1] == '\n')) /* (whitespace, it ran a whole file of
+                                                              CR line ends into one line) */
+            return mg_diag_set(d, loc, "carriage return without a newline: lines end with \\n or \\r\\n "
+                               "(this file may use old Mac line endings)");
         if (*p == ' ' || *p == '\t' || *p == '\r') {
             p++;
             continue;

@@ -101,7 +101,8 @@ static const char *usage_text =
     "  -o FILE              object file to write (required)\n"
     "  --header FILE        C header to write alongside\n"
     "  --target TRIPLE      target triple (default: this machine)\n"
-    "  --cpu NAME           target CPU (default: this machine's, or generic with --target)\n"
+    "  --cpu NAME           target CPU (default: this machine's; with --target LLVM's generic\n"
+    "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple)\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
     "  --no-fuse            one kernel call per step: no fused loops for chains of\n"
@@ -170,7 +171,8 @@ static void print_diag(const source *src, const mg_diag *d)
     for (int l = 1; l < d->loc.line && p < end; p++)
         if (*p == '\n') l++;
     const char *e = p;
-    while (e < end && *e != '\n') e++;
+    while (e < end && *e != '\n' && *e != '\r') e++; /* (a CRLF line's CR would print as ^M in a log, and
+                                                        a lone CR sends the terminal's cursor back) */
     if (e - p > 200 || p >= end) return;
     fprintf(stderr, "  %.*s\n  ", (int)(e - p), p);
     for (int i = 1; i < d->loc.col && p + i - 1 < e; i++) fputc(p[i - 1] == '\t' ? '\t' : ' ', stderr);
@@ -411,11 +413,18 @@ static int run_frontend(const char *path, compiled *c, int to_plan)
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an
  * error that names the budget, the minimum feasible one and the store-all workspace. */
 /* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad;
- * 0 with --no-cache or when there is no home to put it in. */
+ * 0 with --no-cache or when there is no home to put it in. A --cache-dir that names something
+ * other than a directory is said to be unusable (a warning: planning goes on uncached), where
+ * it silently cached nothing. */
 static int cache_dir(const options *o, char *out, size_t cap)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    struct stat st;
     if (o->no_cache) return 0;
+    if (o->cache_dir && stat(o->cache_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "memgrad: warning: --cache-dir '%s' is not a directory: plans are not cached\n", o->cache_dir);
+        return 0;
+    }
     if (o->cache_dir) snprintf(out, cap, "%s", o->cache_dir);
     else if (xdg && xdg[0] == '/') snprintf(out, cap, "%s/memgrad", xdg);
     else if (home && home[0]) snprintf(out, cap, "%s/.cache/memgrad", home);
@@ -577,8 +586,9 @@ static int cmd_plan_graph(options *o)
     } else if (!rc) {
         const mg_plan *t = sol.plan;
         int edges = pr->in_start[pr->n];
-        printf("graph %s: %d nodes, %d edges  solver %s (%s, %.3f s)\n", o->graph, pr->n, edges,
-               mg_solver_names[o->solver], sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
+        printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s)\n", o->graph, pr->n, pr->n == 1 ? "" : "s",
+               edges, edges == 1 ? "" : "s", mg_solver_names[o->solver],
+               sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
         if (budget != INT64_MAX)
             printf("  budget              %s (%lld bytes)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget);
         printf("  workspace           %s (%lld bytes)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),

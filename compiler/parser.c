@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -1258,6 +1259,14 @@ static mg_status declare(parser *p, mg_op op)
             if (tk->kind != MG_TOK_NUMBER || !(tk->num > 0))
                 return mg_diag_set(p->d, here(p), "expected a positive number, got %s",
                                    describe(tk, buf, sizeof buf));
+            /* every value drawn must be finite in the param's dtype: uniform(A) draws within
+             * [-A, A], normal(STD) up to 8.6 STD (the Box-Muller draw of 53-bit uniforms ends
+             * at sqrt(-2 ln 2^-53) = 8.57); normal(1e39) made f32 params of inf and a NaN loss */
+            double most = (t.dtype == MG_F32 ? (double)FLT_MAX : DBL_MAX) / (init == MG_INIT_NORMAL ? 8.6 : 1.0);
+            if (tk->num > most)
+                return mg_diag_set(p->d, here(p), "%s(%.*s) draws values beyond %s's range: %s is at most %.3g here",
+                                   names[k], tk->len > 40 ? 40 : tk->len, tk->start, mg_dtype_name(t.dtype),
+                                   init == MG_INIT_NORMAL ? "the standard deviation" : "the bound", most);
             arg = tk->num;
             p->pos++;
             if (expect_punct(p, ')', "to close the initializer")) return MG_ERR;

@@ -40,10 +40,16 @@ static const char *flops_str(double v, int exact, char *buf, size_t len)
 static void summary(FILE *out, const mg_report_figures *f, int exact)
 {
     const mg_planned *p = f->p;
-    char tail[128], a[48], b[48];
+    char tail[128], a[48], b[48], opt[48];
+    /* a plan in micro-batches is proven optimal for the graph in that many parts, not for every
+     * part count (docs/planner.md, what "optimal" means) */
+    if (f->optimal == 1 && p && p->micro_batches > 1)
+        snprintf(opt, sizeof opt, "optimal in %d micro-batches", p->micro_batches);
+    else
+        snprintf(opt, sizeof opt, "%s",
+                 f->optimal == 1 ? "optimal" : f->optimal == 0 ? "not proven optimal" : "optimality unknown");
     fprintf(out, "model %s  hash 0x%016llx  solver %s (%s, %.3f s%s)\n", f->g->model_name,
-            (unsigned long long)f->model_hash, f->solver,
-            f->optimal == 1 ? "optimal" : f->optimal == 0 ? "not proven optimal" : "optimality unknown", f->solve_seconds,
+            (unsigned long long)f->model_hash, f->solver, opt, f->solve_seconds,
             f->from_cache ? ", from the plan cache" : "");
     figure(out, "params", f->param_bytes, exact, "");
     figure(out, "grads", f->grad_bytes, exact, "");
@@ -53,7 +59,9 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     if (f->budget_bytes != INT64_MAX && f->budget_bytes > 0)
         snprintf(tail, sizeof tail, ", %.1f%% of the budget", 100.0 * (double)f->workspace_bytes / (double)f->budget_bytes);
     figure(out, "workspace", f->workspace_bytes, exact, tail);
-    figure(out, "store-all", f->store_all_bytes, exact, "");
+    /* (the whole batch's, what percentages refer to: a plan in parts may need more, as its slices
+     * and concatenations take room of their own) */
+    figure(out, "store-all", f->store_all_bytes, exact, p && p->micro_batches > 1 ? ", of the whole batch" : "");
     if (f->min_feasible_bytes >= 0)
         figure(out, "minimum feasible", f->min_feasible_bytes, exact,
                f->workspace_bytes < f->min_feasible_bytes

@@ -43,7 +43,9 @@ typedef enum {
 
 /* Writes params[0, bytes) to path, tagged with model_hash (the generated NAME_MODEL_HASH).
  * The data goes to a temporary file in the same directory which is then renamed over path,
- * so a failed save never destroys an existing file and leaves no temporary behind. */
+ * so a failed save never destroys an existing file and leaves no temporary behind. A symlink
+ * keeps pointing where it did (its target is replaced); what is not a regular file (a device
+ * such as /dev/null, a FIFO) is written into, never replaced; a directory is an error. */
 mg_rt_status mg_params_save(const char *path, uint64_t model_hash, const void *params,
                             size_t bytes, char *err, size_t errlen);
 

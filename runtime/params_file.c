@@ -22,7 +22,12 @@
  *
  * Saving writes to "<path>.tmp.<pid>.<n>" (created with O_EXCL, so in the same directory and
  * never clobbering anything), fsyncs it, renames it over <path> and then fsyncs the directory
- * (best effort). On any failure the temporary is removed and <path> is left as it was.
+ * (best effort). On any failure the temporary is removed and <path> is left as it was. A
+ * symlink to a regular file keeps pointing there: its target is what gets replaced (the
+ * temporary goes next to the target). What is not a regular file (/dev/null, a FIFO, a
+ * dangling symlink) is opened and written into: renaming over it replaced the device node or
+ * the link (as root, saving to /dev/null put a regular file in place of /dev/null). A
+ * directory is an error, and nothing is written.
  *
  * Loading checks, in this order, so that each problem gets the most accurate report:
  *   cannot open/read                                             -> MG_RT_ERR_IO
@@ -200,11 +205,53 @@ mg_rt_status mg_params_save(const char *path, uint64_t model_hash, const void *p
     put_u64(sum, XXH64_digest(xs));
     XXH64_freeState(xs);
 
+    /* Where the bytes go (see the top): dest, through a temporary renamed over it, or path
+     * itself, written into */
+    struct stat ls, st;
+    const char *dest = path;
+    char *resolved = NULL;
+    int direct = 0;
+    if (lstat(path, &ls) == 0) {
+        if (stat(path, &st) != 0) direct = S_ISLNK(ls.st_mode);
+        else if (S_ISDIR(st.st_mode)) {
+            free(tmp);
+            return fail(err, errlen, MG_RT_ERR_IO, "cannot save '%s': %s", path, strerror(EISDIR));
+        } else if (!S_ISREG(st.st_mode)) direct = 1;
+        else if (S_ISLNK(ls.st_mode)) {
+            resolved = realpath(path, NULL);
+            if (resolved) dest = resolved;
+            else direct = 1;
+        }
+    }
+    if (direct) {
+        free(tmp);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0) return fail(err, errlen, MG_RT_ERR_IO, "cannot save '%s': %s", path, strerror(errno));
+        int e = write_all(fd, hdr, sizeof hdr);
+        if (!e && bytes > 0) e = write_all(fd, params, bytes);
+        if (!e) e = write_all(fd, sum, sizeof sum);
+        struct stat fs; /* (fsync of a device or a FIFO fails with EINVAL: only a file is synced) */
+        if (!e && fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && fsync(fd) != 0) e = errno;
+        if (close(fd) != 0 && !e) e = errno;
+        if (e) return fail(err, errlen, MG_RT_ERR_IO, "cannot save '%s': write failed: %s", path, strerror(e));
+        return MG_RT_OK;
+    }
+    if (resolved) {
+        char *t = realloc(tmp, strlen(dest) + 48);
+        if (!t) {
+            free(tmp);
+            free(resolved);
+            return fail(err, errlen, MG_RT_ERR_IO, "cannot save '%s': out of memory", path);
+        }
+        tmp = t;
+        tmplen = strlen(dest) + 48;
+    }
+
     /* O_EXCL: never reuse (or follow a symlink at) an existing name; a collision (another
      * thread of this process saving the same path) moves on to the next attempt number. */
     int fd = -1;
     for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, tmplen, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+        snprintf(tmp, tmplen, "%s.tmp.%ld.%d", dest, (long)getpid(), attempt);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST) break;
     }
@@ -214,6 +261,7 @@ mg_rt_status mg_params_save(const char *path, uint64_t model_hash, const void *p
                               "cannot save '%s': cannot create temporary file '%s': %s", path,
                               tmp, strerror(e));
         free(tmp);
+        free(resolved);
         return s;
     }
 
@@ -225,18 +273,21 @@ mg_rt_status mg_params_save(const char *path, uint64_t model_hash, const void *p
     if (e) {
         unlink(tmp);
         free(tmp);
+        free(resolved);
         return fail(err, errlen, MG_RT_ERR_IO, "cannot save '%s': write failed: %s", path,
                     strerror(e));
     }
-    if (rename(tmp, path) != 0) {
+    if (rename(tmp, dest) != 0) {
         e = errno;
         unlink(tmp);
         free(tmp);
+        free(resolved);
         return fail(err, errlen, MG_RT_ERR_IO, "cannot save '%s': rename failed: %s", path,
                     strerror(e));
     }
     free(tmp);
-    sync_parent_dir(path);
+    sync_parent_dir(dest);
+    free(resolved);
     return MG_RT_OK;
 }
 

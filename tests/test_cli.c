@@ -1497,6 +1497,121 @@ START_TEST(test_micro_batches_line_with_a_scalar_input_first)
 }
 END_TEST
 
+/* Was a bug: `compile --target i686-linux-gnu` (or armv7) of a model whose workspace or an
+ * input exceeds what a 32-bit program can address wrote an object and a header whose
+ * `((size_t)17179869504)` wraps to 64 bytes there: the caller allocated that and the step
+ * overran it. Such a compile is an error (exit 1, no files) naming the buffer and the limit; an
+ * input at its declaration. The same model compiles for a 64-bit target. */
+START_TEST(test_compile_32bit_target_refuses_what_it_cannot_address)
+{
+    const char *ws = write_model("ws.mg", "model ws\ninput x: f32[1, 1, 8, 8]\nparam s: f32[]\n"
+                                          "loss = sum(upsample_nearest(x * s, scale=8192))\nminimize loss\n");
+    char names[1024], *out;
+    int before = list_dir(names, sizeof names);
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --target i686-linux-gnu --no-cache", ws, path("ws.o"),
+                path("ws.h"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "the workspace is 16.0 GiB (17179869504 bytes), more than one buffer can hold on i686") &&
+                      strstr(out, "32-bit pointers (2.0 GiB, 2147483647 bytes)"),
+                  "message:\n%s", out);
+    free(out);
+    ck_assert_msg(list_dir(names, sizeof names) == before, "a refused compile left files: %s", names);
+
+    const char *in = write_model("in.mg", "model in\ninput x: f32[600000000]\nparam s: f32[]\n"
+                                          "loss = sum(x * s)\nminimize loss\n");
+    rc = mg(&out, "compile '%s' -o '%s' --target armv7-linux-gnueabihf --no-cache", in, path("in.o"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    assert_diag(out, in, 2, 7, "input 'x' is 2.2 GiB (2400000000 bytes), more than one buffer can hold on armv7",
+                "input x: f32[600000000]");
+    free(out);
+    ck_assert_msg(!exists(path("in.o")), "a refused compile left an object");
+
+    rc = mg(&out, "compile '%s' -o '%s' --target x86_64-linux-gnu --no-cache", in, path("in64.o"));
+    ck_assert_msg(rc == 0, "64-bit target: exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* Was a bug: `compile --target riscv64-linux-gnu` took LLVM's generic RV64I CPU, whose objects
+ * have the soft-float ABI (ELF e_flags 0) and call __addsf3: the riscv64 Linux toolchain refuses
+ * to link them ("can't link soft-float modules with double-float modules"). A RISC-V Linux
+ * triple now defaults to RV64GC with the double-float ABI (EF_RISCV_FLOAT_ABI_DOUBLE, 0x4, and
+ * RVC, 0x1), as GCC and clang build there; a bare-metal triple keeps LLVM's default. */
+static long elf64_flags(const char *p, int *machine)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return -1;
+    unsigned char b[64] = {0};
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n != sizeof b || b[0] != 0x7f || b[1] != 'E' || b[4] != 2 || b[5] != 1) return -1; /* ELF64, little-endian */
+    *machine = b[18] | b[19] << 8;
+    return (long)(b[48] | b[49] << 8 | b[50] << 16 | (unsigned long)b[51] << 24);
+}
+
+START_TEST(test_compile_riscv_linux_uses_the_double_float_abi)
+{
+    const char *m = write_model("t.mg", "model t\ninput x: f32[4,3]\nparam w: f32[3,2]\nloss = sum(relu(x @ w))\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --target riscv64-linux-gnu", m, path("rv.o"));
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    int machine = 0;
+    long flags = elf64_flags(path("rv.o"), &machine);
+    ck_assert_int_eq(machine, 243);
+    ck_assert_msg(flags == 0x5, "riscv64-linux-gnu object: e_flags 0x%lx, want 0x5 (RVC, double-float ABI)", flags);
+    rc = mg(&out, "compile '%s' -o '%s' --target riscv64-unknown-elf", m, path("bare.o"));
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    flags = elf64_flags(path("bare.o"), &machine);
+    ck_assert_msg(machine == 243 && flags == 0, "bare-metal object: machine %d, e_flags 0x%lx", machine, flags);
+}
+END_TEST
+
+/* Was a bug: a model with Windows line ends (CRLF) had its source line printed with the CR (a
+ * ^M in a log or an editor's build pane), and one with old Mac line ends (CR alone) ran into a
+ * single line whose error ("expected end of line, got 'input'") printed that line with its CRs,
+ * which send a terminal's cursor back over it. The source line now ends before a CR, and a CR
+ * without a newline is an error of its own at the CR. */
+START_TEST(test_carriage_returns_in_a_model)
+{
+    const char *m = write_model("crlf.mg", "model m\r\ninput x: f32[2, 3]\r\nparam w: f32[3, 3]\r\n"
+                                           "loss = sum(x @ q)\r\nminimize loss\r\n");
+    char *out;
+    int rc = mg(&out, "check '%s'", m);
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    assert_diag(out, m, 4, 16, "unknown name 'q'", "loss = sum(x @ q)");
+    free(out);
+    m = write_model("cr.mg", "model m\rinput x: f32[2, 3]\rparam w: f32[3, 3]\rloss = sum(x @ w)\rminimize loss\r");
+    rc = mg(&out, "check '%s'", m);
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    assert_diag(out, m, 1, 8, "carriage return without a newline: lines end with \\n or \\r\\n", "model m");
+    free(out);
+}
+END_TEST
+
+/* Was unclear: `arena --capacity 9223372036854775807` said it wanted "a positive number of
+ * bytes", which that is; a refused capacity now says why (too large, not whole, a percentage,
+ * an unknown unit). Usage errors, exit 2. */
+START_TEST(test_arena_capacity_says_why)
+{
+    const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n1,5,15,7\n");
+    static const struct { const char *cap, *why; } cases[] = {
+        {"9223372036854775807", "(at most 9e18 bytes)"},
+        {"12.5", "(a whole number of bytes)"},
+        {"50%", "(a percentage needs a store-all workspace"},
+        {"12Q", "(units: B, KiB, MiB, GiB, KB, MB, GB)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int rc = mg(&out, "arena '%s' --capacity '%s'", c, cases[i].cap);
+        ck_assert_msg(rc == 2 && strstr(out, "--capacity wants a positive number of bytes") && strstr(out, cases[i].why),
+                      "--capacity %s: exited %d:\n%s", cases[i].cap, rc, out);
+        free(out);
+    }
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1596,6 +1711,10 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
         tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
+        tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
+        tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
+        tcase_add_test(b, test_carriage_returns_in_a_model);
+        tcase_add_test(b, test_arena_capacity_says_why);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif

@@ -51,6 +51,9 @@ static const err_case errors[] = {
     {"non-ASCII byte", HDR "z = x \xc3\xa9\n", 5, 7, "unexpected byte 0xc3", NULL, 0},
     {"malformed number (letter)", "model m\ninput x: f32[4, 3a]\n", 2, 17, "malformed number '3a'", NULL, 0},
     {"malformed number (bare exponent)", HDR "z = x * 1e\n", 5, 9, "malformed number '1e'", NULL, 0},
+    /* was a bug: CR was whitespace, so old Mac line ends made the whole file one line */
+    {"carriage return alone", "model m\rinput x: f32[4, 3]\r", 1, 8, "carriage return without a newline", NULL, 0},
+    {"stray carriage return", HDR "z = x\r @ w\n", 5, 6, "carriage return without a newline", NULL, 0},
 
     /* --- syntax --- */
     {"missing ':'", "model m\ninput x f32[4, 3]\n", 2, 9, "expected ':' after the name, got 'f32'", NULL, 0},
@@ -110,6 +113,13 @@ static const err_case errors[] = {
      "unknown initializer 'hee'; expected zeros, ones, he, xavier, normal(STD) or uniform(A)", NULL, 0},
     {"normal without its argument", HDR "param q: f32[3] = normal\n", 5, 25, "expected '(' after 'normal'", NULL, 0},
     {"normal(0)", HDR "param q: f32[3] = normal(0)\n", 5, 26, "expected a positive number, got '0'", NULL, 0},
+    /* was a bug: normal(1e39) was accepted and made f32 params of inf (a NaN loss) */
+    {"normal(STD) beyond f32", HDR "param q: f32[3] = normal(1e39)\n", 5, 26,
+     "normal(1e39) draws values beyond f32's range: the standard deviation is at most 3.96e+37 here", NULL, 0},
+    {"uniform(A) beyond f32", HDR "param q: f32[3] = uniform(3.5e38)\n", 5, 27,
+     "uniform(3.5e38) draws values beyond f32's range: the bound is at most 3.4e+38 here", NULL, 0},
+    {"normal(STD) beyond f64", HDR "param q: f64[3] = normal(1e308)\n", 5, 26,
+     "the standard deviation is at most 2.09e+307 here", NULL, 0},
     {"uniform not closed", HDR "param q: f32[3] = uniform(1 2)\n", 5, 29, "expected ')' to close the initializer",
      NULL, 0},
     {"dimension 0", HDR "param q: f32[0, 3]\n", 5, 14, "expected a positive integer dimension, got '0'", NULL, 0},

@@ -848,6 +848,14 @@ START_TEST(test_solvers_on_the_command_line)
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 50%% --solver exact --time-limit 1 --no-cache", m), 0);
     ck_assert_msg(strstr(out, "solver exact (optimality unknown"), "%s", out);
     free(out);
+    /* a plan in parts is optimal for that part count only, and says so (the 2 parts of mlp with no
+     * budget recompute nothing, but their slices and concatenations cost what the whole batch
+     * does not) */
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 2 --no-cache", example("examples/mlp.mg")), 0);
+    ck_assert_msg(strstr(out, "solver auto (optimal in 2 micro-batches, "), "%s", out);
+    /* its workspace is above the store-all line, which is the whole batch's */
+    ck_assert_msg(strstr(out, "bytes), of the whole batch\n"), "%s", out);
+    free(out);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --solver magic", m), 2);
     ck_assert_msg(strstr(out, "unknown solver 'magic'"), "%s", out);
     free(out);
@@ -1089,6 +1097,11 @@ START_TEST(test_graph_import_errors)
     }
     ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s/none.json'", dir), 1);
     free(out);
+    /* (a graph of one node is planned, and named in the singular: it said "1 nodes, 0 edges") */
+    ck_assert(tu_write(path, "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": []}") == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --no-cache", path), 0);
+    ck_assert_msg(strstr(out, ": 1 node, 0 edges  solver auto"), "%s", out);
+    free(out);
     tu_rmtree(dir);
     free(dir);
 }
@@ -1181,6 +1194,10 @@ START_TEST(test_plan_cache)
     free(out);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s/c' --no-cache", m, dir), 0);
     ck_assert_msg(!strstr(out, "from the plan cache"), "--no-cache used the cache:\n%s", out);
+    free(out);
+    /* a --cache-dir that is a file: planned all the same, and said to cache nothing (it said nothing) */
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 45%% --cache-dir '%s'", m, entry), 0);
+    ck_assert_msg(strstr(out, "is not a directory: plans are not cached") && strstr(out, "workspace"), "%s", out);
     free(out);
     /* XDG_CACHE_HOME is the default place */
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' >/dev/null && XDG_CACHE_HOME='%s/x' '%s' plan '%s' && ls '%s'/x/memgrad/*.plan",

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
@@ -450,6 +451,44 @@ START_TEST(test_save_replaces_existing)
 }
 END_TEST
 
+/* Was a bug: the save renamed its temporary over path whatever path was, so a symlink became a
+ * regular file (the checkpoint it pointed to left stale) and a FIFO or a device was replaced (as
+ * root, saving to /dev/null put a regular file in place of /dev/null). A symlink's target is
+ * replaced, the link kept; a FIFO (here) or a device is written into; no temporary is left. */
+START_TEST(test_save_through_symlink_and_fifo)
+{
+    char dir[512], target[600], link[600], fifo[600], err[512];
+    unsigned char a[P], b[P], out[P];
+    case_dir("links", dir, sizeof dir);
+    save_default(dir, "real.params", target, sizeof target, a);
+    snprintf(link, sizeof link, "%s/latest.params", dir);
+    ck_assert_int_eq(symlink("real.params", link), 0);
+    fill_pattern(b, P, 7);
+    ck_assert_int_eq(mg_params_save(link, HASH_B, b, P, err, sizeof err), MG_RT_OK);
+    struct stat ls;
+    ck_assert_int_eq(lstat(link, &ls), 0);
+    ck_assert_msg(S_ISLNK(ls.st_mode), "the symlink was replaced by a regular file");
+    ck_assert_int_eq(mg_params_load(target, HASH_B, out, P, err, sizeof err), MG_RT_OK);
+    ck_assert_mem_eq(out, b, P);
+    ck_assert_int_eq(count_entries(dir), 2);
+
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0666), 0);
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK); /* a reader, so the save's open for writing succeeds */
+    ck_assert_int_ge(rd, 0);
+    ck_assert_int_eq(mg_params_save(fifo, HASH_A, a, P, err, sizeof err), MG_RT_OK);
+    unsigned char got[HDR + P + SUM + 1];
+    ssize_t n = read(rd, got, sizeof got);
+    close(rd);
+    ck_assert_int_eq(n, HDR + P + SUM);
+    ck_assert_mem_eq(got + HDR, a, P);
+    struct stat st;
+    ck_assert_int_eq(lstat(fifo, &st), 0);
+    ck_assert_msg(S_ISFIFO(st.st_mode), "the FIFO was replaced by a regular file");
+    ck_assert_int_eq(count_entries(dir), 3);
+}
+END_TEST
+
 START_TEST(test_args_and_messages)
 {
     char dir[512], path[600], err[512];
@@ -726,6 +765,7 @@ static Suite *params_suite(void)
     tcase_add_test(tc, test_save_into_missing_dir);
     tcase_add_test(tc, test_save_rename_failure_cleans_up);
     tcase_add_test(tc, test_save_replaces_existing);
+    tcase_add_test(tc, test_save_through_symlink_and_fifo);
     tcase_add_test(tc, test_args_and_messages);
     tcase_add_test(tc, test_status_names);
     suite_add_tcase(s, tc);
