@@ -239,13 +239,6 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
             }
         }
     }
-    /* CBC's first solution: the current window (where it is in the program's class) */
-    m.start = check ? NULL : calloc((size_t)m.ncols + 1, sizeof *m.start);
-    if (!check && !m.start) abort();
-    for (size_t c = 0; c < cells && m.start; c++) {
-        if (R[c] >= 0) m.start[R[c]] = curR[c] || m.lb[R[c]] > 0.5;
-        if (S[c] >= 0) m.start[S[c]] = curS[c] || m.lb[S[c]] > 0.5;
-    }
 #define RC(t, v) R[(size_t)(t) * n + (v)]
 #define SC(t, v) ((t) < K ? S[(size_t)(t) * n + (v)] : -1)
 #define MEM(v) (ws(pr, v) ? pr->bytes[v] : 0)
@@ -334,6 +327,12 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
             prevk = k;
             prevo = oi;
         }
+    }
+    /* CBC's first solution: the current window (where it is in the program's class) */
+    m.start = check ? NULL : mg_xcalloc((size_t)m.ncols + 1, sizeof *m.start);
+    for (size_t c = 0; c < cells && m.start; c++) {
+        if (R[c] >= 0) m.start[R[c]] = curR[c] || m.lb[R[c]] > 0.5;
+        if (S[c] >= 0) m.start[S[c]] = curS[c] || m.lb[S[c]] > 0.5;
     }
     double *x = calloc((size_t)m.ncols + 1, sizeof *x);
     if (!x) abort();
