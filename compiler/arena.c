@@ -12,8 +12,11 @@
  *     above the placed ones it overlaps is least goes next). Up to 2000 buffers the best of
  *     eight (four first-fit orders, best fit, three skylines) is kept and then compacted (every
  *     buffer falls to the lowest gap that holds it, the placement is turned upside down and
- *     compacted again); up to 20000 the best of three; above that a linear scan in time order
- *     (O(n log n)).
+ *     compacted again); up to 40000 the best of three; above 20000 also a linear scan in time
+ *     order (O(n log n)), the better kept, and above 40000 the linear scan alone. (Up to
+ *     2026-12-03 the scan alone took over at 20000: mlp_deep's plans in 32 parts have
+ *     20,000-25,500 buffers, where the scan wasted 8-31% above the peak of live bytes and the
+ *     greedy orders reach the peak on nearly every one, at 5-7 ms against 2-3 ms.)
  *  2. When that misses the target (the capacity asked for, else the lower bound), an exact
  *     depth-first branch and bound in the manner of MiniMalloc (Moffitt, ASPLOS 2023). Time is
  *     cut into "sections" (the maximal sets of buffers live together). Buffers are placed one
@@ -49,7 +52,8 @@
 #include <time.h>
 
 enum {
-    MG_ARENA_GREEDY_MAX = 20000, /* buffers; above this the linear scan takes over */
+    MG_ARENA_GREEDY_MAX = 40000, /* buffers; above this the linear scan takes over */
+    MG_ARENA_SCAN_FROM = 20000,  /* buffers; above this the linear scan runs too, the better kept */
     MG_ARENA_ORDERS_MAX = 2000,  /* buffers; up to this the greedy tries every order */
     MG_ARENA_SEARCH_MAX = 4000,  /* buffers; the search recurses once per placement */
     MG_ARENA_PLAN_SEARCH_MAX = 2000, /* buffers; mg_arena_assign searches only up to this */
@@ -836,14 +840,16 @@ enum { NGREEDY = sizeof greedies / sizeof greedies[0], NGREEDY_LARGE = 3 };
  * average 1.04 times the lower bound where the four first-fit orders alone are 1.07; on
  * resnet18_64's large ones the skylines win two times in three. Stops at the lower bound. When
  * the overlap lists would be too big, only first fit by size runs, on a scan of every placed
- * buffer. Returns the arena; offsets in best. */
-static int64_t greedy_best(const live_set *ls, int64_t *best)
+ * buffer, or (decline_quadratic: a plan so large that this quadratic scan would take long)
+ * nothing runs and INT64_MAX is returned. Returns the arena; offsets in best. */
+static int64_t greedy_best(const live_set *ls, int64_t *best, int decline_quadratic)
 {
     int m = ls->m;
+    overlaps ov;
+    if (!overlaps_init(&ov, ls, greedy_items_max) && decline_quadratic) return INT64_MAX; /* placed nothing */
     gkey *order = pal(ls->P, (size_t)m * sizeof *order);
     int64_t top = INT64_MAX;
-    overlaps ov;
-    if (!overlaps_init(&ov, ls, greedy_items_max)) {
+    if (!ov.start) {
         slot *placed = pal(ls->P, (size_t)m * sizeof *placed);
         for (int i = 0; i < m; i++) order[i] = (gkey){(double)ls->size[i], 0, ls->lo[i], i};
         sort_gkeys(order, m, sort_depth(m));
@@ -1611,9 +1617,17 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
     live_set_init(&ls, iv, n, P);
     int m = ls.m;
     int64_t *best = pcal(P, (size_t)m, sizeof *best);
-    int64_t top;
-    if (m > MG_ARENA_GREEDY_MAX) top = linear_scan(&ls, best);
-    else top = greedy_best(&ls, best);
+    int64_t top = INT64_MAX;
+    if (m <= MG_ARENA_GREEDY_MAX) top = greedy_best(&ls, best, m > MG_ARENA_SCAN_FROM);
+    if (m > MG_ARENA_SCAN_FROM && top > ls.lower_bound) {
+        int64_t *scan = pal(P, (size_t)m * sizeof *scan);
+        int64_t t = linear_scan(&ls, scan);
+        if (t < top) {
+            top = t;
+            memcpy(best, scan, (size_t)m * sizeof *best);
+        }
+        pfree(P, scan);
+    }
     stats.lower_bound = ls.lower_bound;
     stats.greedy_bytes = top;
     /* the first target: the capacity, or the lower bound when there is none or the capacity
