@@ -1612,6 +1612,42 @@ START_TEST(test_arena_capacity_says_why)
 }
 END_TEST
 
+/* A model may declare no input and no output (the loss of its parameters alone): its header said
+ * "Inputs (pointers in this order in inputs[]):" and "Outputs of NAME_forward (...):" over empty
+ * lists (review18). It says there are none and that the arrays may be NULL, and a program that
+ * passes NULL for both builds and runs. */
+START_TEST(test_header_of_a_model_without_inputs_or_outputs)
+{
+    const char *m = write_model("lonely.mg", "model lonely\nparam w: f32[4, 2] = ones\nloss = sum(w * w)\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("m.o"), path("m.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("m.h"));
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(!strstr(h, "Inputs (pointers") && !strstr(h, "outputs[]):"), "empty lists in the header:\n%s", h);
+    ck_assert_msg(strstr(h, " * Inputs: none (the model declares no `input`") &&
+                      strstr(h, " * Outputs of lonely_forward: none (the model declares no `output`"),
+                  "the header does not say there are none:\n%s", h);
+    free(h);
+    write_model("app.c", "#include \"m.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+                         "int main(void)\n{\n"
+                         "    void *p = calloc(1, LONELY_PARAM_BYTES), *g = calloc(1, LONELY_PARAM_BYTES);\n"
+                         "    void *ws = malloc(LONELY_WORKSPACE_BYTES + 1);\n"
+                         "    lonely_init_params(p, 1);\n"
+                         "    printf(\"loss %g inputs %d outputs %d\\n\", lonely_train_step(p, g, NULL, ws),\n"
+                         "           LONELY_NUM_INPUTS, LONELY_NUM_OUTPUTS);\n"
+                         "    lonely_forward(p, NULL, NULL, ws);\n"
+                         "    return 0;\n}\n");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c11 -Wall -Wextra -Werror -pedantic app.c m.o -lm -o app && ./app",
+             dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "loss 8 inputs 0 outputs 0"), "the program does not build or run:\n%s", out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1715,6 +1751,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
         tcase_add_test(b, test_carriage_returns_in_a_model);
         tcase_add_test(b, test_arena_capacity_says_why);
+        tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
