@@ -443,16 +443,17 @@ static void no_plan_error(const char *path, mg_solver solver, int64_t want, int6
     if (parts > 0) snprintf(with, sizeof with, " with --micro-batches %d", parts);
     if (minf >= 0 && minf > want)
         fprintf(stderr,
-                "%s: error: budget %s (%lld bytes) is below the minimum feasible budget%s of %s (%lld bytes); "
-                "the store-all workspace is %s (%lld bytes)\n",
-                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, with, mg_human_bytes(minf, h2, sizeof h2),
-                (long long)minf, mg_human_bytes(all, h3, sizeof h3), (long long)all);
+                "%s: error: budget %s (%lld %s) is below the minimum feasible budget%s of %s (%lld %s); "
+                "the store-all workspace is %s (%lld %s)\n",
+                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, mg_bytes_word(want), with,
+                mg_human_bytes(minf, h2, sizeof h2), (long long)minf, mg_bytes_word(minf),
+                mg_human_bytes(all, h3, sizeof h3), (long long)all, mg_bytes_word(all));
     else
         fprintf(stderr,
-                "%s: error: solver %s finds no plan within budget %s (%lld bytes); the store-all workspace is %s "
-                "(%lld bytes)%s\n",
-                path, mg_solver_names[solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
-                mg_human_bytes(all, h3, sizeof h3), (long long)all,
+                "%s: error: solver %s finds no plan within budget %s (%lld %s); the store-all workspace is %s "
+                "(%lld %s)%s\n",
+                path, mg_solver_names[solver], mg_human_bytes(want, h1, sizeof h1), (long long)want, mg_bytes_word(want),
+                mg_human_bytes(all, h3, sizeof h3), (long long)all, mg_bytes_word(all),
                 solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
 }
 
@@ -517,9 +518,9 @@ static int verify_again(compiled *c)
         print_diag(&c->src, &d);
         return 1;
     }
-    fprintf(stderr, "%s: plan verified: %d train steps, %d forward steps, %d buffers in %lld workspace bytes\n",
+    fprintf(stderr, "%s: plan verified: %d train steps, %d forward steps, %d buffers in %lld workspace %s\n",
             c->src.path, c->plan.train->nsteps, c->plan.forward->nsteps, c->plan.train->nbufs + c->plan.forward->nbufs,
-            (long long)c->plan.workspace_bytes);
+            (long long)c->plan.workspace_bytes, mg_bytes_word(c->plan.workspace_bytes));
     return 0;
 }
 
@@ -590,15 +591,15 @@ static int cmd_plan_graph(options *o)
                edges, edges == 1 ? "" : "s", mg_solver_names[o->solver],
                sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
         if (budget != INT64_MAX)
-            printf("  budget              %s (%lld bytes)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget);
-        printf("  workspace           %s (%lld bytes)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
-               (long long)t->workspace_bytes);
-        printf("  peak live           %s (%lld bytes)\n", mg_human_bytes(t->peak_live_bytes, h, sizeof h),
-               (long long)t->peak_live_bytes);
-        printf("  store-all           %s (%lld bytes)\n", mg_human_bytes(all.store_all_bytes, h, sizeof h),
-               (long long)all.store_all_bytes);
-        printf("  minimum feasible    %s (%lld bytes)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
-               (long long)sol.min_feasible_bytes);
+            printf("  budget              %s (%lld %s)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget, mg_bytes_word(budget));
+        printf("  workspace           %s (%lld %s)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
+               (long long)t->workspace_bytes, mg_bytes_word(t->workspace_bytes));
+        printf("  peak live           %s (%lld %s)\n", mg_human_bytes(t->peak_live_bytes, h, sizeof h),
+               (long long)t->peak_live_bytes, mg_bytes_word(t->peak_live_bytes));
+        printf("  store-all           %s (%lld %s)\n", mg_human_bytes(all.store_all_bytes, h, sizeof h),
+               (long long)all.store_all_bytes, mg_bytes_word(all.store_all_bytes));
+        printf("  minimum feasible    %s (%lld %s)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
+               (long long)sol.min_feasible_bytes, mg_bytes_word(sol.min_feasible_bytes));
         printf("  cost                %.0f once, %.0f executed, recompute overhead %.2f%%\n", t->flops_once,
                t->flops_executed, 100.0 * mg_recompute_overhead(t->flops_once, t->flops_executed));
         if (sol.lower_bound > t->flops_once)
@@ -611,8 +612,9 @@ static int cmd_plan_graph(options *o)
             print_diag(&src, &d);
             rc = 1;
         } else {
-            fprintf(stderr, "%s: plan verified: %d steps, %d buffers in %lld workspace bytes\n", o->graph,
-                    sol.plan->nsteps, sol.plan->nbufs, (long long)sol.plan->workspace_bytes);
+            fprintf(stderr, "%s: plan verified: %d steps, %d buffers in %lld workspace %s\n", o->graph,
+                    sol.plan->nsteps, sol.plan->nbufs, (long long)sol.plan->workspace_bytes,
+                    mg_bytes_word(sol.plan->workspace_bytes));
         }
     }
     mg_plan_free(all.plan);
@@ -718,8 +720,8 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
     int csv = !strcmp(fmt, "csv");
     if (csv) printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds\n");
     else
-        printf("%s  solver %s  store-all %lld bytes, minimum feasible %lld bytes\n%14s %7s %14s %14s %10s %9s\n", what,
-               solver, (long long)all, (long long)minf, "budget", "%", "workspace", "peak live", "overhead", "seconds");
+        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s\n", what,
+               solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%", "workspace", "peak live", "overhead", "seconds");
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
         double pct = 100.0 * (double)q->budget / (double)(all > 0 ? all : 1);

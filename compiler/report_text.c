@@ -20,8 +20,10 @@ static const char *sz(int64_t v, int exact, char *buf, int len)
 static void figure(FILE *out, const char *label, int64_t v, int exact, const char *tail)
 {
     char h[32];
-    if (exact) fprintf(out, "  %-19s %lld bytes%s\n", label, (long long)v, tail);
-    else fprintf(out, "  %-19s %s (%lld bytes)%s\n", label, mg_human_bytes(v, h, sizeof h), (long long)v, tail);
+    if (exact) fprintf(out, "  %-19s %lld %s%s\n", label, (long long)v, mg_bytes_word(v), tail);
+    else
+        fprintf(out, "  %-19s %s (%lld %s)%s\n", label, mg_human_bytes(v, h, sizeof h), (long long)v, mg_bytes_word(v),
+                tail);
 }
 
 static const char *flops_str(double v, int exact, char *buf, size_t len)

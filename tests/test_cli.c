@@ -1401,7 +1401,7 @@ START_TEST(test_graph_budget_errors_read_like_a_models)
                      0);
     char *out;
     int rc = mg(&out, "plan --graph '%s' --budget 1B", g);
-    ck_assert_msg(rc == 1 && strstr(out, "g.json: error: budget 1 B (1 bytes) is below the minimum feasible budget of ") &&
+    ck_assert_msg(rc == 1 && strstr(out, "g.json: error: budget 1 B (1 byte) is below the minimum feasible budget of ") &&
                       strstr(out, "; the store-all workspace is "),
                   "exited %d:\n%s", rc, out);
     free(out);
@@ -1648,6 +1648,38 @@ START_TEST(test_header_of_a_model_without_inputs_or_outputs)
 }
 END_TEST
 
+/* Figures of one byte are "1 byte": the budget refusal, `plan --bytes`, `plan --graph`, the sweep's
+ * heading and `arena` all printed "(1 bytes)" or "1 bytes" (review18). */
+START_TEST(test_one_byte_is_singular)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "plan '%s' --budget 1 --no-cache", m);
+    ck_assert_msg(rc == 1 && strstr(out, "budget 1 B (1 byte) is below"), "plan --budget 1 exited %d:\n%s", rc, out);
+    free(out);
+    const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,1\n");
+    rc = mg(&out, "arena '%s' --capacity 1", c);
+    ck_assert_msg(rc == 0 && strstr(out, "lower bound   1 byte (max live)") && strstr(out, "arena         1 byte\n") &&
+                      strstr(out, "capacity      1 byte\n"),
+                  "arena exited %d:\n%s", rc, out);
+    free(out);
+    c = write_model("c.csv", "id,lower,upper,size\n0,0,10,2\n");
+    rc = mg(&out, "arena '%s' --capacity 1", c);
+    ck_assert_msg(rc == 0 && strstr(out, "does not fit (1 byte over)"), "arena exited %d:\n%s", rc, out);
+    free(out);
+    /* a graph of one node of one byte: every figure is 1 */
+    const char *g = write_model("g.json", "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 1}], "
+                                          "\"links\": []}");
+    rc = mg(&out, "plan --graph '%s'", g);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace           1 B (1 byte)\n"), "plan --graph exited %d:\n%s", rc, out);
+    ck_assert_msg(!strstr(out, "1 bytes"), "plan --graph:\n%s", out);
+    free(out);
+    rc = mg(&out, "sweep --graph '%s' --points 2", g);
+    ck_assert_msg(rc == 0 && !strstr(out, "1 bytes"), "sweep --graph exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1752,6 +1784,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_carriage_returns_in_a_model);
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
+        tcase_add_test(b, test_one_byte_is_singular);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
