@@ -131,7 +131,11 @@ static const char *usage_text =
     "  blocks               def block(x, c_in, c_out) { ... return h }, called as block(x, 1, 32);\n"
     "                       params inside are named per call (block.0.w, block.1.w)\n"
     "\n"
-    "  -h, --help           this text;  --version  the version\n";
+    "  -h, --help           this text;  --version  the version\n"
+    "\n"
+    "An option given twice takes its last value, as cc does (--budget 40% --budget 30%: 30%);\n"
+    "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
+    "two different files with one of them is an error (exit 2).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -296,6 +300,18 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
             return usage_error("unexpected argument '%s' (one model file at a time)", a);
         }
         if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("option '%s' needs a value", a);
+        /* An option given twice: the last wins, as with cc (a script may append an override), but
+         * not for a file: two outputs named for one option would write only the last (a build
+         * expecting the first would find it missing or stale), and two --graph files are two
+         * inputs, like two models. The same file twice is no conflict. */
+        int is_file = slot == &o->out || slot == &o->header || slot == &o->emit_llvm || slot == &o->svg ||
+                      slot == &o->trace || slot == &o->graph;
+        if (is_file && *slot && strcmp(*slot, argv[i + 1])) {
+            fprintf(stderr, "memgrad: %s given twice ('%s', then '%s'): it names one file; give it once\n", a, *slot,
+                    argv[i + 1]);
+            fprintf(stderr, "Try 'memgrad --help'.\n");
+            return 2;
+        }
         *slot = argv[++i];
     }
     if (o->print_ir && o->print_joint)

@@ -1680,6 +1680,53 @@ START_TEST(test_one_byte_is_singular)
 }
 END_TEST
 
+/* An option given twice (review18): `-o a.o -o b.o` wrote b.o alone and exited 0. A setting takes
+ * its last value, as cc does; an option naming a file refuses a second, different file (usage
+ * error, nothing written); the same file twice is fine; --help says so. */
+START_TEST(test_repeated_options)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' -o '%s' --no-cache", m, path("a.o"), path("b.o"));
+    ck_assert_msg(rc == 2 && strstr(out, "-o given twice ('") && strstr(out, "a.o', then '") &&
+                      strstr(out, "b.o'): it names one file; give it once"),
+                  "-o twice exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("a.o")) && !exists(path("b.o")), "an object was written");
+    const char *files[][2] = {{"compile", "--header"}, {"compile", "--emit-llvm"}, {"plan", "--svg"},
+                              {"plan", "--trace"}, {"sweep", "--svg"}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        rc = mg(&out, "%s '%s' -o '%s' %s '%s' %s '%s' --no-cache", files[i][0], m, path("c.o"), files[i][1],
+                path("x"), files[i][1], path("y"));
+        if (strcmp(files[i][0], "compile")) { /* (no -o outside compile: run it again without) */
+            free(out);
+            rc = mg(&out, "%s '%s' %s '%s' %s '%s' --no-cache", files[i][0], m, files[i][1], path("x"), files[i][1],
+                    path("y"));
+        }
+        ck_assert_msg(rc == 2 && strstr(out, "given twice"), "%s %s twice exited %d:\n%s", files[i][0], files[i][1], rc,
+                      out);
+        free(out);
+    }
+    rc = mg(&out, "plan --graph '%s' --graph '%s'", path("g1.json"), path("g2.json"));
+    ck_assert_msg(rc == 2 && strstr(out, "--graph given twice"), "--graph twice exited %d:\n%s", rc, out);
+    free(out);
+    /* the same file twice is one file */
+    rc = mg(&out, "compile '%s' -o '%s' -o '%s' --no-cache -O0", m, path("a.o"), path("a.o"));
+    ck_assert_msg(rc == 0 && exists(path("a.o")), "-o a.o -o a.o exited %d:\n%s", rc, out);
+    free(out);
+    /* settings: the last wins */
+    rc = mg(&out, "plan '%s' --budget 1 --budget 100%% --solver sqrt --solver store-all --format text --format json "
+                  "--no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "\"solver\": \"store-all\""), "plan with repeated settings exited %d:\n%s", rc,
+                  out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    ck_assert_msg(strstr(out, "An option given twice takes its last value"), "--help:\n%s", out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1785,6 +1832,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
+        tcase_add_test(b, test_repeated_options);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
 #endif
