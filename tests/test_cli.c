@@ -1744,6 +1744,71 @@ START_TEST(test_trainer_rejects_bad_values)
     }
 }
 END_TEST
+
+/* Writes a Fashion-MNIST-shaped dataset of ntrain and ntest images into dir (uncompressed IDX
+ * under the .gz names: zlib reads plain files as they are); pixels pseudo-random, labels i % 10
+ * except that image 0 of the training set gets first_label. */
+static void write_idx_set(int ntrain, int ntest, int first_label)
+{
+    for (int t = 0; t < 2; t++) {
+        int n = t ? ntest : ntrain;
+        const char *pre = t ? "t10k" : "train";
+        char name[64];
+        size_t ib = 16 + (size_t)n * 784, lb = 8 + (size_t)n;
+        unsigned char *im = calloc(1, ib), *la = calloc(1, lb);
+        unsigned hdr_i[4] = {2051, (unsigned)n, 28, 28}, hdr_l[2] = {2049, (unsigned)n};
+        for (int k = 0; k < 4; k++)
+            for (int b = 0; b < 4; b++) im[4 * k + b] = (unsigned char)(hdr_i[k] >> (24 - 8 * b));
+        for (int k = 0; k < 2; k++)
+            for (int b = 0; b < 4; b++) la[4 * k + b] = (unsigned char)(hdr_l[k] >> (24 - 8 * b));
+        unsigned r = 12345;
+        for (size_t k = 16; k < ib; k++) im[k] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
+        for (int k = 0; k < n; k++) la[8 + k] = (unsigned char)(k % 10);
+        if (!t && n > 0) la[8] = (unsigned char)first_label;
+        snprintf(name, sizeof name, "%s-images-idx3-ubyte.gz", pre);
+        FILE *f = fopen(path(name), "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fwrite(im, 1, ib, f), ib);
+        fclose(f);
+        snprintf(name, sizeof name, "%s-labels-idx1-ubyte.gz", pre);
+        f = fopen(path(name), "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fwrite(la, 1, lb, f), lb);
+        fclose(f);
+        free(im);
+        free(la);
+    }
+}
+
+/* The trainer on datasets it cannot train on, and on a run that diverges (review18): fewer
+ * training images than one batch, or no test images, printed "loss -nan  test accuracy -nan%"
+ * and exited 0; a label past the model's classes made the loss NaN for the rest of the run; a
+ * learning rate that diverges went on to the end printing "loss -nan". Each is an error (exit 1)
+ * that says what is wrong; a small dataset that is fine trains. */
+START_TEST(test_trainer_refuses_what_it_cannot_train_on)
+{
+    static const struct { int ntrain, ntest, label; const char *args, *want; } cases[] = {
+        {10, 10, 0, "", "train-images-idx3-ubyte.gz has 10 images, fewer than one batch of 128"},
+        {256, 0, 0, "", "t10k-images-idx3-ubyte.gz has no images to test on"},
+        {256, 10, 200, "", "train-labels-idx1-ubyte.gz: label 200 of image 0 is not one of the model's 10 classes"},
+        {384, 10, 0, "--lr 1e30 --schedule constant", "training diverged; try a smaller --lr"},
+        {256, 10, 0, "--lr 0.01", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_idx_set(cases[i].ntrain, cases[i].ntest, cases[i].label);
+        char cmd[8192], *out;
+        snprintf(cmd, sizeof cmd, "'%s' --epochs 1 %s --data '%s'", MG_TRAIN_MLP, cases[i].args, dir);
+        int rc = tu_run(cmd, &out);
+        if (cases[i].want)
+            ck_assert_msg(rc == 1 && strstr(out, cases[i].want) && !strstr(out, "nan"), "case %zu: exited %d:\n%s", i, rc,
+                          out);
+        else
+            ck_assert_msg(rc == 0 && strstr(out, "epoch 1  loss ") && !strstr(out, "nan"), "case %zu: exited %d:\n%s", i,
+                          rc, out);
+        free(out);
+    }
+}
+END_TEST
 #endif
 
 static Suite *cli_suite(void)
@@ -1835,6 +1900,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_repeated_options);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
+        tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
 #endif
         suite_add_tcase(s, b);
     }

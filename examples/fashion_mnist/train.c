@@ -160,8 +160,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "train: the model must take (f32 images [%d x 784 values], i32 labels [%d])\n", B, B);
         return 1;
     }
+    const int classes = (int)FN(outputs_desc)[0].shape[1];
     dataset tr, te;
     if (!load(dir, "train", &tr) || !load(dir, "t10k", &te)) return 1;
+    /* what the loop below needs of the files: a batch to train on, images to test on, and labels
+     * the model has classes for (a label past them made the loss NaN, silently, for the rest of
+     * the run; too few images printed "loss -nan  test accuracy -nan%" and exited 0) */
+    const dataset *sets[2] = {&tr, &te};
+    for (int k = 0; k < 2; k++) {
+        const char *what = k ? "t10k" : "train";
+        if (sets[k]->n < (k ? 1 : B)) {
+            if (k) fprintf(stderr, "train: %s/%s-images-idx3-ubyte.gz has no images to test on\n", dir, what);
+            else
+                fprintf(stderr, "train: %s/%s-images-idx3-ubyte.gz has %d image%s, fewer than one batch of %d\n", dir,
+                        what, sets[k]->n, sets[k]->n == 1 ? "" : "s", B);
+            return 1;
+        }
+        for (int i = 0; i < sets[k]->n; i++)
+            if (sets[k]->labels[i] >= classes) {
+                fprintf(stderr, "train: %s/%s-labels-idx1-ubyte.gz: label %d of image %d is not one of the model's %d "
+                                "classes (0 to %d)\n", dir, what, (int)sets[k]->labels[i], i, classes, classes - 1);
+                return 1;
+            }
+    }
 
     void *params = calloc(1, UP(PARAM_BYTES)), *grads = calloc(1, UP(PARAM_BYTES));
     void *vel = calloc(1, UP(PARAM_BYTES)), *ws = malloc(UP(WORKSPACE_BYTES) ? UP(WORKSPACE_BYTES) : 1);
@@ -177,7 +198,6 @@ int main(int argc, char **argv)
     mg_adam_state adam_st = {vel, adam_v, 0};
     const void *inputs[2] = {xb, yb};
     void *outputs[1] = {logits};
-    const int classes = (int)FN(outputs_desc)[0].shape[1];
     uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
     for (int i = 0; i < tr.n; i++) perm[i] = i;
     printf("model %s: %d parameter tensors (%.1f KiB), workspace %.1f KiB, batch %d, %s lr %g%s\n", MODEL_NAME,
@@ -198,7 +218,18 @@ int main(int argc, char **argv)
                 memcpy(xb + (size_t)b * 784, tr.images + (size_t)k * 784, 784 * sizeof(float));
                 yb[b] = tr.labels[k];
             }
-            total += FN(train_step)(params, grads, inputs, ws);
+            float loss = FN(train_step)(params, grads, inputs, ws);
+            /* a diverged run (too high a learning rate) turns every parameter into NaN within a few
+             * steps and would go on to the end printing "loss -nan" and saving them */
+            if (!isfinite(loss)) {
+                fprintf(stderr, "train: the loss is %s at epoch %d, step %d of %d (learning rate %g): training "
+                                "diverged; try a smaller --lr\n", isnan(loss) ? "NaN" : "infinite", ep, s + 1, steps,
+                        adam ? adam_cfg.lr : sgd.lr);
+                free(params); free(grads); free(vel); free(adam_v); free(ws); free(xb); free(yb); free(logits);
+                free(perm); free(tr.images); free(tr.labels); free(te.images); free(te.labels);
+                return 1;
+            }
+            total += loss;
             if (cosine) {
                 double t = ((double)(ep - 1) * steps + s) / total_steps;
                 sgd.lr = adam_cfg.lr = lr * 0.5 * (1.0 + cos(3.14159265358979323846 * t));
