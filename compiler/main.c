@@ -79,7 +79,8 @@ static const char *usage_text =
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
     "                       command; check, arena, sweep and plan --graph cache nothing)\n"
-    "  --points N           sweep: number of budgets (default 8)\n"
+    "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
+    "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
     "report options (plan, sweep):\n"
     "  --bytes              plan: exact numbers (bytes, FLOPs) instead of KiB/MiB and GFLOP\n"
@@ -821,6 +822,16 @@ static int cmd_sweep(options *o)
         mg_solver s = k ? MG_SOLVER_SQRT : MG_SOLVER_AUTO;
         if (s != o->solver) solvers[ncurves++] = s;
     }
+    /* the budgets, evenly from the minimum to store-all; where they are fewer bytes apart than
+     * points (a model whose minimum is its store-all workspace, a tiny graph) each is planned and
+     * printed once, not --points times over */
+    int npoints = 0;
+    int64_t *budgets = malloc((size_t)o->points * sizeof *budgets);
+    if (!budgets) abort();
+    for (int i = 0; i < o->points; i++) {
+        int64_t b = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
+        if (!npoints || b != budgets[npoints - 1]) budgets[npoints++] = b;
+    }
     sweep_point *pts = calloc((size_t)o->points * 3, sizeof *pts), *pt = pts;
     if (!pts) abort();
     for (int k = 0; k < ncurves; k++) {
@@ -829,9 +840,9 @@ static int cmd_sweep(options *o)
          * where its recompute overhead is lower): the overhead never rises with the budget */
         mg_plan *prev = NULL;
         mg_planned prevp = {0};
-        for (int i = 0; i < o->points && !rc; i++) {
+        for (int i = 0; i < npoints && !rc; i++) {
             sweep_point *q = &pts[k * o->points + i];
-            q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
+            q->budget = budgets[i];
             mg_budget b = {0, 0, q->budget};
             double t0 = mg_seconds();
             if (pr) {
@@ -869,7 +880,7 @@ static int cmd_sweep(options *o)
     }
     const char *what = pr ? o->graph : c.g->model_name;
     if (rc) print_diag(where, &d);
-    else sweep_print(o, what, all, minf, pt, o->points);
+    else sweep_print(o, what, all, minf, pt, npoints);
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
         sweep_point sa = {all, all, all, 1, 1, 0, 1};
@@ -877,13 +888,14 @@ static int cmd_sweep(options *o)
         int n = 0;
         for (int k = 0; k < ncurves; k++)
             if (solvers[k] != MG_SOLVER_STORE_ALL) /* (store-all's curve is its one point, drawn below) */
-                curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
+                curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, npoints};
         curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
         sweep_svg_ctx ctx = {what, all, minf, curves, n};
         const report_writer writer = write_sweep_svg;
         rc = write_report_outs(&svg_out, &writer, &ctx, 1);
     }
     free(pts);
+    free(budgets);
     mg_problem_free(pr);
     free(src.text);
     compiled_free(&c);

@@ -1727,6 +1727,45 @@ START_TEST(test_repeated_options)
 }
 END_TEST
 
+/* A sweep whose minimum feasible budget is its store-all workspace (nothing to recompute: one
+ * matmul into a sum) printed the same budget --points times over, in every format (review18);
+ * each distinct budget is planned and printed once. */
+START_TEST(test_sweep_points_are_distinct_budgets)
+{
+    const char *m = write_model("one.mg", "model one\ninput x: f32[8, 4]\nparam w: f32[4, 2] = he\n"
+                                          "loss = sum(x @ w)\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "sweep '%s' --points 5 --format csv", m);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    int lines = 0;
+    for (const char *c = out; *c; c++) lines += *c == '\n';
+    ck_assert_msg(lines == 2 && strstr(out, "\n896,100.00,1,896,"), "csv: %d lines:\n%s", lines, out);
+    free(out);
+    rc = mg(&out, "sweep '%s' --points 5 --format json", m);
+    const char *first = strstr(out, "\"budget_bytes\"");
+    ck_assert_msg(rc == 0 && first && !strstr(first + 1, "\"budget_bytes\""), "json exited %d:\n%s", rc, out);
+    free(out);
+    /* a range narrower than the points: every byte once */
+    const char *g = write_model("g.json", "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 3},"
+                                          "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 1},"
+                                          "{\"id\": 2, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 1}],"
+                                          "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                          "{\"source\": 0, \"target\": 2}]}");
+    rc = mg(&out, "sweep --graph '%s' --points 1000 --format csv", g);
+    ck_assert_msg(rc == 0, "sweep --graph exited %d:\n%s", rc, out);
+    long long prev = -1;
+    int rows = 0;
+    for (const char *c = strchr(out, '\n'); c && c[1]; c = strchr(c + 1, '\n')) {
+        long long b = strtoll(c + 1, NULL, 10);
+        ck_assert_msg(b > prev, "budget %lld after %lld:\n%s", b, prev, out);
+        prev = b;
+        rows++;
+    }
+    ck_assert_msg(rows >= 1 && rows < 1000, "%d rows:\n%s", rows, out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1898,6 +1937,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
+        tcase_add_test(b, test_sweep_points_are_distinct_budgets);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
