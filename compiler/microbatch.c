@@ -305,8 +305,9 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         if (stop == m->cut && g->nodes[stop].op == MG_OP_MATMUL)
             return mg_diag_set(why, g->nodes[stop].loc,
                                "cannot split the batch of %lld into %lld micro-batches: this matmul would run on "
-                               "parts of %lld rows, fewer than a GEMM micro-tile (%d)",
-                               (long long)m->N, (long long)k, (long long)m->part, (int)MGK_GEMM_MR);
+                               "parts of %lld row%s, fewer than a GEMM micro-tile (%d)",
+                               (long long)m->N, (long long)k, (long long)m->part, m->part == 1 ? "" : "s",
+                               (int)MGK_GEMM_MR);
         if (stop == m->cut) {
             mgk_conv_geom geom = mg_conv_geom(g, stop);
             return mg_diag_set(why, g->nodes[stop].loc,
@@ -474,17 +475,20 @@ int mg_microbatch_counts(const mg_graph *g, int *ks, int max, mg_diag *why)
     int64_t root = (int64_t)sqrt((double)N);
     while (root > 1 && root > N / root) root--;
     while (root + 1 <= N / (root + 1)) root++;
+    /* an odd batch refuses 2 parts only for not dividing it: why then takes the reason of its
+     * smallest divisor, which says more (a prime batch of 7 with a matmul: parts of 1 row) */
+    int odd = st && N >= 2 && N % 2, tried = 0;
     for (int64_t d = 3; d <= root && nk < max; d++) {
         if (N % d) continue;
         mg_diag ignore = {0};
-        if (!analyse(g, d, &m, &ignore)) ks[nk++] = (int)d;
+        if (!analyse(g, d, &m, odd && !tried++ ? why : &ignore)) ks[nk++] = (int)d;
         info_free(&m);
     }
     for (int64_t d = root; d >= 1 && nk < max; d--) {
         int64_t k = N / d;
         if (N % d || k <= root || k < 3 || k > INT32_MAX) continue;
         mg_diag ignore = {0};
-        if (!analyse(g, k, &m, &ignore)) ks[nk++] = (int)k;
+        if (!analyse(g, k, &m, odd && !tried++ ? why : &ignore)) ks[nk++] = (int)k;
         info_free(&m);
     }
     if (!nk && !st) mg_diag_set(why, (mg_loc){0}, "no micro-batch count splits the batch of %lld", (long long)N);

@@ -305,6 +305,13 @@ START_TEST(test_counts_of_large_batches)
     g = joint(src);
     ck_assert_int_eq(mg_microbatch_counts(g, ks, 64, &d), 0);
     mg_graph_free(g);
+    /* an odd batch is refused for its smallest divisor's reason, not "2 does not divide it" */
+    snprintf(src, sizeof src, fmt, 7LL);
+    g = joint(src);
+    ck_assert_int_eq(mg_microbatch_counts(g, ks, 64, &d), 0);
+    ck_assert_str_eq(d.msg, "cannot split the batch of 7 into 7 micro-batches: this matmul would run on parts of 1 row, "
+                            "fewer than a GEMM micro-tile (6)");
+    mg_graph_free(g);
     snprintf(src, sizeof src, fmt, 1000000000000LL);
     g = joint(src);
     ck_assert_int_eq(mg_microbatch_counts(g, ks, 64, &d), 0);
