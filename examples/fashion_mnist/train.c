@@ -16,11 +16,14 @@
 #include "memgrad_rt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define CAT2(a, b) a##b
@@ -152,6 +155,39 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: %s [--epochs N (1 or more)] [--optimizer adam|sgd] [--lr X (positive)] "
                             "[--schedule cosine|constant] [--data DIR] [--save FILE] [--seed S]\n", argv[0]);
             return 2;
+        }
+    }
+    /* --save's file is written after the last epoch: a directory that is missing or read-only,
+     * or a directory named as the file, is found now, not after minutes of training */
+    if (save) {
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", save);
+        char *slash = strrchr(parent, '/');
+        if (!slash) snprintf(parent, sizeof parent, ".");
+        else if (slash == parent) parent[1] = 0;
+        else *slash = 0;
+        struct stat st;
+        const char *why = stat(save, &st) == 0 && S_ISDIR(st.st_mode) ? "it is a directory"
+                          : stat(parent, &st) != 0 || !S_ISDIR(st.st_mode) ? "its directory does not exist"
+                                                                           : NULL;
+        if (!why) { /* mg_params_save writes a temporary file there: try one (root passes access()
+                     * where the file system still refuses, /proc or a read-only mount) */
+            char probe[4200];
+            snprintf(probe, sizeof probe, "%s/.train-probe.%ld", parent, (long)getpid());
+            int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+            static char msg[4400];
+            if (fd < 0) {
+                snprintf(msg, sizeof msg, "cannot create a file in '%s': %s", parent, strerror(errno));
+                why = msg;
+            }
+            else {
+                close(fd);
+                unlink(probe);
+            }
+        }
+        if (why) {
+            fprintf(stderr, "train: cannot save to '%s': %s\n", save, why);
+            return 1;
         }
     }
     const mg_tensor_desc *xin = &FN(inputs_desc)[0], *yin = &FN(inputs_desc)[1];
