@@ -556,8 +556,9 @@ static int cmd_check(options *o)
         fputs(s, stdout);
         free(s);
     } else if (!rc) {
-        printf("%s: ok: model %s, %d forward and %d backward operations, hash 0x%016llx\n", o->model,
-               c.g->model_name, c.g->nforward, c.g->n - c.g->nforward, (unsigned long long)mg_graph_hash(c.g));
+        int nb = c.g->n - c.g->nforward;
+        printf("%s: ok: model %s, %d forward and %d backward operation%s, hash 0x%016llx\n", o->model,
+               c.g->model_name, c.g->nforward, nb, nb == 1 ? "" : "s", (unsigned long long)mg_graph_hash(c.g));
     }
     compiled_free(&c);
     return rc;

@@ -1677,6 +1677,12 @@ START_TEST(test_one_byte_is_singular)
     rc = mg(&out, "sweep --graph '%s' --points 2", g);
     ck_assert_msg(rc == 0 && !strstr(out, "1 bytes"), "sweep --graph exited %d:\n%s", rc, out);
     free(out);
+    /* check: "2 forward and 1 backward operation" (a loss of the input alone: its gradient is a fill) */
+    const char *e = write_model("e.mg", "model e\ninput x: f32[2, 2]\nloss = sum(x)\nminimize loss\n");
+    rc = mg(&out, "check '%s'", e);
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model e, 2 forward and 1 backward operation, hash"), "check exited %d:\n%s",
+                  rc, out);
+    free(out);
     /* counts of 1 in the report: a batch of 2 in 2 parts runs "1 sample at a time"; FLOPs below
      * a thousand are whole ("104 FLOP", not "104.00 FLOP") */
     const char *s = write_model("s.mg", "model s\ninput x: f32[2, 4]\nparam w: f32[4] = ones\nh = relu(x * w)\n"
