@@ -165,13 +165,13 @@ static int read_source(const char *path, source *s)
 }
 
 /* file:line:col: error: message, then the source line and a caret under the column. */
-static void print_diag(const source *src, const mg_diag *d)
+static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
 {
     if (d->loc.line <= 0) {
-        fprintf(stderr, "%s: error: %s\n", src ? src->path : "memgrad", d->msg);
+        fprintf(stderr, "%s: %s: %s\n", src ? src->path : "memgrad", kind, d->msg);
         return;
     }
-    fprintf(stderr, "%s:%d:%d: error: %s\n", src->path, d->loc.line, d->loc.col, d->msg);
+    fprintf(stderr, "%s:%d:%d: %s: %s\n", src->path, d->loc.line, d->loc.col, kind, d->msg);
     const char *p = src->text, *end = src->text + src->len;
     for (int l = 1; l < d->loc.line && p < end; p++)
         if (*p == '\n') l++;
@@ -183,6 +183,8 @@ static void print_diag(const source *src, const mg_diag *d)
     for (int i = 1; i < d->loc.col && p + i - 1 < e; i++) fputc(p[i - 1] == '\t' ? '\t' : ' ', stderr);
     fprintf(stderr, "^\n");
 }
+
+static void print_diag(const source *src, const mg_diag *d) { print_diag_as(src, d, "error"); }
 
 /* Writes text to the file tmp; errors name path, the file the user asked for. */
 static int write_file(const char *path, const char *tmp, const char *text)
@@ -415,6 +417,30 @@ static int plannable(const compiled *c)
 }
 
 /* Parses and differentiates; to_plan: the model must be one the planner takes. */
+/* check and compile: a warning at each param the minimized loss does not depend on (declared
+ * and never used, or used only by outputs): its gradient is zero at every step, which a model
+ * author meant rarely, like a C compiler's unused variable. The model is still valid. */
+static void warn_unused_params(const compiled *c)
+{
+    const mg_graph *g = c->g;
+    if (g->loss < 0) return;
+    char *used = calloc((size_t)g->n + 1, 1);
+    if (!used) abort();
+    used[g->loss] = 1;
+    for (int v = g->loss; v >= 0; v--) /* inputs precede their users */
+        if (used[v])
+            for (int k = 0; k < g->nodes[v].ninputs; k++) used[g->nodes[v].in[k]] = 1;
+    for (int i = 0; i < g->nparams; i++) {
+        const mg_node *p = &g->nodes[g->params[i]];
+        if (used[g->params[i]]) continue;
+        mg_diag d = {.loc = p->loc};
+        snprintf(d.msg, sizeof d.msg, "the loss does not depend on param '%s': its gradient is zero at every step",
+                 p->name ? p->name : "?");
+        print_diag_as(&c->src, &d, "warning");
+    }
+    free(used);
+}
+
 static int run_frontend(const char *path, compiled *c, int to_plan)
 {
     mg_diag d = {0};
@@ -545,6 +571,7 @@ static int cmd_check(options *o)
 {
     compiled c;
     int rc = run_frontend(o->model, &c, 0);
+    if (!rc) warn_unused_params(&c);
     if (!rc && (o->print_ir || o->print_joint)) {
         int saved = c.g->n;
         if (o->print_ir) c.g->n = c.g->nforward; /* the forward graph is a prefix of the joint one */
@@ -957,6 +984,7 @@ static int cmd_compile(options *o)
     if (target_rc) return target_rc;
     compiled c;
     rc = run_frontend(o->model, &c, 1);
+    if (!rc) warn_unused_params(&c);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
     /* Every output goes to a temporary file first; all are put in place only when all are

@@ -1780,6 +1780,30 @@ START_TEST(test_sweep_points_are_distinct_budgets)
 }
 END_TEST
 
+/* A param the loss does not depend on gets a zero gradient at every step; check and compile said
+ * nothing (review18). They warn at its declaration, and the model still compiles (exit 0). */
+START_TEST(test_unused_param_warns)
+{
+    const char *m = write_model("u.mg", "model u\ninput x: f32[2, 2]\nparam w: f32[2, 2] = he\nparam v: f32[2] = zeros\n"
+                                        "loss = sum(x @ w)\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "check '%s'", m);
+    ck_assert_msg(rc == 0 && strstr(out, "u.mg:4:7: warning: the loss does not depend on param 'v': its gradient is zero "
+                                         "at every step\n  param v: f32[2] = zeros\n        ^") &&
+                      !strstr(out, "param 'w'"),
+                  "check exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' --no-cache -O0", m, path("u.o"));
+    ck_assert_msg(rc == 0 && strstr(out, "warning: the loss does not depend on param 'v'") && exists(path("u.o")),
+                  "compile exited %d:\n%s", rc, out);
+    free(out);
+    /* the examples use every param */
+    rc = mg(&out, "check '%s/examples/mlp.mg'", MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0 && !strstr(out, "warning"), "check mlp exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1957,6 +1981,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
+        tcase_add_test(b, test_unused_param_warns);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
