@@ -244,6 +244,25 @@ typedef struct options {
     double time_limit;
 } options;
 
+/* Which commands take an option, for the error when another is given it ("unknown option
+ * '--budget'" for sweep read as if memgrad had no such option); NULL: none. */
+static const char *commands_taking(const char *a)
+{
+    static const struct { const char *opt, *cmds; } tab[] = {
+        {"-o", "compile"}, {"--header", "compile"}, {"--target", "compile"}, {"--cpu", "compile"},
+        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
+        {"-O2", "compile"}, {"-O3", "compile"}, {"--budget", "compile, plan and dot"},
+        {"--verify", "compile, plan and dot"}, {"--solver", "compile, plan, sweep and dot"},
+        {"--micro-batches", "compile, plan, sweep and dot"}, {"--time-limit", "compile, plan, sweep, dot and arena"},
+        {"--points", "sweep"}, {"--format", "plan, sweep and arena"}, {"--graph", "plan and sweep"},
+        {"--svg", "plan and sweep"}, {"--trace", "plan"}, {"--bytes", "plan"}, {"--print-ir", "check"},
+        {"--print-joint", "check"}, {"--capacity", "arena"},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (!strcmp(a, tab[i].opt)) return tab[i].cmds;
+    return NULL;
+}
+
 static int parse_options(int argc, char **argv, options *o, const char *cmd)
 {
     memset(o, 0, sizeof *o);
@@ -295,6 +314,13 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
             o->print_joint = 1;
             continue;
         } else if (a[0] == '-' && a[1]) {
+            const char *takers = commands_taking(a);
+            if (takers) {
+                fprintf(stderr, "memgrad: unknown option '%s' for %s (%s %s it)\n", a, cmd, takers,
+                        strchr(takers, ' ') ? "take" : "takes");
+                fprintf(stderr, "Try 'memgrad --help'.\n");
+                return 2;
+            }
             return usage_error("unknown option '%s'", a);
         } else if (!o->model) {
             o->model = a;

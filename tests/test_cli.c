@@ -288,7 +288,11 @@ START_TEST(test_unknown_option)
     free(out);
     /* options of one command are unknown to another */
     ck_assert_int_eq(mg(&out, "check '%s' -o '%s'", m, path("m.o")), 2);
-    ck_assert_msg(strstr(out, "unknown option '-o'"), "%s", out);
+    ck_assert_msg(strstr(out, "unknown option '-o' for check (compile takes it)"), "%s", out);
+    free(out);
+    /* (review18: "unknown option '--budget'" for sweep read as if memgrad had none) */
+    ck_assert_int_eq(mg(&out, "sweep '%s' --budget 40%%", m), 2);
+    ck_assert_msg(strstr(out, "unknown option '--budget' for sweep (compile, plan and dot take it)"), "%s", out);
     free(out);
     ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' -O4", m, path("m.o")), 2);
     ck_assert_msg(strstr(out, "unknown option '-O4'"), "%s", out);
