@@ -164,7 +164,8 @@ static int read_source(const char *path, source *s)
     return 0;
 }
 
-/* file:line:col: error: message, then the source line and a caret under the column. */
+/* file:line:col: KIND: message (KIND error or warning), then the source line and a caret under
+ * the column. */
 static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
 {
     if (d->loc.line <= 0) {
@@ -442,7 +443,6 @@ static int plannable(const compiled *c)
     return 1;
 }
 
-/* Parses and differentiates; to_plan: the model must be one the planner takes. */
 /* check and compile: a warning at each param the minimized loss does not depend on (declared
  * and never used, or used only by outputs): its gradient is zero at every step, which a model
  * author meant rarely, like a C compiler's unused variable. The model is still valid. */
@@ -467,6 +467,7 @@ static void warn_unused_params(const compiled *c)
     free(used);
 }
 
+/* Parses and differentiates; to_plan: the model must be one the planner takes. */
 static int run_frontend(const char *path, compiled *c, int to_plan)
 {
     mg_diag d = {0};
@@ -662,7 +663,8 @@ static int cmd_plan_graph(options *o)
                edges, edges == 1 ? "" : "s", mg_solver_names[o->solver],
                sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
         if (budget != INT64_MAX)
-            printf("  budget              %s (%lld %s)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget, mg_bytes_word(budget));
+            printf("  budget              %s (%lld %s)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget,
+                   mg_bytes_word(budget));
         printf("  workspace           %s (%lld %s)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
                (long long)t->workspace_bytes, mg_bytes_word(t->workspace_bytes));
         printf("  peak live           %s (%lld %s)\n", mg_human_bytes(t->peak_live_bytes, h, sizeof h),
@@ -792,7 +794,8 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
     if (csv) printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds\n");
     else
         printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s\n", what,
-               solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%", "workspace", "peak live", "overhead", "seconds");
+               solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
+               "workspace", "peak live", "overhead", "seconds");
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
         double pct = 100.0 * (double)q->budget / (double)(all > 0 ? all : 1);
