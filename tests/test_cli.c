@@ -1878,9 +1878,20 @@ START_TEST(test_trainer_refuses_what_it_cannot_train_on)
         {256, 10, 0, "--save /nonexistent-dir/m.params", "cannot save to '/nonexistent-dir/m.params': its directory does "
                                                           "not exist"},
         {256, 10, 0, "--save /", "cannot save to '/': it is a directory"},
+        /* which file is wrong, and how ("cannot read Fashion-MNIST from A and B" for all) */
+        {-1, 10, 0, "", "train-images-idx3-ubyte.gz: missing or unreadable"},
+        {-2, 10, 0, "", "train-images-idx3-ubyte.gz: it has 300 images and "},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        write_idx_set(cases[i].ntrain, cases[i].ntest, cases[i].label);
+        write_idx_set(cases[i].ntrain < 0 ? 300 : cases[i].ntrain, cases[i].ntest, cases[i].label);
+        if (cases[i].ntrain == -1) unlink(path("train-images-idx3-ubyte.gz"));
+        if (cases[i].ntrain == -2) { /* 300 images, 10 labels */
+            char labels[18] = {0, 0, 8, 1, 0, 0, 0, 10};
+            FILE *f = fopen(path("train-labels-idx1-ubyte.gz"), "wb");
+            ck_assert_ptr_nonnull(f);
+            ck_assert_int_eq(fwrite(labels, 1, sizeof labels, f), sizeof labels);
+            fclose(f);
+        }
         char cmd[8192], *out;
         snprintf(cmd, sizeof cmd, "'%s' --epochs 1 %s --data '%s'", MG_TRAIN_MLP, cases[i].args, dir);
         int rc = tu_run(cmd, &out);

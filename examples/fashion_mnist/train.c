@@ -64,11 +64,25 @@ static int load(const char *dir, const char *prefix, dataset *ds)
     snprintf(pl, sizeof pl, "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
     size_t ni = 0, nl = 0;
     unsigned char *im = read_gz(pi, &ni), *lb = read_gz(pl, &nl);
-    int ok = im && lb && ni >= 16 && nl >= 8 && be32(im) == 2051 && be32(lb) == 2049 &&
-             be32(im + 4) == be32(lb + 4) && be32(im + 8) == 28 && be32(im + 12) == 28 &&
-             ni >= 16 + (size_t)be32(im + 4) * 784 && nl >= 8 + (size_t)be32(lb + 4);
-    if (!ok) {
-        fprintf(stderr, "train: cannot read Fashion-MNIST from %s and %s (install dataset-fashion-mnist)\n", pi, pl);
+    /* what is wrong, and with which file: "cannot read Fashion-MNIST from A and B" covered a
+     * missing directory and a damaged file alike */
+    const char *bad = NULL, *why = NULL;
+    char msg[2200];
+    if (!im || !lb) bad = !im ? pi : pl, why = "missing or unreadable (install dataset-fashion-mnist, or give --data DIR)";
+    else if (ni < 16 || be32(im) != 2051) bad = pi, why = "not an IDX image file (magic 2051)";
+    else if (nl < 8 || be32(lb) != 2049) bad = pl, why = "not an IDX label file (magic 2049)";
+    else if (be32(im + 8) != 28 || be32(im + 12) != 28) {
+        snprintf(msg, sizeof msg, "its images are %lux%lu, not 28x28", (unsigned long)be32(im + 8),
+                 (unsigned long)be32(im + 12));
+        bad = pi, why = msg;
+    } else if (be32(im + 4) != be32(lb + 4)) {
+        snprintf(msg, sizeof msg, "it has %lu images and %s has %lu labels", (unsigned long)be32(im + 4), pl,
+                 (unsigned long)be32(lb + 4));
+        bad = pi, why = msg;
+    } else if (ni < 16 + (size_t)be32(im + 4) * 784 || nl < 8 + (size_t)be32(lb + 4))
+        bad = ni < 16 + (size_t)be32(im + 4) * 784 ? pi : pl, why = "truncated: shorter than its header says";
+    if (bad) {
+        fprintf(stderr, "train: cannot read Fashion-MNIST: %s: %s\n", bad, why);
         free(im);
         free(lb);
         return 0;
