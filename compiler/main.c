@@ -136,7 +136,8 @@ static const char *usage_text =
     "\n"
     "An option given twice takes its last value, as cc does (--budget 40% --budget 30%: 30%);\n"
     "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
-    "two different files with one of them is an error (exit 2).\n";
+    "two different files with one of them is an error (exit 2). A file named - is the standard\n"
+    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -344,6 +345,12 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         }
         *slot = argv[++i];
     }
+    /* "-" is the standard input or output, as for cc and most tools (it made a file named "-") */
+    const char **outs[] = {&o->out, &o->header, &o->emit_llvm, &o->svg, &o->trace};
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
+        if (*outs[k] && !strcmp(*outs[k], "-")) *outs[k] = "/dev/stdout";
+    if (o->model && !strcmp(o->model, "-")) o->model = "/dev/stdin";
+    if (o->graph && !strcmp(o->graph, "-")) o->graph = "/dev/stdin";
     if (o->print_ir && o->print_joint)
         return usage_error("%s", "check: --print-ir and --print-joint each print the graph; give one of them");
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");

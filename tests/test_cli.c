@@ -1808,6 +1808,30 @@ START_TEST(test_unused_param_warns)
 }
 END_TEST
 
+/* A file named "-" is the standard input or output (review18: `-o -` wrote a file named "-",
+ * and `check -` read one). */
+START_TEST(test_dash_is_standard_input_and_output)
+{
+    write_model("m.mg", mlp_src);
+    char cmd[8192], *out;
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check - < m.mg", dir, MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model mlp"), "check - exited %d:\n%s", rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' compile m.mg -o - --no-cache -O0 > obj && '%s' compile - -o x.o "
+             "--emit-llvm - --no-cache -O0 < m.mg > ll", dir, MG_MEMGRAD, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "compile -o - exited %d:\n%s", rc, out);
+    free(out);
+    char *obj = tu_read(path("obj")), *ll = tu_read(path("ll"));
+    ck_assert_msg(obj && !memcmp(obj, "\177ELF", 4), "-o - wrote no object to stdout");
+    ck_assert_msg(ll && strstr(ll, "; ModuleID = 'mlp'"), "--emit-llvm - wrote no IR to stdout");
+    free(obj);
+    free(ll);
+    ck_assert_msg(!exists(path("-")) && exists(path("x.o")), "a file named '-', or no x.o");
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1997,6 +2021,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_repeated_options);
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
         tcase_add_test(b, test_unused_param_warns);
+        tcase_add_test(b, test_dash_is_standard_input_and_output);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
