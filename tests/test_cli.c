@@ -1847,6 +1847,12 @@ START_TEST(test_trainer_rejects_bad_values)
         ck_assert_msg(rc == 2 && strstr(out, "usage:"), "%s: exited %d:\n%s", bad[i], rc, out);
         free(out);
     }
+    /* --help asked for is no error: usage on stdout, exit 0 (it was exit 2; review18) */
+    char cmd[600], *out;
+    snprintf(cmd, sizeof cmd, "'%s' --help 2>/dev/null", MG_TRAIN_MLP);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "usage:") && strstr(out, "--epochs N"), "--help: exited %d:\n%s", rc, out);
+    free(out);
 }
 END_TEST
 

@@ -159,6 +159,11 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(argv[i], "--schedule") && (!strcmp(argv[i + 1], "cosine") || !strcmp(argv[i + 1], "constant")))
             cosine = !strcmp(argv[++i], "cosine");
         else if (i + 1 < argc && !strcmp(argv[i], "--save")) save = argv[++i];
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { /* asked for: stdout, exit 0 */
+            printf("usage: %s [--epochs N (1 or more)] [--optimizer adam|sgd] [--lr X (positive)] "
+                   "[--schedule cosine|constant] [--data DIR] [--save FILE] [--seed S]\n", argv[0]);
+            return 0;
+        }
         else if (i + 1 < argc && !strcmp(argv[i], "--seed") && seed_value(argv[i + 1], &seed))
             i++;
         else {
