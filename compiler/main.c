@@ -805,7 +805,9 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
                "workspace", "peak live", "overhead", "seconds");
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
-        double pct = 100.0 * (double)q->budget / (double)(all > 0 ? all : 1);
+        /* (a store-all workspace of 0 bytes, a step that keeps nothing in the workspace: its one
+         * budget is all of it, 100%, not 0%) */
+        double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
         double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
             printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f\n", (long long)q->budget, pct, (long long)q->workspace,

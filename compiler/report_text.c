@@ -172,7 +172,7 @@ static void strip(FILE *out, const mg_report_figures *f, int width, int exact)
     int budget_row = -1;
     if (f->budget_bytes != INT64_MAX) budget_row = H - 1 - (int)((double)f->budget_bytes / (double)top * H - 0.5);
     char h[32];
-    fprintf(out, "\nlive bytes over the %d steps, up to %d a column\n", n, (n + cols - 1) / cols);
+    fprintf(out, "\nlive bytes over the %d step%s, up to %d a column\n", n, plural(n), (n + cols - 1) / cols);
     for (int r = 0; r < H; r++) {
         double lo = (double)top * (H - 1 - r) / H, mid = lo + (double)top / H / 2;
         if (r == 0) fprintf(out, "%*s |", label - 2, sz(top, exact, h, sizeof h));

@@ -1687,6 +1687,15 @@ START_TEST(test_one_byte_is_singular)
     ck_assert_msg(rc == 0 && strstr(out, "ok: model e, 2 forward and 1 backward operation, hash"), "check exited %d:\n%s",
                   rc, out);
     free(out);
+    /* a step with nothing in the workspace: one budget, 100% of the store-all workspace (0%
+     * before), and a strip over "the 1 step" */
+    const char *z = write_model("z.mg", "model a\nparam w: f32[] = ones\nminimize w\n");
+    rc = mg(&out, "sweep '%s' --format csv", z);
+    ck_assert_msg(rc == 0 && strstr(out, "\n0,100.00,1,0,0,"), "sweep exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s'", z);
+    ck_assert_msg(rc == 0 && strstr(out, "live bytes over the 1 step, "), "plan exited %d:\n%s", rc, out);
+    free(out);
     /* counts of 1 in the report: a batch of 2 in 2 parts runs "1 sample at a time"; FLOPs below
      * a thousand are whole ("104 FLOP", not "104.00 FLOP") */
     const char *s = write_model("s.mg", "model s\ninput x: f32[2, 4]\nparam w: f32[4] = ones\nh = relu(x * w)\n"
