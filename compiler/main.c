@@ -595,8 +595,9 @@ static int verify_again(compiled *c)
         print_diag(&c->src, &d);
         return 1;
     }
-    fprintf(stderr, "%s: plan verified: %d train steps, %d forward steps, %d buffers in %lld workspace %s\n",
-            c->src.path, c->plan.train->nsteps, c->plan.forward->nsteps, c->plan.train->nbufs + c->plan.forward->nbufs,
+    int nt = c->plan.train->nsteps, nf = c->plan.forward->nsteps, nb = c->plan.train->nbufs + c->plan.forward->nbufs;
+    fprintf(stderr, "%s: plan verified: %d train step%s, %d forward step%s, %d buffer%s in %lld workspace %s\n",
+            c->src.path, nt, nt == 1 ? "" : "s", nf, nf == 1 ? "" : "s", nb, nb == 1 ? "" : "s",
             (long long)c->plan.workspace_bytes, mg_bytes_word(c->plan.workspace_bytes));
     return 0;
 }
@@ -692,9 +693,9 @@ static int cmd_plan_graph(options *o)
             print_diag(&src, &d);
             rc = 1;
         } else {
-            fprintf(stderr, "%s: plan verified: %d steps, %d buffers in %lld workspace %s\n", o->graph,
-                    sol.plan->nsteps, sol.plan->nbufs, (long long)sol.plan->workspace_bytes,
-                    mg_bytes_word(sol.plan->workspace_bytes));
+            fprintf(stderr, "%s: plan verified: %d step%s, %d buffer%s in %lld workspace %s\n", o->graph,
+                    sol.plan->nsteps, sol.plan->nsteps == 1 ? "" : "s", sol.plan->nbufs, sol.plan->nbufs == 1 ? "" : "s",
+                    (long long)sol.plan->workspace_bytes, mg_bytes_word(sol.plan->workspace_bytes));
         }
     }
     mg_plan_free(all.plan);

@@ -1693,8 +1693,14 @@ START_TEST(test_one_byte_is_singular)
     rc = mg(&out, "sweep '%s' --format csv", z);
     ck_assert_msg(rc == 0 && strstr(out, "\n0,100.00,1,0,0,"), "sweep exited %d:\n%s", rc, out);
     free(out);
-    rc = mg(&out, "plan '%s'", z);
-    ck_assert_msg(rc == 0 && strstr(out, "live bytes over the 1 step, "), "plan exited %d:\n%s", rc, out);
+    rc = mg(&out, "plan '%s' --verify", z);
+    ck_assert_msg(rc == 0 && strstr(out, "live bytes over the 1 step, ") &&
+                      strstr(out, "plan verified: 1 train step, 0 forward steps, 0 buffers in 0 workspace bytes"),
+                  "plan exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "plan --graph '%s' --verify", g);
+    ck_assert_msg(rc == 0 && strstr(out, "plan verified: 1 step, 1 buffer in 1 workspace byte\n"),
+                  "plan --graph exited %d:\n%s", rc, out);
     free(out);
     /* counts of 1 in the report: a batch of 2 in 2 parts runs "1 sample at a time"; FLOPs below
      * a thousand are whole ("104 FLOP", not "104.00 FLOP") */
