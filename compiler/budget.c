@@ -59,6 +59,8 @@ int64_t mg_budget_bytes(const mg_budget *b, int64_t store_all)
     return (int64_t)floor((double)store_all * b->percent / 100.0);
 }
 
+const char *mg_bytes_word(int64_t n) { return n == 1 || n == -1 ? "byte" : "bytes"; }
+
 const char *mg_human_bytes(int64_t bytes, char *buf, int len)
 {
     static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};

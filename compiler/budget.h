@@ -16,6 +16,9 @@ int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen);
 int mg_plain_decimal(const char *s, const char *end);
 /* Resolves a budget against the store-all workspace. */
 int64_t mg_budget_bytes(const mg_budget *b, int64_t store_all);
+/* "byte" for 1 (and -1), else "bytes": every "(N bytes)" a report or a message prints says
+ * "(1 byte)" when N is 1. */
+const char *mg_bytes_word(int64_t n);
 /* "48.0 MiB"-style text for a byte count. */
 const char *mg_human_bytes(int64_t bytes, char *buf, int len);
 #endif

@@ -103,20 +103,21 @@ int mg_cmd_arena(int argc, char **argv)
     } else {
         printf("%s\n", file);
         printf("  buffers       %d\n", csv.n);
-        printf("  lower bound   %lld bytes (max live)\n", (long long)st.lower_bound);
-        printf("  arena         %lld bytes", (long long)st.arena_bytes);
+        printf("  lower bound   %lld %s (max live)\n", (long long)st.lower_bound, mg_bytes_word(st.lower_bound));
+        printf("  arena         %lld %s", (long long)st.arena_bytes, mg_bytes_word(st.arena_bytes));
         if (st.lower_bound > 0 && st.arena_bytes > st.lower_bound)
             printf(" (+%.2f%% over the lower bound)",
                    100.0 * ((double)st.arena_bytes / (double)st.lower_bound - 1.0));
         printf("\n");
         if (capacity == INT64_MAX) printf("  capacity      none (as small as it goes)\n");
-        else printf("  capacity      %lld bytes\n", (long long)capacity);
+        else printf("  capacity      %lld %s\n", (long long)capacity, mg_bytes_word(capacity));
         if (fits) printf("  result        fits\n");
-        else printf("  result        does not fit (%lld bytes over)\n", (long long)(st.arena_bytes - capacity));
+        else printf("  result        does not fit (%lld %s over)\n", (long long)(st.arena_bytes - capacity),
+                    mg_bytes_word(st.arena_bytes - capacity));
         printf("  optimal       %s\n", st.optimal ? "yes" : "not proven");
         printf("  solve time    %.3f s", secs);
-        if (st.searched) printf(" (greedy %lld bytes, then %lld search nodes)", (long long)st.greedy_bytes,
-                                (long long)st.nodes);
+        if (st.searched) printf(" (greedy %lld %s, then %lld search node%s)", (long long)st.greedy_bytes,
+                                mg_bytes_word(st.greedy_bytes), (long long)st.nodes, st.nodes == 1 ? "" : "s");
         printf("\n");
     }
     mg_arena_csv_free(&csv);

@@ -74,10 +74,21 @@ char *mg_header_text(const mg_program *p)
             " * lives in the caller's buffers. The workspace must hold %s_WORKSPACE_BYTES bytes;\n"
             " * params and grads blobs %s_PARAM_BYTES bytes each (see %s_params_desc for the layout).\n *\n",
         m, M, M, m);
-    put(&o, " * Inputs (pointers in this order in inputs[]):\n");
-    list(&o, g, "inputs", g->ninputs, g->inputs, NULL);
-    put(&o, " * Outputs of %s_forward (pointers in this order in outputs[]):\n", m);
-    list(&o, g, "outputs", g->noutputs, onodes, onames);
+    /* a model may declare no input or no output: an empty list under a heading would read as if
+     * something had been lost, so the header says what that means for the caller instead */
+    if (g->ninputs) {
+        put(&o, " * Inputs (pointers in this order in inputs[]):\n");
+        list(&o, g, "inputs", g->ninputs, g->inputs, NULL);
+    } else {
+        put(&o, " * Inputs: none (the model declares no `input`; inputs[] is not read and may be NULL).\n");
+    }
+    if (g->noutputs) {
+        put(&o, " * Outputs of %s_forward (pointers in this order in outputs[]):\n", m);
+        list(&o, g, "outputs", g->noutputs, onodes, onames);
+    } else {
+        put(&o, " * Outputs of %s_forward: none (the model declares no `output`; outputs[] is not\n"
+                " *   written and may be NULL).\n", m);
+    }
     const mg_plan *t = p->train;
     put(&o, " *\n * Memory plan of %s_train_step (`memgrad plan` with the same options reports it whole):\n"
             " * peak live bytes %lld; FLOPs executed %.0f, every op once %.0f (+%.2f%% recomputed).\n",

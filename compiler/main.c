@@ -79,7 +79,8 @@ static const char *usage_text =
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
     "                       command; check, arena, sweep and plan --graph cache nothing)\n"
-    "  --points N           sweep: number of budgets (default 8)\n"
+    "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
+    "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
     "report options (plan, sweep):\n"
     "  --bytes              plan: exact numbers (bytes, FLOPs) instead of KiB/MiB and GFLOP\n"
@@ -131,7 +132,12 @@ static const char *usage_text =
     "  blocks               def block(x, c_in, c_out) { ... return h }, called as block(x, 1, 32);\n"
     "                       params inside are named per call (block.0.w, block.1.w)\n"
     "\n"
-    "  -h, --help           this text;  --version  the version\n";
+    "  -h, --help           this text;  --version  the version\n"
+    "\n"
+    "An option given twice takes its last value, as cc does (--budget 40% --budget 30%: 30%);\n"
+    "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
+    "two different files with one of them is an error (exit 2). A file named - is the standard\n"
+    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -159,14 +165,15 @@ static int read_source(const char *path, source *s)
     return 0;
 }
 
-/* file:line:col: error: message, then the source line and a caret under the column. */
-static void print_diag(const source *src, const mg_diag *d)
+/* file:line:col: KIND: message (KIND error or warning), then the source line and a caret under
+ * the column. */
+static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
 {
     if (d->loc.line <= 0) {
-        fprintf(stderr, "%s: error: %s\n", src ? src->path : "memgrad", d->msg);
+        fprintf(stderr, "%s: %s: %s\n", src ? src->path : "memgrad", kind, d->msg);
         return;
     }
-    fprintf(stderr, "%s:%d:%d: error: %s\n", src->path, d->loc.line, d->loc.col, d->msg);
+    fprintf(stderr, "%s:%d:%d: %s: %s\n", src->path, d->loc.line, d->loc.col, kind, d->msg);
     const char *p = src->text, *end = src->text + src->len;
     for (int l = 1; l < d->loc.line && p < end; p++)
         if (*p == '\n') l++;
@@ -178,6 +185,8 @@ static void print_diag(const source *src, const mg_diag *d)
     for (int i = 1; i < d->loc.col && p + i - 1 < e; i++) fputc(p[i - 1] == '\t' ? '\t' : ' ', stderr);
     fprintf(stderr, "^\n");
 }
+
+static void print_diag(const source *src, const mg_diag *d) { print_diag_as(src, d, "error"); }
 
 /* Writes text to the file tmp; errors name path, the file the user asked for. */
 static int write_file(const char *path, const char *tmp, const char *text)
@@ -237,6 +246,25 @@ typedef struct options {
     double time_limit;
 } options;
 
+/* Which commands take an option, for the error when another is given it ("unknown option
+ * '--budget'" for sweep read as if memgrad had no such option); NULL: none. */
+static const char *commands_taking(const char *a)
+{
+    static const struct { const char *opt, *cmds; } tab[] = {
+        {"-o", "compile"}, {"--header", "compile"}, {"--target", "compile"}, {"--cpu", "compile"},
+        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
+        {"-O2", "compile"}, {"-O3", "compile"}, {"--budget", "compile, plan and dot"},
+        {"--verify", "compile, plan and dot"}, {"--solver", "compile, plan, sweep and dot"},
+        {"--micro-batches", "compile, plan, sweep and dot"}, {"--time-limit", "compile, plan, sweep, dot and arena"},
+        {"--points", "sweep"}, {"--format", "plan, sweep and arena"}, {"--graph", "plan and sweep"},
+        {"--svg", "plan and sweep"}, {"--trace", "plan"}, {"--bytes", "plan"}, {"--print-ir", "check"},
+        {"--print-joint", "check"}, {"--capacity", "arena"},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (!strcmp(a, tab[i].opt)) return tab[i].cmds;
+    return NULL;
+}
+
 static int parse_options(int argc, char **argv, options *o, const char *cmd)
 {
     memset(o, 0, sizeof *o);
@@ -288,6 +316,13 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
             o->print_joint = 1;
             continue;
         } else if (a[0] == '-' && a[1]) {
+            const char *takers = commands_taking(a);
+            if (takers) {
+                fprintf(stderr, "memgrad: unknown option '%s' for %s (%s %s it)\n", a, cmd, takers,
+                        strchr(takers, ' ') ? "take" : "takes");
+                fprintf(stderr, "Try 'memgrad --help'.\n");
+                return 2;
+            }
             return usage_error("unknown option '%s'", a);
         } else if (!o->model) {
             o->model = a;
@@ -296,8 +331,26 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
             return usage_error("unexpected argument '%s' (one model file at a time)", a);
         }
         if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("option '%s' needs a value", a);
+        /* An option given twice: the last wins, as with cc (a script may append an override), but
+         * not for a file: two outputs named for one option would write only the last (a build
+         * expecting the first would find it missing or stale), and two --graph files are two
+         * inputs, like two models. The same file twice is no conflict. */
+        int is_file = slot == &o->out || slot == &o->header || slot == &o->emit_llvm || slot == &o->svg ||
+                      slot == &o->trace || slot == &o->graph;
+        if (is_file && *slot && strcmp(*slot, argv[i + 1])) {
+            fprintf(stderr, "memgrad: %s given twice ('%s', then '%s'): it names one file; give it once\n", a, *slot,
+                    argv[i + 1]);
+            fprintf(stderr, "Try 'memgrad --help'.\n");
+            return 2;
+        }
         *slot = argv[++i];
     }
+    /* "-" is the standard input or output, as for cc and most tools (it made a file named "-") */
+    const char **outs[] = {&o->out, &o->header, &o->emit_llvm, &o->svg, &o->trace};
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
+        if (*outs[k] && !strcmp(*outs[k], "-")) *outs[k] = "/dev/stdout";
+    if (o->model && !strcmp(o->model, "-")) o->model = "/dev/stdin";
+    if (o->graph && !strcmp(o->graph, "-")) o->graph = "/dev/stdin";
     if (o->print_ir && o->print_joint)
         return usage_error("%s", "check: --print-ir and --print-joint each print the graph; give one of them");
     if (o->graph && o->model) return usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
@@ -397,6 +450,30 @@ static int plannable(const compiled *c)
     return 1;
 }
 
+/* check and compile: a warning at each param the minimized loss does not depend on (declared
+ * and never used, or used only by outputs): its gradient is zero at every step, which a model
+ * author meant rarely, like a C compiler's unused variable. The model is still valid. */
+static void warn_unused_params(const compiled *c)
+{
+    const mg_graph *g = c->g;
+    if (g->loss < 0) return;
+    char *used = calloc((size_t)g->n + 1, 1);
+    if (!used) abort();
+    used[g->loss] = 1;
+    for (int v = g->loss; v >= 0; v--) /* inputs precede their users */
+        if (used[v])
+            for (int k = 0; k < g->nodes[v].ninputs; k++) used[g->nodes[v].in[k]] = 1;
+    for (int i = 0; i < g->nparams; i++) {
+        const mg_node *p = &g->nodes[g->params[i]];
+        if (used[g->params[i]]) continue;
+        mg_diag d = {.loc = p->loc};
+        snprintf(d.msg, sizeof d.msg, "the loss does not depend on param '%s': its gradient is zero at every step",
+                 p->name ? p->name : "?");
+        print_diag_as(&c->src, &d, "warning");
+    }
+    free(used);
+}
+
 /* Parses and differentiates; to_plan: the model must be one the planner takes. */
 static int run_frontend(const char *path, compiled *c, int to_plan)
 {
@@ -443,16 +520,17 @@ static void no_plan_error(const char *path, mg_solver solver, int64_t want, int6
     if (parts > 0) snprintf(with, sizeof with, " with --micro-batches %d", parts);
     if (minf >= 0 && minf > want)
         fprintf(stderr,
-                "%s: error: budget %s (%lld bytes) is below the minimum feasible budget%s of %s (%lld bytes); "
-                "the store-all workspace is %s (%lld bytes)\n",
-                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, with, mg_human_bytes(minf, h2, sizeof h2),
-                (long long)minf, mg_human_bytes(all, h3, sizeof h3), (long long)all);
+                "%s: error: budget %s (%lld %s) is below the minimum feasible budget%s of %s (%lld %s); "
+                "the store-all workspace is %s (%lld %s)\n",
+                path, mg_human_bytes(want, h1, sizeof h1), (long long)want, mg_bytes_word(want), with,
+                mg_human_bytes(minf, h2, sizeof h2), (long long)minf, mg_bytes_word(minf),
+                mg_human_bytes(all, h3, sizeof h3), (long long)all, mg_bytes_word(all));
     else
         fprintf(stderr,
-                "%s: error: solver %s finds no plan within budget %s (%lld bytes); the store-all workspace is %s "
-                "(%lld bytes)%s\n",
-                path, mg_solver_names[solver], mg_human_bytes(want, h1, sizeof h1), (long long)want,
-                mg_human_bytes(all, h3, sizeof h3), (long long)all,
+                "%s: error: solver %s finds no plan within budget %s (%lld %s); the store-all workspace is %s "
+                "(%lld %s)%s\n",
+                path, mg_solver_names[solver], mg_human_bytes(want, h1, sizeof h1), (long long)want, mg_bytes_word(want),
+                mg_human_bytes(all, h3, sizeof h3), (long long)all, mg_bytes_word(all),
                 solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
 }
 
@@ -517,9 +595,10 @@ static int verify_again(compiled *c)
         print_diag(&c->src, &d);
         return 1;
     }
-    fprintf(stderr, "%s: plan verified: %d train steps, %d forward steps, %d buffers in %lld workspace bytes\n",
-            c->src.path, c->plan.train->nsteps, c->plan.forward->nsteps, c->plan.train->nbufs + c->plan.forward->nbufs,
-            (long long)c->plan.workspace_bytes);
+    int nt = c->plan.train->nsteps, nf = c->plan.forward->nsteps, nb = c->plan.train->nbufs + c->plan.forward->nbufs;
+    fprintf(stderr, "%s: plan verified: %d train step%s, %d forward step%s, %d buffer%s in %lld workspace %s\n",
+            c->src.path, nt, nt == 1 ? "" : "s", nf, nf == 1 ? "" : "s", nb, nb == 1 ? "" : "s",
+            (long long)c->plan.workspace_bytes, mg_bytes_word(c->plan.workspace_bytes));
     return 0;
 }
 
@@ -527,6 +606,7 @@ static int cmd_check(options *o)
 {
     compiled c;
     int rc = run_frontend(o->model, &c, 0);
+    if (!rc) warn_unused_params(&c);
     if (!rc && (o->print_ir || o->print_joint)) {
         int saved = c.g->n;
         if (o->print_ir) c.g->n = c.g->nforward; /* the forward graph is a prefix of the joint one */
@@ -538,8 +618,9 @@ static int cmd_check(options *o)
         fputs(s, stdout);
         free(s);
     } else if (!rc) {
-        printf("%s: ok: model %s, %d forward and %d backward operations, hash 0x%016llx\n", o->model,
-               c.g->model_name, c.g->nforward, c.g->n - c.g->nforward, (unsigned long long)mg_graph_hash(c.g));
+        int nb = c.g->n - c.g->nforward;
+        printf("%s: ok: model %s, %d forward and %d backward operation%s, hash 0x%016llx\n", o->model,
+               c.g->model_name, c.g->nforward, nb, nb == 1 ? "" : "s", (unsigned long long)mg_graph_hash(c.g));
     }
     compiled_free(&c);
     return rc;
@@ -590,15 +671,16 @@ static int cmd_plan_graph(options *o)
                edges, edges == 1 ? "" : "s", mg_solver_names[o->solver],
                sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
         if (budget != INT64_MAX)
-            printf("  budget              %s (%lld bytes)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget);
-        printf("  workspace           %s (%lld bytes)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
-               (long long)t->workspace_bytes);
-        printf("  peak live           %s (%lld bytes)\n", mg_human_bytes(t->peak_live_bytes, h, sizeof h),
-               (long long)t->peak_live_bytes);
-        printf("  store-all           %s (%lld bytes)\n", mg_human_bytes(all.store_all_bytes, h, sizeof h),
-               (long long)all.store_all_bytes);
-        printf("  minimum feasible    %s (%lld bytes)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
-               (long long)sol.min_feasible_bytes);
+            printf("  budget              %s (%lld %s)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget,
+                   mg_bytes_word(budget));
+        printf("  workspace           %s (%lld %s)\n", mg_human_bytes(t->workspace_bytes, h, sizeof h),
+               (long long)t->workspace_bytes, mg_bytes_word(t->workspace_bytes));
+        printf("  peak live           %s (%lld %s)\n", mg_human_bytes(t->peak_live_bytes, h, sizeof h),
+               (long long)t->peak_live_bytes, mg_bytes_word(t->peak_live_bytes));
+        printf("  store-all           %s (%lld %s)\n", mg_human_bytes(all.store_all_bytes, h, sizeof h),
+               (long long)all.store_all_bytes, mg_bytes_word(all.store_all_bytes));
+        printf("  minimum feasible    %s (%lld %s)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
+               (long long)sol.min_feasible_bytes, mg_bytes_word(sol.min_feasible_bytes));
         printf("  cost                %.0f once, %.0f executed, recompute overhead %.2f%%\n", t->flops_once,
                t->flops_executed, 100.0 * mg_recompute_overhead(t->flops_once, t->flops_executed));
         if (sol.lower_bound > t->flops_once)
@@ -611,8 +693,9 @@ static int cmd_plan_graph(options *o)
             print_diag(&src, &d);
             rc = 1;
         } else {
-            fprintf(stderr, "%s: plan verified: %d steps, %d buffers in %lld workspace bytes\n", o->graph,
-                    sol.plan->nsteps, sol.plan->nbufs, (long long)sol.plan->workspace_bytes);
+            fprintf(stderr, "%s: plan verified: %d step%s, %d buffer%s in %lld workspace %s\n", o->graph,
+                    sol.plan->nsteps, sol.plan->nsteps == 1 ? "" : "s", sol.plan->nbufs, sol.plan->nbufs == 1 ? "" : "s",
+                    (long long)sol.plan->workspace_bytes, mg_bytes_word(sol.plan->workspace_bytes));
         }
     }
     mg_plan_free(all.plan);
@@ -718,11 +801,14 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
     int csv = !strcmp(fmt, "csv");
     if (csv) printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds\n");
     else
-        printf("%s  solver %s  store-all %lld bytes, minimum feasible %lld bytes\n%14s %7s %14s %14s %10s %9s\n", what,
-               solver, (long long)all, (long long)minf, "budget", "%", "workspace", "peak live", "overhead", "seconds");
+        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s\n", what,
+               solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
+               "workspace", "peak live", "overhead", "seconds");
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
-        double pct = 100.0 * (double)q->budget / (double)(all > 0 ? all : 1);
+        /* (a store-all workspace of 0 bytes, a step that keeps nothing in the workspace: its one
+         * budget is all of it, 100%, not 0%) */
+        double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
         double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
             printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f\n", (long long)q->budget, pct, (long long)q->workspace,
@@ -803,6 +889,16 @@ static int cmd_sweep(options *o)
         mg_solver s = k ? MG_SOLVER_SQRT : MG_SOLVER_AUTO;
         if (s != o->solver) solvers[ncurves++] = s;
     }
+    /* the budgets, evenly from the minimum to store-all; where they are fewer bytes apart than
+     * points (a model whose minimum is its store-all workspace, a tiny graph) each is planned and
+     * printed once, not --points times over */
+    int npoints = 0;
+    int64_t *budgets = malloc((size_t)o->points * sizeof *budgets);
+    if (!budgets) abort();
+    for (int i = 0; i < o->points; i++) {
+        int64_t b = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
+        if (!npoints || b != budgets[npoints - 1]) budgets[npoints++] = b;
+    }
     sweep_point *pts = calloc((size_t)o->points * 3, sizeof *pts), *pt = pts;
     if (!pts) abort();
     for (int k = 0; k < ncurves; k++) {
@@ -811,9 +907,9 @@ static int cmd_sweep(options *o)
          * where its recompute overhead is lower): the overhead never rises with the budget */
         mg_plan *prev = NULL;
         mg_planned prevp = {0};
-        for (int i = 0; i < o->points && !rc; i++) {
+        for (int i = 0; i < npoints && !rc; i++) {
             sweep_point *q = &pts[k * o->points + i];
-            q->budget = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
+            q->budget = budgets[i];
             mg_budget b = {0, 0, q->budget};
             double t0 = mg_seconds();
             if (pr) {
@@ -851,7 +947,7 @@ static int cmd_sweep(options *o)
     }
     const char *what = pr ? o->graph : c.g->model_name;
     if (rc) print_diag(where, &d);
-    else sweep_print(o, what, all, minf, pt, o->points);
+    else sweep_print(o, what, all, minf, pt, npoints);
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
         sweep_point sa = {all, all, all, 1, 1, 0, 1};
@@ -859,13 +955,14 @@ static int cmd_sweep(options *o)
         int n = 0;
         for (int k = 0; k < ncurves; k++)
             if (solvers[k] != MG_SOLVER_STORE_ALL) /* (store-all's curve is its one point, drawn below) */
-                curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, o->points};
+                curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, npoints};
         curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
         sweep_svg_ctx ctx = {what, all, minf, curves, n};
         const report_writer writer = write_sweep_svg;
         rc = write_report_outs(&svg_out, &writer, &ctx, 1);
     }
     free(pts);
+    free(budgets);
     mg_problem_free(pr);
     free(src.text);
     compiled_free(&c);
@@ -926,6 +1023,7 @@ static int cmd_compile(options *o)
     if (target_rc) return target_rc;
     compiled c;
     rc = run_frontend(o->model, &c, 1);
+    if (!rc) warn_unused_params(&c);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
     /* Every output goes to a temporary file first; all are put in place only when all are

@@ -59,6 +59,7 @@
  * requires: g after autodiff; maintains: g untouched. */
 #include "microbatch.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,10 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         return mg_diag_set(why, first->loc, "not split into micro-batches: the batch is axis 0 of the first input, and "
                            "'%s' has %lld there (the batch inputs come first, with two or more samples)", first->name ? first->name : "?",
                            (long long)m->N);
+    if (m->N > INT32_MAX) /* the parts are slices of the batch inputs, whose bounds are int attributes
+                            * (a batch of 10^12 made slice [1783793664:-727379968], an error at the input) */
+        return mg_diag_set(why, first->loc, "not split into micro-batches: the batch of %lld samples is more than a "
+                           "slice addresses (2^31 - 1)", (long long)m->N);
     if (k < 2 || m->N % k)
         return mg_diag_set(why, none, "cannot split the batch of %lld into %lld micro-batches: %lld does not divide it",
                            (long long)m->N, (long long)k, (long long)k);
@@ -300,8 +305,9 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         if (stop == m->cut && g->nodes[stop].op == MG_OP_MATMUL)
             return mg_diag_set(why, g->nodes[stop].loc,
                                "cannot split the batch of %lld into %lld micro-batches: this matmul would run on "
-                               "parts of %lld rows, fewer than a GEMM micro-tile (%d)",
-                               (long long)m->N, (long long)k, (long long)m->part, (int)MGK_GEMM_MR);
+                               "parts of %lld row%s, fewer than a GEMM micro-tile (%d)",
+                               (long long)m->N, (long long)k, (long long)m->part, m->part == 1 ? "" : "s",
+                               (int)MGK_GEMM_MR);
         if (stop == m->cut) {
             mgk_conv_geom geom = mg_conv_geom(g, stop);
             return mg_diag_set(why, g->nodes[stop].loc,
@@ -462,9 +468,27 @@ int mg_microbatch_counts(const mg_graph *g, int *ks, int max, mg_diag *why)
     int64_t N = m.N;
     info_free(&m);
     if (!st && max > 0) ks[nk++] = 2;
-    for (int64_t k = 3; k <= N && nk < max; k++) {
+    /* only divisors of N can be counts (analyse refuses the rest), so only they are analysed: a
+     * batch of 10^6 took 10^6 analyses (1.2 s, most of an absurd model's refusal) and one of
+     * 10^12, the largest dimension, would not have ended. The divisors come in pairs (d, N/d)
+     * with d <= sqrt(N): the small ones ascending, then the large ones descending by d. */
+    int64_t root = (int64_t)sqrt((double)N);
+    while (root > 1 && root > N / root) root--;
+    while (root + 1 <= N / (root + 1)) root++;
+    /* an odd batch refuses 2 parts only for not dividing it: why then takes the reason of its
+     * smallest divisor, which says more (a prime batch of 7 with a matmul: parts of 1 row) */
+    int odd = st && N >= 2 && N % 2, tried = 0;
+    for (int64_t d = 3; d <= root && nk < max; d++) {
+        if (N % d) continue;
         mg_diag ignore = {0};
-        if (!analyse(g, k, &m, &ignore)) ks[nk++] = (int)k;
+        if (!analyse(g, d, &m, odd && !tried++ ? why : &ignore)) ks[nk++] = (int)d;
+        info_free(&m);
+    }
+    for (int64_t d = root; d >= 1 && nk < max; d--) {
+        int64_t k = N / d;
+        if (N % d || k <= root || k < 3 || k > INT32_MAX) continue;
+        mg_diag ignore = {0};
+        if (!analyse(g, k, &m, odd && !tried++ ? why : &ignore)) ks[nk++] = (int)k;
         info_free(&m);
     }
     if (!nk && !st) mg_diag_set(why, (mg_loc){0}, "no micro-batch count splits the batch of %lld", (long long)N);

@@ -16,12 +16,17 @@ static const char *sz(int64_t v, int exact, char *buf, int len)
     return buf;
 }
 
+/* "s" for a count other than 1: "1 recomputation step of 1 tensor", as "1 byte" (mg_bytes_word) */
+static const char *plural(long long n) { return n == 1 ? "" : "s"; }
+
 /* "5.1 MiB (5316736 bytes)", or "5316736 bytes" with exact numbers. */
 static void figure(FILE *out, const char *label, int64_t v, int exact, const char *tail)
 {
     char h[32];
-    if (exact) fprintf(out, "  %-19s %lld bytes%s\n", label, (long long)v, tail);
-    else fprintf(out, "  %-19s %s (%lld bytes)%s\n", label, mg_human_bytes(v, h, sizeof h), (long long)v, tail);
+    if (exact) fprintf(out, "  %-19s %lld %s%s\n", label, (long long)v, mg_bytes_word(v), tail);
+    else
+        fprintf(out, "  %-19s %s (%lld %s)%s\n", label, mg_human_bytes(v, h, sizeof h), (long long)v, mg_bytes_word(v),
+                tail);
 }
 
 static const char *flops_str(double v, int exact, char *buf, size_t len)
@@ -33,7 +38,8 @@ static const char *flops_str(double v, int exact, char *buf, size_t len)
         return buf;
     }
     while (v >= 1000 && i < 5) v /= 1000, i++;
-    snprintf(buf, len, "%.2f %sFLOP", v, unit[i]);
+    if (i == 0) snprintf(buf, len, "%.0f FLOP", v); /* whole operations: "288 FLOP", not "288.00 FLOP" */
+    else snprintf(buf, len, "%.2f %sFLOP", v, unit[i]);
     return buf;
 }
 
@@ -72,8 +78,9 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
     if (p->micro_batches > 1) { /* compiler/microbatch.c */
         const mg_node *x = mg_microbatch_batch_input(f->g); /* (inputs[0] may be a scalar) */
-        fprintf(out, "  %-19s %d: the per-sample layers run on %lld samples at a time%s\n", "micro-batches",
-                p->micro_batches, (long long)(x ? x->type.shape.dim[0] / p->micro_batches : 0),
+        long long part = x ? x->type.shape.dim[0] / p->micro_batches : 0;
+        fprintf(out, "  %-19s %d: the per-sample layers run on %lld sample%s at a time%s\n", "micro-batches",
+                p->micro_batches, part, plural(part),
                 mg_microbatch_convs_capped(f->g) ? ", convolutions in smaller blocks (less scratch)" : "");
     }
     fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",
@@ -83,9 +90,10 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
         fprintf(out, "  %-19s %s proven; the plan is within %.2f%% of it\n", "FLOPs lower bound",
                 flops_str(f->flops_lower_bound, exact, a, sizeof a),
                 100.0 * (f->flops_executed - f->flops_lower_bound) / f->flops_lower_bound);
-    fprintf(out, "  %-19s %d recomputation steps of %d tensors\n", "recomputed", f->recompute_steps, f->recomputed_tensors);
-    fprintf(out, "  %-19s %d elementwise chains of %d steps run as one loop each (forward: %d of %d)\n", "fused",
-            f->fused_chains, f->fused_steps, f->fused_chains_fwd, f->fused_steps_fwd);
+    fprintf(out, "  %-19s %d recomputation step%s of %d tensor%s\n", "recomputed", f->recompute_steps,
+            plural(f->recompute_steps), f->recomputed_tensors, plural(f->recomputed_tensors));
+    fprintf(out, "  %-19s %d elementwise chain%s of %d steps run as one loop each (forward: %d of %d)\n", "fused",
+            f->fused_chains, plural(f->fused_chains), f->fused_steps, f->fused_chains_fwd, f->fused_steps_fwd);
     fprintf(out, "  %-19s %d train (backward from step %d), %d forward\n", "steps", p->train->nsteps,
             f->first_backward_step, p->forward->nsteps);
 }
@@ -164,7 +172,7 @@ static void strip(FILE *out, const mg_report_figures *f, int width, int exact)
     int budget_row = -1;
     if (f->budget_bytes != INT64_MAX) budget_row = H - 1 - (int)((double)f->budget_bytes / (double)top * H - 0.5);
     char h[32];
-    fprintf(out, "\nlive bytes over the %d steps, up to %d a column\n", n, (n + cols - 1) / cols);
+    fprintf(out, "\nlive bytes over the %d step%s, up to %d a column\n", n, plural(n), (n + cols - 1) / cols);
     for (int r = 0; r < H; r++) {
         double lo = (double)top * (H - 1 - r) / H, mid = lo + (double)top / H / 2;
         if (r == 0) fprintf(out, "%*s |", label - 2, sz(top, exact, h, sizeof h));

@@ -63,6 +63,9 @@ static const unsigned char MAGIC[8] = { 'M', 'G', 'P', 'A', 'R', 'A', 'M', '1' }
 
 typedef unsigned long long ull; /* for printf: uint64_t is not always unsigned long long */
 
+/* "1 byte", never "1 bytes", in the messages below (a 1-byte file is a real case: a save cut short) */
+static const char *bytes_word(unsigned long long n) { return n == 1 ? "byte" : "bytes"; }
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
@@ -317,8 +320,8 @@ mg_rt_status mg_params_load(const char *path, uint64_t model_hash, void *params,
     }
     if (got < sizeof hdr) {
         s = fail(err, errlen, MG_RT_ERR_TRUNCATED,
-                 "'%s' is truncated: it has %zu bytes, fewer than the %d-byte header", path,
-                 got, HDR_BYTES);
+                 "'%s' is truncated: it has %zu %s, fewer than the %d-byte header", path,
+                 got, bytes_word(got), HDR_BYTES);
         goto out;
     }
     uint32_t version = get_u32(hdr + 8);
@@ -374,9 +377,9 @@ mg_rt_status mg_params_load(const char *path, uint64_t model_hash, void *params,
     }
     if (have < expect_total) {
         s = fail(err, errlen, MG_RT_ERR_TRUNCATED,
-                 "'%s' is truncated: it has %llu bytes, but its header declares a %llu-byte "
+                 "'%s' is truncated: it has %llu %s, but its header declares a %llu-byte "
                  "payload, so it should have %llu (%d-byte header + payload + %d-byte checksum)",
-                 path, (ull)have, (ull)plen, (ull)expect_total, HDR_BYTES, SUM_BYTES);
+                 path, (ull)have, bytes_word(have), (ull)plen, (ull)expect_total, HDR_BYTES, SUM_BYTES);
         goto out;
     }
 
@@ -419,8 +422,8 @@ mg_rt_status mg_params_load(const char *path, uint64_t model_hash, void *params,
     }
     if (!keep) {
         s = fail(err, errlen, MG_RT_ERR_SIZE,
-                 "'%s' holds a %llu-byte payload, but the destination is %zu bytes", path,
-                 (ull)plen, bytes);
+                 "'%s' holds a %llu-byte payload, but the destination is %zu %s", path,
+                 (ull)plen, bytes, bytes_word(bytes));
         goto out;
     }
     if (bytes > 0) memcpy(params, buf, bytes);

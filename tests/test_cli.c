@@ -288,7 +288,11 @@ START_TEST(test_unknown_option)
     free(out);
     /* options of one command are unknown to another */
     ck_assert_int_eq(mg(&out, "check '%s' -o '%s'", m, path("m.o")), 2);
-    ck_assert_msg(strstr(out, "unknown option '-o'"), "%s", out);
+    ck_assert_msg(strstr(out, "unknown option '-o' for check (compile takes it)"), "%s", out);
+    free(out);
+    /* (review18: "unknown option '--budget'" for sweep read as if memgrad had none) */
+    ck_assert_int_eq(mg(&out, "sweep '%s' --budget 40%%", m), 2);
+    ck_assert_msg(strstr(out, "unknown option '--budget' for sweep (compile, plan and dot take it)"), "%s", out);
     free(out);
     ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' -O4", m, path("m.o")), 2);
     ck_assert_msg(strstr(out, "unknown option '-O4'"), "%s", out);
@@ -1401,7 +1405,7 @@ START_TEST(test_graph_budget_errors_read_like_a_models)
                      0);
     char *out;
     int rc = mg(&out, "plan --graph '%s' --budget 1B", g);
-    ck_assert_msg(rc == 1 && strstr(out, "g.json: error: budget 1 B (1 bytes) is below the minimum feasible budget of ") &&
+    ck_assert_msg(rc == 1 && strstr(out, "g.json: error: budget 1 B (1 byte) is below the minimum feasible budget of ") &&
                       strstr(out, "; the store-all workspace is "),
                   "exited %d:\n%s", rc, out);
     free(out);
@@ -1612,6 +1616,237 @@ START_TEST(test_arena_capacity_says_why)
 }
 END_TEST
 
+/* A model may declare no input and no output (the loss of its parameters alone): its header said
+ * "Inputs (pointers in this order in inputs[]):" and "Outputs of NAME_forward (...):" over empty
+ * lists (review18). It says there are none and that the arrays may be NULL, and a program that
+ * passes NULL for both builds and runs. */
+START_TEST(test_header_of_a_model_without_inputs_or_outputs)
+{
+    const char *m = write_model("lonely.mg", "model lonely\nparam w: f32[4, 2] = ones\nloss = sum(w * w)\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("m.o"), path("m.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("m.h"));
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(!strstr(h, "Inputs (pointers") && !strstr(h, "outputs[]):"), "empty lists in the header:\n%s", h);
+    ck_assert_msg(strstr(h, " * Inputs: none (the model declares no `input`") &&
+                      strstr(h, " * Outputs of lonely_forward: none (the model declares no `output`"),
+                  "the header does not say there are none:\n%s", h);
+    free(h);
+    write_model("app.c", "#include \"m.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+                         "int main(void)\n{\n"
+                         "    void *p = calloc(1, LONELY_PARAM_BYTES), *g = calloc(1, LONELY_PARAM_BYTES);\n"
+                         "    void *ws = malloc(LONELY_WORKSPACE_BYTES + 1);\n"
+                         "    lonely_init_params(p, 1);\n"
+                         "    printf(\"loss %g inputs %d outputs %d\\n\", lonely_train_step(p, g, NULL, ws),\n"
+                         "           LONELY_NUM_INPUTS, LONELY_NUM_OUTPUTS);\n"
+                         "    lonely_forward(p, NULL, NULL, ws);\n"
+                         "    return 0;\n}\n");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c11 -Wall -Wextra -Werror -pedantic app.c m.o -lm -o app && ./app",
+             dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "loss 8 inputs 0 outputs 0"), "the program does not build or run:\n%s", out);
+    free(out);
+}
+END_TEST
+
+/* Figures of one byte are "1 byte": the budget refusal, `plan --bytes`, `plan --graph`, the sweep's
+ * heading and `arena` all printed "(1 bytes)" or "1 bytes" (review18). */
+START_TEST(test_one_byte_is_singular)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "plan '%s' --budget 1 --no-cache", m);
+    ck_assert_msg(rc == 1 && strstr(out, "budget 1 B (1 byte) is below"), "plan --budget 1 exited %d:\n%s", rc, out);
+    free(out);
+    const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,1\n");
+    rc = mg(&out, "arena '%s' --capacity 1", c);
+    ck_assert_msg(rc == 0 && strstr(out, "lower bound   1 byte (max live)") && strstr(out, "arena         1 byte\n") &&
+                      strstr(out, "capacity      1 byte\n"),
+                  "arena exited %d:\n%s", rc, out);
+    free(out);
+    c = write_model("c.csv", "id,lower,upper,size\n0,0,10,2\n");
+    rc = mg(&out, "arena '%s' --capacity 1", c);
+    ck_assert_msg(rc == 0 && strstr(out, "does not fit (1 byte over)"), "arena exited %d:\n%s", rc, out);
+    free(out);
+    /* a graph of one node of one byte: every figure is 1 */
+    const char *g = write_model("g.json", "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 1}], "
+                                          "\"links\": []}");
+    rc = mg(&out, "plan --graph '%s'", g);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace           1 B (1 byte)\n"), "plan --graph exited %d:\n%s", rc, out);
+    ck_assert_msg(!strstr(out, "1 bytes"), "plan --graph:\n%s", out);
+    free(out);
+    rc = mg(&out, "sweep --graph '%s' --points 2", g);
+    ck_assert_msg(rc == 0 && !strstr(out, "1 bytes"), "sweep --graph exited %d:\n%s", rc, out);
+    free(out);
+    /* check: "2 forward and 1 backward operation" (a loss of the input alone: its gradient is a fill) */
+    const char *e = write_model("e.mg", "model e\ninput x: f32[2, 2]\nloss = sum(x)\nminimize loss\n");
+    rc = mg(&out, "check '%s'", e);
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model e, 2 forward and 1 backward operation, hash"), "check exited %d:\n%s",
+                  rc, out);
+    free(out);
+    /* a step with nothing in the workspace: one budget, 100% of the store-all workspace (0%
+     * before), and a strip over "the 1 step" */
+    const char *z = write_model("z.mg", "model a\nparam w: f32[] = ones\nminimize w\n");
+    rc = mg(&out, "sweep '%s' --format csv", z);
+    ck_assert_msg(rc == 0 && strstr(out, "\n0,100.00,1,0,0,"), "sweep exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --verify", z);
+    ck_assert_msg(rc == 0 && strstr(out, "live bytes over the 1 step, ") &&
+                      strstr(out, "plan verified: 1 train step, 0 forward steps, 0 buffers in 0 workspace bytes"),
+                  "plan exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "plan --graph '%s' --verify", g);
+    ck_assert_msg(rc == 0 && strstr(out, "plan verified: 1 step, 1 buffer in 1 workspace byte\n"),
+                  "plan --graph exited %d:\n%s", rc, out);
+    free(out);
+    /* counts of 1 in the report: a batch of 2 in 2 parts runs "1 sample at a time"; FLOPs below
+     * a thousand are whole ("104 FLOP", not "104.00 FLOP") */
+    const char *s = write_model("s.mg", "model s\ninput x: f32[2, 4]\nparam w: f32[4] = ones\nh = relu(x * w)\n"
+                                        "loss = sum(h * h)\nminimize loss\n");
+    rc = mg(&out, "plan '%s' --micro-batches 2 --no-cache", s);
+    ck_assert_msg(rc == 0 && strstr(out, "run on 1 sample at a time") && strstr(out, " 104 FLOP once, 104 FLOP executed"),
+                  "plan exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* An option given twice (review18): `-o a.o -o b.o` wrote b.o alone and exited 0. A setting takes
+ * its last value, as cc does; an option naming a file refuses a second, different file (usage
+ * error, nothing written); the same file twice is fine; --help says so. */
+START_TEST(test_repeated_options)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' -o '%s' --no-cache", m, path("a.o"), path("b.o"));
+    ck_assert_msg(rc == 2 && strstr(out, "-o given twice ('") && strstr(out, "a.o', then '") &&
+                      strstr(out, "b.o'): it names one file; give it once"),
+                  "-o twice exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("a.o")) && !exists(path("b.o")), "an object was written");
+    const char *files[][2] = {{"compile", "--header"}, {"compile", "--emit-llvm"}, {"plan", "--svg"},
+                              {"plan", "--trace"}, {"sweep", "--svg"}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        rc = mg(&out, "%s '%s' -o '%s' %s '%s' %s '%s' --no-cache", files[i][0], m, path("c.o"), files[i][1],
+                path("x"), files[i][1], path("y"));
+        if (strcmp(files[i][0], "compile")) { /* (no -o outside compile: run it again without) */
+            free(out);
+            rc = mg(&out, "%s '%s' %s '%s' %s '%s' --no-cache", files[i][0], m, files[i][1], path("x"), files[i][1],
+                    path("y"));
+        }
+        ck_assert_msg(rc == 2 && strstr(out, "given twice"), "%s %s twice exited %d:\n%s", files[i][0], files[i][1], rc,
+                      out);
+        free(out);
+    }
+    rc = mg(&out, "plan --graph '%s' --graph '%s'", path("g1.json"), path("g2.json"));
+    ck_assert_msg(rc == 2 && strstr(out, "--graph given twice"), "--graph twice exited %d:\n%s", rc, out);
+    free(out);
+    /* the same file twice is one file */
+    rc = mg(&out, "compile '%s' -o '%s' -o '%s' --no-cache -O0", m, path("a.o"), path("a.o"));
+    ck_assert_msg(rc == 0 && exists(path("a.o")), "-o a.o -o a.o exited %d:\n%s", rc, out);
+    free(out);
+    /* settings: the last wins */
+    rc = mg(&out, "plan '%s' --budget 1 --budget 100%% --solver sqrt --solver store-all --format text --format json "
+                  "--no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "\"solver\": \"store-all\""), "plan with repeated settings exited %d:\n%s", rc,
+                  out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    ck_assert_msg(strstr(out, "An option given twice takes its last value"), "--help:\n%s", out);
+    free(out);
+}
+END_TEST
+
+/* A sweep whose minimum feasible budget is its store-all workspace (nothing to recompute: one
+ * matmul into a sum) printed the same budget --points times over, in every format (review18);
+ * each distinct budget is planned and printed once. */
+START_TEST(test_sweep_points_are_distinct_budgets)
+{
+    const char *m = write_model("one.mg", "model one\ninput x: f32[8, 4]\nparam w: f32[4, 2] = he\n"
+                                          "loss = sum(x @ w)\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "sweep '%s' --points 5 --format csv", m);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    int lines = 0;
+    for (const char *c = out; *c; c++) lines += *c == '\n';
+    ck_assert_msg(lines == 2 && strstr(out, "\n896,100.00,1,896,"), "csv: %d lines:\n%s", lines, out);
+    free(out);
+    rc = mg(&out, "sweep '%s' --points 5 --format json", m);
+    const char *first = strstr(out, "\"budget_bytes\"");
+    ck_assert_msg(rc == 0 && first && !strstr(first + 1, "\"budget_bytes\""), "json exited %d:\n%s", rc, out);
+    free(out);
+    /* a range narrower than the points: every byte once */
+    const char *g = write_model("g.json", "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 3},"
+                                          "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 1},"
+                                          "{\"id\": 2, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 1}],"
+                                          "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                          "{\"source\": 0, \"target\": 2}]}");
+    rc = mg(&out, "sweep --graph '%s' --points 1000 --format csv", g);
+    ck_assert_msg(rc == 0, "sweep --graph exited %d:\n%s", rc, out);
+    long long prev = -1;
+    int rows = 0;
+    for (const char *c = strchr(out, '\n'); c && c[1]; c = strchr(c + 1, '\n')) {
+        long long b = strtoll(c + 1, NULL, 10);
+        ck_assert_msg(b > prev, "budget %lld after %lld:\n%s", b, prev, out);
+        prev = b;
+        rows++;
+    }
+    ck_assert_msg(rows >= 1 && rows < 1000, "%d rows:\n%s", rows, out);
+    free(out);
+}
+END_TEST
+
+/* A param the loss does not depend on gets a zero gradient at every step; check and compile said
+ * nothing (review18). They warn at its declaration, and the model still compiles (exit 0). */
+START_TEST(test_unused_param_warns)
+{
+    const char *m = write_model("u.mg", "model u\ninput x: f32[2, 2]\nparam w: f32[2, 2] = he\nparam v: f32[2] = zeros\n"
+                                        "loss = sum(x @ w)\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "check '%s'", m);
+    ck_assert_msg(rc == 0 && strstr(out, "u.mg:4:7: warning: the loss does not depend on param 'v': its gradient is zero "
+                                         "at every step\n  param v: f32[2] = zeros\n        ^") &&
+                      !strstr(out, "param 'w'"),
+                  "check exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' --no-cache -O0", m, path("u.o"));
+    ck_assert_msg(rc == 0 && strstr(out, "warning: the loss does not depend on param 'v'") && exists(path("u.o")),
+                  "compile exited %d:\n%s", rc, out);
+    free(out);
+    /* the examples use every param */
+    rc = mg(&out, "check '%s/examples/mlp.mg'", MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0 && !strstr(out, "warning"), "check mlp exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* A file named "-" is the standard input or output (review18: `-o -` wrote a file named "-",
+ * and `check -` read one). */
+START_TEST(test_dash_is_standard_input_and_output)
+{
+    write_model("m.mg", mlp_src);
+    char cmd[8192], *out;
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check - < m.mg", dir, MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model mlp"), "check - exited %d:\n%s", rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' compile m.mg -o - --no-cache -O0 > obj && '%s' compile - -o x.o "
+             "--emit-llvm - --no-cache -O0 < m.mg > ll", dir, MG_MEMGRAD, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "compile -o - exited %d:\n%s", rc, out);
+    free(out);
+    char *obj = tu_read(path("obj")), *ll = tu_read(path("ll"));
+    ck_assert_msg(obj && !memcmp(obj, "\177ELF", 4), "-o - wrote no object to stdout");
+    ck_assert_msg(ll && strstr(ll, "; ModuleID = 'mlp'"), "--emit-llvm - wrote no IR to stdout");
+    free(obj);
+    free(ll);
+    ck_assert_msg(!exists(path("-")) && exists(path("x.o")), "a file named '-', or no x.o");
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -1625,6 +1860,93 @@ START_TEST(test_trainer_rejects_bad_values)
         snprintf(cmd, sizeof cmd, "'%s' %s --data /nonexistent", MG_TRAIN_MLP, bad[i]);
         int rc = tu_run(cmd, &out);
         ck_assert_msg(rc == 2 && strstr(out, "usage:"), "%s: exited %d:\n%s", bad[i], rc, out);
+        free(out);
+    }
+    /* --help asked for is no error: usage on stdout, exit 0 (it was exit 2; review18) */
+    char cmd[600], *out;
+    snprintf(cmd, sizeof cmd, "'%s' --help 2>/dev/null", MG_TRAIN_MLP);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "usage:") && strstr(out, "--epochs N"), "--help: exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* Writes a Fashion-MNIST-shaped dataset of ntrain and ntest images into dir (uncompressed IDX
+ * under the .gz names: zlib reads plain files as they are); pixels pseudo-random, labels i % 10
+ * except that image 0 of the training set gets first_label. */
+static void write_idx_set(int ntrain, int ntest, int first_label)
+{
+    for (int t = 0; t < 2; t++) {
+        int n = t ? ntest : ntrain;
+        const char *pre = t ? "t10k" : "train";
+        char name[64];
+        size_t ib = 16 + (size_t)n * 784, lb = 8 + (size_t)n;
+        unsigned char *im = calloc(1, ib), *la = calloc(1, lb);
+        unsigned hdr_i[4] = {2051, (unsigned)n, 28, 28}, hdr_l[2] = {2049, (unsigned)n};
+        for (int k = 0; k < 4; k++)
+            for (int b = 0; b < 4; b++) im[4 * k + b] = (unsigned char)(hdr_i[k] >> (24 - 8 * b));
+        for (int k = 0; k < 2; k++)
+            for (int b = 0; b < 4; b++) la[4 * k + b] = (unsigned char)(hdr_l[k] >> (24 - 8 * b));
+        unsigned r = 12345;
+        for (size_t k = 16; k < ib; k++) im[k] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
+        for (int k = 0; k < n; k++) la[8 + k] = (unsigned char)(k % 10);
+        if (!t && n > 0) la[8] = (unsigned char)first_label;
+        snprintf(name, sizeof name, "%s-images-idx3-ubyte.gz", pre);
+        FILE *f = fopen(path(name), "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fwrite(im, 1, ib, f), ib);
+        fclose(f);
+        snprintf(name, sizeof name, "%s-labels-idx1-ubyte.gz", pre);
+        f = fopen(path(name), "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fwrite(la, 1, lb, f), lb);
+        fclose(f);
+        free(im);
+        free(la);
+    }
+}
+
+/* The trainer on datasets it cannot train on, and on a run that diverges (review18): fewer
+ * training images than one batch, or no test images, printed "loss -nan  test accuracy -nan%"
+ * and exited 0; a label past the model's classes made the loss NaN for the rest of the run; a
+ * learning rate that diverges went on to the end printing "loss -nan". Each is an error (exit 1)
+ * that says what is wrong; a small dataset that is fine trains. */
+START_TEST(test_trainer_refuses_what_it_cannot_train_on)
+{
+    static const struct { int ntrain, ntest, label; const char *args, *want; } cases[] = {
+        {10, 10, 0, "", "train-images-idx3-ubyte.gz has 10 images, fewer than one batch of 128"},
+        {256, 0, 0, "", "t10k-images-idx3-ubyte.gz has no images to test on"},
+        {256, 10, 200, "", "train-labels-idx1-ubyte.gz: label 200 of image 0 is not one of the model's 10 classes"},
+        {384, 10, 0, "--lr 1e30 --schedule constant", "training diverged; try a smaller --lr"},
+        {256, 10, 0, "--lr 0.01", NULL},
+        /* --save's file is checked before training (it failed after the last epoch) */
+        {256, 10, 0, "--save /nonexistent-dir/m.params", "cannot save to '/nonexistent-dir/m.params': its directory does "
+                                                          "not exist"},
+        {256, 10, 0, "--save /", "cannot save to '/': it is a directory"},
+        /* which file is wrong, and how ("cannot read Fashion-MNIST from A and B" for all) */
+        {-1, 10, 0, "", "train-images-idx3-ubyte.gz: missing or unreadable"},
+        {-2, 10, 0, "", "train-images-idx3-ubyte.gz: it has 300 images and "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_idx_set(cases[i].ntrain < 0 ? 300 : cases[i].ntrain, cases[i].ntest, cases[i].label);
+        if (cases[i].ntrain == -1) unlink(path("train-images-idx3-ubyte.gz"));
+        if (cases[i].ntrain == -2) { /* 300 images, 10 labels */
+            char labels[18] = {0, 0, 8, 1, 0, 0, 0, 10};
+            FILE *f = fopen(path("train-labels-idx1-ubyte.gz"), "wb");
+            ck_assert_ptr_nonnull(f);
+            ck_assert_int_eq(fwrite(labels, 1, sizeof labels, f), sizeof labels);
+            fclose(f);
+        }
+        char cmd[8192], *out;
+        snprintf(cmd, sizeof cmd, "'%s' --epochs 1 %s --data '%s'", MG_TRAIN_MLP, cases[i].args, dir);
+        int rc = tu_run(cmd, &out);
+        if (cases[i].want)
+            ck_assert_msg(rc == 1 && strstr(out, cases[i].want) && !strstr(out, "nan") &&
+                              (!strstr(cases[i].args, "--save") || !strstr(out, "epoch 1")),
+                          "case %zu: exited %d:\n%s", i, rc, out);
+        else
+            ck_assert_msg(rc == 0 && strstr(out, "epoch 1  loss ") && !strstr(out, "nan"), "case %zu: exited %d:\n%s", i,
+                          rc, out);
         free(out);
     }
 }
@@ -1715,8 +2037,15 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
         tcase_add_test(b, test_carriage_returns_in_a_model);
         tcase_add_test(b, test_arena_capacity_says_why);
+        tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
+        tcase_add_test(b, test_one_byte_is_singular);
+        tcase_add_test(b, test_repeated_options);
+        tcase_add_test(b, test_sweep_points_are_distinct_budgets);
+        tcase_add_test(b, test_unused_param_warns);
+        tcase_add_test(b, test_dash_is_standard_input_and_output);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
+        tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
 #endif
         suite_add_tcase(s, b);
     }

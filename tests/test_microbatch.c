@@ -276,6 +276,59 @@ static void run_bn(const char *dir, const char *tag, const char *opts, bn_run *r
     free(log);
 }
 
+/* The part counts of large batches (review18): only divisors of the batch are counts, and they
+ * are found without analysing every k up to the batch. A batch of 10^6 took 10^6 analyses (1.2 s
+ * of an absurd model's budget refusal; two 10^6 x 10^6 matmuls: 0.03 s now, the same minimum);
+ * a prime batch of 2^31 - 1 ran 2^31 of them (it never answered). A batch beyond 2^31 - 1 is not
+ * split (its parts' slice bounds do not fit their int attributes: a batch of 10^12 was an error
+ * "slice [1783793664:-727379968:1] ... is empty" at the input), and planning it says so. */
+START_TEST(test_counts_of_large_batches)
+{
+    static const char *fmt = "model big\ninput x: f32[%lld, 1]\nparam w: f32[1, 1] = he\nloss = sum(relu(x @ w))\n"
+                             "minimize loss\n";
+    char src[512];
+    mg_diag d = {0};
+    int ks[64];
+    snprintf(src, sizeof src, fmt, 1000000LL);
+    mg_graph *g = joint(src);
+    int nk = mg_microbatch_counts(g, ks, 64, &d);
+    /* every divisor k >= 2 of 10^6 whose parts keep a GEMM micro-tile of rows (6), ascending */
+    int want = 0;
+    for (long long k = 2; k <= 1000000 / 6; k++)
+        if (1000000 % k == 0) {
+            ck_assert_msg(want < nk && ks[want] == k, "count %d: %d, not %lld (of %d)", want, want < nk ? ks[want] : -1, k, nk);
+            want++;
+        }
+    ck_assert_int_eq(nk, want);
+    mg_graph_free(g);
+    snprintf(src, sizeof src, fmt, 2147483647LL); /* a prime */
+    g = joint(src);
+    ck_assert_int_eq(mg_microbatch_counts(g, ks, 64, &d), 0);
+    mg_graph_free(g);
+    /* an odd batch is refused for its smallest divisor's reason, not "2 does not divide it" */
+    snprintf(src, sizeof src, fmt, 7LL);
+    g = joint(src);
+    ck_assert_int_eq(mg_microbatch_counts(g, ks, 64, &d), 0);
+    ck_assert_str_eq(d.msg, "cannot split the batch of 7 into 7 micro-batches: this matmul would run on parts of 1 row, "
+                            "fewer than a GEMM micro-tile (6)");
+    mg_graph_free(g);
+    snprintf(src, sizeof src, fmt, 1000000000000LL);
+    g = joint(src);
+    ck_assert_int_eq(mg_microbatch_counts(g, ks, 64, &d), 0);
+    ck_assert_msg(strstr(d.msg, "the batch of 1000000000000 samples is more than a slice addresses") && d.loc.line == 2,
+                  "%d: %s", d.loc.line, d.msg);
+    mg_graph_free(g);
+    char *dir = tu_tmpdir(), *out = NULL;
+    ck_assert(tu_write(tu_path(dir, "big.mg"), src) == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 1GiB --no-cache", tu_path(dir, "big.mg")), 1);
+    ck_assert_msg(strstr(out, "below the minimum feasible budget of 10.9 TiB") && !strstr(out, "slice [") &&
+                      strstr(out, "big.mg:2:7: note: not split into micro-batches"),
+                  "%s", out);
+    free(out);
+    tu_dir_free(&dir);
+}
+END_TEST
+
 /* Was a bug (review14): the batch is axis 0 of the first input, and a model whose first input
  * was a [1, D] table was told "the model has no batch of two or more samples to split", with no
  * place. The note names that input and says the batch inputs come first; with them first the
@@ -647,6 +700,7 @@ int main(void)
     tcase_add_test(tc, test_rewrite_unet);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_batch_is_the_first_input);
+    tcase_add_test(tc, test_counts_of_large_batches);
     tcase_add_test(tc, test_bn_split);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_cnn_bit_identical);

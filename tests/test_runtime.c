@@ -269,13 +269,14 @@ START_TEST(test_truncated)
 
     /* empty, mid-magic, mid-header, header only, mid-payload, missing checksum, half a
      * checksum, one byte short */
-    const size_t lengths[] = { 0, 4, 20, HDR - 1, HDR, HDR + P / 2, HDR + P, HDR + P + 4,
+    const size_t lengths[] = { 0, 1, 4, 20, HDR - 1, HDR, HDR + P / 2, HDR + P, HDR + P + 4,
                                HDR + P + SUM - 1 };
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
         spit(cut, f, lengths[i]);
         expect_load_fails(cut, HASH_A, P, MG_RT_ERR_TRUNCATED, err, sizeof err);
         ck_assert_msg(strstr(err, "truncated") != NULL, "%s", err);
-        snprintf(want, sizeof want, "has %zu bytes", lengths[i]);
+        /* a file cut after its first byte "has 1 byte" (it said "1 bytes"; review18) */
+        snprintf(want, sizeof want, "has %zu %s,", lengths[i], lengths[i] == 1 ? "byte" : "bytes");
         ck_assert_msg(strstr(err, want) != NULL, "len %zu: %s", lengths[i], err);
         if (lengths[i] >= HDR) {
             snprintf(want, sizeof want, "should have %d", HDR + P + SUM);
@@ -390,6 +391,8 @@ START_TEST(test_wrong_size)
     ck_assert_msg(strstr(err, "60 bytes") != NULL, "%s", err);
     expect_load_fails(path, HASH_A, P + 4, MG_RT_ERR_SIZE, err, sizeof err);
     expect_load_fails(path, HASH_A, 0, MG_RT_ERR_SIZE, err, sizeof err);
+    expect_load_fails(path, HASH_A, 1, MG_RT_ERR_SIZE, err, sizeof err);
+    ck_assert_msg(strstr(err, "the destination is 1 byte") && !strstr(err, "1 bytes"), "%s", err);
     /* A model mismatch is the more useful report when both differ. */
     expect_load_fails(path, HASH_B, P + 4, MG_RT_ERR_MODEL, err, sizeof err);
 }

@@ -16,11 +16,14 @@
 #include "memgrad_rt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define CAT2(a, b) a##b
@@ -61,11 +64,25 @@ static int load(const char *dir, const char *prefix, dataset *ds)
     snprintf(pl, sizeof pl, "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
     size_t ni = 0, nl = 0;
     unsigned char *im = read_gz(pi, &ni), *lb = read_gz(pl, &nl);
-    int ok = im && lb && ni >= 16 && nl >= 8 && be32(im) == 2051 && be32(lb) == 2049 &&
-             be32(im + 4) == be32(lb + 4) && be32(im + 8) == 28 && be32(im + 12) == 28 &&
-             ni >= 16 + (size_t)be32(im + 4) * 784 && nl >= 8 + (size_t)be32(lb + 4);
-    if (!ok) {
-        fprintf(stderr, "train: cannot read Fashion-MNIST from %s and %s (install dataset-fashion-mnist)\n", pi, pl);
+    /* what is wrong, and with which file: "cannot read Fashion-MNIST from A and B" covered a
+     * missing directory and a damaged file alike */
+    const char *bad = NULL, *why = NULL;
+    char msg[2200];
+    if (!im || !lb) bad = !im ? pi : pl, why = "missing or unreadable (install dataset-fashion-mnist, or give --data DIR)";
+    else if (ni < 16 || be32(im) != 2051) bad = pi, why = "not an IDX image file (magic 2051)";
+    else if (nl < 8 || be32(lb) != 2049) bad = pl, why = "not an IDX label file (magic 2049)";
+    else if (be32(im + 8) != 28 || be32(im + 12) != 28) {
+        snprintf(msg, sizeof msg, "its images are %lux%lu, not 28x28", (unsigned long)be32(im + 8),
+                 (unsigned long)be32(im + 12));
+        bad = pi, why = msg;
+    } else if (be32(im + 4) != be32(lb + 4)) {
+        snprintf(msg, sizeof msg, "it has %lu images and %s has %lu labels", (unsigned long)be32(im + 4), pl,
+                 (unsigned long)be32(lb + 4));
+        bad = pi, why = msg;
+    } else if (ni < 16 + (size_t)be32(im + 4) * 784 || nl < 8 + (size_t)be32(lb + 4))
+        bad = ni < 16 + (size_t)be32(im + 4) * 784 ? pi : pl, why = "truncated: shorter than its header says";
+    if (bad) {
+        fprintf(stderr, "train: cannot read Fashion-MNIST: %s: %s\n", bad, why);
         free(im);
         free(lb);
         return 0;
@@ -142,6 +159,11 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(argv[i], "--schedule") && (!strcmp(argv[i + 1], "cosine") || !strcmp(argv[i + 1], "constant")))
             cosine = !strcmp(argv[++i], "cosine");
         else if (i + 1 < argc && !strcmp(argv[i], "--save")) save = argv[++i];
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { /* asked for: stdout, exit 0 */
+            printf("usage: %s [--epochs N (1 or more)] [--optimizer adam|sgd] [--lr X (positive)] "
+                   "[--schedule cosine|constant] [--data DIR] [--save FILE] [--seed S]\n", argv[0]);
+            return 0;
+        }
         else if (i + 1 < argc && !strcmp(argv[i], "--seed") && seed_value(argv[i + 1], &seed))
             i++;
         else {
@@ -154,14 +176,68 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* --save's file is written after the last epoch: a directory that is missing or read-only,
+     * or a directory named as the file, is found now, not after minutes of training */
+    if (save) {
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", save);
+        char *slash = strrchr(parent, '/');
+        if (!slash) snprintf(parent, sizeof parent, ".");
+        else if (slash == parent) parent[1] = 0;
+        else *slash = 0;
+        struct stat st;
+        const char *why = stat(save, &st) == 0 && S_ISDIR(st.st_mode) ? "it is a directory"
+                          : stat(parent, &st) != 0 || !S_ISDIR(st.st_mode) ? "its directory does not exist"
+                                                                           : NULL;
+        if (!why) { /* mg_params_save writes a temporary file there: try one (root passes access()
+                     * where the file system still refuses, /proc or a read-only mount) */
+            char probe[4200];
+            snprintf(probe, sizeof probe, "%s/.train-probe.%ld", parent, (long)getpid());
+            int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+            static char msg[4400];
+            if (fd < 0) {
+                snprintf(msg, sizeof msg, "cannot create a file in '%s': %s", parent, strerror(errno));
+                why = msg;
+            }
+            else {
+                close(fd);
+                unlink(probe);
+            }
+        }
+        if (why) {
+            fprintf(stderr, "train: cannot save to '%s': %s\n", save, why);
+            return 1;
+        }
+    }
     const mg_tensor_desc *xin = &FN(inputs_desc)[0], *yin = &FN(inputs_desc)[1];
     const int B = (int)yin->shape[0];
     if (UP(NUM_INPUTS) != 2 || yin->dtype != MG_I32 || xin->dtype != MG_F32 || xin->bytes != (size_t)B * 784 * 4) {
         fprintf(stderr, "train: the model must take (f32 images [%d x 784 values], i32 labels [%d])\n", B, B);
         return 1;
     }
+    const int classes = (int)FN(outputs_desc)[0].shape[1];
     dataset tr, te;
     if (!load(dir, "train", &tr) || !load(dir, "t10k", &te)) return 1;
+    /* what the loop below needs of the files: a batch to train on, images to test on, and labels
+     * the model has classes for (a label past them made the loss NaN, silently, for the rest of
+     * the run; too few images printed "loss -nan  test accuracy -nan%" and exited 0) */
+    const dataset *sets[2] = {&tr, &te};
+    for (int k = 0; k < 2; k++) {
+        const char *what = k ? "t10k" : "train";
+        if (sets[k]->n < (k ? 1 : B)) {
+            if (k) fprintf(stderr, "train: %s/%s-images-idx3-ubyte.gz has no images to test on\n", dir, what);
+            else
+                fprintf(stderr, "train: %s/%s-images-idx3-ubyte.gz has %d image%s, fewer than one batch of %d\n", dir,
+                        what, sets[k]->n, sets[k]->n == 1 ? "" : "s", B);
+            return 1;
+        }
+        for (int i = 0; i < sets[k]->n; i++)
+            if (sets[k]->labels[i] >= classes) {
+                fprintf(stderr, "train: %s/%s-labels-idx1-ubyte.gz: label %d of image %d is not one of the model's %d "
+                                "classes (0 to %d)\n", dir, what, (int)sets[k]->labels[i], i, classes, classes - 1);
+                return 1;
+            }
+    }
 
     void *params = calloc(1, UP(PARAM_BYTES)), *grads = calloc(1, UP(PARAM_BYTES));
     void *vel = calloc(1, UP(PARAM_BYTES)), *ws = malloc(UP(WORKSPACE_BYTES) ? UP(WORKSPACE_BYTES) : 1);
@@ -177,7 +253,6 @@ int main(int argc, char **argv)
     mg_adam_state adam_st = {vel, adam_v, 0};
     const void *inputs[2] = {xb, yb};
     void *outputs[1] = {logits};
-    const int classes = (int)FN(outputs_desc)[0].shape[1];
     uint64_t rs = seed * 0x9E3779B97F4A7C15ULL + 1;
     for (int i = 0; i < tr.n; i++) perm[i] = i;
     printf("model %s: %d parameter tensors (%.1f KiB), workspace %.1f KiB, batch %d, %s lr %g%s\n", MODEL_NAME,
@@ -198,7 +273,18 @@ int main(int argc, char **argv)
                 memcpy(xb + (size_t)b * 784, tr.images + (size_t)k * 784, 784 * sizeof(float));
                 yb[b] = tr.labels[k];
             }
-            total += FN(train_step)(params, grads, inputs, ws);
+            float loss = FN(train_step)(params, grads, inputs, ws);
+            /* a diverged run (too high a learning rate) turns every parameter into NaN within a few
+             * steps and would go on to the end printing "loss -nan" and saving them */
+            if (!isfinite(loss)) {
+                fprintf(stderr, "train: the loss is %s at epoch %d, step %d of %d (learning rate %g): training "
+                                "diverged; try a smaller --lr\n", isnan(loss) ? "NaN" : "infinite", ep, s + 1, steps,
+                        adam ? adam_cfg.lr : sgd.lr);
+                free(params); free(grads); free(vel); free(adam_v); free(ws); free(xb); free(yb); free(logits);
+                free(perm); free(tr.images); free(tr.labels); free(te.images); free(te.labels);
+                return 1;
+            }
+            total += loss;
             if (cosine) {
                 double t = ((double)(ep - 1) * steps + s) / total_steps;
                 sgd.lr = adam_cfg.lr = lr * 0.5 * (1.0 + cos(3.14159265358979323846 * t));
