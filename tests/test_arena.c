@@ -413,12 +413,12 @@ END_TEST
  * 6,951,472 bytes: the greedy placements miss the budget, the search meets it (6,943,104, 1.046
  * times the peak of 6,640,320 live bytes) and compacting the search's placement takes that to
  * 6,831,168 (1.029). The effort limit is a count, so the figure is the same on every machine. */
-/* tests/data/arena_resnet18_64_25pct.csv read into csv, and as a plan's buffers (malloc'd;
- * steps inclusive) over *nsteps steps. */
-static mg_buffer *read_resnet_placement(mg_arena_csv *csv, int *nsteps)
+/* tests/data/NAME read into csv, and as a plan's buffers (malloc'd; steps inclusive) over
+ * *nsteps steps. */
+static mg_buffer *read_placement(const char *name, mg_arena_csv *csv, int *nsteps)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/data/arena_resnet18_64_25pct.csv", MG_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/tests/data/%s", MG_SOURCE_DIR, name);
     mg_diag d;
     ck_assert_msg(mg_arena_csv_read(path, csv, &d) == MG_OK, "%s: %s", path, d.msg);
     mg_buffer *bufs = malloc((size_t)csv->n * sizeof *bufs);
@@ -436,7 +436,7 @@ START_TEST(test_assign_compacts_the_search)
     mg_arena_csv csv;
     mg_diag d;
     int nsteps;
-    mg_buffer *bufs = read_resnet_placement(&csv, &nsteps);
+    mg_buffer *bufs = read_placement("arena_resnet18_64_25pct.csv", &csv, &nsteps);
     int n = csv.n;
     mg_plan p;
     memset(&p, 0, sizeof p);
@@ -464,19 +464,11 @@ END_TEST
  * orders place it at the peak. mlp_deep's 32-part plans have 20,000-25,500 buffers. */
 START_TEST(test_assign_mlp_deep_32_parts)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/data/arena_mlp_deep_32parts.csv", MG_SOURCE_DIR);
     mg_arena_csv csv;
     mg_diag d;
-    ck_assert_msg(mg_arena_csv_read(path, &csv, &d) == MG_OK, "%s: %s", path, d.msg);
+    int nsteps;
+    mg_buffer *bufs = read_placement("arena_mlp_deep_32parts.csv", &csv, &nsteps);
     ck_assert_int_gt(csv.n, 20000);
-    mg_buffer *bufs = malloc((size_t)csv.n * sizeof *bufs);
-    ck_assert_ptr_nonnull(bufs);
-    int nsteps = 0;
-    for (int i = 0; i < csv.n; i++) {
-        bufs[i] = (mg_buffer){csv.iv[i].size, (int)csv.iv[i].lower, (int)csv.iv[i].upper - 1, -1, i};
-        if ((int)csv.iv[i].upper > nsteps) nsteps = (int)csv.iv[i].upper;
-    }
     mg_plan p;
     memset(&p, 0, sizeof p);
     p.bufs = bufs;
@@ -514,7 +506,7 @@ START_TEST(test_assign_same_class_same_placement)
     mg_diag d;
     int nsteps;
     mg_buffer *bufs[3];
-    bufs[0] = read_resnet_placement(&csv, &nsteps);
+    bufs[0] = read_placement("arena_resnet18_64_25pct.csv", &csv, &nsteps);
     int n = csv.n;
     for (int k = 1; k < 3; k++) {
         bufs[k] = malloc((size_t)n * sizeof *bufs[k]);
@@ -621,18 +613,9 @@ END_TEST
  * times. */
 START_TEST(test_assign_same_range_resnet50)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/data/arena_resnet50_min_probe.csv", MG_SOURCE_DIR);
     mg_arena_csv csv;
-    mg_diag d;
-    ck_assert_msg(mg_arena_csv_read(path, &csv, &d) == MG_OK, "%s: %s", path, d.msg);
-    mg_buffer *bufs = malloc((size_t)csv.n * sizeof *bufs);
-    ck_assert_ptr_nonnull(bufs);
-    int nsteps = 0;
-    for (int i = 0; i < csv.n; i++) {
-        bufs[i] = (mg_buffer){csv.iv[i].size, (int)csv.iv[i].lower, (int)csv.iv[i].upper - 1, -1, i};
-        if ((int)csv.iv[i].upper > nsteps) nsteps = (int)csv.iv[i].upper;
-    }
+    int nsteps;
+    mg_buffer *bufs = read_placement("arena_resnet50_min_probe.csv", &csv, &nsteps);
     int64_t same[2], ws = check_same_range(bufs, csv.n, nsteps, 4508614655, same, "resnet50 probe");
     ck_assert_int_eq(max_live(csv.iv, csv.n), 4470079488);
     ck_assert_int_eq(ws, 4470079488 + 667942912);
