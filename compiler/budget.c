@@ -15,6 +15,18 @@ int mg_plain_decimal(const char *s, const char *end)
 
 int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
 {
+    return mg_budget_parse_why(s, b, NULL, err, errlen);
+}
+
+/* (the problem in *why, where the caller asked) */
+static int refuse(mg_budget_problem *why, mg_budget_problem problem)
+{
+    if (why) *why = problem;
+    return 0;
+}
+
+int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, char *err, int errlen)
+{
     static const struct { const char *unit; double mult; } units[] = {
         {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
         {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"%", -1}};
@@ -23,7 +35,7 @@ int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
     double v = strtod(s, &end);
     if (!mg_plain_decimal(s, end) || !isfinite(v) || v <= 0) {
         snprintf(err, (size_t)errlen, "budget '%s' is not a positive size (try 48MiB, 2GB or 40%%)", s);
-        return 0;
+        return refuse(why, MG_BUDGET_NOT_POSITIVE);
     }
     while (*end == ' ') end++;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
@@ -31,7 +43,7 @@ int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
         if (units[i].mult < 0) {
             if (v > 100) {
                 snprintf(err, (size_t)errlen, "budget '%s' is more than 100%% of the store-all workspace", s);
-                return 0;
+                return refuse(why, MG_BUDGET_OVER_100);
             }
             b->is_percent = 1;
             b->percent = v;
@@ -39,18 +51,18 @@ int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)
         }
         if (units[i].mult == 1 && v != floor(v)) { /* '1.5' was taken as 1 byte */
             snprintf(err, (size_t)errlen, "budget '%s' is not a whole number of bytes", s);
-            return 0;
+            return refuse(why, MG_BUDGET_FRACTION);
         }
         double bytes = v * units[i].mult;
         if (bytes > 9.0e18 || bytes < 1) {
             snprintf(err, (size_t)errlen, "budget '%s' is out of range (1 byte to 9e18 bytes)", s);
-            return 0;
+            return refuse(why, MG_BUDGET_RANGE);
         }
         b->bytes = (int64_t)floor(bytes);
         return 1;
     }
     snprintf(err, (size_t)errlen, "budget '%s' has an unknown unit '%s' (use B, KiB, MiB, GiB, KB, MB, GB or %%)", s, end);
-    return 0;
+    return refuse(why, MG_BUDGET_UNIT);
 }
 
 int64_t mg_budget_bytes(const mg_budget *b, int64_t store_all)
@@ -60,6 +72,8 @@ int64_t mg_budget_bytes(const mg_budget *b, int64_t store_all)
 }
 
 const char *mg_bytes_word(int64_t n) { return n == 1 || n == -1 ? "byte" : "bytes"; }
+
+const char *mg_plural(long long n) { return n == 1 ? "" : "s"; }
 
 const char *mg_human_bytes(int64_t bytes, char *buf, int len)
 {

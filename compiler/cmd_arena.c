@@ -50,16 +50,17 @@ int mg_cmd_arena(int argc, char **argv)
     if (capacity_text) {
         mg_budget b;
         char err[256];
-        if (!mg_budget_parse(capacity_text, &b, err, sizeof err) || b.is_percent) {
+        mg_budget_problem problem = MG_BUDGET_FINE;
+        if (!mg_budget_parse_why(capacity_text, &b, &problem, err, sizeof err) || b.is_percent) {
             /* why, in a capacity's words: the budget parser's message offers percentages, which
              * need a store-all workspace a buffer list has not ('9223372036854775807' alone read
              * as refused though it is a positive number of bytes) */
-            const char *why = b.is_percent || strstr(err, "100% of")    ? " (a percentage needs a store-all workspace, "
-                                                                          "which a buffer list has not)"
-                              : strstr(err, "out of range")              ? " (at most 9e18 bytes)"
-                              : strstr(err, "not a whole number")        ? " (a whole number of bytes)"
-                              : strstr(err, "unknown unit")              ? " (units: B, KiB, MiB, GiB, KB, MB, GB)"
-                                                                         : "";
+            const char *why = b.is_percent || problem == MG_BUDGET_OVER_100
+                                  ? " (a percentage needs a store-all workspace, which a buffer list has not)"
+                              : problem == MG_BUDGET_RANGE    ? " (at most 9e18 bytes)"
+                              : problem == MG_BUDGET_FRACTION ? " (a whole number of bytes)"
+                              : problem == MG_BUDGET_UNIT     ? " (units: B, KiB, MiB, GiB, KB, MB, GB)"
+                                                                : "";
             char msg[512];
             snprintf(msg, sizeof msg, "arena: --capacity wants a positive number of bytes (1048576, 1MiB), got '%s'%s",
                      capacity_text, why);
@@ -117,7 +118,7 @@ int mg_cmd_arena(int argc, char **argv)
         printf("  optimal       %s\n", st.optimal ? "yes" : "not proven");
         printf("  solve time    %.3f s", secs);
         if (st.searched) printf(" (greedy %lld %s, then %lld search node%s)", (long long)st.greedy_bytes,
-                                mg_bytes_word(st.greedy_bytes), (long long)st.nodes, st.nodes == 1 ? "" : "s");
+                                mg_bytes_word(st.greedy_bytes), (long long)st.nodes, mg_plural(st.nodes));
         printf("\n");
     }
     mg_arena_csv_free(&csv);

@@ -597,7 +597,7 @@ static int verify_again(compiled *c)
     }
     int nt = c->plan.train->nsteps, nf = c->plan.forward->nsteps, nb = c->plan.train->nbufs + c->plan.forward->nbufs;
     fprintf(stderr, "%s: plan verified: %d train step%s, %d forward step%s, %d buffer%s in %lld workspace %s\n",
-            c->src.path, nt, nt == 1 ? "" : "s", nf, nf == 1 ? "" : "s", nb, nb == 1 ? "" : "s",
+            c->src.path, nt, mg_plural(nt), nf, mg_plural(nf), nb, mg_plural(nb),
             (long long)c->plan.workspace_bytes, mg_bytes_word(c->plan.workspace_bytes));
     return 0;
 }
@@ -620,7 +620,7 @@ static int cmd_check(options *o)
     } else if (!rc) {
         int nb = c.g->n - c.g->nforward;
         printf("%s: ok: model %s, %d forward and %d backward operation%s, hash 0x%016llx\n", o->model,
-               c.g->model_name, c.g->nforward, nb, nb == 1 ? "" : "s", (unsigned long long)mg_graph_hash(c.g));
+               c.g->model_name, c.g->nforward, nb, mg_plural(nb), (unsigned long long)mg_graph_hash(c.g));
     }
     compiled_free(&c);
     return rc;
@@ -667,8 +667,8 @@ static int cmd_plan_graph(options *o)
     } else if (!rc) {
         const mg_plan *t = sol.plan;
         int edges = pr->in_start[pr->n];
-        printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s)\n", o->graph, pr->n, pr->n == 1 ? "" : "s",
-               edges, edges == 1 ? "" : "s", mg_solver_names[o->solver],
+        printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s)\n", o->graph, pr->n, mg_plural(pr->n),
+               edges, mg_plural(edges), mg_solver_names[o->solver],
                sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
         if (budget != INT64_MAX)
             printf("  budget              %s (%lld %s)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget,
@@ -694,7 +694,7 @@ static int cmd_plan_graph(options *o)
             rc = 1;
         } else {
             fprintf(stderr, "%s: plan verified: %d step%s, %d buffer%s in %lld workspace %s\n", o->graph,
-                    sol.plan->nsteps, sol.plan->nsteps == 1 ? "" : "s", sol.plan->nbufs, sol.plan->nbufs == 1 ? "" : "s",
+                    sol.plan->nsteps, mg_plural(sol.plan->nsteps), sol.plan->nbufs, mg_plural(sol.plan->nbufs),
                     (long long)sol.plan->workspace_bytes, mg_bytes_word(sol.plan->workspace_bytes));
         }
     }

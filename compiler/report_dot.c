@@ -23,7 +23,7 @@ void mg_report_dot(FILE *out, const mg_report_figures *f)
     fprintf(out, "  graph [rankdir=TB, fontname=\"Helvetica\", label=\"");
     dot_str(out, g->model_name);
     fprintf(out, ": %d recomputation step%s, recompute overhead %.1f%%\", labelloc=t];\n", f->recompute_steps,
-            f->recompute_steps == 1 ? "" : "s", 100.0 * f->recompute_overhead);
+            mg_plural(f->recompute_steps), 100.0 * f->recompute_overhead);
     fprintf(out, "  node [shape=box, style=\"filled,rounded\", fontname=\"Helvetica\", fontsize=10];\n");
     for (int i = 0; i < g->n; i++) {
         const mg_node *n = &g->nodes[i];

@@ -88,8 +88,8 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
     if (f->budget_bytes != INT64_MAX) fprintf(out, "budget %s, ", mg_human_bytes(f->budget_bytes, h1, sizeof h1));
     fprintf(out, "workspace %s, store-all %s; %d recomputation step%s of %d tensor%s, recompute overhead %.1f%%</text>\n",
             mg_human_bytes(f->workspace_bytes, h2, sizeof h2), mg_human_bytes(f->store_all_bytes, h3, sizeof h3),
-            f->recompute_steps, f->recompute_steps == 1 ? "" : "s", f->recomputed_tensors,
-            f->recomputed_tensors == 1 ? "" : "s", 100.0 * f->recompute_overhead);
+            f->recompute_steps, mg_plural(f->recompute_steps), f->recomputed_tensors,
+            mg_plural(f->recomputed_tensors), 100.0 * f->recompute_overhead);
     /* forward and backward backgrounds */
     int fb = f->first_backward_step;
     fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%.0f\" fill=\"#eef2f8\"/>\n", X(0), MT, X(fb) - X(0), ph);

@@ -16,9 +16,6 @@ static const char *sz(int64_t v, int exact, char *buf, int len)
     return buf;
 }
 
-/* "s" for a count other than 1: "1 recomputation step of 1 tensor", as "1 byte" (mg_bytes_word) */
-static const char *plural(long long n) { return n == 1 ? "" : "s"; }
-
 /* "5.1 MiB (5316736 bytes)", or "5316736 bytes" with exact numbers. */
 static void figure(FILE *out, const char *label, int64_t v, int exact, const char *tail)
 {
@@ -80,7 +77,7 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
         const mg_node *x = mg_microbatch_batch_input(f->g); /* (inputs[0] may be a scalar) */
         long long part = x ? x->type.shape.dim[0] / p->micro_batches : 0;
         fprintf(out, "  %-19s %d: the per-sample layers run on %lld sample%s at a time%s\n", "micro-batches",
-                p->micro_batches, part, plural(part),
+                p->micro_batches, part, mg_plural(part),
                 mg_microbatch_convs_capped(f->g) ? ", convolutions in smaller blocks (less scratch)" : "");
     }
     fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",
@@ -91,9 +88,9 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
                 flops_str(f->flops_lower_bound, exact, a, sizeof a),
                 100.0 * (f->flops_executed - f->flops_lower_bound) / f->flops_lower_bound);
     fprintf(out, "  %-19s %d recomputation step%s of %d tensor%s\n", "recomputed", f->recompute_steps,
-            plural(f->recompute_steps), f->recomputed_tensors, plural(f->recomputed_tensors));
+            mg_plural(f->recompute_steps), f->recomputed_tensors, mg_plural(f->recomputed_tensors));
     fprintf(out, "  %-19s %d elementwise chain%s of %d steps run as one loop each (forward: %d of %d)\n", "fused",
-            f->fused_chains, plural(f->fused_chains), f->fused_steps, f->fused_chains_fwd, f->fused_steps_fwd);
+            f->fused_chains, mg_plural(f->fused_chains), f->fused_steps, f->fused_chains_fwd, f->fused_steps_fwd);
     fprintf(out, "  %-19s %d train (backward from step %d), %d forward\n", "steps", p->train->nsteps,
             f->first_backward_step, p->forward->nsteps);
 }
@@ -172,7 +169,7 @@ static void strip(FILE *out, const mg_report_figures *f, int width, int exact)
     int budget_row = -1;
     if (f->budget_bytes != INT64_MAX) budget_row = H - 1 - (int)((double)f->budget_bytes / (double)top * H - 0.5);
     char h[32];
-    fprintf(out, "\nlive bytes over the %d step%s, up to %d a column\n", n, plural(n), (n + cols - 1) / cols);
+    fprintf(out, "\nlive bytes over the %d step%s, up to %d a column\n", n, mg_plural(n), (n + cols - 1) / cols);
     for (int r = 0; r < H; r++) {
         double lo = (double)top * (H - 1 - r) / H, mid = lo + (double)top / H / 2;
         if (r == 0) fprintf(out, "%*s |", label - 2, sz(top, exact, h, sizeof h));
