@@ -1013,7 +1013,8 @@ static void *rung_solve(void *arg)
 }
 
 /* The rungs between hi (the minimum) and budget, the first on this thread and the others each
- * on a thread of their own (on one core, in turn), their plans taken in order of budget. */
+ * on a thread of their own (side by side where cores are free; sharing one core, they take as
+ * long as in turn), their plans taken in order of budget. */
 static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t budget, const char *keep,
                                 search_memo *memo, mg_plan **out, mg_diag *d)
 {
