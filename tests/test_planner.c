@@ -923,6 +923,33 @@ START_TEST(test_no_dearer_above_the_minimum)
 }
 END_TEST
 
+/* The same model and budget give the same plan, run after run, also where the near-minimum rungs
+ * solve on threads of their own (planner.c, near_min_rungs): transformer at 1.03 times its
+ * minimum, twice; the plan JSON alike but for the solve time. The plan cache depends on this. */
+static void drop_solve_seconds(char *json)
+{
+    char *p = strstr(json, "\"solve_seconds\": ");
+    ck_assert_msg(p != NULL, "no solve_seconds in %.200s", json);
+    char *q = strchr(p, ',');
+    ck_assert_msg(q != NULL, "solve_seconds unterminated");
+    memmove(p, q, strlen(q) + 1);
+}
+
+START_TEST(test_same_plan_every_run)
+{
+    const char *m = example("examples/transformer.mg");
+    long long b = min_feasible(m, "") * 103 / 100;
+    char *out[2];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(tu_memgrad(&out[i], "plan '%s' --budget %lldB --format json --no-cache", m, b), 0);
+        drop_solve_seconds(out[i]);
+    }
+    ck_assert_msg(!strcmp(out[0], out[1]), "two runs at %lld bytes gave different plans", b);
+    free(out[0]);
+    free(out[1]);
+}
+END_TEST
+
 /* plan --format json at 40% of mlp_deep's store-all; with --verify, which says the plan was
  * verified (one plan for both: mlp_deep's planning is most of this entry's time under ASan) */
 START_TEST(test_plan_json_figures)
@@ -1380,6 +1407,7 @@ static Suite *planner_suite(void)
     tcase_add_test(c, test_plan_json_figures);
     tcase_add_test(c, test_min_feasible_on_the_command_line);
     tcase_add_test(c, test_no_dearer_above_the_minimum);
+    tcase_add_test(c, test_same_plan_every_run);
     tcase_add_test(c, test_sweep);
     tcase_add_test(c, test_benchmark_graphs);
     tcase_add_test(c, test_layered_dags_under_the_peak);
