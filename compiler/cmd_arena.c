@@ -62,7 +62,7 @@ int mg_cmd_arena(int argc, char **argv)
                               : problem == MG_BUDGET_UNIT     ? " (units: B, KiB, MiB, GiB, KB, MB, GB)"
                                                                 : "";
             char msg[512];
-            snprintf(msg, sizeof msg, "arena: --capacity wants a positive number of bytes (1048576, 1MiB), got '%s'%s",
+            snprintf(msg, sizeof msg, "arena: --capacity wants a number of bytes (1048576, 1MiB), got '%s'%s",
                      capacity_text, why);
             return arena_usage_error("%s", msg);
         }
