@@ -73,7 +73,7 @@ int mg_cmd_arena(int argc, char **argv)
         char *end;
         time_limit = strtod(time_text, &end);
         if (!mg_plain_decimal(time_text, end) || *end || !(time_limit > 0) || time_limit > 1e6)
-            return arena_usage_error("arena: --time-limit wants a positive number of seconds, got '%s'", time_text);
+            return arena_usage_error("arena: --time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", time_text);
     }
 
     mg_arena_csv csv;

@@ -383,7 +383,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         char *end;
         o->time_limit = strtod(o->time_limit_text, &end);
         if (!mg_plain_decimal(o->time_limit_text, end) || *end || !(o->time_limit > 0) || o->time_limit > 1e6)
-            return usage_error("--time-limit wants a positive number of seconds, got '%s'", o->time_limit_text);
+            /* (the upper limit said: 1e7 was refused as not "a positive number of seconds") */
+            return usage_error("--time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", o->time_limit_text);
     }
     if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && (!is_sweep || strcmp(o->format, "csv")))
         return usage_error(is_sweep ? "unknown format '%s' (use text, csv or json)" : "unknown format '%s' (use text or json)",
@@ -492,20 +493,29 @@ static int run_frontend(const char *path, compiled *c, int to_plan)
 /* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad;
  * 0 with --no-cache or when there is no home to put it in. A --cache-dir that names something
  * other than a directory is said to be unusable (a warning: planning goes on uncached), where
- * it silently cached nothing. */
+ * it silently cached nothing; so is a path too long to open (it was cut, and mkdir -p made a
+ * directory of the cut name). */
 static int cache_dir(const options *o, char *out, size_t cap)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     struct stat st;
     if (o->no_cache) return 0;
-    if (o->cache_dir && stat(o->cache_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "memgrad: warning: --cache-dir '%s' is not a directory: plans are not cached\n", o->cache_dir);
+    int n;
+    const char *what = o->cache_dir ? "--cache-dir" : "the plan cache";
+    if (o->cache_dir) n = snprintf(out, cap, "%s", o->cache_dir);
+    else if (xdg && xdg[0] == '/') n = snprintf(out, cap, "%s/memgrad", xdg);
+    else if (home && home[0]) n = snprintf(out, cap, "%s/.cache/memgrad", home);
+    else return 0;
+    if (n < 0 || (size_t)n + 32 > cap) { /* (room for an entry's name; the system opens no longer path) */
+        fprintf(stderr, "memgrad: warning: %s '%.60s...' is too long a path (%d bytes): plans are not cached\n", what,
+                o->cache_dir ? o->cache_dir : xdg && xdg[0] == '/' ? xdg : home, n);
         return 0;
     }
-    if (o->cache_dir) snprintf(out, cap, "%s", o->cache_dir);
-    else if (xdg && xdg[0] == '/') snprintf(out, cap, "%s/memgrad", xdg);
-    else if (home && home[0]) snprintf(out, cap, "%s/.cache/memgrad", home);
-    else return 0;
+    /* (the default place too: $XDG_CACHE_HOME/memgrad being a file cached nothing, unsaid) */
+    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "memgrad: warning: %s '%s' is not a directory: plans are not cached\n", what, out);
+        return 0;
+    }
     return 1;
 }
 

@@ -57,9 +57,12 @@ uint64_t mg_plan_cache_build_id(const char *exe)
     return h;
 }
 
-static void entry_path(const char *dir, uint64_t key, char *out, size_t cap)
+/* 0 when the entry's path does not fit out (nor a path the system would open: PATH_MAX is
+ * 4096): a truncated path named another file, and mkdir -p made a directory of a cut name. */
+static int entry_path(const char *dir, uint64_t key, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s/%016llx.plan", dir, (unsigned long long)key);
+    int n = snprintf(out, cap, "%s/%016llx.plan", dir, (unsigned long long)key);
+    return n > 0 && (size_t)n < cap;
 }
 
 typedef struct wbuf {
@@ -109,8 +112,13 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     uint64_t sum = XXH64(b.p, b.n, 0);
     wput(&b, &sum, sizeof sum);
 
-    /* mkdir -p; then write a temporary file and rename it over the entry */
+    /* mkdir -p; then write a temporary file of a name no other writer has (mkstemp: a pid is
+     * not unique among containers or hosts sharing the directory) and rename it over the entry */
     char path[4096], tmp[4200];
+    if (!entry_path(dir, key, path, sizeof path)) {
+        free(b.p);
+        return MG_ERR;
+    }
     snprintf(path, sizeof path, "%s", dir);
     for (char *s = path + 1; *s; s++)
         if (*s == '/') {
@@ -120,12 +128,14 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
         }
     mkdir(path, 0777);
     entry_path(dir, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f) close(fd);
     int bad = !f || fwrite(b.p, 1, b.n, f) != b.n;
     if (f) bad |= fclose(f) != 0;
     if (!bad) bad = rename(tmp, path) != 0;
-    if (bad) remove(tmp);
+    if (bad && fd >= 0) remove(tmp);
     free(b.p);
     return bad ? MG_ERR : MG_OK;
 }
@@ -199,7 +209,7 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
 {
     memset(out, 0, sizeof *out);
     char path[4096];
-    entry_path(dir, key, path, sizeof path);
+    if (!entry_path(dir, key, path, sizeof path)) return 0;
     char *text;
     size_t n;
     mg_diag rd = {0};

@@ -905,7 +905,10 @@ START_TEST(test_bad_budget_values)
     static const struct {
         const char *args, *msg;
     } opts[] = {
-        {"plan '%s' --no-cache --time-limit 0x10", "--time-limit wants a positive number of seconds, got '0x10'"},
+        {"plan '%s' --no-cache --time-limit 0x10", "--time-limit wants a number of seconds above 0 and at most 1e6, got '0x10'"},
+        /* a positive number past the limit was "not a positive number of seconds" (review19) */
+        {"plan '%s' --no-cache --time-limit 1e7", "--time-limit wants a number of seconds above 0 and at most 1e6, got '1e7'"},
+        {"plan '%s' --no-cache --time-limit 0", "--time-limit wants a number of seconds above 0 and at most 1e6, got '0'"},
         {"plan '%s' --no-cache --micro-batches ' 4'", "--micro-batches wants auto or a whole number from 1 to 4096"},
         {"sweep '%s' --no-cache --points 0x4", "--points wants a whole number from 2 to 1000, got '0x4'"},
         {"plan '%s' --no-cache --svg ''", "option '--svg' needs a value"},
@@ -956,6 +959,37 @@ START_TEST(test_zero_budget_is_a_budget)
     const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n");
     rc = mg(&out, "arena '%s' --capacity 0", c);
     ck_assert_msg(rc == 0 && strstr(out, "capacity      0 bytes"), "arena --capacity 0 exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* Plan cache directories that cannot hold entries (review19), each a warning; the plan is made:
+ *  - a --cache-dir longer than a path the system opens was cut to 4095 bytes, and mkdir -p made
+ *    every directory on the way, the last of a cut name; now nothing is made;
+ *  - $XDG_CACHE_HOME/memgrad that is a file cached nothing without a word (a --cache-dir that is
+ *    a file was already said). */
+START_TEST(test_cache_dir_unusable)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char comp[201], *p = malloc(6000);
+    memset(comp, 'c', 200);
+    comp[200] = 0;
+    int k = snprintf(p, 6000, "%s/long", dir);
+    for (int i = 0; i < 25; i++) k += snprintf(p + k, (size_t)(6000 - k), "/%s", comp);
+    char *out;
+    int rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, p);
+    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: --cache-dir '") && strstr(out, "is too long a path") &&
+                      strstr(out, "plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    free(p);
+    ck_assert_msg(!exists(path("long")), "a directory was made for a --cache-dir too long to use");
+    ck_assert_int_eq(mkdir(path("xdg"), 0777), 0);
+    write_model("xdg/memgrad", "not a directory\n");
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' plan '%s' --budget 50%%", path("xdg"), MG_MEMGRAD, m);
+    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: the plan cache '") &&
+                      strstr(out, "xdg/memgrad' is not a directory: plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
     free(out);
 }
 END_TEST
@@ -2083,6 +2117,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_carriage_returns_in_a_model);
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_zero_budget_is_a_budget);
+        tcase_add_test(b, test_cache_dir_unusable);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
