@@ -137,7 +137,8 @@ static const char *usage_text =
     "An option given twice takes its last value, as cc does (--budget 40% --budget 30%: 30%);\n"
     "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
     "two different files with one of them is an error (exit 2). A file named - is the standard\n"
-    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph).\n";
+    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph); plan and\n"
+    "sweep print no report when --svg or --trace is -, so the standard output is that file alone.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -239,6 +240,7 @@ typedef struct options {
     const char *graph; /* plan --graph FILE.json */
     const char *points_text, *cache_dir, *micro_text;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
+    int report_file_to_stdout; /* --svg - or --trace -: that file is the standard output, alone */
     int points, no_cache, from_cache, exact_bytes, no_fuse;
     int opt_level, print_ir, print_joint, verify;
     int micro_batches; /* --micro-batches: 0 auto, 1 never split, k */
@@ -348,7 +350,12 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     /* "-" is the standard input or output, as for cc and most tools (it made a file named "-") */
     const char **outs[] = {&o->out, &o->header, &o->emit_llvm, &o->svg, &o->trace};
     for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
-        if (*outs[k] && !strcmp(*outs[k], "-")) *outs[k] = "/dev/stdout";
+        if (*outs[k] && !strcmp(*outs[k], "-")) {
+            *outs[k] = "/dev/stdout";
+            /* plan's and sweep's report is not printed then: `plan m.mg --svg - > m.svg` wrote the
+             * text report and the SVG after it, neither usable (review19) */
+            if (outs[k] == &o->svg || outs[k] == &o->trace) o->report_file_to_stdout = 1;
+        }
     if (o->model && !strcmp(o->model, "-")) o->model = "/dev/stdin";
     if (o->graph && !strcmp(o->graph, "-")) o->graph = "/dev/stdin";
     if (o->print_ir && o->print_joint)
@@ -754,12 +761,14 @@ static int cmd_plan(options *o)
     compiled c;
     mg_report_figures f = {0};
     rc = plan_figures(o, &c, &f);
-    if (!rc && o->format && !strcmp(o->format, "json")) {
-        char *j = mg_plan_json(&f);
-        fputs(j, stdout);
-        free(j);
-    } else if (!rc) {
-        mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
+    if (!rc && !o->report_file_to_stdout) {
+        if (o->format && !strcmp(o->format, "json")) {
+            char *j = mg_plan_json(&f);
+            fputs(j, stdout);
+            free(j);
+        } else {
+            mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
+        }
     }
     if (!rc && o->verify) rc = verify_again(&c);
     if (!rc) rc = write_report_outs(outs, writers, &f, 2);
@@ -967,7 +976,7 @@ static int cmd_sweep(options *o)
     }
     const char *what = pr ? o->graph : c.g->model_name;
     if (rc) print_diag(where, &d);
-    else sweep_print(o, what, all, minf, pt, npoints);
+    else if (!o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
         sweep_point sa = {all, all, all, 1, 1, 0, 1};

@@ -1923,6 +1923,22 @@ START_TEST(test_dash_is_standard_input_and_output)
     free(obj);
     free(ll);
     ck_assert_msg(!exists(path("-")) && exists(path("x.o")), "a file named '-', or no x.o");
+    /* plan's and sweep's --svg - and --trace - are the standard output alone: it held the text
+     * report with the SVG after it, an SVG no viewer opens (review19) */
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' plan m.mg --no-cache --svg - > p.svg && '%s' plan m.mg --no-cache "
+             "--format json --trace - > p.json && '%s' sweep m.mg --points 2 --svg - > s.svg", dir, MG_MEMGRAD,
+             MG_MEMGRAD, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "plan --svg - exited %d:\n%s", rc, out);
+    free(out);
+    static const char *const alone[][2] = {{"p.svg", "<?xml"}, {"p.json", "{\"displayTimeUnit\""}, {"s.svg", "<?xml"}};
+    for (int i = 0; i < 3; i++) {
+        char *got = tu_read(path(alone[i][0]));
+        ck_assert_msg(got && !strncmp(got, alone[i][1], strlen(alone[i][1])) && !strstr(got, "workspace   ") &&
+                          !strstr(got, "memgrad-plan"),
+                      "%s:\n%.300s", alone[i][0], got ? got : "(none)");
+        free(got);
+    }
 }
 END_TEST
 
