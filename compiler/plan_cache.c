@@ -9,6 +9,7 @@
 #include "read_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +113,10 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     uint64_t sum = XXH64(b.p, b.n, 0);
     wput(&b, &sum, sizeof sum);
 
-    /* mkdir -p; then write a temporary file of a name no other writer has (mkstemp: a pid is
-     * not unique among containers or hosts sharing the directory) and rename it over the entry */
+    /* mkdir -p; then write a temporary file of a name no other writer has (created with O_EXCL:
+     * a pid alone is not unique among containers or hosts sharing the directory, and two writers
+     * of one file interleaved their bytes) and rename it over the entry. (Not mkstemp: its files
+     * are 0600, and a cache shared by a group's users would serve nobody else.) */
     char path[4096], tmp[4200];
     if (!entry_path(dir, key, path, sizeof path)) {
         free(b.p);
@@ -128,8 +131,12 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
         }
     mkdir(path, 0777);
     entry_path(dir, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 64 && fd < 0; attempt++) {
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (fd >= 0 && !f) close(fd);
     int bad = !f || fwrite(b.p, 1, b.n, f) != b.n;

@@ -994,6 +994,35 @@ START_TEST(test_cache_dir_unusable)
 }
 END_TEST
 
+/* A plan cache entry is written through a temporary file only this process created (O_EXCL):
+ * the temporary was "ENTRY.tmp.PID", opened with fopen, so another writer with the same pid (a
+ * container sharing the directory) interleaved its bytes, and a symlink of that name (a cache in
+ * a shared directory) had the plan written through it over the file it names (review19). Here
+ * the shell makes both names symlinks to a victim file, then becomes memgrad with its pid. */
+START_TEST(test_cache_temporary_is_exclusive)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out, cdir[4300], cmd[16384];
+    snprintf(cdir, sizeof cdir, "%s", path("c"));
+    int rc = mg(&out, "plan '%s' --cache-dir '%s' > /dev/null && cd '%s' && ls", m, cdir, cdir);
+    ck_assert_msg(rc == 0 && strlen(out) == 22 && strstr(out, ".plan\n"), "exited %d:\n%s", rc, out);
+    char entry[32];
+    snprintf(entry, sizeof entry, "%.21s", out);
+    free(out);
+    ck_assert_int_eq(tu_write(path("victim"), "victim\n"), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm '%s' && sh -c 'ln -s ../victim %s.tmp.$$ && ln -s ../victim %s.tmp.$$.0 && exec \"$0\" plan "
+             "\"$1\" --cache-dir .' '%s' '%s' > /dev/null && rm %s.tmp.* && '%s' plan '%s' --cache-dir .",
+             cdir, entry, entry, entry, MG_MEMGRAD, m, entry, MG_MEMGRAD, m);
+    rc = tu_run(cmd, &out);
+    char *victim = tu_read(path("victim"));
+    ck_assert_msg(victim && !strcmp(victim, "victim\n"), "the plan was written through a symlink over another file");
+    free(victim);
+    ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "no entry written: exited %d:\n%.400s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* A directory given as the input file: "cannot read DIR: Is a directory", exit 1, for every
  * reader (it said only "cannot read DIR"). */
 START_TEST(test_directory_as_input)
@@ -2134,6 +2163,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
+        tcase_add_test(b, test_cache_temporary_is_exclusive);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
