@@ -1023,6 +1023,28 @@ START_TEST(test_cache_temporary_is_exclusive)
 }
 END_TEST
 
+/* dot draws the graph of the plan, which in micro-batches is the graph split into its parts (599
+ * nodes for mlp's 45): its title said nothing of the parts (review19); it says how many. */
+START_TEST(test_dot_says_micro_batches)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "plan '%s' --no-cache --budget 30%% --format json", m);
+    long long k = tu_json_figure(out, "micro_batches");
+    free(out);
+    ck_assert_msg(rc == 0 && k > 1, "plan at 30%% exited %d, %lld micro-batches", rc, k);
+    rc = mg(&out, "dot '%s' --no-cache --budget 30%%", m);
+    char want[96];
+    snprintf(want, sizeof want, "%%, the graph in %lld micro-batches\", labelloc=t];", k);
+    ck_assert_msg(rc == 0 && strstr(out, want), "exited %d, wanted '%s':\n%.400s", rc, want, out);
+    free(out);
+    rc = mg(&out, "dot '%s' --no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "recompute overhead 0.0%\", labelloc=t];") && !strstr(out, "micro-batches"),
+                  "exited %d:\n%.400s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* A directory given as the input file: "cannot read DIR: Is a directory", exit 1, for every
  * reader (it said only "cannot read DIR"). */
 START_TEST(test_directory_as_input)
@@ -2164,6 +2186,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
         tcase_add_test(b, test_cache_temporary_is_exclusive);
+        tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
