@@ -518,8 +518,11 @@ static int cache_dir(const options *o, char *out, size_t cap)
                 o->cache_dir ? o->cache_dir : xdg && xdg[0] == '/' ? xdg : home, n);
         return 0;
     }
-    /* (the default place too: $XDG_CACHE_HOME/memgrad being a file cached nothing, unsaid) */
-    if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    /* (the default place too: $XDG_CACHE_HOME/memgrad being a file cached nothing, unsaid; and
+     * FILE/sub, under a file, and a dangling symlink, which no mkdir makes) */
+    int found = stat(out, &st) == 0;
+    struct stat ls;
+    if ((found && !S_ISDIR(st.st_mode)) || (!found && errno == ENOTDIR) || (!found && lstat(out, &ls) == 0)) {
         fprintf(stderr, "memgrad: warning: %s '%s' is not a directory: plans are not cached\n", what, out);
         return 0;
     }

@@ -966,8 +966,8 @@ END_TEST
 /* Plan cache directories that cannot hold entries (review19), each a warning; the plan is made:
  *  - a --cache-dir longer than a path the system opens was cut to 4095 bytes, and mkdir -p made
  *    every directory on the way, the last of a cut name; now nothing is made;
- *  - $XDG_CACHE_HOME/memgrad that is a file cached nothing without a word (a --cache-dir that is
- *    a file was already said). */
+ *  - $XDG_CACHE_HOME/memgrad that is a file, and a --cache-dir under a file or a dangling
+ *    symlink, cached nothing without a word (a --cache-dir that is a file was already said). */
 START_TEST(test_cache_dir_unusable)
 {
     const char *m = write_model("mlp.mg", mlp_src);
@@ -989,6 +989,17 @@ START_TEST(test_cache_dir_unusable)
     rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' plan '%s' --budget 50%%", path("xdg"), MG_MEMGRAD, m);
     ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: the plan cache '") &&
                       strstr(out, "xdg/memgrad' is not a directory: plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    /* a directory under a file, and a dangling symlink: no mkdir makes them */
+    rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s/sub'", m, path("xdg/memgrad"));
+    ck_assert_msg(rc == 0 && strstr(out, "xdg/memgrad/sub' is not a directory: plans are not cached") &&
+                      strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    ck_assert_int_eq(symlink("nowhere", path("dangling")), 0);
+    rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, path("dangling"));
+    ck_assert_msg(rc == 0 && strstr(out, "dangling' is not a directory: plans are not cached") && strstr(out, "workspace"),
                   "exited %d:\n%.600s", rc, out);
     free(out);
 }
