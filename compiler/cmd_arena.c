@@ -76,6 +76,7 @@ int mg_cmd_arena(int argc, char **argv)
             return arena_usage_error("arena: --time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", time_text);
     }
 
+    if (!strcmp(file, "-")) file = "/dev/stdin"; /* as for a model and --graph ("cannot open -"; review19) */
     mg_arena_csv csv;
     mg_diag d = {{0}, {0}};
     if (mg_arena_csv_read(file, &csv, &d)) {

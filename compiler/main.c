@@ -137,8 +137,9 @@ static const char *usage_text =
     "An option given twice takes its last value, as cc does (--budget 40% --budget 30%: 30%);\n"
     "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
     "two different files with one of them is an error (exit 2). A file named - is the standard\n"
-    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph); plan and\n"
-    "sweep print no report when --svg or --trace is -, so the standard output is that file alone.\n";
+    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph, arena's\n"
+    "FILE.csv); plan and sweep print no report when --svg or --trace is -, so the standard\n"
+    "output is that file alone.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {

@@ -1985,6 +1985,12 @@ START_TEST(test_dash_is_standard_input_and_output)
     free(obj);
     free(ll);
     ck_assert_msg(!exists(path("-")) && exists(path("x.o")), "a file named '-', or no x.o");
+    /* arena - reads the standard input too ("cannot open -: No such file or directory"; review19) */
+    write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n1,5,15,7\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' arena - < b.csv", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "arena         12 bytes"), "arena - exited %d:\n%s", rc, out);
+    free(out);
     /* plan's and sweep's --svg - and --trace - are the standard output alone: it held the text
      * report with the SVG after it, an SVG no viewer opens (review19) */
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' plan m.mg --no-cache --svg - > p.svg && '%s' plan m.mg --no-cache "
