@@ -76,8 +76,9 @@ typedef struct { double lr, momentum, weight_decay; int nesterov; } mg_sgd_confi
  * velocity: a zero-initialised blob of the params' size owned by the caller; it may be NULL
  * only when momentum == 0.
  * Returns MG_RT_OK, or, with every blob untouched:
- *   MG_RT_ERR_ARG     cfg, params or grads NULL, descs NULL with n > 0, n < 0, or velocity
- *                     NULL with momentum != 0;
+ *   MG_RT_ERR_ARG     cfg NULL, n < 0, or with n > 0: descs, params or grads NULL, or velocity
+ *                     NULL with momentum != 0 (with n = 0, a model without params, the blobs
+ *                     may be NULL: there is nothing to update);
  *   MG_RT_ERR_CONFIG  lr, momentum or weight_decay not a finite number >= 0 (as torch refuses
  *                     negative ones; NaN and infinity would turn every parameter into NaN), or
  *                     nesterov with momentum 0 (torch refuses it; it would be plain SGD). */
@@ -94,8 +95,8 @@ typedef struct { void *m, *v; uint64_t step; } mg_adam_state;
  *   m = beta1 * m + (1 - beta1) * g;   v = beta2 * v + (1 - beta2) * g^2
  *   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
  * Returns MG_RT_OK, or, with every blob and st->step untouched:
- *   MG_RT_ERR_ARG     cfg, st, st->m, st->v, params or grads NULL, descs NULL with n > 0, or
- *                     n < 0;
+ *   MG_RT_ERR_ARG     cfg or st NULL, n < 0, or with n > 0: descs, st->m, st->v, params or
+ *                     grads NULL (st->step counts the steps with n = 0 too);
  *   MG_RT_ERR_CONFIG  lr or weight_decay not a finite number >= 0, beta1 or beta2 outside
  *                     [0, 1) (beta1 = 1 divides by 1 - beta1^step = 0), eps not a finite number
  *                     > 0 (eps = 0 makes a gradient that is 0 from the start 0/0 = NaN). */

@@ -766,7 +766,9 @@ START_TEST(test_optim_refuses_bad_settings)
     ck_assert_int_eq(mg_sgd_step(NULL, NT, p.bytes, g.bytes, v.bytes, &sgd_ok), MG_RT_ERR_ARG);
     ck_assert_int_eq(mg_sgd_step(k_descs, -1, p.bytes, g.bytes, v.bytes, &sgd_ok), MG_RT_ERR_ARG);
     ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, NULL), MG_RT_ERR_ARG);
-    ck_assert_int_eq(mg_sgd_step(NULL, 0, p.bytes, g.bytes, v.bytes, &sgd_ok), MG_RT_OK); /* nothing to update */
+    /* nothing to update (a model without params: its blobs of 0 bytes may be NULL) */
+    ck_assert_int_eq(mg_sgd_step(NULL, 0, NULL, NULL, NULL, &sgd_ok), MG_RT_OK);
+    ck_assert_int_eq(mg_sgd_step(NULL, 0, NULL, NULL, NULL, &sgd_bad[0]), MG_RT_ERR_CONFIG);
     ck_assert_msg(!memcmp(&p, &p_before, sizeof p) && !memcmp(&v, &v_before, sizeof v), "a refused SGD step wrote");
 
     mg_adam_state st = { m.bytes, v.bytes, 7 };
@@ -794,6 +796,9 @@ START_TEST(test_optim_refuses_bad_settings)
     ck_assert_int_eq(mg_adam_step(k_descs, NT, NULL, g.bytes, &st, &ok), MG_RT_ERR_ARG);
     ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, NULL), MG_RT_ERR_ARG);
     ck_assert_uint_eq(st.step, 7);
+    mg_adam_state none = { NULL, NULL, 0 };
+    ck_assert_int_eq(mg_adam_step(NULL, 0, NULL, NULL, &none, &ok), MG_RT_OK);
+    ck_assert_uint_eq(none.step, 1);
     ck_assert_msg(!memcmp(&p, &p_before, sizeof p) && !memcmp(&v, &v_before, sizeof v) &&
                       !memcmp(&m, &m_before, sizeof m),
                   "a refused Adam step wrote");
