@@ -582,8 +582,11 @@ static int run_planner(options *o, compiled *c, int want_min)
     } else if (mg_plan_split(c->g, &rq, o->micro_batches, &c->plan, &d)) {
         print_diag(&c->src, &d);
         return 1;
-    } else if (use_cache && c->plan.train) {
-        mg_plan_cache_store(dir, key, &c->plan); /* a cache that cannot be written is no error */
+    } else if (use_cache && c->plan.train && !c->plan.note) {
+        /* (a cache that cannot be written is no error; a plan with a note — CBC failed or was
+         * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
+         * printed no note, and a later run never gave CBC another chance) */
+        mg_plan_cache_store(dir, key, &c->plan);
     }
     const mg_planned *p = &c->plan;
     if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
