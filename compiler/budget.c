@@ -33,8 +33,10 @@ int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, cha
     char *end;
     memset(b, 0, sizeof *b);
     double v = strtod(s, &end);
-    if (!mg_plain_decimal(s, end) || !isfinite(v) || v <= 0) {
-        snprintf(err, (size_t)errlen, "budget '%s' is not a positive size (try 48MiB, 2GB or 40%%)", s);
+    /* 0 is a budget like any other: met by a step that needs no workspace, else refused with
+     * the minimum feasible budget, as 40% of a 0-byte store-all workspace and 1e-9% always were */
+    if (!mg_plain_decimal(s, end) || !isfinite(v) || v < 0) {
+        snprintf(err, (size_t)errlen, "budget '%s' is not a size (try 48MiB, 2GB or 40%%)", s);
         return refuse(why, MG_BUDGET_NOT_POSITIVE);
     }
     while (*end == ' ') end++;
@@ -53,9 +55,9 @@ int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, cha
             snprintf(err, (size_t)errlen, "budget '%s' is not a whole number of bytes", s);
             return refuse(why, MG_BUDGET_FRACTION);
         }
-        double bytes = v * units[i].mult;
-        if (bytes > 9.0e18 || bytes < 1) {
-            snprintf(err, (size_t)errlen, "budget '%s' is out of range (1 byte to 9e18 bytes)", s);
+        double bytes = v * units[i].mult; /* rounded down: '0.0001KiB' is 0 bytes */
+        if (bytes > 9.0e18) {
+            snprintf(err, (size_t)errlen, "budget '%s' is out of range (at most 9e18 bytes)", s);
             return refuse(why, MG_BUDGET_RANGE);
         }
         b->bytes = (int64_t)floor(bytes);

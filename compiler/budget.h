@@ -7,10 +7,10 @@
  * `arena --capacity`, words it its own way). */
 typedef enum mg_budget_problem {
     MG_BUDGET_FINE = 0,
-    MG_BUDGET_NOT_POSITIVE, /* not a number, or not above 0 */
+    MG_BUDGET_NOT_POSITIVE, /* not a number, or below 0 */
     MG_BUDGET_OVER_100,     /* a percentage above 100 */
     MG_BUDGET_FRACTION,     /* a fraction of a byte */
-    MG_BUDGET_RANGE,        /* under 1 byte or over 9e18 */
+    MG_BUDGET_RANGE,        /* over 9e18 bytes */
     MG_BUDGET_UNIT,         /* an unknown unit */
 } mg_budget_problem;
 

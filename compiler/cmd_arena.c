@@ -62,7 +62,7 @@ int mg_cmd_arena(int argc, char **argv)
                               : problem == MG_BUDGET_UNIT     ? " (units: B, KiB, MiB, GiB, KB, MB, GB)"
                                                                 : "";
             char msg[512];
-            snprintf(msg, sizeof msg, "arena: --capacity wants a positive number of bytes (1048576, 1MiB), got '%s'%s",
+            snprintf(msg, sizeof msg, "arena: --capacity wants a number of bytes (1048576, 1MiB), got '%s'%s",
                      capacity_text, why);
             return arena_usage_error("%s", msg);
         }
@@ -73,9 +73,10 @@ int mg_cmd_arena(int argc, char **argv)
         char *end;
         time_limit = strtod(time_text, &end);
         if (!mg_plain_decimal(time_text, end) || *end || !(time_limit > 0) || time_limit > 1e6)
-            return arena_usage_error("arena: --time-limit wants a positive number of seconds, got '%s'", time_text);
+            return arena_usage_error("arena: --time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", time_text);
     }
 
+    if (!strcmp(file, "-")) file = "/dev/stdin"; /* as for a model and --graph ("cannot open -"; review19) */
     mg_arena_csv csv;
     mg_diag d = {{0}, {0}};
     if (mg_arena_csv_read(file, &csv, &d)) {

@@ -137,7 +137,9 @@ static const char *usage_text =
     "An option given twice takes its last value, as cc does (--budget 40% --budget 30%: 30%);\n"
     "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
     "two different files with one of them is an error (exit 2). A file named - is the standard\n"
-    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph).\n";
+    "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph, arena's\n"
+    "FILE.csv); plan and sweep print no report when --svg or --trace is -, so the standard\n"
+    "output is that file alone.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -239,6 +241,7 @@ typedef struct options {
     const char *graph; /* plan --graph FILE.json */
     const char *points_text, *cache_dir, *micro_text;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
+    int report_file_to_stdout; /* --svg - or --trace -: that file is the standard output, alone */
     int points, no_cache, from_cache, exact_bytes, no_fuse;
     int opt_level, print_ir, print_joint, verify;
     int micro_batches; /* --micro-batches: 0 auto, 1 never split, k */
@@ -348,7 +351,12 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
     /* "-" is the standard input or output, as for cc and most tools (it made a file named "-") */
     const char **outs[] = {&o->out, &o->header, &o->emit_llvm, &o->svg, &o->trace};
     for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
-        if (*outs[k] && !strcmp(*outs[k], "-")) *outs[k] = "/dev/stdout";
+        if (*outs[k] && !strcmp(*outs[k], "-")) {
+            *outs[k] = "/dev/stdout";
+            /* plan's and sweep's report is not printed then: `plan m.mg --svg - > m.svg` wrote the
+             * text report and the SVG after it, neither usable (review19) */
+            if (outs[k] == &o->svg || outs[k] == &o->trace) o->report_file_to_stdout = 1;
+        }
     if (o->model && !strcmp(o->model, "-")) o->model = "/dev/stdin";
     if (o->graph && !strcmp(o->graph, "-")) o->graph = "/dev/stdin";
     if (o->print_ir && o->print_joint)
@@ -383,7 +391,8 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         char *end;
         o->time_limit = strtod(o->time_limit_text, &end);
         if (!mg_plain_decimal(o->time_limit_text, end) || *end || !(o->time_limit > 0) || o->time_limit > 1e6)
-            return usage_error("--time-limit wants a positive number of seconds, got '%s'", o->time_limit_text);
+            /* (the upper limit said: 1e7 was refused as not "a positive number of seconds") */
+            return usage_error("--time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", o->time_limit_text);
     }
     if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && (!is_sweep || strcmp(o->format, "csv")))
         return usage_error(is_sweep ? "unknown format '%s' (use text, csv or json)" : "unknown format '%s' (use text or json)",
@@ -492,20 +501,32 @@ static int run_frontend(const char *path, compiled *c, int to_plan)
 /* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad;
  * 0 with --no-cache or when there is no home to put it in. A --cache-dir that names something
  * other than a directory is said to be unusable (a warning: planning goes on uncached), where
- * it silently cached nothing. */
+ * it silently cached nothing; so is a path too long to open (it was cut, and mkdir -p made a
+ * directory of the cut name). */
 static int cache_dir(const options *o, char *out, size_t cap)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     struct stat st;
     if (o->no_cache) return 0;
-    if (o->cache_dir && stat(o->cache_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "memgrad: warning: --cache-dir '%s' is not a directory: plans are not cached\n", o->cache_dir);
+    int n;
+    const char *what = o->cache_dir ? "--cache-dir" : "the plan cache";
+    if (o->cache_dir) n = snprintf(out, cap, "%s", o->cache_dir);
+    else if (xdg && xdg[0] == '/') n = snprintf(out, cap, "%s/memgrad", xdg);
+    else if (home && home[0]) n = snprintf(out, cap, "%s/.cache/memgrad", home);
+    else return 0;
+    if (n < 0 || (size_t)n + 32 > cap) { /* (room for an entry's name; the system opens no longer path) */
+        fprintf(stderr, "memgrad: warning: %s '%.60s...' is too long a path (%d bytes): plans are not cached\n", what,
+                o->cache_dir ? o->cache_dir : xdg && xdg[0] == '/' ? xdg : home, n);
         return 0;
     }
-    if (o->cache_dir) snprintf(out, cap, "%s", o->cache_dir);
-    else if (xdg && xdg[0] == '/') snprintf(out, cap, "%s/memgrad", xdg);
-    else if (home && home[0]) snprintf(out, cap, "%s/.cache/memgrad", home);
-    else return 0;
+    /* (the default place too: $XDG_CACHE_HOME/memgrad being a file cached nothing, unsaid; and
+     * FILE/sub, under a file, and a dangling symlink, which no mkdir makes) */
+    int found = stat(out, &st) == 0;
+    struct stat ls;
+    if ((found && !S_ISDIR(st.st_mode)) || (!found && errno == ENOTDIR) || (!found && lstat(out, &ls) == 0)) {
+        fprintf(stderr, "memgrad: warning: %s '%s' is not a directory: plans are not cached\n", what, out);
+        return 0;
+    }
     return 1;
 }
 
@@ -561,8 +582,11 @@ static int run_planner(options *o, compiled *c, int want_min)
     } else if (mg_plan_split(c->g, &rq, o->micro_batches, &c->plan, &d)) {
         print_diag(&c->src, &d);
         return 1;
-    } else if (use_cache && c->plan.train) {
-        mg_plan_cache_store(dir, key, &c->plan); /* a cache that cannot be written is no error */
+    } else if (use_cache && c->plan.train && !c->plan.note) {
+        /* (a cache that cannot be written is no error; a plan with a note — CBC failed or was
+         * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
+         * printed no note, and a later run never gave CBC another chance) */
+        mg_plan_cache_store(dir, key, &c->plan);
     }
     const mg_planned *p = &c->plan;
     if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
@@ -618,9 +642,19 @@ static int cmd_check(options *o)
         fputs(s, stdout);
         free(s);
     } else if (!rc) {
-        int nb = c.g->n - c.g->nforward;
-        printf("%s: ok: model %s, %d forward and %d backward operation%s, hash 0x%016llx\n", o->model,
-               c.g->model_name, c.g->nforward, nb, mg_plural(nb), (unsigned long long)mg_graph_hash(c.g));
+        /* operations are what the step computes: the inputs and params it is given and the
+         * constants (the loss's seed gradient among them) are counted apart (they were counted
+         * among the forward and backward "operations") */
+        int nf = 0, nb = 0, nconst = 0;
+        for (int i = 0; i < c.g->n; i++) {
+            mg_op op = c.g->nodes[i].op;
+            if (op == MG_OP_CONST) nconst++;
+            else if (op != MG_OP_INPUT && op != MG_OP_PARAM) *(i < c.g->nforward ? &nf : &nb) += 1;
+        }
+        printf("%s: ok: model %s, %d input%s, %d param%s, %d forward and %d backward operation%s, %d constant%s, "
+               "hash 0x%016llx\n",
+               o->model, c.g->model_name, c.g->ninputs, mg_plural(c.g->ninputs), c.g->nparams, mg_plural(c.g->nparams),
+               nf, nb, mg_plural(nb), nconst, mg_plural(nconst), (unsigned long long)mg_graph_hash(c.g));
     }
     compiled_free(&c);
     return rc;
@@ -734,12 +768,14 @@ static int cmd_plan(options *o)
     compiled c;
     mg_report_figures f = {0};
     rc = plan_figures(o, &c, &f);
-    if (!rc && o->format && !strcmp(o->format, "json")) {
-        char *j = mg_plan_json(&f);
-        fputs(j, stdout);
-        free(j);
-    } else if (!rc) {
-        mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
+    if (!rc && !o->report_file_to_stdout) {
+        if (o->format && !strcmp(o->format, "json")) {
+            char *j = mg_plan_json(&f);
+            fputs(j, stdout);
+            free(j);
+        } else {
+            mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
+        }
     }
     if (!rc && o->verify) rc = verify_again(&c);
     if (!rc) rc = write_report_outs(outs, writers, &f, 2);
@@ -947,7 +983,7 @@ static int cmd_sweep(options *o)
     }
     const char *what = pr ? o->graph : c.g->model_name;
     if (rc) print_diag(where, &d);
-    else sweep_print(o, what, all, minf, pt, npoints);
+    else if (!o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
         sweep_point sa = {all, all, all, 1, 1, 0, 1};

@@ -9,6 +9,7 @@
 #include "read_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +58,12 @@ uint64_t mg_plan_cache_build_id(const char *exe)
     return h;
 }
 
-static void entry_path(const char *dir, uint64_t key, char *out, size_t cap)
+/* 0 when the entry's path does not fit out (nor a path the system would open: PATH_MAX is
+ * 4096): a truncated path named another file, and mkdir -p made a directory of a cut name. */
+static int entry_path(const char *dir, uint64_t key, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s/%016llx.plan", dir, (unsigned long long)key);
+    int n = snprintf(out, cap, "%s/%016llx.plan", dir, (unsigned long long)key);
+    return n > 0 && (size_t)n < cap;
 }
 
 typedef struct wbuf {
@@ -109,8 +113,15 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     uint64_t sum = XXH64(b.p, b.n, 0);
     wput(&b, &sum, sizeof sum);
 
-    /* mkdir -p; then write a temporary file and rename it over the entry */
+    /* mkdir -p; then write a temporary file of a name no other writer has (created with O_EXCL:
+     * a pid alone is not unique among containers or hosts sharing the directory, and two writers
+     * of one file interleaved their bytes) and rename it over the entry. (Not mkstemp: its files
+     * are 0600, and a cache shared by a group's users would serve nobody else.) */
     char path[4096], tmp[4200];
+    if (!entry_path(dir, key, path, sizeof path)) {
+        free(b.p);
+        return MG_ERR;
+    }
     snprintf(path, sizeof path, "%s", dir);
     for (char *s = path + 1; *s; s++)
         if (*s == '/') {
@@ -120,12 +131,18 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
         }
     mkdir(path, 0777);
     entry_path(dir, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 64 && fd < 0; attempt++) {
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f) close(fd);
     int bad = !f || fwrite(b.p, 1, b.n, f) != b.n;
     if (f) bad |= fclose(f) != 0;
     if (!bad) bad = rename(tmp, path) != 0;
-    if (bad) remove(tmp);
+    if (bad && fd >= 0) remove(tmp);
     free(b.p);
     return bad ? MG_ERR : MG_OK;
 }
@@ -199,7 +216,7 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
 {
     memset(out, 0, sizeof *out);
     char path[4096];
-    entry_path(dir, key, path, sizeof path);
+    if (!entry_path(dir, key, path, sizeof path)) return 0;
     char *text;
     size_t n;
     mg_diag rd = {0};

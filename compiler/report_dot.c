@@ -22,8 +22,12 @@ void mg_report_dot(FILE *out, const mg_report_figures *f)
     fprintf(out, "\" {\n  // memgrad dot: the joint graph; colours are the plan's decisions\n");
     fprintf(out, "  graph [rankdir=TB, fontname=\"Helvetica\", label=\"");
     dot_str(out, g->model_name);
-    fprintf(out, ": %d recomputation step%s, recompute overhead %.1f%%\", labelloc=t];\n", f->recompute_steps,
-            mg_plural(f->recompute_steps), 100.0 * f->recompute_overhead);
+    fprintf(out, ": %d recomputation step%s, recompute overhead %.1f%%", f->recompute_steps, mg_plural(f->recompute_steps),
+            100.0 * f->recompute_overhead);
+    /* a plan in parts draws the graph split into them: the label says so, as the plan report
+     * does, where hundreds of nodes of one model read as if the model were another (review19) */
+    if (f->p && f->p->micro_batches > 1) fprintf(out, ", the graph in %d micro-batches", f->p->micro_batches);
+    fprintf(out, "\", labelloc=t];\n");
     fprintf(out, "  node [shape=box, style=\"filled,rounded\", fontname=\"Helvetica\", fontsize=10];\n");
     for (int i = 0; i < g->n; i++) {
         const mg_node *n = &g->nodes[i];

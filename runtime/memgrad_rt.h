@@ -6,8 +6,10 @@
  * when damaged, and the standard optimizers (SGD with momentum/Nesterov, Adam/AdamW) applied
  * to the blobs through the generated NAME_params_desc table.
  *
- * Library code never prints or exits. File functions return a status and, when err is not NULL
- * and errlen > 0, write a NUL-terminated message naming the file into err (truncated to fit).
+ * Library code never prints or exits. Every function that can fail returns a status: the file
+ * functions, when err is not NULL and errlen > 0, also write a NUL-terminated message naming the
+ * file into err (truncated to fit); the optimizers refuse a configuration they cannot run before
+ * touching any blob.
  */
 #ifndef MEMGRAD_RT_H
 #define MEMGRAD_RT_H
@@ -38,7 +40,8 @@ typedef enum {
     MG_RT_ERR_CHECKSUM,  /* the file is corrupted */
     MG_RT_ERR_TRUNCATED, /* the file is shorter than its header says (including empty files) */
     MG_RT_ERR_SIZE,      /* the file's payload size differs from the caller's buffer size */
-    MG_RT_ERR_ARG        /* invalid argument (NULL path, NULL buffer with nonzero size) */
+    MG_RT_ERR_ARG,       /* invalid argument (NULL path, NULL buffer with nonzero size) */
+    MG_RT_ERR_CONFIG     /* an optimizer setting out of its range (a NaN or negative lr, beta1 = 1) */
 } mg_rt_status;
 
 /* Writes params[0, bytes) to path, tagged with model_hash (the generated NAME_MODEL_HASH).
@@ -71,9 +74,16 @@ typedef struct { double lr, momentum, weight_decay; int nesterov; } mg_sgd_confi
  *   v = momentum * v + d
  *   p -= lr * (nesterov ? d + momentum * v : v)
  * velocity: a zero-initialised blob of the params' size owned by the caller; it may be NULL
- * only when momentum == 0. */
-void mg_sgd_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
-                 void *velocity, const mg_sgd_config *cfg);
+ * only when momentum == 0.
+ * Returns MG_RT_OK, or, with every blob untouched:
+ *   MG_RT_ERR_ARG     cfg NULL, n < 0, or with n > 0: descs, params or grads NULL, or velocity
+ *                     NULL with momentum != 0 (with n = 0, a model without params, the blobs
+ *                     may be NULL: there is nothing to update);
+ *   MG_RT_ERR_CONFIG  lr, momentum or weight_decay not a finite number >= 0 (as torch refuses
+ *                     negative ones; NaN and infinity would turn every parameter into NaN), or
+ *                     nesterov with momentum 0 (torch refuses it; it would be plain SGD). */
+mg_rt_status mg_sgd_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
+                         void *velocity, const mg_sgd_config *cfg);
 
 /* weight_decay is decoupled (AdamW) if nonzero: p *= 1 - lr * weight_decay before the step. */
 typedef struct { double lr, beta1, beta2, eps, weight_decay; } mg_adam_config;
@@ -83,9 +93,15 @@ typedef struct { void *m, *v; uint64_t step; } mg_adam_state;
 /* One Adam step, as torch.optim.Adam (or AdamW when weight_decay != 0), amsgrad off:
  *   step += 1
  *   m = beta1 * m + (1 - beta1) * g;   v = beta2 * v + (1 - beta2) * g^2
- *   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps) */
-void mg_adam_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
-                  mg_adam_state *st, const mg_adam_config *cfg);
+ *   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+ * Returns MG_RT_OK, or, with every blob and st->step untouched:
+ *   MG_RT_ERR_ARG     cfg or st NULL, n < 0, or with n > 0: descs, st->m, st->v, params or
+ *                     grads NULL (st->step counts the steps with n = 0 too);
+ *   MG_RT_ERR_CONFIG  lr or weight_decay not a finite number >= 0, beta1 or beta2 outside
+ *                     [0, 1) (beta1 = 1 divides by 1 - beta1^step = 0), eps not a finite number
+ *                     > 0 (eps = 0 makes a gradient that is 0 from the start 0/0 = NaN). */
+mg_rt_status mg_adam_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
+                          mg_adam_state *st, const mg_adam_config *cfg);
 
 /* beta1 0.9, beta2 0.999, eps 1e-8, weight_decay 0. */
 mg_adam_config mg_adam_defaults(double lr);

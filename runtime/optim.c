@@ -43,13 +43,24 @@ static size_t float_elems(const mg_tensor_desc *d, int *f64)
     return 0;
 }
 
-void mg_sgd_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
-                 void *velocity, const mg_sgd_config *cfg)
+/* A setting that is a number from 0 up (NaN fails every comparison). */
+static int nonneg(double x) { return x >= 0 && isfinite(x); }
+
+/* The blobs every optimizer reads and writes are there; with no tensors (a model without
+ * params: NAME_PARAM_BYTES is 0, and malloc(0) may be NULL) there is nothing to read. */
+static int blobs_ok(const mg_tensor_desc *descs, int n, const void *params, const void *grads)
 {
-    if (!descs || !params || !grads || !cfg) return;
+    return n == 0 || (n > 0 && descs && params && grads);
+}
+
+mg_rt_status mg_sgd_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
+                         void *velocity, const mg_sgd_config *cfg)
+{
+    if (!cfg || !blobs_ok(descs, n, params, grads)) return MG_RT_ERR_ARG;
     const double lr = cfg->lr, mom = cfg->momentum, wd = cfg->weight_decay;
+    if (!nonneg(lr) || !nonneg(mom) || !nonneg(wd) || (cfg->nesterov && mom == 0)) return MG_RT_ERR_CONFIG;
     const int use_v = mom != 0.0;
-    if (use_v && !velocity) return;
+    if (use_v && !velocity && n > 0) return MG_RT_ERR_ARG;
 
     for (int t = 0; t < n; t++) {
         int f64;
@@ -65,13 +76,17 @@ void mg_sgd_step(const mg_tensor_desc *descs, int n, void *params, const void *g
             st(params, off, f64, i, p - lr * d);
         }
     }
+    return MG_RT_OK;
 }
 
-void mg_adam_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
-                  mg_adam_state *s, const mg_adam_config *cfg)
+mg_rt_status mg_adam_step(const mg_tensor_desc *descs, int n, void *params, const void *grads,
+                          mg_adam_state *s, const mg_adam_config *cfg)
 {
-    if (!descs || !params || !grads || !s || !s->m || !s->v || !cfg) return;
+    if (!cfg || !s || (n > 0 && (!s->m || !s->v)) || !blobs_ok(descs, n, params, grads)) return MG_RT_ERR_ARG;
     const double lr = cfg->lr, b1 = cfg->beta1, b2 = cfg->beta2, eps = cfg->eps;
+    if (!nonneg(lr) || !nonneg(cfg->weight_decay) || !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1) ||
+        !(eps > 0 && isfinite(eps)))
+        return MG_RT_ERR_CONFIG;
     const double decay = 1.0 - lr * cfg->weight_decay;
 
     s->step++;
@@ -92,6 +107,7 @@ void mg_adam_step(const mg_tensor_desc *descs, int n, void *params, const void *
             st(params, off, f64, i, p - step_size * m / (sqrt(v) / bc2_sqrt + eps));
         }
     }
+    return MG_RT_OK;
 }
 
 mg_adam_config mg_adam_defaults(double lr)

@@ -176,6 +176,7 @@ const char *mg_rt_status_name(mg_rt_status s)
     case MG_RT_ERR_TRUNCATED: return "MG_RT_ERR_TRUNCATED";
     case MG_RT_ERR_SIZE: return "MG_RT_ERR_SIZE";
     case MG_RT_ERR_ARG: return "MG_RT_ERR_ARG";
+    case MG_RT_ERR_CONFIG: return "MG_RT_ERR_CONFIG";
     }
     return "MG_RT_UNKNOWN";
 }

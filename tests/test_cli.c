@@ -446,7 +446,11 @@ START_TEST(test_check_ok)
     const char *m = write_model("mlp.mg", mlp_src);
     char *out;
     ck_assert_int_eq(mg(&out, "check '%s'", m), 0);
-    ck_assert_msg(strstr(out, "ok: model mlp, 12 forward and ") != NULL, "%s", out);
+    /* operations only: the inputs, params and the constant seed of the loss's gradient apart
+     * (it said "12 forward and 8 backward operations", counting them all) */
+    ck_assert_msg(strstr(out, "ok: model mlp, 2 inputs, 4 params, 6 forward and 7 backward operations, 1 constant, hash ") !=
+                      NULL,
+                  "%s", out);
     ck_assert_msg(strstr(out, "error") == NULL, "%s", out);
     free(out);
 }
@@ -824,7 +828,7 @@ START_TEST(test_many_repeated_params_are_quick)
                                            "  param b: f32[4] = zeros\n  x = x @ w + b\n}\nl = sum(x)\nminimize l\n");
     char *out;
     int rc = mg(&out, "check '%s'", m);
-    ck_assert_msg(rc == 0 && strstr(out, "ok: model m, 120002 forward"), "exited %d:\n%s", rc, out);
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model m, 1 input, 60000 params, 60001 forward and "), "exited %d:\n%s", rc, out);
     free(out);
     m = write_model("dup.mg", "model m\ninput x: f32[2, 4]\nrepeat 3 {\n  param w: f32[4, 4] = he\n"
                               "  param w: f32[4, 4] = he\n  x = x @ w\n}\nl = sum(x)\nminimize l\n");
@@ -875,19 +879,19 @@ START_TEST(test_bad_budget_values)
     static const struct {
         const char *budget, *msg;
     } cases[] = {
-        {"99999999999999999999GiB", "budget '99999999999999999999GiB' is out of range (1 byte to 9e18 bytes)"},
+        {"99999999999999999999GiB", "budget '99999999999999999999GiB' is out of range (at most 9e18 bytes)"},
         {"0.5", "budget '0.5' is not a whole number of bytes"},
         {"1.5", "budget '1.5' is not a whole number of bytes"},
         {"1000.25B", "budget '1000.25B' is not a whole number of bytes"},
         {"0.0001B", "budget '0.0001B' is not a whole number of bytes"},
-        {"0.0001KiB", "budget '0.0001KiB' is out of range (1 byte to 9e18 bytes)"},
-        {"1e400", "budget '1e400' is not a positive size"},
-        {"nan", "budget 'nan' is not a positive size"},
-        {"-1", "budget '-1' is not a positive size"},
+        {"1e400", "budget '1e400' is not a size"},
+        {"nan", "budget 'nan' is not a size"},
+        {"-1", "budget '-1' is not a size"},
+        {"-0.5%", "budget '-0.5%' is not a size"},
         {"100.5%", "budget '100.5%' is more than 100% of the store-all workspace"},
         /* strtod's hex and leading spaces are not budgets a user writes: 0x10MiB was 16 MiB */
-        {"0x10MiB", "budget '0x10MiB' is not a positive size"},
-        {" 4MiB", "budget ' 4MiB' is not a positive size"},
+        {"0x10MiB", "budget '0x10MiB' is not a size"},
+        {" 4MiB", "budget ' 4MiB' is not a size"},
     };
     const char *m = write_model("mlp.mg", mlp_src);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -901,7 +905,10 @@ START_TEST(test_bad_budget_values)
     static const struct {
         const char *args, *msg;
     } opts[] = {
-        {"plan '%s' --no-cache --time-limit 0x10", "--time-limit wants a positive number of seconds, got '0x10'"},
+        {"plan '%s' --no-cache --time-limit 0x10", "--time-limit wants a number of seconds above 0 and at most 1e6, got '0x10'"},
+        /* a positive number past the limit was "not a positive number of seconds" (review19) */
+        {"plan '%s' --no-cache --time-limit 1e7", "--time-limit wants a number of seconds above 0 and at most 1e6, got '1e7'"},
+        {"plan '%s' --no-cache --time-limit 0", "--time-limit wants a number of seconds above 0 and at most 1e6, got '0'"},
         {"plan '%s' --no-cache --micro-batches ' 4'", "--micro-batches wants auto or a whole number from 1 to 4096"},
         {"sweep '%s' --no-cache --points 0x4", "--points wants a whole number from 2 to 1000, got '0x4'"},
         {"plan '%s' --no-cache --svg ''", "option '--svg' needs a value"},
@@ -914,6 +921,138 @@ START_TEST(test_bad_budget_values)
                       opts[i].args, rc, out);
         free(out);
     }
+}
+END_TEST
+
+/* A budget of 0 bytes is a budget like any other (review19): `--budget 0` was refused as "not a
+ * positive size" while 40% of a 0-byte store-all workspace resolved to 0 bytes and planned, and
+ * 1e-9% of any model resolved to 0 bytes and was refused with the minimum feasible budget. Now
+ * 0, 0B and 0% plan a step that needs no workspace, and for any other model they are refused as
+ * every budget below its minimum is: exit 1, with the minimum and the store-all workspace. */
+START_TEST(test_zero_budget_is_a_budget)
+{
+    const char *z = write_model("z.mg", "model a\nparam w: f32[] = ones\nminimize w\n");
+    const char *m = write_model("mlp.mg", mlp_src);
+    static const char *const zeros[] = {"0", "0B", "0%", "0.0001KiB", "40%", "100%"};
+    for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++) {
+        char *out;
+        int rc = mg(&out, "plan '%s' --no-cache --budget '%s'", z, zeros[i]);
+        ck_assert_msg(rc == 0 && strstr(out, "  budget              0 B (0 bytes)\n") &&
+                          strstr(out, "  workspace           0 B (0 bytes)"),
+                      "--budget %s of a 0-byte step: exited %d:\n%s", zeros[i], rc, out);
+        free(out);
+        if (i >= 4) continue; /* (a percentage of mlp's store-all is not 0) */
+        rc = mg(&out, "plan '%s' --no-cache --budget '%s'", m, zeros[i]);
+        ck_assert_msg(rc == 1 && strstr(out, "error: budget 0 B (0 bytes) is below the minimum feasible budget of 47.9 KiB "
+                                             "(49024 bytes); the store-all workspace is 456.1 KiB (467008 bytes)"),
+                      "--budget %s of mlp: exited %d:\n%s", zeros[i], rc, out);
+        free(out);
+    }
+    char *out;
+    int rc = mg(&out, "compile '%s' --no-cache --budget 0 -o '%s' --header '%s'", z, path("z.o"), path("z.h"));
+    ck_assert_msg(rc == 0, "compile --budget 0 exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("z.h"));
+    ck_assert_msg(h && strstr(h, "#define A_WORKSPACE_BYTES ((size_t)0)"), "%s", h ? h : "(no header)");
+    free(h);
+    /* arena --capacity 0 is a capacity too: the buffers do not fit it */
+    const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n");
+    rc = mg(&out, "arena '%s' --capacity 0", c);
+    ck_assert_msg(rc == 0 && strstr(out, "capacity      0 bytes"), "arena --capacity 0 exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* Plan cache directories that cannot hold entries (review19), each a warning; the plan is made:
+ *  - a --cache-dir longer than a path the system opens was cut to 4095 bytes, and mkdir -p made
+ *    every directory on the way, the last of a cut name; now nothing is made;
+ *  - $XDG_CACHE_HOME/memgrad that is a file, and a --cache-dir under a file or a dangling
+ *    symlink, cached nothing without a word (a --cache-dir that is a file was already said). */
+START_TEST(test_cache_dir_unusable)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char comp[201], *p = malloc(6000);
+    memset(comp, 'c', 200);
+    comp[200] = 0;
+    int k = snprintf(p, 6000, "%s/long", dir);
+    for (int i = 0; i < 25; i++) k += snprintf(p + k, (size_t)(6000 - k), "/%s", comp);
+    char *out;
+    int rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, p);
+    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: --cache-dir '") && strstr(out, "is too long a path") &&
+                      strstr(out, "plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    free(p);
+    ck_assert_msg(!exists(path("long")), "a directory was made for a --cache-dir too long to use");
+    ck_assert_int_eq(mkdir(path("xdg"), 0777), 0);
+    write_model("xdg/memgrad", "not a directory\n");
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' plan '%s' --budget 50%%", path("xdg"), MG_MEMGRAD, m);
+    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: the plan cache '") &&
+                      strstr(out, "xdg/memgrad' is not a directory: plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    /* a directory under a file, and a dangling symlink: no mkdir makes them */
+    rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s/sub'", m, path("xdg/memgrad"));
+    ck_assert_msg(rc == 0 && strstr(out, "xdg/memgrad/sub' is not a directory: plans are not cached") &&
+                      strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    ck_assert_int_eq(symlink("nowhere", path("dangling")), 0);
+    rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, path("dangling"));
+    ck_assert_msg(rc == 0 && strstr(out, "dangling' is not a directory: plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* A plan cache entry is written through a temporary file only this process created (O_EXCL):
+ * the temporary was "ENTRY.tmp.PID", opened with fopen, so another writer with the same pid (a
+ * container sharing the directory) interleaved its bytes, and a symlink of that name (a cache in
+ * a shared directory) had the plan written through it over the file it names (review19). Here
+ * the shell makes both names symlinks to a victim file, then becomes memgrad with its pid. */
+START_TEST(test_cache_temporary_is_exclusive)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out, cdir[4300], cmd[16384];
+    snprintf(cdir, sizeof cdir, "%s", path("c"));
+    int rc = mg(&out, "plan '%s' --cache-dir '%s' > /dev/null && cd '%s' && ls", m, cdir, cdir);
+    ck_assert_msg(rc == 0 && strlen(out) == 22 && strstr(out, ".plan\n"), "exited %d:\n%s", rc, out);
+    char entry[32];
+    snprintf(entry, sizeof entry, "%.21s", out);
+    free(out);
+    ck_assert_int_eq(tu_write(path("victim"), "victim\n"), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm '%s' && sh -c 'ln -s ../victim %s.tmp.$$ && ln -s ../victim %s.tmp.$$.0 && exec \"$0\" plan "
+             "\"$1\" --cache-dir .' '%s' '%s' > /dev/null && rm %s.tmp.* && '%s' plan '%s' --cache-dir .",
+             cdir, entry, entry, entry, MG_MEMGRAD, m, entry, MG_MEMGRAD, m);
+    rc = tu_run(cmd, &out);
+    char *victim = tu_read(path("victim"));
+    ck_assert_msg(victim && !strcmp(victim, "victim\n"), "the plan was written through a symlink over another file");
+    free(victim);
+    ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "no entry written: exited %d:\n%.400s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* dot draws the graph of the plan, which in micro-batches is the graph split into its parts (599
+ * nodes for mlp's 45): its title said nothing of the parts (review19); it says how many. */
+START_TEST(test_dot_says_micro_batches)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out;
+    int rc = mg(&out, "plan '%s' --no-cache --budget 30%% --format json", m);
+    long long k = tu_json_figure(out, "micro_batches");
+    free(out);
+    ck_assert_msg(rc == 0 && k > 1, "plan at 30%% exited %d, %lld micro-batches", rc, k);
+    rc = mg(&out, "dot '%s' --no-cache --budget 30%%", m);
+    char want[96];
+    snprintf(want, sizeof want, "%%, the graph in %lld micro-batches\", labelloc=t];", k);
+    ck_assert_msg(rc == 0 && strstr(out, want), "exited %d, wanted '%s':\n%.400s", rc, want, out);
+    free(out);
+    rc = mg(&out, "dot '%s' --no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "recompute overhead 0.0%\", labelloc=t];") && !strstr(out, "micro-batches"),
+                  "exited %d:\n%.400s", rc, out);
+    free(out);
 }
 END_TEST
 
@@ -1609,7 +1748,7 @@ START_TEST(test_arena_capacity_says_why)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out;
         int rc = mg(&out, "arena '%s' --capacity '%s'", c, cases[i].cap);
-        ck_assert_msg(rc == 2 && strstr(out, "--capacity wants a positive number of bytes") && strstr(out, cases[i].why),
+        ck_assert_msg(rc == 2 && strstr(out, "--capacity wants a number of bytes") && strstr(out, cases[i].why),
                       "--capacity %s: exited %d:\n%s", cases[i].cap, rc, out);
         free(out);
     }
@@ -1681,10 +1820,12 @@ START_TEST(test_one_byte_is_singular)
     rc = mg(&out, "sweep --graph '%s' --points 2", g);
     ck_assert_msg(rc == 0 && !strstr(out, "1 bytes"), "sweep --graph exited %d:\n%s", rc, out);
     free(out);
-    /* check: "2 forward and 1 backward operation" (a loss of the input alone: its gradient is a fill) */
+    /* check: "1 input, 0 params, 1 forward and 0 backward operations, 1 constant" (a loss of the
+     * input alone: the backward computes nothing but the seed 1; it said "2 forward and 1 backward
+     * operation", counting the input and the constant) */
     const char *e = write_model("e.mg", "model e\ninput x: f32[2, 2]\nloss = sum(x)\nminimize loss\n");
     rc = mg(&out, "check '%s'", e);
-    ck_assert_msg(rc == 0 && strstr(out, "ok: model e, 2 forward and 1 backward operation, hash"), "check exited %d:\n%s",
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model e, 1 input, 0 params, 1 forward and 0 backward operations, 1 constant, hash"), "check exited %d:\n%s",
                   rc, out);
     free(out);
     /* a step with nothing in the workspace: one budget, 100% of the store-all workspace (0%
@@ -1844,6 +1985,28 @@ START_TEST(test_dash_is_standard_input_and_output)
     free(obj);
     free(ll);
     ck_assert_msg(!exists(path("-")) && exists(path("x.o")), "a file named '-', or no x.o");
+    /* arena - reads the standard input too ("cannot open -: No such file or directory"; review19) */
+    write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n1,5,15,7\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' arena - < b.csv", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "arena         12 bytes"), "arena - exited %d:\n%s", rc, out);
+    free(out);
+    /* plan's and sweep's --svg - and --trace - are the standard output alone: it held the text
+     * report with the SVG after it, an SVG no viewer opens (review19) */
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' plan m.mg --no-cache --svg - > p.svg && '%s' plan m.mg --no-cache "
+             "--format json --trace - > p.json && '%s' sweep m.mg --points 2 --svg - > s.svg", dir, MG_MEMGRAD,
+             MG_MEMGRAD, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "plan --svg - exited %d:\n%s", rc, out);
+    free(out);
+    static const char *const alone[][2] = {{"p.svg", "<?xml"}, {"p.json", "{\"displayTimeUnit\""}, {"s.svg", "<?xml"}};
+    for (int i = 0; i < 3; i++) {
+        char *got = tu_read(path(alone[i][0]));
+        ck_assert_msg(got && !strncmp(got, alone[i][1], strlen(alone[i][1])) && !strstr(got, "workspace   ") &&
+                          !strstr(got, "memgrad-plan"),
+                      "%s:\n%.300s", alone[i][0], got ? got : "(none)");
+        free(got);
+    }
 }
 END_TEST
 
@@ -2037,6 +2200,10 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
         tcase_add_test(b, test_carriage_returns_in_a_model);
         tcase_add_test(b, test_arena_capacity_says_why);
+        tcase_add_test(b, test_zero_budget_is_a_budget);
+        tcase_add_test(b, test_cache_dir_unusable);
+        tcase_add_test(b, test_cache_temporary_is_exclusive);
+        tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);

@@ -592,7 +592,7 @@ START_TEST(test_sgd_momentum)
     memset(&v, 0, sizeof v);
 
     blob_set(&g, k_g1);
-    mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg), MG_RT_OK);
     const double p1[5] = { 0.949, -1.898, 0.2995, 2.972, -1.4235 };
     const double v1[5] = { 0.51, -1.02, 2.005, 0.28, -0.765 };
     blob_expect(&p, p1, "p after step 1");
@@ -600,7 +600,7 @@ START_TEST(test_sgd_momentum)
                   "velocity after step 1");
 
     blob_set(&g, k_g2);
-    mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg), MG_RT_OK);
     const double p2[5] = { 0.877151, -1.854302, 0.2187505, 2.843828, -1.4032265 };
     const double v2[5] = { 0.71849, -0.43698, 0.807495, 1.28172, -0.202735 };
     blob_expect(&p, p2, "p after step 2");
@@ -617,11 +617,11 @@ START_TEST(test_sgd_nesterov)
     blob_set(&p, k_p0);
     memset(&v, 0, sizeof v);
     blob_set(&g, k_g1);
-    mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg), MG_RT_OK);
     const double p1[5] = { 0.9031, -1.8062, 0.11905, 2.9468, -1.35465 };
     blob_expect(&p, p1, "nesterov step 1");
     blob_set(&g, k_g2);
-    mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &cfg), MG_RT_OK);
     const double p2[5] = { 0.81257411, -1.81514822, 0.146418805, 2.72852108, -1.385111165 };
     blob_expect(&p, p2, "nesterov step 2");
 }
@@ -634,7 +634,7 @@ START_TEST(test_sgd_plain)
     blob p, g;
     blob_set(&p, k_p0);
     blob_set(&g, k_g1);
-    mg_sgd_step(k_descs, NT, p.bytes, g.bytes, NULL, &cfg);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, NULL, &cfg), MG_RT_OK);
     double want[5];
     for (int i = 0; i < 5; i++) want[i] = k_p0[i] - 0.5 * (k_g1[i] + 0.1 * k_p0[i]);
     blob_expect(&p, want, "plain sgd");
@@ -655,7 +655,7 @@ START_TEST(test_adam_first_step_is_lr_sign_g)
         memset(&v, 0, sizeof v);
         mg_adam_state st = { m.bytes, v.bytes, 0 };
         mg_adam_config cfg = mg_adam_defaults(lrs[k]);
-        mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg);
+        ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg), MG_RT_OK);
         ck_assert_uint_eq(st.step, 1);
         double want[5];
         for (int i = 0; i < 5; i++) want[i] = k_p0[i] - lrs[k] * (gs[i] > 0 ? 1.0 : -1.0);
@@ -686,9 +686,9 @@ START_TEST(test_adamw_two_steps)
     mg_adam_config cfg = mg_adam_defaults(0.1);
     cfg.weight_decay = 0.1;
     blob_set(&g, g1);
-    mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg);
+    ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg), MG_RT_OK);
     blob_set(&g, g2);
-    mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg);
+    ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg), MG_RT_OK);
     ck_assert_uint_eq(st.step, 2);
     /* p0 = -2: step 1 p = -1.98 - 0.099999998 = -2.079999998; step 2 takes the same Adam update
      * u = 0.1/0.19 * 0.02 / (sqrt(0.00031225)/sqrt(0.001999) + 1e-8) = 0.0266337033 as p0 = 1:
@@ -721,7 +721,7 @@ START_TEST(test_adam_converges_on_quadratic)
         double gr[5];
         for (int i = 0; i < 5; i++) gr[i] = a[i] * (x[i] - c[i]);
         blob_set(&g, gr);
-        mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg);
+        ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &cfg), MG_RT_OK);
     }
     x[0] = w_of(&p)[0];
     x[1] = w_of(&p)[1];
@@ -733,6 +733,87 @@ START_TEST(test_adam_converges_on_quadratic)
     ck_assert_msg(f < 1e-6 * f0, "loss %g -> %g", f0, f);
     ck_assert_uint_eq(st.step, 400);
     ck_assert_int_eq(i_of(&p)[1], -7);
+}
+END_TEST
+
+/* The optimizers refuse what they cannot run (review19: they returned nothing, so beta1 = 1, a
+ * NaN learning rate or eps = 0 turned every parameter into NaN or inf without a word): a status
+ * names the problem and no blob, nor Adam's step count, is touched. */
+START_TEST(test_optim_refuses_bad_settings)
+{
+    const double inf = INFINITY, qnan = NAN;
+    blob p, g, v, m, p_before, v_before, m_before;
+    blob_set(&p, k_p0);
+    blob_set(&g, k_g1);
+    memset(&v, 0x5a, sizeof v); /* any state: it must come back as it was */
+    memset(&m, 0x3c, sizeof m);
+    p_before = p;
+    v_before = v;
+    m_before = m;
+
+    const mg_sgd_config sgd_ok = { .lr = 0.1, .momentum = 0.9, .weight_decay = 0.0, .nesterov = 0 };
+    const mg_sgd_config sgd_bad[] = {
+        { .lr = qnan, .momentum = 0.9 }, { .lr = -0.1, .momentum = 0.9 }, { .lr = inf, .momentum = 0.9 },
+        { .lr = 0.1, .momentum = -0.5 }, { .lr = 0.1, .momentum = qnan }, { .lr = 0.1, .momentum = 0.9, .weight_decay = -1 },
+        { .lr = 0.1, .momentum = 0.9, .weight_decay = qnan }, { .lr = 0.1, .momentum = 0.0, .nesterov = 1 },
+    };
+    for (size_t i = 0; i < sizeof sgd_bad / sizeof sgd_bad[0]; i++)
+        ck_assert_msg(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, &sgd_bad[i]) == MG_RT_ERR_CONFIG,
+                      "sgd setting %zu accepted", i);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, NULL, &sgd_ok), MG_RT_ERR_ARG); /* momentum, no velocity */
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, NULL, g.bytes, v.bytes, &sgd_ok), MG_RT_ERR_ARG);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, NULL, v.bytes, &sgd_ok), MG_RT_ERR_ARG);
+    ck_assert_int_eq(mg_sgd_step(NULL, NT, p.bytes, g.bytes, v.bytes, &sgd_ok), MG_RT_ERR_ARG);
+    ck_assert_int_eq(mg_sgd_step(k_descs, -1, p.bytes, g.bytes, v.bytes, &sgd_ok), MG_RT_ERR_ARG);
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, v.bytes, NULL), MG_RT_ERR_ARG);
+    /* nothing to update (a model without params: its blobs of 0 bytes may be NULL) */
+    ck_assert_int_eq(mg_sgd_step(NULL, 0, NULL, NULL, NULL, &sgd_ok), MG_RT_OK);
+    ck_assert_int_eq(mg_sgd_step(NULL, 0, NULL, NULL, NULL, &sgd_bad[0]), MG_RT_ERR_CONFIG);
+    ck_assert_msg(!memcmp(&p, &p_before, sizeof p) && !memcmp(&v, &v_before, sizeof v), "a refused SGD step wrote");
+
+    mg_adam_state st = { m.bytes, v.bytes, 7 };
+    const mg_adam_config ok = mg_adam_defaults(1e-3);
+    mg_adam_config bad[12];
+    for (int i = 0; i < 12; i++) bad[i] = ok;
+    bad[0].beta1 = 1.0;
+    bad[1].beta1 = -0.1;
+    bad[2].beta2 = 1.0;
+    bad[3].beta2 = qnan;
+    bad[4].eps = 0.0;
+    bad[5].eps = -1e-8;
+    bad[6].eps = inf;
+    bad[7].lr = qnan;
+    bad[8].lr = -1e-3;
+    bad[9].lr = inf;
+    bad[10].weight_decay = -0.01;
+    bad[11].weight_decay = qnan;
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &bad[i]) == MG_RT_ERR_CONFIG,
+                      "adam setting %d accepted", i);
+    ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, NULL, &ok), MG_RT_ERR_ARG);
+    mg_adam_state no_m = { NULL, v.bytes, 7 };
+    ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &no_m, &ok), MG_RT_ERR_ARG);
+    ck_assert_int_eq(mg_adam_step(k_descs, NT, NULL, g.bytes, &st, &ok), MG_RT_ERR_ARG);
+    ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, NULL), MG_RT_ERR_ARG);
+    ck_assert_uint_eq(st.step, 7);
+    mg_adam_state none = { NULL, NULL, 0 };
+    ck_assert_int_eq(mg_adam_step(NULL, 0, NULL, NULL, &none, &ok), MG_RT_OK);
+    ck_assert_uint_eq(none.step, 1);
+    ck_assert_msg(!memcmp(&p, &p_before, sizeof p) && !memcmp(&v, &v_before, sizeof v) &&
+                      !memcmp(&m, &m_before, sizeof m),
+                  "a refused Adam step wrote");
+    ck_assert_str_eq(mg_rt_status_name(MG_RT_ERR_CONFIG), "MG_RT_ERR_CONFIG");
+
+    /* the limits themselves run: lr 0, momentum 0 without velocity, beta1 0 */
+    const mg_sgd_config zero = { 0 };
+    ck_assert_int_eq(mg_sgd_step(k_descs, NT, p.bytes, g.bytes, NULL, &zero), MG_RT_OK);
+    ck_assert_msg(!memcmp(&p, &p_before, sizeof p), "lr 0 moved the params");
+    mg_adam_config b0 = ok;
+    b0.beta1 = 0.0;
+    memset(&m, 0, sizeof m);
+    memset(&v, 0, sizeof v);
+    ck_assert_int_eq(mg_adam_step(k_descs, NT, p.bytes, g.bytes, &st, &b0), MG_RT_OK);
+    ck_assert_uint_eq(st.step, 8);
 }
 END_TEST
 
@@ -786,6 +867,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_adamw_two_steps);
     tcase_add_test(tc, test_adam_converges_on_quadratic);
     tcase_add_test(tc, test_adam_defaults);
+    tcase_add_test(tc, test_optim_refuses_bad_settings);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -289,8 +289,15 @@ int main(int argc, char **argv)
                 double t = ((double)(ep - 1) * steps + s) / total_steps;
                 sgd.lr = adam_cfg.lr = lr * 0.5 * (1.0 + cos(3.14159265358979323846 * t));
             }
-            if (adam) mg_adam_step(FN(params_desc), UP(NUM_PARAMS), params, grads, &adam_st, &adam_cfg);
-            else mg_sgd_step(FN(params_desc), UP(NUM_PARAMS), params, grads, vel, &sgd);
+            mg_rt_status st = adam ? mg_adam_step(FN(params_desc), UP(NUM_PARAMS), params, grads, &adam_st, &adam_cfg)
+                                   : mg_sgd_step(FN(params_desc), UP(NUM_PARAMS), params, grads, vel, &sgd);
+            if (st != MG_RT_OK) { /* a setting the optimizer refuses (the options are checked, so not expected) */
+                fprintf(stderr, "train: the %s step refused its settings (learning rate %g): %s\n", adam ? "Adam" : "SGD",
+                        adam ? adam_cfg.lr : sgd.lr, mg_rt_status_name(st));
+                free(params); free(grads); free(vel); free(adam_v); free(ws); free(xb); free(yb); free(logits);
+                free(perm); free(tr.images); free(tr.labels); free(te.images); free(te.labels);
+                return 1;
+            }
         }
         double train_s = now() - t0;
         int correct = 0;
