@@ -155,9 +155,11 @@ typedef struct source {
     size_t len;
 } source;
 
+/* The file read (a model or a graph; "-" was made /dev/stdin), named in messages as cc names it:
+ * "<stdin>:3:7: error: ..." rather than /dev/stdin (review19). */
 static int read_source(const char *path, source *s)
 {
-    s->path = path;
+    s->path = strcmp(path, "/dev/stdin") ? path : "<stdin>";
     mg_diag d = {0};
     /* at most 256 MiB: no model or graph is that large */
     if (mg_read_file(path, (size_t)1 << 28, &s->text, &s->len, &d)) {
@@ -489,15 +491,13 @@ static int run_frontend(const char *path, compiled *c, int to_plan)
     mg_diag d = {0};
     memset(c, 0, sizeof *c);
     if (read_source(path, &c->src)) return 1;
-    if (mg_parse(path, c->src.text, c->src.len, &c->g, &d) || mg_autodiff(c->g, &d)) {
+    if (mg_parse(c->src.path, c->src.text, c->src.len, &c->g, &d) || mg_autodiff(c->g, &d)) {
         print_diag(&c->src, &d);
         return 1;
     }
     return to_plan ? plannable(c) : 0;
 }
 
-/* Plans both functions under the options' budget and solver. A budget no plan meets is an
- * error that names the budget, the minimum feasible one and the store-all workspace. */
 /* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad;
  * 0 with --no-cache or when there is no home to put it in. A --cache-dir that names something
  * other than a directory is said to be unusable (a warning: planning goes on uncached), where
@@ -555,7 +555,9 @@ static void no_plan_error(const char *path, mg_solver solver, int64_t want, int6
                 solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
 }
 
-/* want_min: MG_MIN_YES for the commands that report the minimum feasible budget, MG_MIN_AS_PLANNED
+/* Plans both functions under the options' budget and solver. A budget no plan meets is an
+ * error that names the budget, the minimum feasible one and the store-all workspace.
+ * want_min: MG_MIN_YES for the commands that report the minimum feasible budget, MG_MIN_AS_PLANNED
  * for compile, which emits the same plan without searching the part counts that would only lower
  * the minimum (plan.h) */
 static int run_planner(options *o, compiled *c, int want_min)
@@ -653,7 +655,7 @@ static int cmd_check(options *o)
         }
         printf("%s: ok: model %s, %d input%s, %d param%s, %d forward and %d backward operation%s, %d constant%s, "
                "hash 0x%016llx\n",
-               o->model, c.g->model_name, c.g->ninputs, mg_plural(c.g->ninputs), c.g->nparams, mg_plural(c.g->nparams),
+               c.src.path, c.g->model_name, c.g->ninputs, mg_plural(c.g->ninputs), c.g->nparams, mg_plural(c.g->nparams),
                nf, nb, mg_plural(nb), nconst, mg_plural(nconst), (unsigned long long)mg_graph_hash(c.g));
     }
     compiled_free(&c);
@@ -671,7 +673,7 @@ static int cmd_plan_graph(options *o)
     char err[256], h[32];
     int rc = 0;
     if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) rc = usage_error("%s", err);
-    if (!rc && mg_problem_from_json(o->graph, src.text, src.len, &pr, &d)) {
+    if (!rc && mg_problem_from_json(src.path, src.text, src.len, &pr, &d)) {
         print_diag(&src, &d);
         rc = 1;
     }
@@ -690,9 +692,9 @@ static int cmd_plan_graph(options *o)
         }
     }
     double secs = mg_seconds() - t0;
-    if (!rc && sol.note) fprintf(stderr, "%s: note: %s\n", o->graph, sol.note);
+    if (!rc && sol.note) fprintf(stderr, "%s: note: %s\n", src.path, sol.note);
     if (!rc && !sol.plan) {
-        no_plan_error(o->graph, o->solver, budget, sol.min_feasible_bytes, all.store_all_bytes, 0);
+        no_plan_error(src.path, o->solver, budget, sol.min_feasible_bytes, all.store_all_bytes, 0);
         rc = 1;
     } else if (!rc && o->format && !strcmp(o->format, "json")) {
         char *j = mg_problem_plan_json(pr, &sol, budget, secs, mg_solver_names[o->solver]);
@@ -701,7 +703,7 @@ static int cmd_plan_graph(options *o)
     } else if (!rc) {
         const mg_plan *t = sol.plan;
         int edges = pr->in_start[pr->n];
-        printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s)\n", o->graph, pr->n, mg_plural(pr->n),
+        printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s)\n", src.path, pr->n, mg_plural(pr->n),
                edges, mg_plural(edges), mg_solver_names[o->solver],
                sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
         if (budget != INT64_MAX)
@@ -727,7 +729,7 @@ static int cmd_plan_graph(options *o)
             print_diag(&src, &d);
             rc = 1;
         } else {
-            fprintf(stderr, "%s: plan verified: %d step%s, %d buffer%s in %lld workspace %s\n", o->graph,
+            fprintf(stderr, "%s: plan verified: %d step%s, %d buffer%s in %lld workspace %s\n", src.path,
                     sol.plan->nsteps, mg_plural(sol.plan->nsteps), sol.plan->nbufs, mg_plural(sol.plan->nbufs),
                     (long long)sol.plan->workspace_bytes, mg_bytes_word(sol.plan->workspace_bytes));
         }
@@ -892,7 +894,7 @@ static int cmd_sweep(options *o)
     mg_diag d = {0};
     if (o->graph) {
         if (read_source(o->graph, &src)) return 1;
-        if (mg_problem_from_json(o->graph, src.text, src.len, &pr, &d)) {
+        if (mg_problem_from_json(src.path, src.text, src.len, &pr, &d)) {
             print_diag(&src, &d);
             free(src.text);
             return 1;
@@ -981,7 +983,7 @@ static int cmd_sweep(options *o)
         mg_plan_free(prev);
         mg_planned_free(&prevp);
     }
-    const char *what = pr ? o->graph : c.g->model_name;
+    const char *what = pr ? src.path : c.g->model_name;
     if (rc) print_diag(where, &d);
     else if (!o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
     if (!rc && o->svg) {

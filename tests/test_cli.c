@@ -1972,7 +1972,13 @@ START_TEST(test_dash_is_standard_input_and_output)
     char cmd[8192], *out;
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check - < m.mg", dir, MG_MEMGRAD);
     int rc = tu_run(cmd, &out);
-    ck_assert_msg(rc == 0 && strstr(out, "ok: model mlp"), "check - exited %d:\n%s", rc, out);
+    ck_assert_msg(rc == 0 && strstr(out, "<stdin>: ok: model mlp"), "check - exited %d:\n%s", rc, out);
+    free(out);
+    /* and named as cc names it, "<stdin>:LINE:COL", where it said /dev/stdin (review19) */
+    write_model("bad.mg", "model bad\ninput x: f32[4]\noutput y = nosuch(x)\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check - < bad.mg", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && strstr(out, "<stdin>:3:") && !strstr(out, "/dev/stdin"), "check - exited %d:\n%s", rc, out);
     free(out);
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' compile m.mg -o - --no-cache -O0 > obj && '%s' compile - -o x.o "
              "--emit-llvm - --no-cache -O0 < m.mg > ll", dir, MG_MEMGRAD, MG_MEMGRAD);
