@@ -1729,12 +1729,18 @@ mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *P, 
 
 mg_status mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *P, int64_t same[2], mg_diag *d)
 {
+    return mg_arena_assign_effort(p, capacity, 1.0, P, same, d);
+}
+
+mg_status mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg_arena_scratch *P, int64_t same[2],
+                                 mg_diag *d)
+{
     int n = p->nbufs;
     mg_interval *iv = pal(P, (size_t)n * sizeof *iv);
     for (int i = 0; i < n; i++)
         iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
     /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
-    mg_arena_opts o = {INT64_MAX, 3.0, plan_work_limit};
+    mg_arena_opts o = {INT64_MAX, 3.0, (int64_t)((double)plan_work_limit * effort)};
     mg_arena_stats st;
     p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, &st, P);
     if (same) {

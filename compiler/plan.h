@@ -246,6 +246,9 @@ mg_status mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scratch *scr
  * search ran, from the capacity up), so a caller that places the same buffers again under
  * another capacity in it may take this one. */
 mg_status mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *scratch, int64_t same[2], mg_diag *d);
+/* The same with effort times the search effort of the others (0: the greedy placements alone). */
+mg_status mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg_arena_scratch *scratch,
+                                 int64_t same[2], mg_diag *d);
 
 /* plan_verify.c: the independent checker; replays the schedule of prob. */
 mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);

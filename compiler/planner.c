@@ -248,8 +248,8 @@ static void missed_free(missed_memo *mm)
  * these buffers missing the budget for the same target (any_target: for any target): then p
  * takes the figures placed then. A placement that misses the budget is remembered. On an error
  * the caller frees p. */
-static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, missed_memo *mm, int any_target,
-                                  mg_diag *d)
+static mg_status place_effort(mg_plan *p, int64_t budget, int64_t within, missed_memo *mm, int any_target,
+                              double effort, mg_diag *d)
 {
     miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
     const missed *e = missed_find(mm, k, p->nbufs, within, any_target);
@@ -259,9 +259,15 @@ static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, mi
         return MG_OK;
     }
     int64_t same[2];
-    if (mg_arena_assign_same(p, within, NULL, same, d)) return MG_ERR;
+    if (mg_arena_assign_effort(p, within, effort, NULL, same, d)) return MG_ERR;
     if (p->workspace_bytes > budget) missed_add(mm, p, k, same);
     return MG_OK;
+}
+
+static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, missed_memo *mm, int any_target,
+                                  mg_diag *d)
+{
+    return place_effort(p, budget, within, mm, any_target, 1.0, d);
 }
 
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
@@ -821,6 +827,17 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
  * well below its peak. */
 enum { DESCENT_ROUNDS = 4, DESCENT_TRIES = 3, DESCENT_KEEP = 3, DESCENT_TOL = 100 };
 static const double DESCENT_TOL_WASTE = 0.05;
+/* Where the bisection's plan places without waste the descent once seemed useless, and did not
+ * run; but the bisection takes the first variant that fits, and others place lower: resnet50's
+ * bisection named 4,521,459,712 bytes while the solve at a budget met 4,315,938,816, so `plan
+ * --budget 4.4GB` planned in 4,345,561,088 and said the minimum was 4,521,459,712. There the
+ * descent's time is placements that miss: most variants' schedules place 9-17% above their
+ * peak live bytes whatever the arena's search, which spends its whole effort before it gives
+ * up, while those that place at their peak are found within an eighth of it (0.31-0.53 of 4
+ * million items). So that descent searches with DESCENT_QUICK of the effort: the same minimums
+ * as the whole effort but on layered_n250 (116,330 bytes, 114,799 with it), +0.15 s a resnet50
+ * solve (with the whole effort +0.3 s). */
+static const double DESCENT_QUICK = 0.25;
 
 static int variant_by_peak(const void *a, const void *b)
 {
@@ -832,13 +849,13 @@ static int variant_by_peak(const void *a, const void *b)
 /* Variant o's schedule p (at cap budget; taken over) placed within budget, its cap lowered
  * when it misses; *out is NULL when no try fits. */
 static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_plan *p, int64_t budget,
-                             search_memo *memo, missed_memo *mm, mg_plan **out, mg_diag *d)
+                             double effort, search_memo *memo, missed_memo *mm, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < DESCENT_TRIES && p; it++) {
         /* (any target: what missed a larger budget of the descent misses this one) */
-        if (place_remembered(p, budget, budget, mm, 1, d)) {
+        if (place_effort(p, budget, budget, mm, 1, effort, d)) {
             mg_plan_free(p);
             return MG_ERR;
         }
@@ -913,8 +930,10 @@ static mg_status descend_ladder(const mg_problem *pr, missed_memo *mm, variant *
     return st;
 }
 
-/* The least placed workspace below hi the descent finds, into *out (NULL: none). */
-static mg_status descend(const mg_problem *pr, int64_t hi, search_memo *memo, mg_plan **out, mg_diag *d)
+/* The least placed workspace below hi the descent finds, into *out (NULL: none); its placements
+ * search with effort times the arena's usual effort. */
+static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search_memo *memo, mg_plan **out,
+                         mg_diag *d)
 {
     *out = NULL;
     mg_status st = MG_OK;
@@ -945,7 +964,7 @@ static mg_status descend(const mg_problem *pr, int64_t hi, search_memo *memo, mg
             if (st || (least && v[i].p->peak_live_bytes >= least->workspace_bytes && nwon == DESCENT_KEEP))
                 mg_plan_free(v[i].p);
             else
-                st = place_below(pr, &v[i].o, v[i].p, budget, memo, &mm, &p, d);
+                st = place_below(pr, &v[i].o, v[i].p, budget, effort, memo, &mm, &p, d);
             if (p && nwon < DESCENT_KEEP) won[nwon++] = v[i].o;
             if (p && (!least || p->workspace_bytes < least->workspace_bytes ||
                       (p->workspace_bytes == least->workspace_bytes && p->flops_executed < least->flops_executed))) {
@@ -1062,8 +1081,9 @@ typedef struct min_search_job {
     const char *keep;
     /* out: the least budget with a plan (hi; found: it has one, else `below` with none under
      * it), its plan (best) and the cheapest plan within the budget seen (cheap, which may be
-     * best); st and d as a planner call's */
-    int64_t hi;
+     * best); the bisection's least (bisected: hi before the descent; -1 where nothing was found);
+     * st and d as a planner call's */
+    int64_t hi, bisected;
     int found;
     mg_plan *best, *cheap;
     mg_status st;
@@ -1148,15 +1168,15 @@ static void min_search(min_search_job *r)
         }
     }
     missed_free(&bm);
-    /* the descent: from the bisection's minimum where its plan wastes more than
-     * DESCENT_WASTE of its peak live bytes in the arena (elsewhere the variants rarely
-     * place lower, and the descent would only cost time: the Checkmate graphs, layered
-     * DAGs), or from `below` where the bisection found nothing under it (the minimum of the
-     * fewer parts tried before, which the descent there made); not where floor is met */
-    if (!r->st && searching && ((found && wastes(best, DESCENT_WASTE)) || (!found && below > 0)) &&
-        !(floor > 0 && hi <= floor)) {
+    r->bisected = found ? hi : -1;
+    /* the descent: from the bisection's minimum, or from `below` where the bisection found
+     * nothing under it (the minimum of the fewer parts tried before, which the descent there
+     * made); not where floor is met. Where the bisection's plan wastes at most DESCENT_WASTE of
+     * its peak live bytes, a quick one (DESCENT_QUICK) */
+    if (!r->st && searching && (found || below > 0) && !(floor > 0 && hi <= floor)) {
         mg_plan *p;
-        if (!(r->st = descend(pr, hi, &mmemo, &p, &r->d)) && p) {
+        double effort = found && !wastes(best, DESCENT_WASTE) ? DESCENT_QUICK : 1.0;
+        if (!(r->st = descend(pr, hi, effort, &mmemo, &p, &r->d)) && p) {
             hi = p->workspace_bytes;
             found = 1;
             if (best != cheap) mg_plan_free(best);
@@ -1255,10 +1275,16 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * plans fit this budget as well; it runs even where the search at the budget improved
          * the plan, which can stay dearer than at the minimum (resnet50 at 4.6 GB: 1.1852 of
          * running every op once from its own walks, 1.1543 at the minimum, 4.52 GB; 4.7 GB had
-         * 1.2176 against 1.1856 when this was first written) */
-        if (!st && found && solver == MG_SOLVER_AUTO && out->plan && out->optimal != 1 &&
-            hi < budget && (double)(budget - hi) <= NEAR_MIN * (double)hi)
-            st = improve_below(pr, hi, &memo, &out->plan, d);
+         * 1.2176 against 1.1856 when this was first written). And a little above the bisection's
+         * least budget, where the descent went below it, the same there: the plans swing with
+         * the budget, and a cheap one there is lost to budgets above it (resnet50: the descent's
+         * minimum 4,315,938,816, 1.2279; at the bisection's 4,521,459,712 1.1518, and at 4.6
+         * GB 1.1834 from the solve at the budget and the minimum's) */
+        const int64_t at[2] = {hi, job.bisected};
+        for (int k = 0; k < 2; k++)
+            if (!st && found && solver == MG_SOLVER_AUTO && out->plan && out->optimal != 1 && at[k] > 0 &&
+                (k == 0 || at[1] != at[0]) && at[k] < budget && (double)(budget - at[k]) <= NEAR_MIN * (double)at[k])
+                st = improve_below(pr, at[k], &memo, &out->plan, d);
         /* and the whole solve at budgets between the minimum and this one (near_min_rungs), whose
          * plans fit it as well */
         if (!st && found && solver == MG_SOLVER_AUTO && out->optimal != 1 && hi < budget &&
