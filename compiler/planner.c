@@ -662,6 +662,16 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     return st;
 }
 
+/* The polish at `at` of *out where walks there made it cheaper than `before`. */
+static mg_status polish_walked(const mg_problem *pr, int64_t at, double before, search_memo *memo, mg_plan **out,
+                               mg_diag *d)
+{
+    if ((*out)->flops_executed < before && (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP) &&
+        improve_polish_plans(pr, *out, memo->lower_bound) > 0)
+        return mg_polish_schedule(pr, at, improve_polish_plans(pr, *out, memo->lower_bound), out, d);
+    return MG_OK;
+}
+
 /* The improvement search of solve_at at a smaller budget `at` (from the variants there), into
  * *out (a plan within a budget of at least `at`). */
 static mg_status improve_below(const mg_problem *pr, int64_t at, search_memo *memo, mg_plan **out, mg_diag *d)
@@ -684,10 +694,20 @@ static mg_status improve_below(const mg_problem *pr, int64_t at, search_memo *me
     }
     /* a plan from the walks here: the polish at `at` too, as solve_at would have run it there
      * (resnet50 at 4.6 GB: 1.1543 from the walks at its minimum, 1.1518 polished) */
-    if (!st && (*out)->flops_executed < before && (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP) &&
-        improve_polish_plans(pr, *out, memo->lower_bound) > 0)
-        st = mg_polish_schedule(pr, at, improve_polish_plans(pr, *out, memo->lower_bound), out, d);
-    return st;
+    return st ? st : polish_walked(pr, at, before, memo, out, d);
+}
+
+/* The walk of improve_below from one variant o (not sched_rc.c's) whose schedule under its cap
+ * places within `at`, and the polish. */
+static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int64_t at, search_memo *memo,
+                              mg_plan **out, mg_diag *d)
+{
+    if (o->rc || improve_schedules(pr) == 0 || !*out || (*out)->flops_executed <= memo->lower_bound * (1 + IMPROVE_GAP))
+        return MG_OK;
+    double before = (*out)->flops_executed;
+    int spare = improve_schedules(pr);
+    mg_status st = mg_improve_schedule_n(pr, o, at, &spare, out, d);
+    return st ? st : polish_walked(pr, at, before, memo, out, d);
 }
 
 /* The exact solver under budget, auto's plan as the incumbent. The program caps peak live
@@ -1280,6 +1300,14 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         if (best != cheap) mg_plan_free(best);
         best = NULL;
         out->min_feasible_bytes = hi; /* (`below` itself when nothing was found under it) */
+        /* a budget from the minimum to a little above it: a walk from the variant whose schedule
+         * the descent placed at the minimum. There most variants' schedules place far above
+         * their peak (resnet50: 9-17%), and the walks start only from those that miss by at most
+         * 5%, while that one placed at its peak (resnet50 at its minimum: 1.2279 -> 1.1952 of
+         * running every op once) */
+        if (!st && found && job.descended && solver == MG_SOLVER_AUTO && out->optimal != 1 && hi <= budget &&
+            (double)(budget - hi) <= NEAR_MIN * (double)hi)
+            st = improve_from(pr, &job.seed, hi, &memo, &out->plan, d);
         /* a budget a little above the minimum: the improvement search at the minimum too, whose
          * plans fit this budget as well; it runs even where the search at the budget improved
          * the plan, which can stay dearer than at the minimum (resnet50 at 4.6 GB: 1.1852 of
@@ -1287,23 +1315,8 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * 1.2176 against 1.1856 when this was first written). And a little above the bisection's
          * least budget, where the descent went below it, the same there: the plans swing with
          * the budget, and a cheap one there is lost to budgets above it (resnet50: the descent's
-         * minimum 4,315,938,816, 1.2279; at the bisection's 4,521,459,712 1.1518, and at 4.6
-         * GB 1.1834 from the solve at the budget and the minimum's) */
-        /* and a walk from the variant whose schedule the descent placed at the minimum: there
-         * most variants' schedules place far above their peak (resnet50: 9-17%), and the walks
-         * start only from those that miss by at most 5%, while that one placed at its peak
-         * (resnet50 at its minimum: 1.2279 -> 1.1952 of running every op once) */
-        if (!st && found && job.descended && solver == MG_SOLVER_AUTO && out->plan && out->optimal != 1 &&
-            hi <= budget && (double)(budget - hi) <= NEAR_MIN * (double)hi &&
-            out->plan->flops_executed > memo.lower_bound * (1 + IMPROVE_GAP) && improve_schedules(pr) > 0) {
-            double before = out->plan->flops_executed;
-            int spare = improve_schedules(pr);
-            st = mg_improve_schedule_n(pr, &job.seed, hi, &spare, &out->plan, d);
-            if (!st && out->plan->flops_executed < before &&
-                out->plan->flops_executed > memo.lower_bound * (1 + IMPROVE_GAP) &&
-                improve_polish_plans(pr, out->plan, memo.lower_bound) > 0)
-                st = mg_polish_schedule(pr, hi, improve_polish_plans(pr, out->plan, memo.lower_bound), &out->plan, d);
-        }
+         * minimum 4,315,938,816, 1.2279 then; at the bisection's 4,521,459,712 1.1518, and at
+         * 4.61 GB 1.1834 from the solve at the budget and the minimum's) */
         const int64_t at[2] = {hi, job.bisected};
         for (int k = 0; k < 2; k++)
             if (!st && found && solver == MG_SOLVER_AUTO && out->plan && out->optimal != 1 && at[k] > 0 &&
@@ -1314,7 +1327,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * solve found a plan: the descent below it reaches placements the solve's rarely meet,
          * whose arena searches spend their whole effort and miss (layered_n250 at 0.8 of its
          * peak: rungs from the descent's 116,330 bytes took 3.6 s and found nothing cheaper,
-         * from the bisection's 116,800 0.9 s) */
+         * from the bisection's 116,800 1.2 s and 1.0633, as before) */
         int64_t from = out->plan && job.bisected > hi && job.bisected < budget ? job.bisected : hi;
         if (!st && found && solver == MG_SOLVER_AUTO && out->optimal != 1 && hi < budget &&
             (double)(budget - hi) <= NEAR_MIN * (double)hi &&
