@@ -1076,7 +1076,7 @@ static int cmd_compile(options *o)
         }
     }
     if (!rc && o->header) {
-        char *h = mg_header_text(&c.prog);
+        char *h = mg_header_text(&c.prog, o->out);
         rc = write_file(o->header, outs[1].tmp, h);
         free(h);
     }

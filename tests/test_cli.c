@@ -563,7 +563,7 @@ START_TEST(test_compile_writes_object_and_header)
     ck_assert_int_eq(mg(&out, "plan '%s'", m), 0);
     long long ws = figure(out, "  workspace ");
     free(out);
-    snprintf(want, sizeof want, "((size_t)%lld)", ws);
+    snprintf(want, sizeof want, "MG_SIZE_BYTES(%lld)", ws);
     const char *wl = strstr(h, "#define MLP_WORKSPACE_BYTES");
     ck_assert_msg(strstr(wl, want) && strstr(wl, want) < strchr(wl, '\n'), "header workspace is not %s:\n%s", want, wl);
     /* the header is valid C on its own */
@@ -953,7 +953,7 @@ START_TEST(test_zero_budget_is_a_budget)
     ck_assert_msg(rc == 0, "compile --budget 0 exited %d:\n%s", rc, out);
     free(out);
     char *h = tu_read(path("z.h"));
-    ck_assert_msg(h && strstr(h, "#define A_WORKSPACE_BYTES ((size_t)0)"), "%s", h ? h : "(no header)");
+    ck_assert_msg(h && strstr(h, "#define A_WORKSPACE_BYTES MG_SIZE_BYTES(0)"), "%s", h ? h : "(no header)");
     free(h);
     /* arena --capacity 0 is a capacity too: the buffers do not fit it */
     const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n");
@@ -1215,6 +1215,82 @@ START_TEST(test_byte_order_mark)
     rc = mg(&out, "plan --graph '%s' --no-cache --verify", g);
     ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "graph with a BOM: exited %d:\n%s", rc, out);
     free(out);
+}
+END_TEST
+
+/* The header is for C and C++ programs: its size macros compile in C99 with -pedantic, under
+ * clang's -Weverything, and in C++ under -Wold-style-cast -Werror (a C cast in a macro made
+ * every use an error there), and a program of each kind links against the object and runs.
+ * Its link hint names the object -o wrote, not the model (it said net.o for -o obj/step.o);
+ * with -o - there is no file to name. */
+START_TEST(test_header_builds_as_c_and_cpp)
+{
+    const char *src = "model net\ninput x: f32[4, 3, 5, 5]\ninput y: i32[4]\nparam w: f32[2, 3, 3, 3] = he\n"
+                      "param g: f32[2] = ones\nparam b: f32[2] = zeros\nparam v: f32[18, 3] = he\n"
+                      "h = relu(batch_norm(conv2d(x, w, stride=2, pad=1), g, b))\n"
+                      "logits = flatten(h) @ v\nl = cross_entropy(logits, y)\noutput logits\nminimize l\n";
+    const char *m = write_model("net.mg", src);
+    ck_assert(mkdir(path("obj"), 0777) == 0);
+    char *out, cmd[8192];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("obj/step.o"), path("net.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("net.h"));
+    ck_assert_msg(h && strstr(h, "cc app.c step.o -lm") && !strstr(h, "net.o"), "the link hint:\n%.400s", h);
+    free(h);
+    rc = mg(&out, "compile '%s' -o - --header '%s' --no-cache -O0 > /dev/null", m, path("dash.h"));
+    ck_assert_msg(rc == 0, "compile -o - exited %d:\n%s", rc, out);
+    free(out);
+    h = tu_read(path("dash.h"));
+    ck_assert_msg(h && strstr(h, "cc app.c OBJECT.o -lm") && !strstr(h, "stdout"), "the link hint, -o -:\n%.400s", h);
+    free(h);
+    /* void pointers only, so that the same text is C and C++ */
+    const char *app =
+        "#include \"net.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+        "int main(void)\n{\n"
+        "    size_t sizes[3] = {NET_WORKSPACE_BYTES, NET_PARAM_BYTES, NET_STATE_BYTES};\n"
+        "    unsigned long long hash = NET_MODEL_HASH;\n"
+        "    int counts[5] = {NET_NUM_PARAMS, NET_NUM_INPUTS, NET_NUM_OUTPUTS, NET_HAS_STATE, NET_NUM_STATE};\n"
+        "    void *params = calloc(1, NET_PARAM_BYTES), *grads = calloc(1, NET_PARAM_BYTES);\n"
+        "    void *state = calloc(1, NET_STATE_BYTES), *ws = calloc(1, NET_WORKSPACE_BYTES);\n"
+        "    const void *in[NET_NUM_INPUTS];\n    void *outs[NET_NUM_OUTPUTS];\n"
+        "    for (int i = 0; i < NET_NUM_INPUTS; i++) in[i] = calloc(1, net_inputs_desc[i].bytes);\n"
+        "    for (int i = 0; i < NET_NUM_OUTPUTS; i++) outs[i] = calloc(1, net_outputs_desc[i].bytes);\n"
+        "    net_init_params(params, 1);\n    net_init_state(state);\n"
+        "    float loss = net_train_step(params, grads, in, ws, state);\n"
+        "    net_forward(params, state, in, outs, ws);\n    net_forward_train(params, state, in, outs, ws);\n"
+        "    printf(\"loss %.4f ws %zu params %zu state %zu hash %llx counts %d %d %d %d %d %s %s\\n\", "
+        "loss + 0.0, sizes[0], sizes[1], sizes[2], hash, counts[0], counts[1], counts[2], counts[3], counts[4], "
+        "net_params_desc[0].name, net_state_desc[0].name);\n"
+        "    return 0;\n}\n";
+    write_model("app.c", app);
+    write_model("app.cpp", app);
+    /* -Weverything also judges the program's own code: this one has only uses of the header */
+    write_model("uses.c", "#include \"net.h\"\n"
+                          "size_t net_sizes(void);\nint net_counts(void);\nunsigned long long net_hash(void);\n"
+                          "const char *net_names(void);\n"
+                          "size_t net_sizes(void) { return NET_WORKSPACE_BYTES + NET_PARAM_BYTES + NET_STATE_BYTES; }\n"
+                          "int net_counts(void)\n{\n    return NET_NUM_PARAMS + NET_NUM_INPUTS + NET_NUM_OUTPUTS + "
+                          "NET_HAS_STATE + NET_NUM_STATE + MG_F32 + MG_F64 + MG_I32;\n}\n"
+                          "unsigned long long net_hash(void) { return NET_MODEL_HASH; }\n"
+                          "const char *net_names(void)\n{\n    return net_params_desc->name ? net_inputs_desc->name : "
+                          "net_state_desc->name ? net_outputs_desc->name : \"\";\n}\n");
+    struct {
+        const char *cc, *flags, *file, *then;
+    } builds[] = {{MG_CC, "-std=c99 -pedantic -Wall -Wextra -Werror", "app.c", "obj/step.o -lm -o app && ./app"},
+                  {MG_CLANG, "-std=c99 -pedantic -Weverything -Werror", "uses.c", "-c -o uses.o && echo 'loss counts 4 2 1 1 3 w '"},
+                  {MG_CXX, "-std=c++11 -pedantic -Wall -Wextra -Wold-style-cast -Werror", "app.cpp",
+                   "obj/step.o -lm -o app && ./app"}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(builds[i].cc[0], "no %s found to build %s with (tests/CMakeLists.txt)", i == 2 ? "C++ compiler" : "clang",
+                      builds[i].file);
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s %s %s", dir, builds[i].cc, builds[i].flags, builds[i].file,
+                 builds[i].then);
+        rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && strstr(out, "loss ") && strstr(out, "counts 4 2 1 1 3 w "), "%s %s %s:\n%s",
+                      builds[i].cc, builds[i].flags, builds[i].file, out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -1642,7 +1718,7 @@ END_TEST
 
 /* Was a bug: `compile --target i686-linux-gnu` (or armv7) of a model whose workspace or an
  * input exceeds what a 32-bit program can address wrote an object and a header whose
- * `((size_t)17179869504)` wraps to 64 bytes there: the caller allocated that and the step
+ * `MG_SIZE_BYTES(17179869504)` wraps to 64 bytes there: the caller allocated that and the step
  * overran it. Such a compile is an error (exit 1, no files) naming the buffer and the limit; an
  * input at its declaration. The same model compiles for a 64-bit target. */
 START_TEST(test_compile_32bit_target_refuses_what_it_cannot_address)
@@ -2216,6 +2292,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
+        tcase_add_test(b, test_header_builds_as_c_and_cpp);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
