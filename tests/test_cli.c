@@ -23,6 +23,8 @@
 #include "ir.h"
 #include "testutil.h"
 
+#include <cjson/cJSON.h>
+
 static const char *mlp_src =
     "# A two-layer perceptron for 28x28 images (Fashion-MNIST): 784 -> 256 -> 10.\n"
     "model mlp\n"
@@ -1218,6 +1220,202 @@ START_TEST(test_byte_order_mark)
 }
 END_TEST
 
+/* docs/plan-json.md, read as a user reads it: the tables' first column names the fields (a row
+ * may name several: `fused_chains`, `fused_steps`), the top-level table's second their types. */
+typedef struct doc_fields {
+    int n;
+    char name[64][40], type[64][200];
+} doc_fields;
+
+/* The fields of the table number `table` (0: the first) after the heading `heading`, or those of
+ * the backticked names in the sentence that starts at `sentence` up to `until`. */
+static void doc_table(const char *doc, const char *heading, int table, doc_fields *f)
+{
+    f->n = 0;
+    const char *p = strstr(doc, heading);
+    ck_assert_msg(p, "docs/plan-json.md has no '%s'", heading);
+    const char *end = strstr(p + 1, "\n## ");
+    if (!end) end = p + strlen(p);
+    int t = -1, in_table = 0;
+    for (const char *line = strchr(p, '\n') + 1; line && line < end; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        if (line[0] != '|') {
+            in_table = 0;
+            continue;
+        }
+        if (!in_table) t++, in_table = 1;
+        if (t != table || strncmp(line, "| `", 3)) continue;
+        const char *cell_end = strchr(line + 1, '|'), *type = cell_end + 1, *type_end = strchr(type, '|');
+        for (const char *q = strchr(line, '`'); q && q < cell_end; q = strchr(q + 1, '`')) {
+            const char *e = strchr(q + 1, '`');
+            size_t n = strcspn(q + 1, "`[");
+            ck_assert(f->n < 64 && n < 40);
+            memcpy(f->name[f->n], q + 1, n);
+            f->name[f->n][n] = 0;
+            size_t tn = type_end ? (size_t)(type_end - type) : 0;
+            snprintf(f->type[f->n], sizeof f->type[0], "%.*s", (int)(tn < 199 ? tn : 199), type);
+            f->n++;
+            q = e;
+        }
+    }
+    ck_assert_msg(f->n > 0, "no table %d under '%s' in docs/plan-json.md", table, heading);
+}
+
+static void doc_sentence(const char *doc, const char *start, const char *until, doc_fields *f)
+{
+    f->n = 0;
+    const char *p = strstr(doc, start), *end = p ? strstr(p, until) : NULL;
+    ck_assert_msg(p && end, "docs/plan-json.md has no '%s ... %s'", start, until);
+    /* the names outside parentheses: "`name` (a string, `\"\"` when ...), `bytes` (the graph's
+     * `cost_ram`)" lists name and bytes */
+    int depth = 0;
+    for (const char *q = p + strlen(start); q < end; q++) {
+        depth += (*q == '(') - (*q == ')');
+        if (*q != '`') continue;
+        const char *e = strchr(q + 1, '`');
+        if (!depth) {
+            const char *name = q[1] == '"' ? q + 2 : q + 1; /* `"graph": true` */
+            size_t n = strcspn(name, "`\":");
+            ck_assert(f->n < 64 && n > 0 && n < 40);
+            memcpy(f->name[f->n], name, n);
+            f->name[f->n][n] = 0;
+            f->type[f->n][0] = 0;
+            f->n++;
+        }
+        q = e;
+    }
+}
+
+static int doc_has(const doc_fields *f, const char *name)
+{
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->name[i], name)) return i;
+    return -1;
+}
+
+/* Does v have the type the docs' type column gives ("integer or `null`", "`true` / `false` /
+ * `\"unknown\"`", "`\"memgrad-plan\"`", "1", ...)? */
+static int doc_type_ok(const char *type, const cJSON *v)
+{
+    if (cJSON_IsNumber(v)) {
+        double x = v->valuedouble;
+        if (strstr(type, "number")) return 1;
+        if (strstr(type, "integer")) return x == (double)(long long)x;
+        long long lit;
+        return sscanf(type, " %lld", &lit) == 1 && x == (double)lit;
+    }
+    if (cJSON_IsNull(v)) return strstr(type, "null") != NULL;
+    if (cJSON_IsBool(v)) return strstr(type, "boolean") || strstr(type, "`true`");
+    if (cJSON_IsArray(v)) return strstr(type, "array") != NULL;
+    if (cJSON_IsObject(v)) return strstr(type, "object") != NULL;
+    if (cJSON_IsString(v)) {
+        if (strstr(type, "string")) return 1;
+        char lit[64];
+        snprintf(lit, sizeof lit, "`\"%s\"`", v->valuestring);
+        return strstr(type, lit) != NULL;
+    }
+    return 0;
+}
+
+/* every key of each object in arr (or of the object itself) is documented, and every documented
+ * one is in it; what: for the message */
+static void keys_match(const cJSON *obj, const doc_fields *f, const char *what)
+{
+    for (const cJSON *k = obj->child; k; k = k->next)
+        ck_assert_msg(doc_has(f, k->string) >= 0, "%s: field '%s' is not in docs/plan-json.md", what, k->string);
+    for (int i = 0; i < f->n; i++)
+        ck_assert_msg(cJSON_HasObjectItem(obj, f->name[i]), "%s: docs/plan-json.md's '%s' is missing", what, f->name[i]);
+}
+
+/* Every field docs/plan-json.md promises is in `plan --format json`, with the type it says, and
+ * every field the JSON has is in the docs: the top level, nodes, tensors, both schedules, their
+ * buffers and steps; for `--graph`, the shorter object and nodes the docs list. */
+START_TEST(test_plan_json_matches_its_docs)
+{
+    char docpath[4200];
+    snprintf(docpath, sizeof docpath, "%s/docs/plan-json.md", MG_SOURCE_DIR);
+    char *doc = tu_read(docpath);
+    ck_assert_msg(doc, "cannot read %s", docpath);
+    static doc_fields top, nodes, tensors, sched, steps, graph_top, graph_nodes;
+    doc_table(doc, "\n## Top level", 0, &top);
+    doc_table(doc, "\n## `nodes[]`", 0, &nodes);
+    doc_table(doc, "\n## `tensors[]`", 0, &tensors);
+    doc_table(doc, "\n## Schedules", 0, &sched);
+    doc_table(doc, "\n## Schedules", 1, &steps);
+    doc_sentence(doc, "--format json` writes a shorter object:", "with the meanings above", &graph_top);
+    doc_sentence(doc, "Imported graphs have", "and `phase`", &graph_nodes);
+    snprintf(graph_nodes.name[graph_nodes.n++], 40, "phase");
+    /* the field lists the docs give inline: buffers {id, ...}, a tensor's ranges [{buffer, ...}] */
+    static doc_fields buffers = {6, {"id", "node", "bytes", "offset", "first", "last"}, {""}},
+                      ranges = {4, {"buffer", "first", "last", "offset"}, {""}};
+    ck_assert_msg(strstr(doc, "`{id, node, bytes, offset, first, last}`") && strstr(doc, "`[{buffer, first, last, offset}]`"),
+                  "the buffers' or ranges' fields changed in docs/plan-json.md");
+    /* mlp at 30%: recomputation, micro-batches, outputs; a --graph plan */
+    char *out;
+    const char *m = write_model("mlp.mg", "model mlp\ninput x: f32[64, 32]\ninput y: i32[64]\nparam w1: f32[32, 48]\n"
+                                           "param b1: f32[48]\nparam w2: f32[48, 10]\nh = relu(x @ w1 + b1)\n"
+                                           "logits = h @ w2\nl = cross_entropy(logits, y)\noutput logits\nminimize l\n");
+    char graph[4200];
+    snprintf(graph, sizeof graph, "%s/bench/data/checkmate/unet.json", MG_SOURCE_DIR);
+    for (int g = 0; g < 2; g++) {
+        int rc = g ? mg(&out, "plan --graph '%s' --budget 60%% --format json", graph)
+                   : mg(&out, "plan '%s' --budget 40%% --format json --no-cache", m);
+        ck_assert_msg(rc == 0, "plan exited %d:\n%.2000s", rc, out);
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j, "not JSON:\n%.2000s", out);
+        const char *what = g ? "plan --graph" : "plan";
+        if (g) keys_match(j, &graph_top, what);
+        else {
+            keys_match(j, &top, what);
+            ck_assert_msg(!cJSON_HasObjectItem(j, "graph"), "a model's plan has \"graph\"");
+        }
+        for (const cJSON *k = j->child; k; k = k->next) {
+            int i = doc_has(&top, k->string);
+            if (i < 0) ck_assert_msg(g && !strcmp(k->string, "graph") && cJSON_IsTrue(k), "%s: \"%s\"", what, k->string);
+            else
+                ck_assert_msg(doc_type_ok(top.type[i], k), "%s: '%s' is %s, docs/plan-json.md says%s", what, k->string,
+                              cJSON_PrintUnformatted(k), top.type[i]);
+        }
+        const cJSON *arr, *e;
+        arr = cJSON_GetObjectItem(j, "nodes");
+        ck_assert(cJSON_GetArraySize(arr) > 10);
+        cJSON_ArrayForEach(e, arr) keys_match(e, g ? &graph_nodes : &nodes, "nodes[]");
+        if (!g) {
+            arr = cJSON_GetObjectItem(j, "tensors");
+            ck_assert(cJSON_GetArraySize(arr) > 10);
+            cJSON_ArrayForEach(e, arr)
+            {
+                keys_match(e, &tensors, "tensors[]");
+                const cJSON *r;
+                cJSON_ArrayForEach(r, cJSON_GetObjectItem(e, "ranges")) keys_match(r, &ranges, "tensors[].ranges[]");
+            }
+        }
+        for (int s = 0; s < 2 - g; s++) {
+            const cJSON *sc = cJSON_GetObjectItem(j, s ? "forward" : "train");
+            ck_assert_msg(cJSON_IsObject(sc), "%s: no schedule %s", what, s ? "forward" : "train");
+            keys_match(sc, &sched, s ? "forward" : "train");
+            cJSON_ArrayForEach(e, cJSON_GetObjectItem(sc, "buffers")) keys_match(e, &buffers, "buffers[]");
+            int nsteps = 0, with_scratch = 0;
+            cJSON_ArrayForEach(e, cJSON_GetObjectItem(sc, "steps"))
+            {
+                /* `scratch` only where there is some, `in` not for --graph: the docs say so */
+                for (const cJSON *k = e->child; k; k = k->next)
+                    ck_assert_msg(doc_has(&steps, k->string) >= 0, "steps[]: field '%s' is not in the docs", k->string);
+                for (int i = 0; i < steps.n; i++)
+                    ck_assert_msg(cJSON_HasObjectItem(e, steps.name[i]) || !strcmp(steps.name[i], "scratch") ||
+                                      (g && !strcmp(steps.name[i], "in")),
+                                  "%s steps[]: docs/plan-json.md's '%s' is missing", what, steps.name[i]);
+                with_scratch += cJSON_HasObjectItem(e, "scratch");
+                nsteps++;
+            }
+            ck_assert(nsteps > 0 && (g || with_scratch > 0));
+        }
+        cJSON_Delete(j);
+        free(out);
+    }
+    free(doc);
+}
+END_TEST
+
 /* The header is for C and C++ programs: its size macros compile in C99 with -pedantic, under
  * clang's -Weverything, and in C++ under -Wold-style-cast -Werror (a C cast in a macro made
  * every use an error there), and a program of each kind links against the object and runs.
@@ -2293,6 +2491,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
+        tcase_add_test(b, test_plan_json_matches_its_docs);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
