@@ -215,6 +215,63 @@ START_TEST(test_help)
 }
 END_TEST
 
+/* --help lists every option memgrad takes on a line of its own with what it does (--format of
+ * plan and sweep, --graph, --print-ir and --print-joint were only in the commands' synopses, and
+ * --format under arena's options alone), and lists no option memgrad does not take. */
+START_TEST(test_help_lists_every_option)
+{
+    static const char *const taken[] = {"-o", "--header", "--target", "--cpu", "--emit-llvm", "--no-fuse", "-O0",
+                                        "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
+                                        "--format", "--graph", "--svg", "--trace", "--bytes", "--print-ir",
+                                        "--print-joint", "--capacity", "--cache-dir", "--no-cache", "--help", "--version"};
+    size_t n = sizeof taken / sizeof taken[0];
+    char *out;
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    for (size_t i = 0; i < n; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n  %s ", taken[i]);
+        int found = strstr(out, line) != NULL;
+        if (!strcmp(taken[i], "--help")) found = strstr(out, "\n  -h, --help ") != NULL;
+        if (!strcmp(taken[i], "--version")) found = strstr(out, ";  --version ") != NULL;
+        ck_assert_msg(found, "--help has no line of its own for the option '%s'", taken[i]);
+    }
+    /* every option line names an option memgrad takes */
+    for (const char *p = strstr(out, "\n  -"); p; p = strstr(p + 1, "\n  -")) {
+        char opt[64];
+        ck_assert(sscanf(p + 3, "%63[-A-Za-z0-9]", opt) == 1);
+        size_t i = 0;
+        while (i < n && strcmp(taken[i], opt) && !(!strcmp(opt, "-h") && !strcmp(taken[i], "--help"))) i++;
+        ck_assert_msg(i < n, "--help lists '%s', which memgrad does not take", opt);
+    }
+    free(out);
+    /* and each is taken: by the commands its line names (a wrong one is a usage error, exit 2) */
+    const char *m = write_model("m.mg", "model m\ninput x: f32[4, 3]\nparam w: f32[3, 2]\nl = sum(relu(x @ w))\nminimize l\n");
+    const char *csv = write_model("b.csv", "id,lower,upper,size\n0,0,2,64\n1,1,3,64\n");
+    char graph[4200];
+    snprintf(graph, sizeof graph, "%s/bench/data/checkmate/unet.json", MG_SOURCE_DIR);
+    struct {
+        const char *args;
+        const char *want;
+    } uses[] = {
+        {"plan '%s' --format json --no-cache", "\"format\": \"memgrad-plan\""},
+        {"sweep '%s' --format csv --points 2", "budget_bytes,"},
+        {"check '%s' --print-ir", "%0 = input x"},
+        {"check '%s' --print-joint", "sum"},
+    };
+    for (size_t i = 0; i < sizeof uses / sizeof uses[0]; i++) {
+        int rc = mg(&out, uses[i].args, m);
+        ck_assert_msg(rc == 0 && strstr(out, uses[i].want), "memgrad %s: exited %d:\n%s", uses[i].args, rc, out);
+        free(out);
+    }
+    int rc = mg(&out, "plan --graph '%s' --budget 60%% --format json", graph);
+    ck_assert_msg(rc == 0 && strstr(out, "\"graph\": true"), "plan --graph: exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "arena '%s' --capacity 128 --format json", csv);
+    ck_assert_msg(rc == 0 && strstr(out, "\"offset\""), "arena --format json: exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* The help lists every function a model may call (the ops table's callable rows). */
 START_TEST(test_help_lists_every_function)
 {
@@ -1416,6 +1473,95 @@ START_TEST(test_plan_json_matches_its_docs)
 }
 END_TEST
 
+/* `sweep --format csv|json` as docs/reports.md describes it: the CSV's header line is the docs'
+ * one and every line has its fields (a budget the solver cannot meet: empty figures); the JSON
+ * has the documented fields, with their types, and no other; the points run from the minimum
+ * feasible budget to store-all, workspaces under their budgets, overheads never rising. */
+START_TEST(test_sweep_output_matches_its_docs)
+{
+    char docpath[4200];
+    snprintf(docpath, sizeof docpath, "%s/docs/reports.md", MG_SOURCE_DIR);
+    char *doc = tu_read(docpath);
+    ck_assert_msg(doc, "cannot read %s", docpath);
+    static doc_fields f;
+    doc_table(doc, "\n## The table of budgets", 0, &f);
+    const char *hdr = strstr(doc, "budget_bytes,percent_of_store_all,");
+    ck_assert_msg(hdr, "no CSV header in docs/reports.md");
+    char csv_header[256];
+    snprintf(csv_header, sizeof csv_header, "%.*s", (int)strcspn(hdr, "\n"), hdr);
+    int ncols = 1;
+    for (const char *c = csv_header; *c; c++) ncols += *c == ',';
+    const char *m = write_model("mlp.mg", "model mlp\ninput x: f32[64, 32]\ninput y: i32[64]\nparam w1: f32[32, 48]\n"
+                                           "param b1: f32[48]\nparam w2: f32[48, 10]\nh = relu(x @ w1 + b1)\n"
+                                           "logits = h @ w2\nl = cross_entropy(logits, y)\noutput logits\nminimize l\n");
+    const char *solvers[] = {"auto", "store-all", "sqrt"};
+    for (int k = 0; k < 3; k++) {
+        char *out;
+        int rc = mg(&out, "sweep '%s' --points 5 --solver %s --format csv", m, solvers[k]);
+        ck_assert_msg(rc == 0, "sweep --format csv exited %d:\n%s", rc, out);
+        ck_assert_msg(!strncmp(out, csv_header, strlen(csv_header)) && out[strlen(csv_header)] == '\n',
+                      "the CSV's header is not docs/reports.md's '%s':\n%s", csv_header, out);
+        int rows = 0, misses = 0;
+        for (const char *l = strchr(out, '\n') + 1; *l; l = strchr(l, '\n') + 1, rows++) {
+            int n = 1;
+            for (const char *c = l; *c != '\n'; c++) n += *c == ',';
+            ck_assert_msg(n == ncols, "a CSV line with %d fields, not %d:\n%s", n, ncols, out);
+            long long budget;
+            double pct;
+            int fits;
+            ck_assert(sscanf(l, "%lld,%lf,%d,", &budget, &pct, &fits) == 3);
+            if (!fits) misses++, ck_assert_msg(strstr(l, ",0,,,,") == strchr(strchr(l, ',') + 1, ','), "%s", out);
+        }
+        ck_assert_msg(rows == 5 && (k == 0 ? misses == 0 : k == 1 ? misses == 4 : 1), "%s: %d rows, %d missed:\n%s", solvers[k], rows,
+                      misses, out);
+        free(out);
+
+        rc = mg(&out, "sweep '%s' --points 5 --solver %s --format json", m, solvers[k]);
+        ck_assert_msg(rc == 0, "sweep --format json exited %d:\n%s", rc, out);
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j, "not JSON:\n%s", out);
+        for (int i = 0; i < f.n; i++) { /* each documented field is somewhere */
+            int found = cJSON_HasObjectItem(j, f.name[i]);
+            const cJSON *p;
+            cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "points")) found |= cJSON_HasObjectItem(p, f.name[i]);
+            ck_assert_msg(found, "%s: docs/reports.md's '%s' is not in the JSON:\n%s", solvers[k], f.name[i], out);
+        }
+        const cJSON *points = cJSON_GetObjectItem(j, "points"), *p;
+        for (const cJSON *key = j->child; key; key = key->next) {
+            int i = doc_has(&f, key->string);
+            ck_assert_msg(i >= 0 && doc_type_ok(f.type[i], key), "%s: '%s' not documented so", solvers[k], key->string);
+        }
+        double last_overhead = 1e300, last_budget = -1;
+        int npoints = 0;
+        cJSON_ArrayForEach(p, points)
+        {
+            for (const cJSON *key = p->child; key; key = key->next) {
+                int i = doc_has(&f, key->string);
+                ck_assert_msg(i >= 0 && doc_type_ok(f.type[i], key), "%s: point field '%s' not documented so",
+                              solvers[k], key->string);
+            }
+            double b = cJSON_GetObjectItem(p, "budget_bytes")->valuedouble;
+            ck_assert(b > last_budget);
+            if (!npoints) ck_assert(b == cJSON_GetObjectItem(j, "min_feasible_bytes")->valuedouble);
+            last_budget = b;
+            npoints++;
+            if (!cJSON_IsTrue(cJSON_GetObjectItem(p, "fits"))) {
+                ck_assert(!cJSON_HasObjectItem(p, "workspace_bytes"));
+                continue;
+            }
+            ck_assert(cJSON_GetObjectItem(p, "workspace_bytes")->valuedouble <= b);
+            double ovh = cJSON_GetObjectItem(p, "recompute_overhead")->valuedouble;
+            if (k == 0) ck_assert_msg(ovh <= last_overhead, "auto's overhead rises with the budget:\n%s", out);
+            last_overhead = ovh;
+        }
+        ck_assert(npoints == 5 && last_budget == cJSON_GetObjectItem(j, "store_all_workspace_bytes")->valuedouble);
+        cJSON_Delete(j);
+        free(out);
+    }
+    free(doc);
+}
+END_TEST
+
 /* The header is for C and C++ programs: its size macros compile in C99 with -pedantic, under
  * clang's -Weverything, and in C++ under -Wold-style-cast -Werror (a C cast in a macro made
  * every use an error there), and a program of each kind links against the object and runs.
@@ -2492,6 +2638,8 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_dash_is_standard_input_and_output);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
         tcase_add_test(b, test_plan_json_matches_its_docs);
+        tcase_add_test(b, test_help_lists_every_option);
+        tcase_add_test(b, test_sweep_output_matches_its_docs);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
