@@ -1512,7 +1512,7 @@ START_TEST(test_sweep_output_matches_its_docs)
             ck_assert(sscanf(l, "%lld,%lf,%d,", &budget, &pct, &fits) == 3);
             if (!fits) misses++, ck_assert_msg(strstr(l, ",0,,,,") == strchr(strchr(l, ',') + 1, ','), "%s", out);
         }
-        ck_assert_msg(rows == 5 && (k == 0 ? misses == 0 : k == 1 ? misses == 4 : 1), "%s: %d rows, %d missed:\n%s", solvers[k], rows,
+        ck_assert_msg(rows == 5 && (k == 0 ? misses == 0 : k == 1 ? misses > 0 : 1), "%s: %d rows, %d missed:\n%s", solvers[k], rows,
                       misses, out);
         free(out);
 
