@@ -1084,7 +1084,7 @@ static int cmd_compile(options *o)
         }
     }
     if (!rc && o->header) {
-        char *h = mg_header_text(&c.prog, o->out);
+        char *h = mg_header_text(&c.prog, o->out, o->header);
         rc = write_file(o->header, outs[1].tmp, h);
         free(h);
     }
