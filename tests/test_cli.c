@@ -1411,11 +1411,17 @@ START_TEST(test_plan_json_matches_its_docs)
     const char *m = write_model("mlp.mg", "model mlp\ninput x: f32[64, 32]\ninput y: i32[64]\nparam w1: f32[32, 48]\n"
                                            "param b1: f32[48]\nparam w2: f32[48, 10]\nh = relu(x @ w1 + b1)\n"
                                            "logits = h @ w2\nl = cross_entropy(logits, y)\noutput logits\nminimize l\n");
-    char graph[4200];
+    char graph[4200], m2[4200];
     snprintf(graph, sizeof graph, "%s/bench/data/checkmate/unet.json", MG_SOURCE_DIR);
-    for (int g = 0; g < 2; g++) {
+    /* and a model whose steps copy an input and a param to outputs and zero an unused param's gradient */
+    snprintf(m2, sizeof m2, "%s",
+             write_model("cz.mg", "model cz\ninput x: f32[4]\nparam w: f32[4]\nparam u: f32[4]\nh = x * w\nl = sum(h)\n"
+                                  "output x, w, h, l\nminimize l\n"));
+    int kinds_seen = 0;
+    for (int run = 0; run < 3; run++) {
+        int g = run == 1;
         int rc = g ? mg(&out, "plan --graph '%s' --budget 60%% --format json", graph)
-                   : mg(&out, "plan '%s' --budget 40%% --format json --no-cache", m);
+                   : mg(&out, "plan '%s' %s --format json --no-cache", run ? m2 : m, run ? "" : "--budget 40%");
         ck_assert_msg(rc == 0, "plan exited %d:\n%.2000s", rc, out);
         cJSON *j = cJSON_Parse(out);
         ck_assert_msg(j, "not JSON:\n%.2000s", out);
@@ -1434,11 +1440,11 @@ START_TEST(test_plan_json_matches_its_docs)
         }
         const cJSON *arr, *e;
         arr = cJSON_GetObjectItem(j, "nodes");
-        ck_assert(cJSON_GetArraySize(arr) > 10);
+        ck_assert(cJSON_GetArraySize(arr) > 3);
         cJSON_ArrayForEach(e, arr) keys_match(e, g ? &graph_nodes : &nodes, "nodes[]");
         if (!g) {
             arr = cJSON_GetObjectItem(j, "tensors");
-            ck_assert(cJSON_GetArraySize(arr) > 10);
+            ck_assert(cJSON_GetArraySize(arr) > 3);
             cJSON_ArrayForEach(e, arr)
             {
                 keys_match(e, &tensors, "tensors[]");
@@ -1462,13 +1468,16 @@ START_TEST(test_plan_json_matches_its_docs)
                                       (g && !strcmp(steps.name[i], "in")),
                                   "%s steps[]: docs/plan-json.md's '%s' is missing", what, steps.name[i]);
                 with_scratch += cJSON_HasObjectItem(e, "scratch");
+                const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(e, "kind"));
+                kinds_seen |= !strcmp(kind, "copy") << 0 | !strcmp(kind, "zero") << 1 | !strcmp(kind, "recompute") << 2;
                 nsteps++;
             }
-            ck_assert(nsteps > 0 && (g || with_scratch > 0));
+            ck_assert(nsteps > 0 && (g || run == 2 || with_scratch > 0));
         }
         cJSON_Delete(j);
         free(out);
     }
+    ck_assert_msg(kinds_seen == 7, "the plans had no copy, zero or recompute step to check (%d)", kinds_seen);
     free(doc);
 }
 END_TEST
