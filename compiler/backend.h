@@ -42,6 +42,7 @@ int mg_fuse_chain(const mg_plan *pl, const mg_graph *g, int s);
  * steps they cover. */
 int mg_fuse_count(const mg_plan *pl, const mg_graph *g, int *steps_fused);
 
-/* header.c: the C header text for p, malloc'd; the caller frees it. */
-char *mg_header_text(const mg_program *p);
+/* header.c: the C header text for p, malloc'd; the caller frees it. object, header: the -o and
+ * --header paths, whose file names the header's opening comment gives (NULL: none). */
+char *mg_header_text(const mg_program *p, const char *object, const char *header);
 #endif

@@ -83,6 +83,10 @@ static const char *usage_text =
     "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
     "report options (plan, sweep):\n"
+    "  --format F           plan: text (default) or json (the whole plan, docs/plan-json.md);\n"
+    "                       sweep: text, csv or json (one row per budget, docs/reports.md)\n"
+    "  --graph FILE.json    plan or sweep a benchmark graph (Checkmate node-link JSON, a layered\n"
+    "                       DAG) instead of a model; costs in the graph's own unit\n"
     "  --bytes              plan: exact numbers (bytes, FLOPs) instead of KiB/MiB and GFLOP\n"
     "                       in the text report\n"
     "  --svg FILE           plan: the training step's memory timeline as SVG; sweep: the\n"
@@ -97,6 +101,10 @@ static const char *usage_text =
     "                       as it goes. Exit status 0 whether or not it fits\n"
     "  --format text|json   json adds every buffer's offset\n"
     "  --time-limit SEC     limit on the exact search after the greedy placement (default 10)\n"
+    "\n"
+    "check options:\n"
+    "  --print-ir           print the forward IR, one line per value\n"
+    "  --print-joint        print the forward+backward graph with the parameter gradients\n"
     "\n"
     "compile options:\n"
     "  -o FILE              object file to write (required)\n"
@@ -813,6 +821,9 @@ static void json_string(const char *s)
     putchar('"');
 }
 
+/* A point's part count as the reports give it: 1 for a plan of the whole batch (and a --graph's) */
+static int parts_of(const sweep_point *q) { return q->parts > 1 ? q->parts : 1; }
+
 static void sweep_print(const options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt, int n)
 {
     const char *fmt = o->format ? o->format : "text";
@@ -831,17 +842,20 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
                        "\"flops_executed\": %.0f, \"recompute_overhead\": %.6f",
                        (long long)pt[i].workspace, (long long)pt[i].peak, pt[i].once, pt[i].executed,
                        mg_recompute_overhead(pt[i].once, pt[i].executed));
+            if (pt[i].fits && !o->graph) printf(", \"micro_batches\": %d", parts_of(&pt[i]));
             printf(", \"solve_seconds\": %.6f}", pt[i].seconds);
         }
         printf("]}\n");
         return;
     }
     int csv = !strcmp(fmt, "csv");
-    if (csv) printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds\n");
+    if (csv)
+        printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds,"
+               "micro_batches\n");
     else
-        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s\n", what,
+        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s%s\n", what,
                solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
-               "workspace", "peak live", "overhead", "seconds");
+               "workspace", "peak live", "overhead", "seconds", o->graph ? "" : "  parts");
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
         /* (a store-all workspace of 0 bytes, a step that keeps nothing in the workspace: its one
@@ -849,14 +863,16 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
         double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
         double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
-            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f\n", (long long)q->budget, pct, (long long)q->workspace,
-                   (long long)q->peak, ovh / 100, q->seconds);
+            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f,%d\n", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q));
         else if (csv)
-            printf("%lld,%.2f,0,,,,%.6f\n", (long long)q->budget, pct, q->seconds);
-        else if (q->fits)
-            printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f\n", (long long)q->budget, pct, (long long)q->workspace,
+            printf("%lld,%.2f,0,,,,%.6f,\n", (long long)q->budget, pct, q->seconds);
+        else if (q->fits) {
+            printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f", (long long)q->budget, pct, (long long)q->workspace,
                    (long long)q->peak, ovh, q->seconds);
-        else
+            if (!o->graph) printf(" %6d", parts_of(q)); /* (a --graph has no batch to split) */
+            putchar('\n');
+        } else
             printf("%14lld %6.1f%% %14s %14s %10s %9.3f\n", (long long)q->budget, pct, "no plan", "", "", q->seconds);
     }
 }
@@ -976,6 +992,7 @@ static int cmd_sweep(options *o)
                     q->peak = prevp.train->peak_live_bytes;
                     q->once = prevp.train->flops_once;
                     q->executed = prevp.train->flops_executed;
+                    q->parts = prevp.micro_batches;
                 }
             }
             q->seconds = mg_seconds() - t0;
@@ -988,7 +1005,7 @@ static int cmd_sweep(options *o)
     else if (!o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
-        sweep_point sa = {all, all, all, 1, 1, 0, 1};
+        sweep_point sa = {all, all, all, 1, 1, 0, 1, 1};
         mg_sweep_curve curves[4];
         int n = 0;
         for (int k = 0; k < ncurves; k++)
@@ -1076,7 +1093,7 @@ static int cmd_compile(options *o)
         }
     }
     if (!rc && o->header) {
-        char *h = mg_header_text(&c.prog);
+        char *h = mg_header_text(&c.prog, o->out, o->header);
         rc = write_file(o->header, outs[1].tmp, h);
         free(h);
     }

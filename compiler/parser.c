@@ -1501,6 +1501,9 @@ static mg_status parse_stmt(parser *p)
             mg_loc nloc = here(p);
             if (expect_ident(p, "an output name", name, sizeof name)) return MG_ERR;
             binding *b = lookup(p, name);
+            if (!b && is_punct(peek(p), '('))
+                return mg_diag_set(p->d, nloc, "output takes names, not expressions: bind the value first "
+                                   "(y = %s(...)), then 'output y'", name);
             if (!b) return mg_diag_set(p->d, nloc, "unknown name '%s' in output", name);
             for (int i = 0; i < g->noutputs; i++)
                 if (!strcmp(g->outputs[i].name, name))
@@ -1523,6 +1526,10 @@ static mg_status parse_stmt(parser *p)
         mg_loc nloc = here(p);
         if (expect_ident(p, "the name of the value to minimize", name, sizeof name)) return MG_ERR;
         binding *b = lookup(p, name);
+        /* (minimize sum(x) read as "unknown name 'sum'", as if sum were not a function) */
+        if (!b && is_punct(peek(p), '('))
+            return mg_diag_set(p->d, nloc, "minimize takes a name, not an expression: bind the loss first "
+                               "(loss = %s(...)), then 'minimize loss'", name);
         if (!b) return mg_diag_set(p->d, nloc, "unknown name '%s' in minimize", name);
         const mg_type *ty = &g->nodes[b->node].type;
         if (ty->shape.rank != 0) {

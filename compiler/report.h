@@ -95,6 +95,7 @@ typedef struct mg_sweep_point {
     int64_t budget, workspace, peak;
     double once, executed, seconds;
     int fits;
+    int parts; /* into how many micro-batches the plan splits the batch (0 or 1: whole) */
 } mg_sweep_point;
 typedef struct mg_sweep_curve {
     const char *solver;

@@ -23,6 +23,8 @@
 #include "ir.h"
 #include "testutil.h"
 
+#include <cjson/cJSON.h>
+
 static const char *mlp_src =
     "# A two-layer perceptron for 28x28 images (Fashion-MNIST): 784 -> 256 -> 10.\n"
     "model mlp\n"
@@ -210,6 +212,63 @@ START_TEST(test_help)
         ck_assert_msg(strstr(out, "--budget"), "no --budget in:\n%s", out);
         free(out);
     }
+}
+END_TEST
+
+/* --help lists every option memgrad takes on a line of its own with what it does (--format of
+ * plan and sweep, --graph, --print-ir and --print-joint were only in the commands' synopses, and
+ * --format under arena's options alone), and lists no option memgrad does not take. */
+START_TEST(test_help_lists_every_option)
+{
+    static const char *const taken[] = {"-o", "--header", "--target", "--cpu", "--emit-llvm", "--no-fuse", "-O0",
+                                        "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
+                                        "--format", "--graph", "--svg", "--trace", "--bytes", "--print-ir",
+                                        "--print-joint", "--capacity", "--cache-dir", "--no-cache", "--help", "--version"};
+    size_t n = sizeof taken / sizeof taken[0];
+    char *out;
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    for (size_t i = 0; i < n; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n  %s ", taken[i]);
+        int found = strstr(out, line) != NULL;
+        if (!strcmp(taken[i], "--help")) found = strstr(out, "\n  -h, --help ") != NULL;
+        if (!strcmp(taken[i], "--version")) found = strstr(out, ";  --version ") != NULL;
+        ck_assert_msg(found, "--help has no line of its own for the option '%s'", taken[i]);
+    }
+    /* every option line names an option memgrad takes */
+    for (const char *p = strstr(out, "\n  -"); p; p = strstr(p + 1, "\n  -")) {
+        char opt[64];
+        ck_assert(sscanf(p + 3, "%63[-A-Za-z0-9]", opt) == 1);
+        size_t i = 0;
+        while (i < n && strcmp(taken[i], opt) && !(!strcmp(opt, "-h") && !strcmp(taken[i], "--help"))) i++;
+        ck_assert_msg(i < n, "--help lists '%s', which memgrad does not take", opt);
+    }
+    free(out);
+    /* and each is taken: by the commands its line names (a wrong one is a usage error, exit 2) */
+    const char *m = write_model("m.mg", "model m\ninput x: f32[4, 3]\nparam w: f32[3, 2]\nl = sum(relu(x @ w))\nminimize l\n");
+    const char *csv = write_model("b.csv", "id,lower,upper,size\n0,0,2,64\n1,1,3,64\n");
+    char graph[4200];
+    snprintf(graph, sizeof graph, "%s/bench/data/checkmate/unet.json", MG_SOURCE_DIR);
+    struct {
+        const char *args;
+        const char *want;
+    } uses[] = {
+        {"plan '%s' --format json --no-cache", "\"format\": \"memgrad-plan\""},
+        {"sweep '%s' --format csv --points 2", "budget_bytes,"},
+        {"check '%s' --print-ir", "%0 = input x"},
+        {"check '%s' --print-joint", "sum"},
+    };
+    for (size_t i = 0; i < sizeof uses / sizeof uses[0]; i++) {
+        int rc = mg(&out, uses[i].args, m);
+        ck_assert_msg(rc == 0 && strstr(out, uses[i].want), "memgrad %s: exited %d:\n%s", uses[i].args, rc, out);
+        free(out);
+    }
+    int rc = mg(&out, "plan --graph '%s' --budget 60%% --format json", graph);
+    ck_assert_msg(rc == 0 && strstr(out, "\"graph\": true"), "plan --graph: exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "arena '%s' --capacity 128 --format json", csv);
+    ck_assert_msg(rc == 0 && strstr(out, "\"offset\""), "arena --format json: exited %d:\n%s", rc, out);
+    free(out);
 }
 END_TEST
 
@@ -563,7 +622,7 @@ START_TEST(test_compile_writes_object_and_header)
     ck_assert_int_eq(mg(&out, "plan '%s'", m), 0);
     long long ws = figure(out, "  workspace ");
     free(out);
-    snprintf(want, sizeof want, "((size_t)%lld)", ws);
+    snprintf(want, sizeof want, "MG_SIZE_BYTES(%lld)", ws);
     const char *wl = strstr(h, "#define MLP_WORKSPACE_BYTES");
     ck_assert_msg(strstr(wl, want) && strstr(wl, want) < strchr(wl, '\n'), "header workspace is not %s:\n%s", want, wl);
     /* the header is valid C on its own */
@@ -953,7 +1012,7 @@ START_TEST(test_zero_budget_is_a_budget)
     ck_assert_msg(rc == 0, "compile --budget 0 exited %d:\n%s", rc, out);
     free(out);
     char *h = tu_read(path("z.h"));
-    ck_assert_msg(h && strstr(h, "#define A_WORKSPACE_BYTES ((size_t)0)"), "%s", h ? h : "(no header)");
+    ck_assert_msg(h && strstr(h, "#define A_WORKSPACE_BYTES MG_SIZE_BYTES(0)"), "%s", h ? h : "(no header)");
     free(h);
     /* arena --capacity 0 is a capacity too: the buffers do not fit it */
     const char *c = write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n");
@@ -1215,6 +1274,395 @@ START_TEST(test_byte_order_mark)
     rc = mg(&out, "plan --graph '%s' --no-cache --verify", g);
     ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "graph with a BOM: exited %d:\n%s", rc, out);
     free(out);
+}
+END_TEST
+
+/* docs/plan-json.md, read as a user reads it: the tables' first column names the fields (a row
+ * may name several: `fused_chains`, `fused_steps`), the top-level table's second their types. */
+typedef struct doc_fields {
+    int n;
+    char name[64][40], type[64][200];
+} doc_fields;
+
+/* The fields of the table number `table` (0: the first) after the heading `heading`, or those of
+ * the backticked names in the sentence that starts at `sentence` up to `until`. */
+static void doc_table(const char *doc, const char *heading, int table, doc_fields *f)
+{
+    f->n = 0;
+    const char *p = strstr(doc, heading);
+    ck_assert_msg(p, "docs/plan-json.md has no '%s'", heading);
+    const char *end = strstr(p + 1, "\n## ");
+    if (!end) end = p + strlen(p);
+    int t = -1, in_table = 0;
+    for (const char *line = strchr(p, '\n') + 1; line && line < end; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        if (line[0] != '|') {
+            in_table = 0;
+            continue;
+        }
+        if (!in_table) t++, in_table = 1;
+        if (t != table || strncmp(line, "| `", 3)) continue;
+        const char *cell_end = strchr(line + 1, '|'), *type = cell_end + 1, *type_end = strchr(type, '|');
+        for (const char *q = strchr(line, '`'); q && q < cell_end; q = strchr(q + 1, '`')) {
+            const char *e = strchr(q + 1, '`');
+            size_t n = strcspn(q + 1, "`[");
+            ck_assert(f->n < 64 && n < 40);
+            memcpy(f->name[f->n], q + 1, n);
+            f->name[f->n][n] = 0;
+            size_t tn = type_end ? (size_t)(type_end - type) : 0;
+            snprintf(f->type[f->n], sizeof f->type[0], "%.*s", (int)(tn < 199 ? tn : 199), type);
+            f->n++;
+            q = e;
+        }
+    }
+    ck_assert_msg(f->n > 0, "no table %d under '%s' in docs/plan-json.md", table, heading);
+}
+
+static void doc_sentence(const char *doc, const char *start, const char *until, doc_fields *f)
+{
+    f->n = 0;
+    const char *p = strstr(doc, start), *end = p ? strstr(p, until) : NULL;
+    ck_assert_msg(p && end, "docs/plan-json.md has no '%s ... %s'", start, until);
+    /* the names outside parentheses: "`name` (a string, `\"\"` when ...), `bytes` (the graph's
+     * `cost_ram`)" lists name and bytes */
+    int depth = 0;
+    for (const char *q = p + strlen(start); q < end; q++) {
+        depth += (*q == '(') - (*q == ')');
+        if (*q != '`') continue;
+        const char *e = strchr(q + 1, '`');
+        if (!depth) {
+            const char *name = q[1] == '"' ? q + 2 : q + 1; /* `"graph": true` */
+            size_t n = strcspn(name, "`\":");
+            ck_assert(f->n < 64 && n > 0 && n < 40);
+            memcpy(f->name[f->n], name, n);
+            f->name[f->n][n] = 0;
+            f->type[f->n][0] = 0;
+            f->n++;
+        }
+        q = e;
+    }
+}
+
+static int doc_has(const doc_fields *f, const char *name)
+{
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->name[i], name)) return i;
+    return -1;
+}
+
+/* Does v have the type the docs' type column gives ("integer or `null`", "`true` / `false` /
+ * `\"unknown\"`", "`\"memgrad-plan\"`", "1", ...)? */
+static int doc_type_ok(const char *type, const cJSON *v)
+{
+    if (cJSON_IsNumber(v)) {
+        double x = v->valuedouble;
+        if (strstr(type, "number")) return 1;
+        if (strstr(type, "integer")) return x == (double)(long long)x;
+        long long lit;
+        return sscanf(type, " %lld", &lit) == 1 && x == (double)lit;
+    }
+    if (cJSON_IsNull(v)) return strstr(type, "null") != NULL;
+    if (cJSON_IsBool(v)) return strstr(type, "boolean") || strstr(type, "`true`");
+    if (cJSON_IsArray(v)) return strstr(type, "array") != NULL;
+    if (cJSON_IsObject(v)) return strstr(type, "object") != NULL;
+    if (cJSON_IsString(v)) {
+        if (strstr(type, "string")) return 1;
+        char lit[64];
+        snprintf(lit, sizeof lit, "`\"%s\"`", v->valuestring);
+        return strstr(type, lit) != NULL;
+    }
+    return 0;
+}
+
+/* every key of each object in arr (or of the object itself) is documented, and every documented
+ * one is in it; what: for the message */
+static void keys_match(const cJSON *obj, const doc_fields *f, const char *what)
+{
+    for (const cJSON *k = obj->child; k; k = k->next)
+        ck_assert_msg(doc_has(f, k->string) >= 0, "%s: field '%s' is not in docs/plan-json.md", what, k->string);
+    for (int i = 0; i < f->n; i++)
+        ck_assert_msg(cJSON_HasObjectItem(obj, f->name[i]), "%s: docs/plan-json.md's '%s' is missing", what, f->name[i]);
+}
+
+/* Every field docs/plan-json.md promises is in `plan --format json`, with the type it says, and
+ * every field the JSON has is in the docs: the top level, nodes, tensors, both schedules, their
+ * buffers and steps; for `--graph`, the shorter object and nodes the docs list. */
+START_TEST(test_plan_json_matches_its_docs)
+{
+    char docpath[4200];
+    snprintf(docpath, sizeof docpath, "%s/docs/plan-json.md", MG_SOURCE_DIR);
+    char *doc = tu_read(docpath);
+    ck_assert_msg(doc, "cannot read %s", docpath);
+    static doc_fields top, nodes, tensors, sched, steps, graph_top, graph_nodes;
+    doc_table(doc, "\n## Top level", 0, &top);
+    doc_table(doc, "\n## `nodes[]`", 0, &nodes);
+    doc_table(doc, "\n## `tensors[]`", 0, &tensors);
+    doc_table(doc, "\n## Schedules", 0, &sched);
+    doc_table(doc, "\n## Schedules", 1, &steps);
+    doc_sentence(doc, "--format json` writes a shorter object:", "with the meanings above", &graph_top);
+    doc_sentence(doc, "Imported graphs have", "and `phase`", &graph_nodes);
+    snprintf(graph_nodes.name[graph_nodes.n++], 40, "phase");
+    /* the field lists the docs give inline: buffers {id, ...}, a tensor's ranges [{buffer, ...}] */
+    static doc_fields buffers = {6, {"id", "node", "bytes", "offset", "first", "last"}, {""}},
+                      ranges = {4, {"buffer", "first", "last", "offset"}, {""}};
+    ck_assert_msg(strstr(doc, "`{id, node, bytes, offset, first, last}`") && strstr(doc, "`[{buffer, first, last, offset}]`"),
+                  "the buffers' or ranges' fields changed in docs/plan-json.md");
+    /* mlp at 30%: recomputation, micro-batches, outputs; a --graph plan */
+    char *out;
+    const char *m = write_model("mlp.mg", "model mlp\ninput x: f32[64, 32]\ninput y: i32[64]\nparam w1: f32[32, 48]\n"
+                                           "param b1: f32[48]\nparam w2: f32[48, 10]\nh = relu(x @ w1 + b1)\n"
+                                           "logits = h @ w2\nl = cross_entropy(logits, y)\noutput logits\nminimize l\n");
+    char graph[4200], m2[4200];
+    snprintf(graph, sizeof graph, "%s/bench/data/checkmate/unet.json", MG_SOURCE_DIR);
+    /* and a model whose steps copy an input and a param to outputs and zero an unused param's gradient */
+    snprintf(m2, sizeof m2, "%s",
+             write_model("cz.mg", "model cz\ninput x: f32[4]\nparam w: f32[4]\nparam u: f32[4]\nh = x * w\nl = sum(h)\n"
+                                  "output x, w, h, l\nminimize l\n"));
+    int kinds_seen = 0;
+    for (int run = 0; run < 3; run++) {
+        int g = run == 1;
+        int rc = g ? mg(&out, "plan --graph '%s' --budget 60%% --format json", graph)
+                   : mg(&out, "plan '%s' %s --format json --no-cache", run ? m2 : m, run ? "" : "--budget 40%");
+        ck_assert_msg(rc == 0, "plan exited %d:\n%.2000s", rc, out);
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j, "not JSON:\n%.2000s", out);
+        const char *what = g ? "plan --graph" : "plan";
+        if (g) keys_match(j, &graph_top, what);
+        else {
+            keys_match(j, &top, what);
+            ck_assert_msg(!cJSON_HasObjectItem(j, "graph"), "a model's plan has \"graph\"");
+        }
+        for (const cJSON *k = j->child; k; k = k->next) {
+            int i = doc_has(&top, k->string);
+            if (i < 0) ck_assert_msg(g && !strcmp(k->string, "graph") && cJSON_IsTrue(k), "%s: \"%s\"", what, k->string);
+            else
+                ck_assert_msg(doc_type_ok(top.type[i], k), "%s: '%s' is %s, docs/plan-json.md says%s", what, k->string,
+                              cJSON_PrintUnformatted(k), top.type[i]);
+        }
+        const cJSON *arr, *e;
+        arr = cJSON_GetObjectItem(j, "nodes");
+        ck_assert(cJSON_GetArraySize(arr) > 3);
+        cJSON_ArrayForEach(e, arr) keys_match(e, g ? &graph_nodes : &nodes, "nodes[]");
+        if (!g) {
+            arr = cJSON_GetObjectItem(j, "tensors");
+            ck_assert(cJSON_GetArraySize(arr) > 3);
+            cJSON_ArrayForEach(e, arr)
+            {
+                keys_match(e, &tensors, "tensors[]");
+                const cJSON *r;
+                cJSON_ArrayForEach(r, cJSON_GetObjectItem(e, "ranges")) keys_match(r, &ranges, "tensors[].ranges[]");
+            }
+        }
+        for (int s = 0; s < 2 - g; s++) {
+            const cJSON *sc = cJSON_GetObjectItem(j, s ? "forward" : "train");
+            ck_assert_msg(cJSON_IsObject(sc), "%s: no schedule %s", what, s ? "forward" : "train");
+            keys_match(sc, &sched, s ? "forward" : "train");
+            cJSON_ArrayForEach(e, cJSON_GetObjectItem(sc, "buffers")) keys_match(e, &buffers, "buffers[]");
+            int nsteps = 0, with_scratch = 0;
+            cJSON_ArrayForEach(e, cJSON_GetObjectItem(sc, "steps"))
+            {
+                /* `scratch` only where there is some, `in` not for --graph: the docs say so */
+                for (const cJSON *k = e->child; k; k = k->next)
+                    ck_assert_msg(doc_has(&steps, k->string) >= 0, "steps[]: field '%s' is not in the docs", k->string);
+                for (int i = 0; i < steps.n; i++)
+                    ck_assert_msg(cJSON_HasObjectItem(e, steps.name[i]) || !strcmp(steps.name[i], "scratch") ||
+                                      (g && !strcmp(steps.name[i], "in")),
+                                  "%s steps[]: docs/plan-json.md's '%s' is missing", what, steps.name[i]);
+                with_scratch += cJSON_HasObjectItem(e, "scratch");
+                const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(e, "kind"));
+                kinds_seen |= !strcmp(kind, "copy") << 0 | !strcmp(kind, "zero") << 1 | !strcmp(kind, "recompute") << 2;
+                nsteps++;
+            }
+            ck_assert(nsteps > 0 && (g || run == 2 || with_scratch > 0));
+        }
+        cJSON_Delete(j);
+        free(out);
+    }
+    ck_assert_msg(kinds_seen == 7, "the plans had no copy, zero or recompute step to check (%d)", kinds_seen);
+    free(doc);
+}
+END_TEST
+
+/* `sweep --format csv|json` as docs/reports.md describes it: the CSV's header line is the docs'
+ * one and every line has its fields (a budget the solver cannot meet: empty figures); the JSON
+ * has the documented fields, with their types, and no other; the points run from the minimum
+ * feasible budget to store-all, workspaces under their budgets, overheads never rising. Each
+ * point says into how many micro-batches its plan splits the batch (without it, store-all
+ * fitting at 84% of the store-all workspace read as a contradiction). */
+START_TEST(test_sweep_output_matches_its_docs)
+{
+    char docpath[4200];
+    snprintf(docpath, sizeof docpath, "%s/docs/reports.md", MG_SOURCE_DIR);
+    char *doc = tu_read(docpath);
+    ck_assert_msg(doc, "cannot read %s", docpath);
+    static doc_fields f;
+    doc_table(doc, "\n## The table of budgets", 0, &f);
+    const char *hdr = strstr(doc, "budget_bytes,percent_of_store_all,");
+    ck_assert_msg(hdr, "no CSV header in docs/reports.md");
+    char csv_header[256];
+    snprintf(csv_header, sizeof csv_header, "%.*s", (int)strcspn(hdr, "\n"), hdr);
+    int ncols = 1;
+    for (const char *c = csv_header; *c; c++) ncols += *c == ',';
+    const char *m = write_model("mlp.mg", "model mlp\ninput x: f32[64, 32]\ninput y: i32[64]\nparam w1: f32[32, 48]\n"
+                                           "param b1: f32[48]\nparam w2: f32[48, 10]\nh = relu(x @ w1 + b1)\n"
+                                           "logits = h @ w2\nl = cross_entropy(logits, y)\noutput logits\nminimize l\n");
+    const char *solvers[] = {"auto", "store-all", "sqrt"};
+    for (int k = 0; k < 3; k++) {
+        char *out;
+        int rc = mg(&out, "sweep '%s' --points 5 --solver %s --format csv", m, solvers[k]);
+        ck_assert_msg(rc == 0, "sweep --format csv exited %d:\n%s", rc, out);
+        ck_assert_msg(!strncmp(out, csv_header, strlen(csv_header)) && out[strlen(csv_header)] == '\n',
+                      "the CSV's header is not docs/reports.md's '%s':\n%s", csv_header, out);
+        int rows = 0, misses = 0;
+        for (const char *l = strchr(out, '\n') + 1; *l; l = strchr(l, '\n') + 1, rows++) {
+            int n = 1;
+            for (const char *c = l; *c != '\n'; c++) n += *c == ',';
+            ck_assert_msg(n == ncols, "a CSV line with %d fields, not %d:\n%s", n, ncols, out);
+            long long budget;
+            double pct;
+            int fits;
+            ck_assert(sscanf(l, "%lld,%lf,%d,", &budget, &pct, &fits) == 3);
+            if (!fits) misses++, ck_assert_msg(strstr(l, ",0,,,,") == strchr(strchr(l, ',') + 1, ','), "%s", out);
+        }
+        ck_assert_msg(rows == 5 && (k == 0 ? misses == 0 : k == 1 ? misses > 0 : 1), "%s: %d rows, %d missed:\n%s", solvers[k], rows,
+                      misses, out);
+        free(out);
+
+        rc = mg(&out, "sweep '%s' --points 5 --solver %s --format json", m, solvers[k]);
+        ck_assert_msg(rc == 0, "sweep --format json exited %d:\n%s", rc, out);
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j, "not JSON:\n%s", out);
+        for (int i = 0; i < f.n; i++) { /* each documented field is somewhere */
+            int found = cJSON_HasObjectItem(j, f.name[i]);
+            const cJSON *p;
+            cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "points")) found |= cJSON_HasObjectItem(p, f.name[i]);
+            ck_assert_msg(found, "%s: docs/reports.md's '%s' is not in the JSON:\n%s", solvers[k], f.name[i], out);
+        }
+        const cJSON *points = cJSON_GetObjectItem(j, "points"), *p;
+        for (const cJSON *key = j->child; key; key = key->next) {
+            int i = doc_has(&f, key->string);
+            ck_assert_msg(i >= 0 && doc_type_ok(f.type[i], key), "%s: '%s' not documented so", solvers[k], key->string);
+        }
+        double last_overhead = 1e300, last_budget = -1;
+        int npoints = 0;
+        cJSON_ArrayForEach(p, points)
+        {
+            for (const cJSON *key = p->child; key; key = key->next) {
+                int i = doc_has(&f, key->string);
+                ck_assert_msg(i >= 0 && doc_type_ok(f.type[i], key), "%s: point field '%s' not documented so",
+                              solvers[k], key->string);
+            }
+            double b = cJSON_GetObjectItem(p, "budget_bytes")->valuedouble;
+            ck_assert(b > last_budget);
+            if (!npoints) ck_assert(b == cJSON_GetObjectItem(j, "min_feasible_bytes")->valuedouble);
+            last_budget = b;
+            npoints++;
+            if (!cJSON_IsTrue(cJSON_GetObjectItem(p, "fits"))) {
+                ck_assert(!cJSON_HasObjectItem(p, "workspace_bytes"));
+                continue;
+            }
+            ck_assert(cJSON_GetObjectItem(p, "workspace_bytes")->valuedouble <= b);
+            /* store-all under the store-all workspace: only in parts, which the point says */
+            if (k == 1 && b < cJSON_GetObjectItem(j, "store_all_workspace_bytes")->valuedouble)
+                ck_assert_msg(cJSON_GetObjectItem(p, "micro_batches")->valueint > 1, "%s", out);
+            double ovh = cJSON_GetObjectItem(p, "recompute_overhead")->valuedouble;
+            if (k == 0) ck_assert_msg(ovh <= last_overhead, "auto's overhead rises with the budget:\n%s", out);
+            last_overhead = ovh;
+        }
+        ck_assert(npoints == 5 && last_budget == cJSON_GetObjectItem(j, "store_all_workspace_bytes")->valuedouble);
+        cJSON_Delete(j);
+        free(out);
+    }
+    free(doc);
+}
+END_TEST
+
+/* The header is for C and C++ programs: its size macros compile in C99 with -pedantic, under
+ * clang's -Weverything, and in C++ under -Wold-style-cast -Werror (a C cast in a macro made
+ * every use an error there), and a program of each kind links against the object and runs.
+ * Its link hint names the object -o wrote, not the model (it said net.o for -o obj/step.o);
+ * with -o - there is no file to name. */
+START_TEST(test_header_builds_as_c_and_cpp)
+{
+    const char *src = "model net\ninput x: f32[4, 3, 5, 5]\ninput y: i32[4]\nparam w: f32[2, 3, 3, 3] = he\n"
+                      "param g: f32[2] = ones\nparam b: f32[2] = zeros\nparam v: f32[18, 3] = he\n"
+                      "h = relu(batch_norm(conv2d(x, w, stride=2, pad=1), g, b))\n"
+                      "logits = flatten(h) @ v\nl = cross_entropy(logits, y)\noutput logits\nminimize l\n";
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("net.mg", src));
+    ck_assert(mkdir(path("obj"), 0777) == 0);
+    char *out, cmd[8192];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("obj/step.o"), path("net.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("net.h"));
+    ck_assert_msg(h && strstr(h, "cc app.c step.o -lm") && !strstr(h, "net.o"), "the link hint:\n%.400s", h);
+    /* and its first line names the header as written, not NAME.h */
+    ck_assert_msg(!strncmp(h, "/* net.h — generated by memgrad for model 'net'", 45), "%.200s", h);
+    free(h);
+    rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("obj/step.o"), path("obj/step_api.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    h = tu_read(path("obj/step_api.h"));
+    ck_assert_msg(h && !strncmp(h, "/* step_api.h — generated by memgrad for model 'net'", 50) && !strstr(h, "net.h"),
+                  "the header's first line names another file:\n%.200s", h);
+    free(h);
+    rc = mg(&out, "compile '%s' -o - --header '%s' --no-cache -O0 > /dev/null", m, path("dash.h"));
+    ck_assert_msg(rc == 0, "compile -o - exited %d:\n%s", rc, out);
+    free(out);
+    h = tu_read(path("dash.h"));
+    ck_assert_msg(h && strstr(h, "cc app.c OBJECT.o -lm") && !strstr(h, "stdout"), "the link hint, -o -:\n%.400s", h);
+    free(h);
+    rc = mg(&out, "compile '%s' -o '%s' --header - --no-cache -O0", m, path("o2.o"));
+    ck_assert_msg(rc == 0 && !strncmp(out, "/* Generated by memgrad for model 'net'", 39) && !strstr(out, "stdout"),
+                  "--header -: exited %d:\n%.300s", rc, out);
+    free(out);
+    /* void pointers only, so that the same text is C and C++ */
+    const char *app =
+        "#include \"net.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+        "int main(void)\n{\n"
+        "    size_t sizes[3] = {NET_WORKSPACE_BYTES, NET_PARAM_BYTES, NET_STATE_BYTES};\n"
+        "    unsigned long long hash = NET_MODEL_HASH;\n"
+        "    int counts[5] = {NET_NUM_PARAMS, NET_NUM_INPUTS, NET_NUM_OUTPUTS, NET_HAS_STATE, NET_NUM_STATE};\n"
+        "    void *params = calloc(1, NET_PARAM_BYTES), *grads = calloc(1, NET_PARAM_BYTES);\n"
+        "    void *state = calloc(1, NET_STATE_BYTES), *ws = calloc(1, NET_WORKSPACE_BYTES);\n"
+        "    const void *in[NET_NUM_INPUTS];\n    void *outs[NET_NUM_OUTPUTS];\n"
+        "    for (int i = 0; i < NET_NUM_INPUTS; i++) in[i] = calloc(1, net_inputs_desc[i].bytes);\n"
+        "    for (int i = 0; i < NET_NUM_OUTPUTS; i++) outs[i] = calloc(1, net_outputs_desc[i].bytes);\n"
+        "    net_init_params(params, 1);\n    net_init_state(state);\n"
+        "    float loss = net_train_step(params, grads, in, ws, state);\n"
+        "    net_forward(params, state, in, outs, ws);\n    net_forward_train(params, state, in, outs, ws);\n"
+        "    printf(\"loss %.4f ws %zu params %zu state %zu hash %llx counts %d %d %d %d %d %s %s\\n\", "
+        "loss + 0.0, sizes[0], sizes[1], sizes[2], hash, counts[0], counts[1], counts[2], counts[3], counts[4], "
+        "net_params_desc[0].name, net_state_desc[0].name);\n"
+        "    return 0;\n}\n";
+    write_model("app.c", app);
+    write_model("app.cpp", app);
+    /* -Weverything also judges the program's own code: this one has only uses of the header */
+    write_model("uses.c", "#include \"net.h\"\n"
+                          "size_t net_sizes(void);\nint net_counts(void);\nunsigned long long net_hash(void);\n"
+                          "const char *net_names(void);\n"
+                          "size_t net_sizes(void) { return NET_WORKSPACE_BYTES + NET_PARAM_BYTES + NET_STATE_BYTES; }\n"
+                          "int net_counts(void)\n{\n    return NET_NUM_PARAMS + NET_NUM_INPUTS + NET_NUM_OUTPUTS + "
+                          "NET_HAS_STATE + NET_NUM_STATE + MG_F32 + MG_F64 + MG_I32;\n}\n"
+                          "unsigned long long net_hash(void) { return NET_MODEL_HASH; }\n"
+                          "const char *net_names(void)\n{\n    return net_params_desc->name ? net_inputs_desc->name : "
+                          "net_state_desc->name ? net_outputs_desc->name : \"\";\n}\n");
+    struct {
+        const char *cc, *flags, *file, *then;
+    } builds[] = {{MG_CC, "-std=c99 -pedantic -Wall -Wextra -Werror", "app.c", "obj/step.o -lm -o app && ./app"},
+                  {MG_CLANG, "-std=c99 -pedantic -Weverything -Werror", "uses.c", "-c -o uses.o && echo 'loss counts 4 2 1 1 3 w '"},
+                  {MG_CXX, "-std=c++11 -pedantic -Wall -Wextra -Wold-style-cast -Werror", "app.cpp",
+                   "obj/step.o -lm -o app && ./app"}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(builds[i].cc[0], "no %s found to build %s with (tests/CMakeLists.txt)", i == 2 ? "C++ compiler" : "clang",
+                      builds[i].file);
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s %s %s", dir, builds[i].cc, builds[i].flags, builds[i].file,
+                 builds[i].then);
+        rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && strstr(out, "loss ") && strstr(out, "counts 4 2 1 1 3 w "), "%s %s %s:\n%s",
+                      builds[i].cc, builds[i].flags, builds[i].file, out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -1642,7 +2090,7 @@ END_TEST
 
 /* Was a bug: `compile --target i686-linux-gnu` (or armv7) of a model whose workspace or an
  * input exceeds what a 32-bit program can address wrote an object and a header whose
- * `((size_t)17179869504)` wraps to 64 bytes there: the caller allocated that and the step
+ * `MG_SIZE_BYTES(17179869504)` wraps to 64 bytes there: the caller allocated that and the step
  * overran it. Such a compile is an error (exit 1, no files) naming the buffer and the limit; an
  * input at its declaration. The same model compiles for a 64-bit target. */
 START_TEST(test_compile_32bit_target_refuses_what_it_cannot_address)
@@ -2216,6 +2664,10 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
+        tcase_add_test(b, test_header_builds_as_c_and_cpp);
+        tcase_add_test(b, test_plan_json_matches_its_docs);
+        tcase_add_test(b, test_help_lists_every_option);
+        tcase_add_test(b, test_sweep_output_matches_its_docs);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);

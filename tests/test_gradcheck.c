@@ -195,9 +195,9 @@ START_TEST(gradcheck)
     int nparams = 0, ninputs = 0;
     const char *p;
     int has_state = strstr(hdr, "_HAS_STATE       1") != NULL;
-    if (has_state) ck_assert((p = strstr(hdr, "_STATE_BYTES     ((size_t)")) && sscanf(p + 26, "%lld", &sbytes) == 1);
-    ck_assert((p = strstr(hdr, "_WORKSPACE_BYTES ((size_t)")) && sscanf(p + 26, "%lld", &ws_bytes) == 1);
-    ck_assert((p = strstr(hdr, "_PARAM_BYTES     ((size_t)")) && sscanf(p + 26, "%lld", &pbytes) == 1);
+    if (has_state) sbytes = tu_header_figure(hdr, "_STATE_BYTES");
+    ws_bytes = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    pbytes = tu_header_figure(hdr, "_PARAM_BYTES");
     ck_assert((p = strstr(hdr, "_NUM_PARAMS      ")) && sscanf(p + 17, "%d", &nparams) == 1);
     ck_assert((p = strstr(hdr, "_NUM_INPUTS      ")) && sscanf(p + 17, "%d", &ninputs) == 1);
     free(hdr);

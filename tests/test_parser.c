@@ -152,6 +152,12 @@ static const err_case errors[] = {
      "second 'minimize' statement (the first is at line 6)", NULL, 0},
     {"minimize of two names", HDR "l = sum(x)\nminimize l, l\n", 6, 11, "expected end of line, got ','", NULL, 0},
     {"minimize unknown", HDR "minimize q\n", 5, 10, "unknown name 'q' in minimize", NULL, 0},
+    /* were "unknown name 'sum' in minimize", as if sum were no function */
+    {"minimize of an expression", HDR "minimize sum(x)\n", 5, 10,
+     "minimize takes a name, not an expression: bind the loss first (loss = sum(...)), then 'minimize loss'",
+     "unknown name", 0},
+    {"output of an expression", HDR "l = sum(x)\noutput l, relu(x)\nminimize l\n", 6, 11,
+     "output takes names, not expressions: bind the value first (y = relu(...)), then 'output y'", "unknown name", 0},
     {"second model statement", HDR "model n\n", 5, 1, "second 'model' statement (the model was named at line 1)",
      NULL, 0},
     {"empty file", "", 1, 1, "missing 'model NAME' statement", NULL, 0},

@@ -1253,9 +1253,9 @@ START_TEST(test_compile_emits_what_plan_reports)
     free(out);
     char path[4200];
     snprintf(path, sizeof path, "%s/u.h", dir);
-    char *h = tu_read(path), *def = strstr(h, "#define UNET_SMALL_WORKSPACE_BYTES ((size_t)");
-    ck_assert_msg(def != NULL, "%.400s", h);
-    long long emitted = atoll(def + strlen("#define UNET_SMALL_WORKSPACE_BYTES ((size_t)"));
+    char *h = tu_read(path);
+    ck_assert_msg(h && strstr(h, "#define UNET_SMALL_WORKSPACE_BYTES "), "%.400s", h);
+    long long emitted = tu_header_figure(h, "_WORKSPACE_BYTES");
     ck_assert_msg(emitted == planned, "compile emitted %lld workspace bytes, plan reported %lld", emitted, planned);
     free(h);
     tu_rmtree(dir);

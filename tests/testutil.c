@@ -158,7 +158,7 @@ long long tu_header_figure(const char *h, const char *suffix)
         size_t n = strlen(suffix);
         if ((size_t)(end - name) < n || strncmp(end - n, suffix, n)) continue;
         const char *v = end + strspn(end, " ");
-        if (!strncmp(v, "((size_t)", 9)) v += 9;
+        if (!strncmp(v, "MG_SIZE_BYTES(", 14)) v += 14; /* a size_t figure */
         return strtoll(v, NULL, 10);
     }
     ck_abort_msg("no #define ..%s in the header", suffix);
