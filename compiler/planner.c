@@ -1305,7 +1305,8 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * their peak (resnet50: 9-17%), and the walks start only from those that miss by at most
          * 5%, while that one placed at its peak (resnet50 at its minimum: 1.2279 -> 1.1952 of
          * running every op once) */
-        if (!st && found && job.descended && solver == MG_SOLVER_AUTO && out->optimal != 1 && hi <= budget &&
+        int walks = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT; /* (exact: from the MILP's plan) */
+        if (!st && found && job.descended && walks && out->optimal != 1 && hi <= budget &&
             (double)(budget - hi) <= NEAR_MIN * (double)hi)
             st = improve_from(pr, &job.seed, hi, &memo, &out->plan, d);
         /* a budget a little above the minimum: the improvement search at the minimum too, whose
@@ -1319,7 +1320,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * 4.61 GB 1.1834 from the solve at the budget and the minimum's) */
         const int64_t at[2] = {hi, job.bisected};
         for (int k = 0; k < 2; k++)
-            if (!st && found && solver == MG_SOLVER_AUTO && out->plan && out->optimal != 1 && at[k] > 0 &&
+            if (!st && found && walks && out->plan && out->optimal != 1 && at[k] > 0 &&
                 (k == 0 || at[1] != at[0]) && at[k] < budget && (double)(budget - at[k]) <= NEAR_MIN * (double)at[k])
                 st = improve_below(pr, at[k], &memo, &out->plan, d);
         /* and the whole solve at budgets between the minimum and this one (near_min_rungs), whose
