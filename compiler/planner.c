@@ -951,7 +951,7 @@ static mg_status descend_ladder(const mg_problem *pr, missed_memo *mm, variant *
 }
 
 /* The least placed workspace below hi the descent finds, into *out (NULL: none), and the variant
- * that made it, its cap that of the step (*won; set where *out is); its placements search with
+ * that made it, its cap that of the step (*won_by; set where *out is); its placements search with
  * effort times the arena's usual effort. */
 static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search_memo *memo, mg_plan **out,
                          mg_sched_opts *won_by, mg_diag *d)
