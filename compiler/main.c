@@ -829,7 +829,7 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
     const char *fmt = o->format ? o->format : "text";
     const char *solver = mg_solver_names[o->solver];
     if (!strcmp(fmt, "json")) {
-        printf("{\"model\": ");
+        printf("{\"format\": \"memgrad-sweep\", \"version\": 1, \"model\": ");
         json_string(what);
         printf(", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, \"min_feasible_bytes\": %lld, "
                "\"points\": [",
@@ -1134,9 +1134,12 @@ static int run(int argc, char **argv)
     if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep") &&
         strcmp(cmd, "dot") && strcmp(cmd, "arena"))
         return usage_error("unknown command '%s'", cmd); /* (before --help: `memgrad bogus --help` is an error) */
-    for (int i = 2; i < argc; i++)
+    for (int i = 2; i < argc; i++) /* (after a command as before one, as cc and git take them) */
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage_text, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("memgrad %s\n", MG_VERSION);
             return 0;
         }
     options o;

@@ -269,6 +269,14 @@ START_TEST(test_help_lists_every_option)
     rc = mg(&out, "arena '%s' --capacity 128 --format json", csv);
     ck_assert_msg(rc == 0 && strstr(out, "\"offset\""), "arena --format json: exited %d:\n%s", rc, out);
     free(out);
+    /* --version after a command too, as --help (it was "unknown option '--version'") */
+    const char *after[] = {"plan '%s' --version", "arena '%s' --version"};
+    for (int i = 0; i < 2; i++) {
+        rc = mg(&out, after[i], i ? csv : m);
+        ck_assert_msg(rc == 0 && !strncmp(out, "memgrad ", 8) && !strchr(out + 8, ' '), "memgrad %s: exited %d:\n%s",
+                      after[i], rc, out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -1531,6 +1539,8 @@ START_TEST(test_sweep_output_matches_its_docs)
         ck_assert_msg(rc == 0, "sweep --format json exited %d:\n%s", rc, out);
         cJSON *j = cJSON_Parse(out);
         ck_assert_msg(j, "not JSON:\n%s", out);
+        const cJSON *format = cJSON_GetObjectItem(j, "format"); /* (a tool tells it from a plan by this) */
+        ck_assert_msg(cJSON_IsString(format) && !strcmp(format->valuestring, "memgrad-sweep"), "%s", out);
         for (int i = 0; i < f.n; i++) { /* each documented field is somewhere */
             int found = cJSON_HasObjectItem(j, f.name[i]);
             const cJSON *p;
