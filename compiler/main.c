@@ -1116,6 +1116,12 @@ static int close_stdout(int rc)
     return rc ? rc : 1;
 }
 
+static int print_version(void)
+{
+    printf("memgrad %s\n", MG_VERSION);
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1127,10 +1133,7 @@ static int run(int argc, char **argv)
         fputs(usage_text, stdout);
         return 0;
     }
-    if (!strcmp(cmd, "--version")) {
-        printf("memgrad %s\n", MG_VERSION);
-        return 0;
-    }
+    if (!strcmp(cmd, "--version")) return print_version();
     if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep") &&
         strcmp(cmd, "dot") && strcmp(cmd, "arena"))
         return usage_error("unknown command '%s'", cmd); /* (before --help: `memgrad bogus --help` is an error) */
@@ -1139,8 +1142,7 @@ static int run(int argc, char **argv)
             fputs(usage_text, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--version")) {
-            printf("memgrad %s\n", MG_VERSION);
-            return 0;
+            return print_version();
         }
     options o;
     if (!strcmp(cmd, "arena")) return mg_cmd_arena(argc - 1, argv + 1);

@@ -662,6 +662,13 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     return st;
 }
 
+/* Whether the walks could gain anything on *out (as solve_at: none without a search, or without a
+ * plan above the bound by more than IMPROVE_GAP). */
+static int walks_can_gain(const mg_problem *pr, const search_memo *memo, const mg_plan *out)
+{
+    return improve_schedules(pr) > 0 && out && out->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
+}
+
 /* The polish at `at` of *out where walks there made it cheaper than `before`. */
 static mg_status polish_walked(const mg_problem *pr, int64_t at, double before, search_memo *memo, mg_plan **out,
                                mg_diag *d)
@@ -676,15 +683,13 @@ static mg_status polish_walked(const mg_problem *pr, int64_t at, double before, 
  * *out (a plan within a budget of at least `at`). */
 static mg_status improve_below(const mg_problem *pr, int64_t at, search_memo *memo, mg_plan **out, mg_diag *d)
 {
-    if (improve_schedules(pr) == 0 || !*out || (*out)->flops_executed <= memo->lower_bound * (1 + IMPROVE_GAP))
-        return MG_OK; /* (as solve_at: no search, or nothing it could gain) */
+    if (!walks_can_gain(pr, memo, *out)) return MG_OK;
     variant v[NVARIANTS + MAX_RESTARTS];
     double before = (*out)->flops_executed; /* (the walks keep only a cheaper plan) */
     int nv = schedule_variants(pr, at, v, NVARIANTS + restarts_for(pr), d), nseeds = 0, spare = 0;
     mg_status st = MG_OK;
     for (int i = 0; i < nv; i++) {
-        if (!st && !v[i].o.rc && nseeds < IMPROVE_SEEDS && improve_schedules(pr) > 0 && *out &&
-            (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP) &&
+        if (!st && !v[i].o.rc && nseeds < IMPROVE_SEEDS && walks_can_gain(pr, memo, *out) &&
             v[i].p->flops_executed <= (*out)->flops_executed * (1 + IMPROVE_SLACK)) {
             nseeds++;
             spare += improve_schedules(pr);
@@ -702,8 +707,7 @@ static mg_status improve_below(const mg_problem *pr, int64_t at, search_memo *me
 static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int64_t at, search_memo *memo,
                               mg_plan **out, mg_diag *d)
 {
-    if (o->rc || improve_schedules(pr) == 0 || !*out || (*out)->flops_executed <= memo->lower_bound * (1 + IMPROVE_GAP))
-        return MG_OK;
+    if (o->rc || !walks_can_gain(pr, memo, *out)) return MG_OK;
     double before = (*out)->flops_executed;
     int spare = improve_schedules(pr);
     mg_status st = mg_improve_schedule_n(pr, o, at, &spare, out, d);
