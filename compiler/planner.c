@@ -26,6 +26,7 @@
  * direct search misses but that is at or above that minimum gets the minimum's plan, so
  * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
 #include "clock.h"
+#include "place_memo.h"
 #include "plan.h"
 
 #include <math.h>
@@ -144,132 +145,6 @@ static mg_status build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan 
     return MG_OK;
 }
 
-/* Placements that missed, so that a schedule is not placed twice to miss twice: near the minimum
- * feasible budget the eviction policies often make the very same schedule, solve_at aims a
- * schedule that missed at the budget again, and the minimum search's probes and descent place
- * the same schedules at budgets a few MB apart.
- * A placement (arena.c) depends only on the buffers, in order, and on its target: the capacity,
- * or the live peak when the capacity is below it or absent. Every offset and arena top it
- * compares with the target is a sum of buffer sizes, so a multiple of their gcd g: targets in
- * the same class (the same multiple of g, or strictly between the same two) give the very same
- * placement. So does any capacity the arena reports as giving the same placement
- * (mg_arena_assign_same: its comparisons with the capacity all come out the same), often a range
- * of many classes: the minimum search's probes place the same schedules again and again at
- * budgets a few MB apart (resnet50 at its minimum: 8 of its 20 placements).
- * Entries are kept by a 128-bit hash of the buffers (no copy: each memo is a
- * fixed array on the stack of solve_at, the minimum's search or the descent); the oldest makes
- * room when it is full. */
-enum { MISSED_MAX = 48 };
-typedef struct missed {
-    uint64_t h1, h2;         /* the buffers (bytes, first, last), hashed two ways */
-    int nbufs;
-    int64_t cls;             /* the target's class */
-    int64_t same_lo, same_hi;/* the capacities that give the same placement */
-    int64_t workspace, peak; /* what placing them gave */
-} missed;
-typedef struct missed_memo {
-    missed e[MISSED_MAX];
-    int n, next;
-} missed_memo;
-
-typedef struct miss_key {
-    uint64_t h1, h2;
-    int64_t cls;
-} miss_key;
-
-static uint64_t buffers_hash(const mg_plan *p)
-{
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)p->nbufs;
-    for (int b = 0; b < p->nbufs; b++) {
-        h = (h ^ (uint64_t)p->bufs[b].bytes) * 1099511628211ull;
-        h = (h ^ (uint64_t)p->bufs[b].first) * 1099511628211ull;
-        h = (h ^ (uint64_t)p->bufs[b].last) * 1099511628211ull;
-    }
-    return h;
-}
-
-/* The key of placing p's buffers within cap (INT64_MAX: no capacity). */
-static miss_key placement_key(const mg_plan *p, int64_t cap)
-{
-    miss_key k = {buffers_hash(p), 0x9e3779b97f4a7c15ull + (uint64_t)p->nbufs, 0};
-    uint64_t g = 0;
-    int64_t *delta = calloc((size_t)p->nsteps + 2, sizeof *delta), live = 0, peak = 0;
-    if (!delta) abort();
-    for (int b = 0; b < p->nbufs; b++) {
-        const mg_buffer *u = &p->bufs[b];
-        uint64_t f[3] = {(uint64_t)u->bytes, (uint64_t)u->first, (uint64_t)u->last};
-        for (int j = 0; j < 3; j++) {
-            k.h2 = (k.h2 ^ (f[j] + (uint64_t)b)) * 0xff51afd7ed558ccdull;
-            k.h2 ^= k.h2 >> 29;
-        }
-        if (u->bytes > 0) g = (uint64_t)mg_gcd64((int64_t)g, u->bytes);
-        if (u->bytes > 0 && u->last >= u->first && u->first >= 0 && u->last < p->nsteps) {
-            delta[u->first] += u->bytes;
-            delta[u->last + 1] -= u->bytes;
-        }
-    }
-    for (int s = 0; s < p->nsteps; s++) {
-        live += delta[s];
-        if (live > peak) peak = live;
-    }
-    free(delta);
-    int64_t t = cap == INT64_MAX || cap < peak ? peak : cap; /* what the arena aims at */
-    k.cls = g ? 2 * (t / (int64_t)g) + (t % (int64_t)g != 0) : t;
-    return k;
-}
-
-/* The entry for key k of a plan of nbufs buffers placed within capacity `within`, or NULL;
- * any_target: for the same buffers at whatever target (the descent's budgets only go down, so
- * what missed one misses the next). */
-static const missed *missed_find(const missed_memo *mm, miss_key k, int nbufs, int64_t within, int any_target)
-{
-    for (int i = 0; mm && i < mm->n; i++) {
-        const missed *e = &mm->e[i];
-        if (e->h1 == k.h1 && e->h2 == k.h2 && e->nbufs == nbufs &&
-            (any_target || e->cls == k.cls || (e->same_lo <= within && within <= e->same_hi)))
-            return e;
-    }
-    return NULL;
-}
-
-static void missed_add(missed_memo *mm, const mg_plan *p, miss_key k, const int64_t same[2])
-{
-    if (!mm) return;
-    int i = mm->n < MISSED_MAX ? mm->n++ : mm->next++ % MISSED_MAX;
-    mm->e[i] = (missed){k.h1, k.h2, p->nbufs, k.cls, same[0], same[1], p->workspace_bytes, p->peak_live_bytes};
-}
-
-static void missed_free(missed_memo *mm)
-{
-    mm->n = mm->next = 0;
-}
-
-/* Places p within `within` (the budget, or INT64_MAX for the live peak), unless the memo has
- * these buffers missing the budget for the same target (any_target: for any target): then p
- * takes the figures placed then. A placement that misses the budget is remembered. On an error
- * the caller frees p. */
-static mg_status place_effort(mg_plan *p, int64_t budget, int64_t within, missed_memo *mm, int any_target,
-                              double effort, mg_diag *d)
-{
-    miss_key k = mm ? placement_key(p, within) : (miss_key){0, 0, 0};
-    const missed *e = missed_find(mm, k, p->nbufs, within, any_target);
-    if (e && e->workspace > budget) { /* placed before: it missed */
-        p->workspace_bytes = e->workspace;
-        p->peak_live_bytes = e->peak;
-        return MG_OK;
-    }
-    int64_t same[2];
-    if (mg_arena_assign_effort(p, within, effort, NULL, same, d)) return MG_ERR;
-    if (p->workspace_bytes > budget) missed_add(mm, p, k, same);
-    return MG_OK;
-}
-
-static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, missed_memo *mm, int any_target,
-                                  mg_diag *d)
-{
-    return place_effort(p, budget, within, mm, any_target, 1.0, d);
-}
-
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
  * most budget. first, when not NULL, is the (unplaced) schedule under opts at cap budget,
  * already made by the caller; fit takes it over. aim: the arena, when it misses the peak live
@@ -284,7 +159,7 @@ static mg_status place_remembered(mg_plan *p, int64_t budget, int64_t within, mi
  * cap less that miss was below all its schedules, so no variant fitted and the plan was the
  * minimum's, +99.96%; halfway back fits, +69.76% (and +75.19% -> +45.78% at 1.12 times). */
 static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, search_memo *memo, mg_plan *first,
-                     int aim, missed_memo *mm, mg_plan **out, int *at_budget, mg_diag *d)
+                     int aim, mg_place_memo *mm, mg_plan **out, int *at_budget, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget, missed = -1, dead = 0; /* the lowest cap whose schedule missed; a cap with none */
@@ -297,7 +172,7 @@ static mg_status fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bu
             cap = dead + (missed - dead) / 2;
             continue;
         }
-        if (place_remembered(p, budget, aim ? budget : INT64_MAX, mm, 0, d)) {
+        if (mg_place_memo_place(mm, p, budget, aim ? budget : INT64_MAX, 0, 1.0, d)) {
             mg_plan_free(p);
             return MG_ERR;
         }
@@ -544,7 +419,7 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
     for (int i = 1, last = 0; i < n; i++) {
         const mg_plan *p = v[i].p, *q = v[last].p;
         if (p->flops_executed == q->flops_executed && p->peak_live_bytes == q->peak_live_bytes &&
-            p->nsteps == q->nsteps && p->nbufs == q->nbufs && buffers_hash(p) == buffers_hash(q)) {
+            p->nsteps == q->nsteps && p->nbufs == q->nbufs && mg_plan_buffers_hash(p) == mg_plan_buffers_hash(q)) {
             mg_plan_free(v[i].p);
             v[i].p = NULL;
         } else {
@@ -610,7 +485,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     for (int i = 0; i < nv && nseeds < IMPROVE_SEEDS; i++)
         if (!v[i].o.rc)
             seeds[nseeds++] = (struct seed){v[i].o, v[i].p->flops_executed};
-    missed_memo mm = {.n = 0}; /* the variants' placements that missed */
+    mg_place_memo mm = {.n = 0}; /* the variants' placements that missed */
     for (int i = 0; i < nv; i++) {
         if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
             mg_plan_free(v[i].p);
@@ -644,7 +519,6 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     if (!st && solver == MG_SOLVER_AUTO && *out && (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP) &&
         improve_polish_plans(pr, *out, memo->lower_bound) > 0)
         st = mg_polish_schedule(pr, budget, improve_polish_plans(pr, *out, memo->lower_bound), out, d);
-    missed_free(&mm);
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
         if ((st = chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) keep_better(out, p);
     }
@@ -814,7 +688,7 @@ static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
  * still fits once placed. */
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm,
-                             missed_memo *mm, mg_plan **out, mg_diag *d)
+                             mg_place_memo *mm, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
@@ -873,13 +747,13 @@ static int variant_by_peak(const void *a, const void *b)
 /* Variant o's schedule p (at cap budget; taken over) placed within budget, its cap lowered
  * when it misses; *out is NULL when no try fits. */
 static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_plan *p, int64_t budget,
-                             double effort, search_memo *memo, missed_memo *mm, mg_plan **out, mg_diag *d)
+                             double effort, search_memo *memo, mg_place_memo *mm, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget;
     for (int it = 0; it < DESCENT_TRIES && p; it++) {
         /* (any target: what missed a larger budget of the descent misses this one) */
-        if (place_effort(p, budget, budget, mm, 1, effort, d)) {
+        if (mg_place_memo_place(mm, p, budget, budget, 1, effort, d)) {
             mg_plan_free(p);
             return MG_ERR;
         }
@@ -918,7 +792,7 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
 enum { LADDER_CAPS = 4, LADDER_PLACE = 2 };
 static const double LADDER_STEP = 0.01;
 
-static mg_status descend_ladder(const mg_problem *pr, missed_memo *mm, variant *v, mg_plan **least, mg_diag *d)
+static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant *v, mg_plan **least, mg_diag *d)
 {
     mg_status st = MG_OK;
     int64_t peak = (*least)->peak_live_bytes;
@@ -943,8 +817,8 @@ static mg_status descend_ladder(const mg_problem *pr, missed_memo *mm, variant *
     for (int i = 0; i < nkept; i++) {
         mg_plan *p = kept[i].p;
         int64_t budget = (*least)->workspace_bytes - 1;
-        if (!st && p->peak_live_bytes <= budget && (st = place_remembered(p, budget, budget, mm, 1, d)) == MG_OK &&
-            p->workspace_bytes <= budget) {
+        if (!st && p->peak_live_bytes <= budget &&
+            (st = mg_place_memo_place(mm, p, budget, budget, 1, 1.0, d)) == MG_OK && p->workspace_bytes <= budget) {
             mg_plan_free(*least);
             *least = p;
         } else {
@@ -962,7 +836,7 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
 {
     *out = NULL;
     mg_status st = MG_OK;
-    missed_memo mm = {.n = 0}; /* (the budgets only go down: what missed one misses the next) */
+    mg_place_memo mm = {.n = 0}; /* (the budgets only go down: what missed one misses the next) */
     variant v[NVARIANTS + MAX_RESTARTS];
     mg_sched_opts won[DESCENT_KEEP];
     int nwon = 0;
@@ -1011,7 +885,6 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
         *won_by = least_by;
     }
     if (!st && wastes(*out, DESCENT_WASTE)) st = descend_ladder(pr, &mm, v, out, d);
-    missed_free(&mm);
     return st;
 }
 
@@ -1172,7 +1045,7 @@ static void min_search(min_search_job *r)
     if (floor > 0 && floor >= hi) lo = hi; /* nothing to search: hi is within floor already */
     else if (floor > lo && floor < hi) first = floor;
     probe_memo pm = {.n = {0}};
-    missed_memo bm = {.n = 0}; /* placements that missed, over all the probes */
+    mg_place_memo bm = {.n = 0}; /* placements that missed, over all the probes */
     /* within 0.1% of the least budget found; within 1/DESCENT_TOL where the plan there wastes more
      * than DESCENT_TOL_WASTE, as the descent then goes on from it to placements below what the
      * probes reach, and a probe that misses costs every variant's fitting: mlp_deep in 32 parts,
@@ -1199,7 +1072,6 @@ static void min_search(min_search_job *r)
             lo = mid;
         }
     }
-    missed_free(&bm);
     r->bisected = found ? hi : -1;
     /* the descent: from the bisection's minimum, or from `below` where the bisection found
      * nothing under it (the minimum of the fewer parts tried before, which the descent there

@@ -1,0 +1,34 @@
+/* place_memo.h — a memo of arena placements that missed their budget (place_memo.c). */
+#ifndef MG_PLACE_MEMO_H
+#define MG_PLACE_MEMO_H
+#include "plan.h"
+
+enum { MG_PLACE_MEMO_MAX = 48 };
+
+typedef struct mg_place_missed {
+    uint64_t h1, h2;          /* the buffers (bytes, first, last): XXH3's 128 bits */
+    int nbufs;
+    int64_t cls;              /* the target's class */
+    int64_t same_lo, same_hi; /* the capacities that give the same placement */
+    int64_t workspace, peak;  /* what placing them gave */
+} mg_place_missed;
+
+/* A fixed array, kept by its user (on the stack of a solve); zero-initialised it is empty. */
+typedef struct mg_place_memo {
+    mg_place_missed e[MG_PLACE_MEMO_MAX];
+    int n, next;
+} mg_place_memo;
+
+/* Places p within `within` (the budget, or INT64_MAX for the live peak) with `effort` times the
+ * arena's usual search effort (mg_arena_assign_effort), unless mm (NULL: no memo) has these
+ * buffers missing the budget for the same target (any_target: for any target): then p takes the
+ * figures placed then, and its offsets are left as they were. A placement that misses the
+ * budget is remembered. On an error the caller frees p. */
+mg_status mg_place_memo_place(mg_place_memo *mm, mg_plan *p, int64_t budget, int64_t within, int any_target,
+                              double effort, mg_diag *d);
+
+/* A 64-bit hash of p's buffers (bytes, first and last step of each, in order): two schedules
+ * with the same hash place alike. */
+uint64_t mg_plan_buffers_hash(const mg_plan *p);
+
+#endif
