@@ -490,6 +490,76 @@ START_TEST(test_diagnostic_caret_positions)
 }
 END_TEST
 
+/* The excerpt under a diagnostic on a line too long to print whole (review21: a model line of
+ * 10,000+ bytes and a graph JSON on one line printed no excerpt at all): the bytes around the
+ * column, "..." on each side that is cut, the caret under the character the column names. The
+ * line at out's diagnostic FILE:LINE:COL must show `word` at the caret. */
+static void assert_window(const char *out, const char *head, const char *word, int cut_left, int cut_right)
+{
+    const char *p = strstr(out, head);
+    ck_assert_msg(p == out, "wanted '%s' first in:\n%.600s", head, out);
+    char src[1024], caret[1024];
+    p = strchr(p, '\n');
+    ck_assert_msg(p != NULL, "no excerpt after '%s'", head);
+    line_at(p + 1, src, sizeof src);
+    p = strchr(p + 1, '\n');
+    ck_assert_msg(p != NULL, "no caret line after '%s':\n%.600s", head, out);
+    line_at(p + 1, caret, sizeof caret);
+    size_t n = strlen(src), at = strlen(caret) - 1;
+    ck_assert_msg(n <= 2 + 3 + 160 + 3 && n >= 2 + 100, "excerpt of %zu bytes:\n%s", n, src);
+    ck_assert_msg(!strncmp(src, "  ...", 5) == !!cut_left, "left end:\n%s", src);
+    ck_assert_msg(!strcmp(src + n - 3, "...") == !!cut_right, "right end:\n%s", src);
+    ck_assert_msg(caret[at] == '^' && strspn(caret, " ") == at && at < n && !strncmp(src + at, word, strlen(word)),
+                  "the caret is not under '%s':\n%s\n%s", word, src, caret);
+}
+
+START_TEST(test_long_line_excerpt)
+{
+    /* a model line of 12,000 bytes, the mistake near its end, then in its middle */
+    size_t cap = 40000;
+    char *src = malloc(cap), *out, head[4400];
+    for (int mid = 0; mid < 2; mid++) {
+        int k = snprintf(src, cap, "model m\ninput x: f32[4, 8]\nparam w: f32[8, 8]\nh = x");
+        for (int i = 0; i < 3000; i++) k += snprintf(src + k, cap - (size_t)k, "%s", mid && i == 1500 ? " + qq" : " + x");
+        k += snprintf(src + k, cap - (size_t)k, "%s\nminimize sum(h)\n", mid ? "" : " @ w @ qq");
+        const char *m = write_model("long.mg", src);
+        int rc = mg(&out, "check '%s'", m);
+        snprintf(head, sizeof head, "%s:4:%d: error: unknown name 'qq'", m, mid ? 6 + 4 * 1500 + 3 : 6 + 4 * 2999 + 11);
+        ck_assert_int_eq(rc, 1);
+        assert_window(out, head, "qq", 1, mid);
+        free(out);
+    }
+    /* a line of 201 bytes, the mistake at its start: cut on the right only */
+    int k = snprintf(src, cap, "model m\ninput x: f32[4, 8]\nh = qq");
+    while (k < 32 + 201) k += snprintf(src + k, cap - (size_t)k, " + x");
+    snprintf(src + k, cap - (size_t)k, "\nminimize sum(h)\n");
+    const char *m = write_model("start.mg", src);
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    snprintf(head, sizeof head, "%s:3:5: error: unknown name 'qq'", m);
+    assert_window(out, head, "qq", 0, 1);
+    free(out);
+    /* a graph JSON on one line (as json.dumps writes it), a negative cost in its middle; with a
+     * byte order mark the column is the same (it counted the mark's 3 bytes) */
+    for (int bom = 0; bom < 2; bom++) {
+        int j = snprintf(src, cap, "%s{\"nodes\": [", bom ? "\xEF\xBB\xBF" : "");
+        for (int i = 0; i < 100; i++)
+            j += snprintf(src + j, cap - (size_t)j, "%s{\"id\": %d, \"cost_cpu\": %s, \"cost_ram\": 8}", i ? ", " : "", i,
+                          i == 50 ? "-3" : "1");
+        j += snprintf(src + j, cap - (size_t)j, "], \"links\": [");
+        for (int i = 0; i < 99; i++)
+            j += snprintf(src + j, cap - (size_t)j, "%s{\"source\": %d, \"target\": %d}", i ? ", " : "", i, i + 1);
+        snprintf(src + j, cap - (size_t)j, "]}\n");
+        const char *g = write_model("g.json", src);
+        ck_assert_int_eq(mg(&out, "plan --graph '%s' --no-cache", g), 1);
+        const char *at = strstr(src, "{\"id\": 50,");
+        snprintf(head, sizeof head, "%s:1:%d: error: node 50: expected", g, (int)(at - src) + 1 - 3 * bom);
+        assert_window(out, head, "{\"id\": 50,", 1, 1);
+        free(out);
+    }
+    free(src);
+}
+END_TEST
+
 START_TEST(test_matmul_mismatch_message)
 {
     char *src = replace(mlp_src, "relu(x @ w1", "relu(x @ w2");
@@ -2603,6 +2673,7 @@ static Suite *cli_suite(void)
     tcase_add_test(d, test_syntax_error_diagnostic);
     tcase_add_test(d, test_diagnostic_caret_positions);
     tcase_add_test(d, test_matmul_mismatch_message);
+    tcase_add_test(d, test_long_line_excerpt);
     suite_add_tcase(s, d);
     TCase *c = tcase_create("commands");
     tcase_add_unchecked_fixture(c, root_setup, root_teardown);
