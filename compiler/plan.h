@@ -491,6 +491,22 @@ uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq);
 uint64_t mg_plan_cache_build_id(const char *exe);
 int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_planned *out);
 mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p);
+/* What a cache directory holds of memgrad's files (entries, and writers' temporaries among
+ * files), or what a prune or clear removed. Other files in the directory are never counted or
+ * removed. */
+typedef struct mg_plan_cache_usage {
+    int64_t entries, files, bytes;
+} mg_plan_cache_usage;
+/* The default bound on a cache directory's bytes (MEMGRAD_CACHE_MAX_SIZE overrides it; 0: none). */
+#define MG_PLAN_CACHE_MAX_BYTES ((int64_t)256 << 20)
+mg_status mg_plan_cache_stats(const char *dir, mg_plan_cache_usage *u, mg_diag *d);
+/* Removes the least recently used entries (a load sets an entry's time) until memgrad's files
+ * add up to at most max_bytes (0: no bound), never the entry of key keep (just stored), and
+ * writers' temporaries left for an hour. */
+mg_status mg_plan_cache_prune(const char *dir, int64_t max_bytes, uint64_t keep, mg_plan_cache_usage *removed,
+                              mg_diag *d);
+/* Removes every entry and temporary of memgrad's; MG_ERR with d at the first it cannot. */
+mg_status mg_plan_cache_clear(const char *dir, mg_plan_cache_usage *removed, mg_diag *d);
 
 /* How a matmul node maps onto GEMM calls: one call over M = all rows when B is a matrix and A
  * is not transposed (stacks of A rows are contiguous), else one call per batch entry. */

@@ -223,7 +223,7 @@ START_TEST(test_help_lists_every_option)
     static const char *const taken[] = {"-o", "--header", "--target", "--cpu", "--emit-llvm", "--no-fuse", "-O0",
                                         "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
                                         "--format", "--graph", "--svg", "--trace", "--bytes", "--print-ir",
-                                        "--print-joint", "--capacity", "--cache-dir", "--no-cache", "--help", "--version"};
+                                        "--print-joint", "--capacity", "--clear", "--cache-dir", "--no-cache", "--help", "--version"};
     size_t n = sizeof taken / sizeof taken[0];
     char *out;
     ck_assert_int_eq(mg(&out, "--help"), 0);
@@ -1168,6 +1168,156 @@ START_TEST(test_cache_temporary_is_exclusive)
     free(victim);
     ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "no entry written: exited %d:\n%.400s", rc, out);
     free(out);
+}
+END_TEST
+
+/* The name of the entry (16 hex digits and ".plan") in cdir that seen (names, each followed by a
+ * space) does not list yet, appended to seen; its size in *bytes. */
+static void new_entry(const char *cdir, char *seen, size_t cap, char *name, long long *bytes)
+{
+    DIR *dp = opendir(cdir);
+    ck_assert_msg(dp != NULL, "no cache directory %s", cdir);
+    struct dirent *e;
+    name[0] = 0;
+    while ((e = readdir(dp))) {
+        char with_space[300];
+        snprintf(with_space, sizeof with_space, "%s ", e->d_name);
+        if (strlen(e->d_name) == 21 && strspn(e->d_name, "0123456789abcdef") == 16 && !strcmp(e->d_name + 16, ".plan") &&
+            !strstr(seen, with_space)) {
+            ck_assert_msg(!name[0], "two new entries in %s: %s, %s", cdir, name, e->d_name);
+            snprintf(name, 32, "%s", e->d_name);
+        }
+    }
+    closedir(dp);
+    ck_assert_msg(name[0], "no new entry in %s (seen: %s)", cdir, seen);
+    snprintf(seen + strlen(seen), cap - strlen(seen), "%s ", name);
+    struct stat st;
+    ck_assert_int_eq(stat(tu_path(cdir, name), &st), 0);
+    *bytes = (long long)st.st_size;
+}
+
+/* The plan cache grew forever (review21): entries are now bounded in bytes
+ * (MEMGRAD_CACHE_MAX_SIZE, default 256 MiB), the least recently used removed first on a store
+ * (an entry served by a load counts as used then), with writers' temporaries left an hour;
+ * `memgrad cache` says what it holds, and --clear removes memgrad's entries and nothing else:
+ * not a file of another name, nor one named like an entry that is no plan, nor a symlink. */
+START_TEST(test_cache_bound_and_clear)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char cdir[4300], c2[4300], seen[512] = "", seen2[64] = "", e[5][32], cmd[16384], *out;
+    long long size[5];
+    snprintf(cdir, sizeof cdir, "%s", path("c"));
+    snprintf(c2, sizeof c2, "%s", path("c2"));
+    const char *budgets[5] = {"100%", "60%", "40%", "30%", "50%"};
+    for (int i = 0; i < 4; i++) {
+        int rc = mg(&out, "plan '%s' --budget %s --cache-dir '%s'", m, budgets[i], cdir);
+        ck_assert_msg(rc == 0, "plan at %s exited %d:\n%.400s", budgets[i], rc, out);
+        free(out);
+        new_entry(cdir, seen, sizeof seen, e[i], &size[i]);
+        snprintf(cmd, sizeof cmd, "touch -d '202%d-01-01' '%s/%s'", i, cdir, e[i]); /* e[0] the oldest */
+        ck_assert_int_eq(tu_run(cmd, &out), 0);
+        free(out);
+    }
+    /* others' files, and a temporary of a writer that died in 2020 */
+    ck_assert_int_eq(tu_write(tu_path(cdir, "notes.txt"), "mine\n"), 0);
+    ck_assert_int_eq(tu_write(tu_path(cdir, "0123456789abcdef.plan"), "not a plan\n"), 0);
+    ck_assert_int_eq(tu_write(path("victim"), "MGPLAN04 victim\n"), 0);
+    ck_assert_int_eq(symlink("../victim", tu_path(cdir, "fedcba9876543210.plan")), 0);
+    snprintf(cmd, sizeof cmd, "printf MGPLAN04 > '%s/%s.tmp.1.0' && touch -d 2020-01-01 '%s/%s.tmp.1.0'", cdir, e[1], cdir,
+             e[1]);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    free(out);
+    /* served from the cache, the oldest entry becomes the most recently used */
+    int rc = mg(&out, "plan '%s' --budget 100%% --cache-dir '%s'", m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, c2); /* the size of the next entry */
+    free(out);
+    new_entry(c2, seen2, sizeof seen2, e[4], &size[4]);
+    /* a bound that holds e[0], e[3] and the new entry: e[1] and e[2], least recently used, go */
+    long long bound = size[0] + size[3] + size[4];
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=%lld '%s' plan '%s' --budget 50%% --cache-dir '%s'", bound,
+            MG_MEMGRAD, m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace"), "exited %d:\n%.400s", rc, out);
+    free(out);
+    int want[5] = {1, 0, 0, 1, 1};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(exists(tu_path(cdir, e[i])) == want[i], "entry %d (%s, made at %s): %s", i, e[i], budgets[i],
+                      want[i] ? "removed, though used more recently than others kept" : "kept beyond the bound");
+    snprintf(cmd, sizeof cmd, "%s.tmp.1.0", e[1]);
+    ck_assert_msg(!exists(tu_path(cdir, cmd)), "a dead writer's temporary was kept");
+    /* memgrad cache: entries and bytes */
+    rc = mg(&out, "cache --cache-dir '%s'", cdir);
+    char want_text[4600];
+    snprintf(want_text, sizeof want_text, "plan cache %s\n  entries       3\n", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, want_text), "exited %d, wanted '%s':\n%s", rc, want_text, out);
+    snprintf(want_text, sizeof want_text, " (%lld bytes)\n  maximum size  256.0 MiB (268435456 bytes)", bound);
+    ck_assert_msg(strstr(out, want_text), "wanted '%s':\n%s", want_text, out);
+    free(out);
+    /* --clear: memgrad's entries only */
+    rc = mg(&out, "cache --cache-dir '%s' --clear", cdir);
+    snprintf(want_text, sizeof want_text, "plan cache %s: removed 3 entries (", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, want_text), "exited %d, wanted '%s':\n%s", rc, want_text, out);
+    free(out);
+    char names[1024];
+    DIR *dp = opendir(cdir);
+    int left = 0;
+    for (struct dirent *d; (d = readdir(dp));) left += d->d_name[0] != '.';
+    closedir(dp);
+    snprintf(names, sizeof names, "%s", "notes.txt, 0123456789abcdef.plan, fedcba9876543210.plan");
+    ck_assert_msg(left == 3 && exists(tu_path(cdir, "notes.txt")) && exists(tu_path(cdir, "0123456789abcdef.plan")) &&
+                      exists(tu_path(cdir, "fedcba9876543210.plan")),
+                  "after --clear %d files, wanted %s", left, names);
+    char *victim = tu_read(path("victim"));
+    ck_assert_msg(victim && !strcmp(victim, "MGPLAN04 victim\n"), "the file a symlink named like an entry points to changed");
+    free(victim);
+    rc = mg(&out, "cache --cache-dir '%s'", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "  entries       0\n  size          0 B (0 bytes)\n"), "exited %d:\n%s", rc, out);
+    free(out);
+    /* the default place, a directory not made yet; a file is an error */
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' cache", path("xdg"), MG_MEMGRAD);
+    snprintf(want_text, sizeof want_text, "plan cache %s/memgrad\n  entries       0\n", path("xdg"));
+    ck_assert_msg(rc == 0 && strstr(out, want_text), "exited %d, wanted '%s':\n%s", rc, want_text, out);
+    free(out);
+    rc = mg(&out, "cache --cache-dir '%s' --clear", tu_path(cdir, "notes.txt"));
+    ck_assert_msg(rc == 1 && strstr(out, "is not a directory"), "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "cache --cache-dir '%s' --no-cache", cdir), 2);
+    free(out);
+}
+END_TEST
+
+/* The plan cache keys an entry by a hash of the memgrad executable (/proc/self/exe); where that
+ * cannot be read the hash was 0, so two different builds shared their entries (review21). Now
+ * nothing is cached then, with a warning. (Run without /proc in a mount namespace where
+ * unshare can make one; skipped elsewhere.) */
+START_TEST(test_cache_off_without_the_executable)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char cmd[16384], *out;
+    const char *flags[2] = {"-m", "-rm"};
+    int f = 0;
+    for (; f < 2; f++) {
+        snprintf(cmd, sizeof cmd, "unshare %s --fork sh -c 'mount -t tmpfs none /proc && ! test -e /proc/self/exe'",
+                 flags[f]);
+        int rc = tu_run(cmd, &out);
+        free(out);
+        if (rc == 0) break;
+    }
+    if (f == 2) {
+        fprintf(stderr, "test_cache_off_without_the_executable: skipped (no mount namespace)\n");
+        return;
+    }
+    snprintf(cmd, sizeof cmd,
+             "unshare %s --fork sh -c 'mount -t tmpfs none /proc && exec \"$0\" plan \"$1\" --cache-dir \"$2\"' '%s' '%s' '%s'",
+             flags[f], MG_MEMGRAD, m, path("c"));
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: cannot read the memgrad executable (/proc/self/exe)") &&
+                      strstr(out, "plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("c")), "a plan was cached under a build id of 0");
 }
 END_TEST
 
@@ -2738,6 +2888,8 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
         tcase_add_test(b, test_cache_temporary_is_exclusive);
+        tcase_add_test(b, test_cache_bound_and_clear);
+        tcase_add_test(b, test_cache_off_without_the_executable);
         tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
