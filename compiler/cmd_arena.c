@@ -77,10 +77,13 @@ int mg_cmd_arena(int argc, char **argv)
     }
 
     if (!strcmp(file, "-")) file = "/dev/stdin"; /* as for a model and --graph ("cannot open -"; review19) */
+    /* named as a model read from "-" is, and as cc names it: "<stdin>:2: error: ..." (it said
+     * /dev/stdin, in errors and atop the report; review21) */
+    const char *shown = strcmp(file, "/dev/stdin") ? file : "<stdin>";
     mg_arena_csv csv;
     mg_diag d = {{0}, {0}};
     if (mg_arena_csv_read(file, &csv, &d)) {
-        if (d.loc.line > 0) fprintf(stderr, "%s:%d: error: %s\n", file, d.loc.line, d.msg);
+        if (d.loc.line > 0) fprintf(stderr, "%s:%d: error: %s\n", shown, d.loc.line, d.msg);
         else fprintf(stderr, "memgrad: %s\n", d.msg);
         return 1;
     }
@@ -103,7 +106,7 @@ int mg_cmd_arena(int argc, char **argv)
                    (long long)csv.iv[i].offset);
         printf("%s]}\n", csv.n ? "\n" : "");
     } else {
-        printf("%s\n", file);
+        printf("%s\n", shown);
         printf("  buffers       %d\n", csv.n);
         printf("  lower bound   %lld %s (max live)\n", (long long)st.lower_bound, mg_bytes_word(st.lower_bound));
         printf("  arena         %lld %s", (long long)st.arena_bytes, mg_bytes_word(st.arena_bytes));

@@ -2022,6 +2022,11 @@ START_TEST(test_output_is_the_model_by_another_name)
             int rc = mg(&out, "compile '%s' --no-cache %s", m, opt);
             ck_assert_msg(rc == 2 && strstr(out, "refusing to overwrite the model file"), "%s: exited %d:\n%s", opt, rc,
                           out);
+            /* the option and the name given, which is not the model's (it said "with output") */
+            char with[4400];
+            snprintf(with, sizeof with, " with %s %s\n", i == 0 ? "-o" : i == 1 ? "--header" : "--emit-llvm",
+                     path(outs[k]));
+            ck_assert_msg(strstr(out, with), "%s: wanted '%s' in:\n%s", opt, with, out);
             free(out);
         }
     assert_model_kept(m, 3);
@@ -2674,6 +2679,13 @@ START_TEST(test_dash_is_standard_input_and_output)
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' arena - < b.csv", dir, MG_MEMGRAD);
     rc = tu_run(cmd, &out);
     ck_assert_msg(rc == 0 && strstr(out, "arena         12 bytes"), "arena - exited %d:\n%s", rc, out);
+    /* named <stdin>, as a model read from - is (it said /dev/stdin; review21) */
+    ck_assert_msg(!strncmp(out, "<stdin>\n", 8) && !strstr(out, "/dev/stdin"), "arena -:\n%s", out);
+    free(out);
+    write_model("bad.csv", "id,lower,upper,size\n0,0,10\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' arena - < bad.csv", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && !strncmp(out, "<stdin>:2:", 10), "arena - of a bad file exited %d:\n%s", rc, out);
     free(out);
     /* plan's and sweep's --svg - and --trace - are the standard output alone: it held the text
      * report with the SVG after it, an SVG no viewer opens (review19) */
