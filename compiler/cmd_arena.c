@@ -8,6 +8,8 @@
 #include "clock.h"
 #include "arena.h"
 #include "budget.h"
+#include "excerpt.h"
+#include "read_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +84,24 @@ int mg_cmd_arena(int argc, char **argv)
     const char *shown = strcmp(file, "/dev/stdin") ? file : "<stdin>";
     mg_arena_csv csv;
     mg_diag d = {{0}, {0}};
-    if (mg_arena_csv_read(file, &csv, &d)) {
-        if (d.loc.line > 0) fprintf(stderr, "%s:%d: error: %s\n", shown, d.loc.line, d.msg);
-        else fprintf(stderr, "memgrad: %s\n", d.msg);
+    char *text;
+    size_t len;
+    if (mg_read_file(file, (size_t)1 << 28, &text, &len, &d)) { /* 256 MiB: some 8 million buffers */
+        fprintf(stderr, "memgrad: %s\n", d.msg);
         return 1;
     }
+    if (mg_arena_csv_parse(text, len, shown, &csv, &d)) {
+        /* FILE:LINE:COL, the row and a caret under the field, as for a model (it named the
+         * line alone, so "expected 4 fields, got 3" on line 53,211 showed nothing of it) */
+        if (d.loc.line > 0 && d.loc.col > 0)
+            fprintf(stderr, "%s:%d:%d: error: %s\n", shown, d.loc.line, d.loc.col, d.msg);
+        else if (d.loc.line > 0) fprintf(stderr, "%s:%d: error: %s\n", shown, d.loc.line, d.msg);
+        else fprintf(stderr, "memgrad: %s\n", d.msg);
+        mg_print_excerpt(stderr, text, len, d.loc.line, d.loc.col);
+        free(text);
+        return 1;
+    }
+    free(text);
     mg_arena_opts opts = {capacity, time_limit, INT64_MAX};
     mg_arena_stats st;
     double t0 = mg_seconds();

@@ -10,6 +10,7 @@
 #include "plan.h"
 #include "read_file.h"
 #include "microbatch.h"
+#include "excerpt.h"
 #include "out_files.h"
 #include "report.h"
 
@@ -186,35 +187,6 @@ static int read_source(const char *path, source *s)
     return 0;
 }
 
-/* A UTF-8 continuation byte: no column of its own on a terminal. */
-static int utf8_cont(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
-
-/* The source line [p, e) and a caret under column col (a byte count from 1; one past the end
- * for "expected ')'" at the end of a line). A line of up to EXCERPT_WHOLE bytes is printed whole;
- * a longer one (a generated model, a graph JSON on one line) as the EXCERPT_WINDOW bytes around
- * the column, "..." where it is cut, never inside a UTF-8 character: it printed no excerpt at
- * all (review21). The caret line copies the tabs before the column and skips continuation
- * bytes, so the caret stands under the character the column names. */
-enum { EXCERPT_WHOLE = 200, EXCERPT_WINDOW = 160 };
-
-static void print_excerpt(const char *p, const char *e, int col)
-{
-    size_t len = (size_t)(e - p), at = col > 1 ? (size_t)col - 1 : 0, from = 0, to = len;
-    if (at > len) at = len;
-    if (len > EXCERPT_WHOLE) {
-        from = at > EXCERPT_WINDOW / 2 ? at - EXCERPT_WINDOW / 2 : 0;
-        if (from + EXCERPT_WINDOW > len) from = len - EXCERPT_WINDOW;
-        to = from + EXCERPT_WINDOW;
-        while (from > 0 && from < at && utf8_cont(p[from])) from++;
-        while (to < len && to > at && utf8_cont(p[to])) to--;
-    }
-    fprintf(stderr, "  %s%.*s%s\n  %s", from ? "..." : "", (int)(to - from), p + from, to < len ? "..." : "",
-            from ? "   " : "");
-    for (size_t i = from; i < at; i++)
-        if (!utf8_cont(p[i])) fputc(p[i] == '\t' ? '\t' : ' ', stderr);
-    fprintf(stderr, "^\n");
-}
-
 /* file:line:col: KIND: message (KIND error or warning), then the source line and a caret under
  * the column. */
 static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
@@ -224,15 +196,7 @@ static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
         return;
     }
     fprintf(stderr, "%s:%d:%d: %s: %s\n", src->path, d->loc.line, d->loc.col, kind, d->msg);
-    const char *p = src->text, *end = src->text + src->len;
-    if (src->len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3; /* columns on line 1 count from after a BOM */
-    for (int l = 1; l < d->loc.line && p < end; p++)
-        if (*p == '\n') l++;
-    const char *e = p;
-    while (e < end && *e != '\n' && *e != '\r') e++; /* (a CRLF line's CR would print as ^M in a log, and
-                                                        a lone CR sends the terminal's cursor back) */
-    if (p >= end) return;
-    print_excerpt(p, e, d->loc.col);
+    mg_print_excerpt(stderr, src->text, src->len, d->loc.line, d->loc.col);
 }
 
 static void print_diag(const source *src, const mg_diag *d) { print_diag_as(src, d, "error"); }
