@@ -1185,7 +1185,7 @@ static void new_entry(const char *cdir, char *seen, size_t cap, char *name, long
         if (strlen(e->d_name) == 21 && strspn(e->d_name, "0123456789abcdef") == 16 && !strcmp(e->d_name + 16, ".plan") &&
             !strstr(seen, with_space)) {
             ck_assert_msg(!name[0], "two new entries in %s: %s, %s", cdir, name, e->d_name);
-            snprintf(name, 32, "%s", e->d_name);
+            snprintf(name, 32, "%.31s", e->d_name);
         }
     }
     closedir(dp);
@@ -1313,7 +1313,10 @@ START_TEST(test_cache_off_without_the_executable)
              "unshare %s --fork sh -c 'mount -t tmpfs none /proc && exec \"$0\" plan \"$1\" --cache-dir \"$2\"' '%s' '%s' '%s'",
              flags[f], MG_MEMGRAD, m, path("c"));
     int rc = tu_run(cmd, &out);
-    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: cannot read the memgrad executable (/proc/self/exe)") &&
+    /* (under ASan, LeakSanitizer's check at exit needs /proc too, and fails: exit 1 then) */
+    int lsan_without_proc = strstr(out, "LeakSanitizer has encountered a fatal error") != NULL;
+    ck_assert_msg((rc == 0 || lsan_without_proc) &&
+                      strstr(out, "memgrad: warning: cannot read the memgrad executable (/proc/self/exe)") &&
                       strstr(out, "plans are not cached") && strstr(out, "workspace"),
                   "exited %d:\n%.600s", rc, out);
     free(out);
