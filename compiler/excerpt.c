@@ -15,7 +15,7 @@ static int utf8_cont(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
  * a longer one (a generated model, a graph JSON on one line) as the EXCERPT_WINDOW bytes around
  * the column, "..." where it is cut, never inside a UTF-8 character: it printed no excerpt at
  * all (review21). The caret line copies the tabs before the column and skips continuation
- * bytes, so the caret stands under the character the column names. */
+ * bytes, so the caret stands under the character the column names; a control byte is one '?'. */
 enum { EXCERPT_WHOLE = 200, EXCERPT_WINDOW = 160 };
 
 static void print_window(FILE *out, const char *p, const char *e, int col)
@@ -29,7 +29,14 @@ static void print_window(FILE *out, const char *p, const char *e, int col)
         while (from > 0 && from < at && utf8_cont(p[from])) from++;
         while (to < len && to > at && utf8_cont(p[to])) to--;
     }
-    fprintf(out, "  %s%.*s%s\n", from ? "..." : "", (int)(to - from), p + from, to < len ? "..." : "");
+    /* control bytes as '?': an ESC in the file sent escape sequences to the terminal (ESC [2J
+     * cleared the screen under the error that named it), and a NUL ended the line early */
+    fprintf(out, "  %s", from ? "..." : "");
+    for (size_t i = from; i < to; i++) {
+        unsigned char c = (unsigned char)p[i];
+        fputc((c < 0x20 && c != '\t') || c == 0x7f ? '?' : c, out);
+    }
+    fprintf(out, "%s\n", to < len ? "..." : "");
     if (col <= 0) return; /* (a whole line's error: no column to point at) */
     fprintf(out, "  %s", from ? "   " : "");
     for (size_t i = from; i < at; i++)
