@@ -85,7 +85,6 @@ static const char *usage_text =
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
     "                       command but cache, which takes --cache-dir; check, arena, sweep\n"
     "                       and plan --graph cache nothing)\n"
-
     "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
     "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
@@ -553,16 +552,15 @@ static int cache_dir(const options *o, char *out, size_t cap)
 /* The bound on the cache directory's bytes: MEMGRAD_CACHE_MAX_SIZE (a size as --capacity takes
  * it, 1GiB; 0 for none), else MG_PLAN_CACHE_MAX_BYTES. A value it cannot read is a warning and
  * the default: a typo must not turn the bound off. */
-static int64_t cache_max_bytes(int quiet)
+static int64_t cache_max_bytes(void)
 {
     const char *v = getenv("MEMGRAD_CACHE_MAX_SIZE");
     mg_budget b;
     char err[256];
     if (!v || !v[0]) return MG_PLAN_CACHE_MAX_BYTES;
     if (mg_budget_parse(v, &b, err, sizeof err) && !b.is_percent) return b.bytes;
-    if (!quiet)
-        fprintf(stderr, "memgrad: warning: MEMGRAD_CACHE_MAX_SIZE '%s' is not a size (1GiB, 268435456; 0 for no "
-                "bound): the plan cache keeps to %lld MiB\n", v, (long long)(MG_PLAN_CACHE_MAX_BYTES >> 20));
+    fprintf(stderr, "memgrad: warning: MEMGRAD_CACHE_MAX_SIZE '%s' is not a size (1GiB, 268435456; 0 for no "
+            "bound): the plan cache keeps to %lld MiB\n", v, (long long)(MG_PLAN_CACHE_MAX_BYTES >> 20));
     return MG_PLAN_CACHE_MAX_BYTES;
 }
 
@@ -636,7 +634,7 @@ static int run_planner(options *o, compiled *c, int want_min)
              * cannot read the directory is no error either) */
             mg_plan_cache_usage gone;
             mg_diag pd = {0};
-            mg_plan_cache_prune(dir, cache_max_bytes(0), key, &gone, &pd);
+            mg_plan_cache_prune(dir, cache_max_bytes(), key, &gone, &pd);
         }
     }
     const mg_planned *p = &c->plan;
@@ -1196,7 +1194,7 @@ static int cmd_cache(int argc, char **argv)
         fprintf(stderr, "memgrad: %s\n", d.msg);
         return 1;
     }
-    int64_t max = cache_max_bytes(0);
+    int64_t max = cache_max_bytes();
     printf("plan cache %s\n", dir);
     printf("  entries       %lld", (long long)u.entries);
     if (u.files > u.entries)

@@ -1294,6 +1294,18 @@ START_TEST(test_cache_bound_and_clear)
     free(out);
     ck_assert_int_eq(mg(&out, "cache --cache-dir '%s' --no-cache", cdir), 2);
     free(out);
+    /* the bound as set: none with 0; a value that is no size is a warning and the default */
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=0 '%s' cache --cache-dir '%s'", MG_MEMGRAD, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "  maximum size  none (MEMGRAD_CACHE_MAX_SIZE=0)\n"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=1GiB '%s' cache --cache-dir '%s'", MG_MEMGRAD, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "  maximum size  1.0 GiB (1073741824 bytes)"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=lots '%s' cache --cache-dir '%s'", MG_MEMGRAD, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: MEMGRAD_CACHE_MAX_SIZE 'lots' is not a size") &&
+                      strstr(out, "  maximum size  256.0 MiB (268435456 bytes)"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
 }
 END_TEST
 
