@@ -1184,9 +1184,10 @@ static int cmd_cache(int argc, char **argv)
     char h[32];
     if (clear) {
         int rc = mg_plan_cache_clear(dir, &u, &d) ? 1 : 0;
-        printf("plan cache %s: removed %lld entr%s (%s, %lld %s)\n", dir, (long long)u.entries,
-               u.entries == 1 ? "y" : "ies", mg_human_bytes(u.bytes, h, sizeof h), (long long)u.bytes,
-               mg_bytes_word(u.bytes));
+        if (!rc || u.files) /* (not "removed 0 entries" above "cannot read the plan cache") */
+            printf("plan cache %s: removed %lld entr%s (%s, %lld %s)\n", dir, (long long)u.entries,
+                   u.entries == 1 ? "y" : "ies", mg_human_bytes(u.bytes, h, sizeof h), (long long)u.bytes,
+                   mg_bytes_word(u.bytes));
         if (rc) fprintf(stderr, "memgrad: %s\n", d.msg);
         return rc;
     }
