@@ -607,9 +607,9 @@ static int run_planner(options *o, compiled *c, int want_min)
     /* A plan is kept for the very executable that made it; one that cannot read itself (no /proc
      * in a chroot or a container) caches nothing rather than key its plans by a build id of 0,
      * under which two different builds would serve each other theirs (review21). */
-    if (use_cache && !(rq.build_id = mg_plan_cache_build_id("/proc/self/exe"))) {
-        fprintf(stderr, "memgrad: warning: cannot read the memgrad executable (/proc/self/exe) to tell its build "
-                "from others: plans are not cached\n");
+    if (use_cache && !(rq.build_id = mg_plan_cache_build_id_self())) {
+        fprintf(stderr, "memgrad: warning: cannot read the memgrad executable (through /proc/self/maps) to tell "
+                "its build from others: plans are not cached\n");
         use_cache = 0;
     }
     uint64_t key = mg_plan_split_cache_key(c->g, &rq, o->micro_batches);

@@ -489,6 +489,10 @@ uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq);
  * mg_plan_request.build_id: a rebuilt or upgraded planner may plan better, so it must not be
  * served an older one's plans. 0 when the file cannot be read. */
 uint64_t mg_plan_cache_build_id(const char *exe);
+/* The same of the file this code runs from (found in /proc/self/maps, whichever program the
+ * kernel started: `ld.so ./memgrad` too); 0 when it cannot be read (no /proc), and then nothing
+ * may be cached: a build id of 0 would be every such build's. */
+uint64_t mg_plan_cache_build_id_self(void);
 int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_planned *out);
 mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p);
 /* What a cache directory holds of memgrad's files (entries, and writers' temporaries among

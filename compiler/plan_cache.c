@@ -1,6 +1,6 @@
 /* plan_cache.c — plans on disk, so an unchanged model never solves twice. An entry is keyed
  * by an xxHash of everything the plan depends on (the model's structural hash, the joint
- * graph's size, the budget, the solver and options, memgrad's version and build (a hash of the executable) and the layout of the
+ * graph's size, the budget, the solver and options, memgrad's version and build (a hash of the file its code runs from) and the layout of the
  * plan structs) and carries its own XXH64 checksum. A loaded entry is trusted only after its
  * checksum matches and the plan verifier accepts both plans against the model at hand; a
  * corrupt, truncated or stale entry is ignored (and replaced by the next store). Entries are
@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,34 @@ uint64_t mg_plan_cache_build_id(const char *exe)
     XXH64_freeState(st);
     fclose(f);
     return h;
+}
+
+uint64_t mg_plan_cache_build_id_self(void)
+{
+    /* The file mapped at this very function's address: /proc/self/exe names the program the
+     * kernel started, which for `ld.so ./memgrad` is the loader, so that every build run that
+     * way had one id and served another build's plans (review21). */
+    uintptr_t at = (uintptr_t)&mg_plan_cache_build_id_self;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    char line[4096 + 256];
+    uint64_t id = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        int n = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &n) < 2 || !n || at < lo || at >= hi) continue;
+        char *path = line + n;
+        path[strcspn(path, "\n")] = 0;
+        if (path[0] != '/') break; /* not a file's */
+        /* the mapping's own file first: the one running, even if replaced or deleted since */
+        char mapped[96];
+        snprintf(mapped, sizeof mapped, "/proc/self/map_files/%lx-%lx", lo, hi);
+        id = mg_plan_cache_build_id(mapped);
+        if (!id) id = mg_plan_cache_build_id(path);
+        break;
+    }
+    fclose(f);
+    return id;
 }
 
 /* 0 when the entry's path does not fit out (nor a path the system would open: PATH_MAX is

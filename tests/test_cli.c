@@ -1337,11 +1337,49 @@ START_TEST(test_cache_off_without_the_executable)
     /* (under ASan, LeakSanitizer's check at exit needs /proc too, and fails: exit 1 then) */
     int lsan_without_proc = strstr(out, "LeakSanitizer has encountered a fatal error") != NULL;
     ck_assert_msg((rc == 0 || lsan_without_proc) &&
-                      strstr(out, "memgrad: warning: cannot read the memgrad executable (/proc/self/exe)") &&
+                      strstr(out, "memgrad: warning: cannot read the memgrad executable (through /proc/self/maps)") &&
                       strstr(out, "plans are not cached") && strstr(out, "workspace"),
                   "exited %d:\n%.600s", rc, out);
     free(out);
     ck_assert_msg(!exists(path("c")), "a plan was cached under a build id of 0");
+}
+END_TEST
+
+/* The build id is the file memgrad's code runs from, not the program the kernel started
+ * (/proc/self/exe): run through the dynamic loader (`ld.so ./memgrad`) every build hashed the
+ * loader, so one build served another its plans (review21). Two copies of memgrad that differ
+ * in one byte are two builds; a copy run through the loader is the same build as run itself. */
+START_TEST(test_cache_build_id_is_memgrads)
+{
+    char *out, cmd[20000], loader[512] = "";
+    snprintf(cmd, sizeof cmd, "ldd '%s' | awk '$1 ~ /^\\/.*ld-linux/ { print $1; exit }'", MG_MEMGRAD);
+    if (tu_run(cmd, &out) == 0) sscanf(out, "%511s", loader);
+    free(out);
+    if (!loader[0] || access(loader, X_OK)) {
+        fprintf(stderr, "test_cache_build_id_is_memgrads: skipped (no dynamic loader found)\n");
+        return;
+    }
+    char m[4200], a[4200], b[4200], c[4200];
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    snprintf(a, sizeof a, "%s", path("a"));
+    snprintf(b, sizeof b, "%s", path("b"));
+    snprintf(c, sizeof c, "%s", path("c"));
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s' '%s' && printf x >> '%s'", MG_MEMGRAD, a, MG_MEMGRAD, b, b);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    free(out);
+    struct {
+        const char *via, *exe;
+        int cached;
+    } runs[] = {{loader, a, 0}, {loader, b, 0}, {"", a, 1}, {loader, b, 1}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "%s '%s' plan '%s' --budget 50%% --cache-dir '%s'", runs[i].via, runs[i].exe, m, c);
+        int rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && !strstr(out, "warning") && !strstr(out, "from the plan cache") == !runs[i].cached,
+                      "run %d (%s%s): exited %d, %s from the cache:\n%.400s", i, runs[i].via[0] ? "through the loader, " : "",
+                      runs[i].exe == a ? "a" : "b", rc, runs[i].cached ? "wanted the plan" : "a plan of another build",
+                      out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -2926,6 +2964,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_cache_temporary_is_exclusive);
         tcase_add_test(b, test_cache_bound_and_clear);
         tcase_add_test(b, test_cache_off_without_the_executable);
+        tcase_add_test(b, test_cache_build_id_is_memgrads);
         tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
