@@ -118,8 +118,13 @@ int mg_out_check(const char *model, mg_out_file *o, int n)
         }
         for (int j = 0; j < i; j++)
             if (o[j].path && same_file(o[i].path, o[j].path) && !is_char_device(o[i].path)) {
-                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", o[j].flag,
-                        o[i].flag, o[i].path);
+                /* ("-" is /dev/stdout by now: "-o - --emit-llvm -" named a file the user never wrote) */
+                if (!strcmp(o[i].path, "/dev/stdout") && !strcmp(o[j].path, "/dev/stdout"))
+                    fprintf(stderr, "memgrad: %s and %s both name the standard output; give one of them a file\n"
+                            "Try 'memgrad --help'.\n", o[j].flag, o[i].flag);
+                else
+                    fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", o[j].flag,
+                            o[i].flag, o[i].path);
                 return 2;
             }
     }

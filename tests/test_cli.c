@@ -2736,6 +2736,14 @@ START_TEST(test_dash_is_standard_input_and_output)
     free(obj);
     free(ll);
     ck_assert_msg(!exists(path("-")) && exists(path("x.o")), "a file named '-', or no x.o");
+    /* two outputs to the standard output (a file here): said in the user's terms, not as
+     * "the same file /dev/stdout" (review21) */
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' compile m.mg -o - --emit-llvm - > both.out", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 2 && strstr(out, "memgrad: -o and --emit-llvm both name the standard output; give one of them "
+                                         "a file\n") && !strstr(out, "/dev/stdout"),
+                  "-o - --emit-llvm - exited %d:\n%s", rc, out);
+    free(out);
     /* arena - reads the standard input too ("cannot open -: No such file or directory"; review19) */
     write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n1,5,15,7\n");
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' arena - < b.csv", dir, MG_MEMGRAD);
