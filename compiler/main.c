@@ -642,9 +642,12 @@ static int run_planner(options *o, compiled *c, int want_min)
     if (!p->train) {
         no_plan_error(c->src.path, o->solver, p->budget_bytes, p->min_feasible_bytes, p->store_all_bytes,
                       o->micro_batches);
-        if (p->unsplit.msg[0] && p->unsplit.loc.line > 0)
+        if (p->unsplit.msg[0] && p->unsplit.loc.line > 0) {
             fprintf(stderr, "%s:%d:%d: note: %s\n", c->src.path, p->unsplit.loc.line, p->unsplit.loc.col,
                     p->unsplit.msg);
+            /* the line it names, as under an error (it named the place alone) */
+            mg_print_excerpt(stderr, c->src.text, c->src.len, p->unsplit.loc.line, p->unsplit.loc.col);
+        }
         else if (p->unsplit.msg[0])
             fprintf(stderr, "%s: note: %s\n", c->src.path, p->unsplit.msg);
         return 1;
