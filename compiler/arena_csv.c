@@ -5,7 +5,8 @@
  * be reported with its line rather than silently placed. Validation is strict: the header is
  * required, every row has four integer fields, ids are distinct, upper > lower, size >= 0.
  * Blank lines are skipped; a CR before the newline is accepted, and so is a UTF-8 byte order
- * mark at the very start of the file (spreadsheet exports write one). */
+ * mark at the very start of the file (spreadsheet exports write one). An error names its line
+ * and, where it is about one field, the field's column (bytes from 1, as a model's). */
 #include "arena.h"
 #include "read_file.h"
 
@@ -22,7 +23,7 @@ static const int64_t total_size_max = (int64_t)1 << 62;
 
 typedef struct id_line {
     int64_t id;
-    int line;
+    int line, col;
 } id_line;
 
 static int cmp_id_line(const void *a, const void *b)
@@ -63,10 +64,13 @@ static const char *field_text(const char *s, const char *e, char *buf, size_t le
 }
 
 /* Frees what was read so far and fills d. */
-static mg_status fail(mg_diag *d, const char *file, int line, mg_arena_csv *out, id_line *ids, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+static mg_status fail(mg_diag *d, const char *file, int line, int col, mg_arena_csv *out, id_line *ids,
+                      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
-static mg_status fail(mg_diag *d, const char *file, int line, mg_arena_csv *out, id_line *ids, const char *fmt, ...)
+/* (col: the byte of the line the error is about, from 1, for the driver's caret; 0 for the
+ * whole line or file) */
+static mg_status fail(mg_diag *d, const char *file, int line, int col, mg_arena_csv *out, id_line *ids,
+                      const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -75,7 +79,7 @@ static mg_status fail(mg_diag *d, const char *file, int line, mg_arena_csv *out,
     va_end(ap);
     mg_arena_csv_free(out);
     free(ids);
-    return mg_diag_set(d, (mg_loc){file, line, 0}, "%s", msg);
+    return mg_diag_set(d, (mg_loc){file, line, col}, "%s", msg);
 }
 
 mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_arena_csv *out, mg_diag *d)
@@ -86,18 +90,19 @@ mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_
     int64_t total = 0;
     const char *p = text, *end = text + len;
     if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3; /* a UTF-8 byte order mark */
+#define COL(at) ((int)((at) - bol) + 1) /* (a file is at most 256 MiB: an int) */
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol) eol = end;
         const char *le = eol;
         if (le > p && le[-1] == '\r') le--;
         line++;
-        const char *q = p;
+        const char *q = p, *bol = p; /* (line 1's begins after a byte order mark) */
         p = eol < end ? eol + 1 : end;
         while (q < le && is_space(*q)) q++;
         if (q == le) continue; /* blank */
         if (line == INT_MAX)
-            return fail(d, file, line, out, ids, "too many lines");
+            return fail(d, file, line, 0, out, ids, "too many lines");
         /* split into fields */
         const char *fs[5], *fe[5];
         int nf = 0;
@@ -121,32 +126,33 @@ mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_
                 ok = (size_t)(fe[f] - fs[f]) == strlen(field_names[f]) &&
                      !memcmp(fs[f], field_names[f], (size_t)(fe[f] - fs[f]));
             if (!ok)
-                return fail(d, file, line, out, ids, "expected the header 'id,lower,upper,size'");
+                return fail(d, file, line, COL(q), out, ids, "expected the header 'id,lower,upper,size'");
             header = 1;
             continue;
         }
-        if (nf != 4)
-            return fail(d, file, line, out, ids, "expected 4 fields (id,lower,upper,size), got %d", nf);
+        if (nf != 4) /* at the first field too many, or at the end of a line of too few */
+            return fail(d, file, line, nf > 4 ? COL(fs[4]) : COL(le), out, ids,
+                        "expected 4 fields (id,lower,upper,size), got %d", nf);
         int64_t v[4];
         for (int f = 0; f < 4; f++) {
             char buf[64];
             if (fs[f] == fe[f])
-                return fail(d, file, line, out, ids, "field '%s' is empty", field_names[f]);
+                return fail(d, file, line, COL(fs[f]), out, ids, "field '%s' is empty", field_names[f]);
             int r = parse_int(fs[f], fe[f], &v[f]);
             if (r <= 0)
-                return fail(d, file, line, out, ids, "%s '%s' %s", field_names[f],
+                return fail(d, file, line, COL(fs[f]), out, ids, "%s '%s' %s", field_names[f],
                             field_text(fs[f], fe[f], buf, sizeof buf),
                             r < 0 ? "is out of range" : "is not an integer");
         }
         if (v[2] <= v[1])
-            return fail(d, file, line, out, ids, "upper (%lld) must be greater than lower (%lld)", (long long)v[2],
+            return fail(d, file, line, COL(fs[2]), out, ids, "upper (%lld) must be greater than lower (%lld)", (long long)v[2],
                         (long long)v[1]);
-        if (v[3] < 0) return fail(d, file, line, out, ids, "size %lld is negative", (long long)v[3]);
+        if (v[3] < 0) return fail(d, file, line, COL(fs[3]), out, ids, "size %lld is negative", (long long)v[3]);
         if (v[3] > total_size_max - total)
-            return fail(d, file, line, out, ids, "sizes add up to more than 2^62 bytes");
+            return fail(d, file, line, COL(fs[3]), out, ids, "sizes add up to more than 2^62 bytes");
         total += v[3];
         if (out->n == cap) {
-            if (cap > INT_MAX / 2) return fail(d, file, line, out, ids, "too many buffers");
+            if (cap > INT_MAX / 2) return fail(d, file, line, 0, out, ids, "too many buffers");
             cap = cap ? 2 * cap : 256;
             int64_t *ni = realloc(out->ids, (size_t)cap * sizeof *ni);
             if (ni) out->ids = ni;
@@ -154,15 +160,15 @@ mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_
             if (nv) out->iv = nv;
             id_line *nl = realloc(ids, (size_t)cap * sizeof *nl);
             if (nl) ids = nl;
-            if (!ni || !nv || !nl) return fail(d, file, line, out, ids, "out of memory");
+            if (!ni || !nv || !nl) return fail(d, file, line, 0, out, ids, "out of memory");
         }
         out->ids[out->n] = v[0];
         out->iv[out->n] = (mg_interval){v[1], v[2], v[3], 0};
-        ids[out->n] = (id_line){v[0], line};
+        ids[out->n] = (id_line){v[0], line, COL(fs[0])};
         out->n++;
     }
     if (!header) {
-        return fail(d, file, 1, out, ids,
+        return fail(d, file, 1, 0, out, ids,
                     "empty file: expected the header 'id,lower,upper,size'");
     }
     /* duplicate ids: the first line (in file order) that repeats an earlier id */
@@ -173,11 +179,12 @@ mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_
     if (dup >= 0) {
         int at = dup;
         while (at > 0 && ids[at - 1].id == ids[dup].id) at--; /* the first occurrence */
-        return fail(d, file, ids[dup].line, out, ids, "duplicate id %lld (first on line %d)", (long long)ids[dup].id,
-                    ids[at].line);
+        return fail(d, file, ids[dup].line, ids[dup].col, out, ids, "duplicate id %lld (first on line %d)",
+                    (long long)ids[dup].id, ids[at].line);
     }
     free(ids);
     return MG_OK;
+#undef COL
 }
 
 mg_status mg_arena_csv_read(const char *path, mg_arena_csv *out, mg_diag *d)

@@ -32,7 +32,10 @@ static const double MAX_GRAPH_BYTES = 0x1p50, MAX_NODE_COST = 1e18;
 static mg_status fail_at(mg_diag *d, const char *file, const char *text, const char *at, const char *what)
 {
     int line = 1, col = 1;
-    for (const char *p = text; at && p < at && *p; p++) {
+    const char *p = text;
+    if (at && at - text >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) p += 3; /* columns count from after a
+                                                                          byte order mark, as a model's */
+    for (; at && p < at && *p; p++) {
         if (*p == '\n') {
             line++;
             col = 1;

@@ -10,6 +10,7 @@
 #include "plan.h"
 #include "read_file.h"
 #include "microbatch.h"
+#include "excerpt.h"
 #include "out_files.h"
 #include "report.h"
 
@@ -57,6 +58,10 @@ static const char *usage_text =
     "                       place a list of buffers (CSV id,lower,upper,size, each live on\n"
     "                       [lower, upper)) in one arena and say how big it is, whether it fits\n"
     "                       the capacity and whether that is optimal\n"
+    "  cache [--cache-dir DIR] [--clear]\n"
+    "                       the plan cache's entries, bytes and maximum size (256 MiB, or\n"
+    "                       $MEMGRAD_CACHE_MAX_SIZE: 1GiB, 0 for none; the least recently used\n"
+    "                       entries are removed beyond it); --clear removes its entries\n"
     "\n"
     "planning options (compile, plan, sweep, dot):\n"
     "  --budget B           workspace cap (not sweep): bytes with a unit (B, KiB, MiB, GiB, KB, MB,\n"
@@ -78,7 +83,8 @@ static const char *usage_text =
     "                       1 never; gradients are bit-identical either way\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
-    "                       command; check, arena, sweep and plan --graph cache nothing)\n"
+    "                       command but cache, which takes --cache-dir; check, arena, sweep\n"
+    "                       and plan --graph cache nothing)\n"
     "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
     "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
@@ -101,6 +107,9 @@ static const char *usage_text =
     "                       as it goes. Exit status 0 whether or not it fits\n"
     "  --format text|json   json adds every buffer's offset\n"
     "  --time-limit SEC     limit on the exact search after the greedy placement (default 10)\n"
+    "\n"
+    "cache options:\n"
+    "  --clear              remove the plan cache's entries (only memgrad's own files)\n"
     "\n"
     "check options:\n"
     "  --print-ir           print the forward IR, one line per value\n"
@@ -186,16 +195,7 @@ static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
         return;
     }
     fprintf(stderr, "%s:%d:%d: %s: %s\n", src->path, d->loc.line, d->loc.col, kind, d->msg);
-    const char *p = src->text, *end = src->text + src->len;
-    for (int l = 1; l < d->loc.line && p < end; p++)
-        if (*p == '\n') l++;
-    const char *e = p;
-    while (e < end && *e != '\n' && *e != '\r') e++; /* (a CRLF line's CR would print as ^M in a log, and
-                                                        a lone CR sends the terminal's cursor back) */
-    if (e - p > 200 || p >= end) return;
-    fprintf(stderr, "  %.*s\n  ", (int)(e - p), p);
-    for (int i = 1; i < d->loc.col && p + i - 1 < e; i++) fputc(p[i - 1] == '\t' ? '\t' : ' ', stderr);
-    fprintf(stderr, "^\n");
+    mg_print_excerpt(stderr, src->text, src->len, d->loc.line, d->loc.col);
 }
 
 static void print_diag(const source *src, const mg_diag *d) { print_diag_as(src, d, "error"); }
@@ -271,7 +271,7 @@ static const char *commands_taking(const char *a)
         {"--micro-batches", "compile, plan, sweep and dot"}, {"--time-limit", "compile, plan, sweep, dot and arena"},
         {"--points", "sweep"}, {"--format", "plan, sweep and arena"}, {"--graph", "plan and sweep"},
         {"--svg", "plan and sweep"}, {"--trace", "plan"}, {"--bytes", "plan"}, {"--print-ir", "check"},
-        {"--print-joint", "check"}, {"--capacity", "arena"},
+        {"--print-joint", "check"}, {"--capacity", "arena"}, {"--clear", "cache"},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(a, tab[i].opt)) return tab[i].cmds;
@@ -506,36 +506,62 @@ static int run_frontend(const char *path, compiled *c, int to_plan)
     return to_plan ? plannable(c) : 0;
 }
 
-/* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad;
- * 0 with --no-cache or when there is no home to put it in. A --cache-dir that names something
- * other than a directory is said to be unusable (a warning: planning goes on uncached), where
- * it silently cached nothing; so is a path too long to open (it was cut, and mkdir -p made a
- * directory of the cut name). */
-static int cache_dir(const options *o, char *out, size_t cap)
+/* The plan cache's directory: --cache-dir, else $XDG_CACHE_HOME/memgrad, else ~/.cache/memgrad
+ * into out; 0 when there is no home to put it in, -1 (after a warning) for a path too long to
+ * open (it was cut, and mkdir -p made a directory of the cut name). */
+static int cache_path(const char *given, char *out, size_t cap)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    struct stat st;
-    if (o->no_cache) return 0;
     int n;
-    const char *what = o->cache_dir ? "--cache-dir" : "the plan cache";
-    if (o->cache_dir) n = snprintf(out, cap, "%s", o->cache_dir);
+    if (given) n = snprintf(out, cap, "%s", given);
     else if (xdg && xdg[0] == '/') n = snprintf(out, cap, "%s/memgrad", xdg);
     else if (home && home[0]) n = snprintf(out, cap, "%s/.cache/memgrad", home);
     else return 0;
     if (n < 0 || (size_t)n + 32 > cap) { /* (room for an entry's name; the system opens no longer path) */
-        fprintf(stderr, "memgrad: warning: %s '%.60s...' is too long a path (%d bytes): plans are not cached\n", what,
-                o->cache_dir ? o->cache_dir : xdg && xdg[0] == '/' ? xdg : home, n);
-        return 0;
+        fprintf(stderr, "memgrad: warning: %s '%.60s...' is too long a path (%d bytes): plans are not cached\n",
+                given ? "--cache-dir" : "the plan cache", given ? given : xdg && xdg[0] == '/' ? xdg : home, n);
+        return -1;
     }
-    /* (the default place too: $XDG_CACHE_HOME/memgrad being a file cached nothing, unsaid; and
-     * FILE/sub, under a file, and a dangling symlink, which no mkdir makes) */
+    return 1;
+}
+
+/* 1 when the cache directory out names something other than a directory: a file, FILE/sub
+ * (under a file) or a dangling symlink, which no mkdir makes. A directory not made yet is fine. */
+static int cache_path_unusable(const char *out)
+{
+    struct stat st, ls;
     int found = stat(out, &st) == 0;
-    struct stat ls;
-    if ((found && !S_ISDIR(st.st_mode)) || (!found && errno == ENOTDIR) || (!found && lstat(out, &ls) == 0)) {
-        fprintf(stderr, "memgrad: warning: %s '%s' is not a directory: plans are not cached\n", what, out);
+    return (found && !S_ISDIR(st.st_mode)) || (!found && errno == ENOTDIR) || (!found && lstat(out, &ls) == 0);
+}
+
+/* The plan cache's directory (cache_path); 0 with --no-cache or when there is no home to put it
+ * in. A --cache-dir that names something other than a directory is said to be unusable (a
+ * warning: planning goes on uncached), where it silently cached nothing; so is a path too long
+ * to open, and the default place (its being a file cached nothing, unsaid). */
+static int cache_dir(const options *o, char *out, size_t cap)
+{
+    if (o->no_cache || cache_path(o->cache_dir, out, cap) <= 0) return 0;
+    if (cache_path_unusable(out)) {
+        fprintf(stderr, "memgrad: warning: %s '%s' is not a directory: plans are not cached\n",
+                o->cache_dir ? "--cache-dir" : "the plan cache", out);
         return 0;
     }
     return 1;
+}
+
+/* The bound on the cache directory's bytes: MEMGRAD_CACHE_MAX_SIZE (a size as --capacity takes
+ * it, 1GiB; 0 for none), else MG_PLAN_CACHE_MAX_BYTES. A value it cannot read is a warning and
+ * the default: a typo must not turn the bound off. */
+static int64_t cache_max_bytes(void)
+{
+    const char *v = getenv("MEMGRAD_CACHE_MAX_SIZE");
+    mg_budget b;
+    char err[256];
+    if (!v || !v[0]) return MG_PLAN_CACHE_MAX_BYTES;
+    if (mg_budget_parse(v, &b, err, sizeof err) && !b.is_percent) return b.bytes;
+    fprintf(stderr, "memgrad: warning: MEMGRAD_CACHE_MAX_SIZE '%s' is not a size (1GiB, 268435456; 0 for no "
+            "bound): the plan cache keeps to %lld MiB\n", v, (long long)(MG_PLAN_CACHE_MAX_BYTES >> 20));
+    return MG_PLAN_CACHE_MAX_BYTES;
 }
 
 /* No plan meets the budget: below the minimum feasible budget, the error names it and the
@@ -578,7 +604,14 @@ static int run_planner(options *o, compiled *c, int want_min)
                           .want_min_feasible = want_min};
     char dir[4096];
     int use_cache = cache_dir(o, dir, sizeof dir);
-    if (use_cache) rq.build_id = mg_plan_cache_build_id("/proc/self/exe");
+    /* A plan is kept for the very executable that made it; one that cannot read itself (no /proc
+     * in a chroot or a container) caches nothing rather than key its plans by a build id of 0,
+     * under which two different builds would serve each other theirs (review21). */
+    if (use_cache && !(rq.build_id = mg_plan_cache_build_id_self())) {
+        fprintf(stderr, "memgrad: warning: cannot read the memgrad executable (through /proc/self/maps) to tell "
+                "its build from others: plans are not cached\n");
+        use_cache = 0;
+    }
     uint64_t key = mg_plan_split_cache_key(c->g, &rq, o->micro_batches);
     /* compile takes the plan that `plan` made under the same budget, solver and options too (the
      * same plan, not planned a second time); `plan` never takes compile's, whose minimum may be
@@ -596,16 +629,25 @@ static int run_planner(options *o, compiled *c, int want_min)
         /* (a cache that cannot be written is no error; a plan with a note — CBC failed or was
          * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
          * printed no note, and a later run never gave CBC another chance) */
-        mg_plan_cache_store(dir, key, &c->plan);
+        if (mg_plan_cache_store(dir, key, &c->plan) == MG_OK) {
+            /* the bound, as ccache keeps its: least recently used entries out (a prune that
+             * cannot read the directory is no error either) */
+            mg_plan_cache_usage gone;
+            mg_diag pd = {0};
+            mg_plan_cache_prune(dir, cache_max_bytes(), key, &gone, &pd);
+        }
     }
     const mg_planned *p = &c->plan;
     if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
     if (!p->train) {
         no_plan_error(c->src.path, o->solver, p->budget_bytes, p->min_feasible_bytes, p->store_all_bytes,
                       o->micro_batches);
-        if (p->unsplit.msg[0] && p->unsplit.loc.line > 0)
+        if (p->unsplit.msg[0] && p->unsplit.loc.line > 0) {
             fprintf(stderr, "%s:%d:%d: note: %s\n", c->src.path, p->unsplit.loc.line, p->unsplit.loc.col,
                     p->unsplit.msg);
+            /* the line it names, as under an error (it named the place alone) */
+            mg_print_excerpt(stderr, c->src.text, c->src.len, p->unsplit.loc.line, p->unsplit.loc.col);
+        }
         else if (p->unsplit.msg[0])
             fprintf(stderr, "%s: note: %s\n", c->src.path, p->unsplit.msg);
         return 1;
@@ -1103,6 +1145,74 @@ static int cmd_compile(options *o)
     return rc;
 }
 
+/* memgrad cache [--cache-dir DIR] [--clear]: what the plan cache holds and its bound, as
+ * `ccache -s`; --clear removes memgrad's entries (and writers' temporaries), nothing else in the
+ * directory, as `ccache -C`. */
+static int cmd_cache(int argc, char **argv)
+{
+    const char *given = NULL;
+    int clear = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--clear")) clear = 1;
+        else if (!strcmp(argv[i], "--cache-dir")) {
+            if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("option '%s' needs a value", argv[i]);
+            given = argv[++i];
+        } else if (!strcmp(argv[i], "--no-cache"))
+            return usage_error("%s", "cache: --no-cache turns the cache off for the commands that plan; "
+                                     "`memgrad cache` shows (or --clear clears) it");
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            const char *takers = commands_taking(argv[i]);
+            if (takers) {
+                fprintf(stderr, "memgrad: unknown option '%s' for cache (%s %s it)\nTry 'memgrad --help'.\n", argv[i],
+                        takers, strchr(takers, ' ') ? "take" : "takes");
+                return 2;
+            }
+            return usage_error("cache: unknown option '%s'", argv[i]);
+        } else
+            return usage_error("cache: unexpected argument '%s' (the directory is given with --cache-dir DIR)", argv[i]);
+    }
+    char dir[4096];
+    int have = cache_path(given, dir, sizeof dir);
+    if (have < 0) return 1;
+    if (have == 0) {
+        fprintf(stderr, "memgrad: cache: no cache directory: neither XDG_CACHE_HOME nor HOME is set (give --cache-dir DIR)\n");
+        return 1;
+    }
+    if (cache_path_unusable(dir)) {
+        fprintf(stderr, "memgrad: cache: '%s' is not a directory\n", dir);
+        return 1;
+    }
+    mg_plan_cache_usage u;
+    mg_diag d = {0};
+    char h[32];
+    if (clear) {
+        int rc = mg_plan_cache_clear(dir, &u, &d) ? 1 : 0;
+        if (!rc || u.files) /* (not "removed 0 entries" above "cannot read the plan cache") */
+            printf("plan cache %s: removed %lld entr%s (%s, %lld %s)\n", dir, (long long)u.entries,
+                   u.entries == 1 ? "y" : "ies", mg_human_bytes(u.bytes, h, sizeof h), (long long)u.bytes,
+                   mg_bytes_word(u.bytes));
+        if (rc) fprintf(stderr, "memgrad: %s\n", d.msg);
+        return rc;
+    }
+    if (mg_plan_cache_stats(dir, &u, &d)) {
+        fprintf(stderr, "memgrad: %s\n", d.msg);
+        return 1;
+    }
+    int64_t max = cache_max_bytes();
+    printf("plan cache %s\n", dir);
+    printf("  entries       %lld", (long long)u.entries);
+    if (u.files > u.entries)
+        printf(" (and %lld being written)", (long long)(u.files - u.entries));
+    printf("\n  size          %s (%lld %s)\n", mg_human_bytes(u.bytes, h, sizeof h), (long long)u.bytes,
+           mg_bytes_word(u.bytes));
+    if (max > 0)
+        printf("  maximum size  %s (%lld %s), least recently used entries removed beyond it\n",
+               mg_human_bytes(max, h, sizeof h), (long long)max, mg_bytes_word(max));
+    else
+        printf("  maximum size  none (MEMGRAD_CACHE_MAX_SIZE=0)\n");
+    return 0;
+}
+
 /* The command's exit status, or 1 when what it printed to stdout did not all get there (a full
  * disk, /dev/full): a report cut short must not look like a report. */
 static int close_stdout(int rc)
@@ -1135,7 +1245,7 @@ static int run(int argc, char **argv)
     }
     if (!strcmp(cmd, "--version")) return print_version();
     if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep") &&
-        strcmp(cmd, "dot") && strcmp(cmd, "arena"))
+        strcmp(cmd, "dot") && strcmp(cmd, "arena") && strcmp(cmd, "cache"))
         return usage_error("unknown command '%s'", cmd); /* (before --help: `memgrad bogus --help` is an error) */
     for (int i = 2; i < argc; i++) /* (after a command as before one, as cc and git take them) */
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -1146,6 +1256,7 @@ static int run(int argc, char **argv)
         }
     options o;
     if (!strcmp(cmd, "arena")) return mg_cmd_arena(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
     int rc = parse_options(argc - 2, argv + 2, &o, cmd);
     if (rc) return rc;
     if (!strcmp(cmd, "compile")) return cmd_compile(&o);

@@ -110,14 +110,21 @@ int mg_out_check(const char *model, mg_out_file *o, int n)
         o[i].tmp[0] = 0;
         if (!o[i].path) continue;
         if (model && same_file(model, o[i].path)) {
-            fprintf(stderr, "memgrad: refusing to overwrite the model file %s with output\nTry 'memgrad --help'.\n",
-                    model);
+            /* (naming the option and the path given: "-o hl.o", a hard link or a symlink to the
+             * model, read as if memgrad had named another file; review21) */
+            fprintf(stderr, "memgrad: refusing to overwrite the model file %s with %s %s\nTry 'memgrad --help'.\n",
+                    model, o[i].flag, o[i].path);
             return 2;
         }
         for (int j = 0; j < i; j++)
             if (o[j].path && same_file(o[i].path, o[j].path) && !is_char_device(o[i].path)) {
-                fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", o[j].flag,
-                        o[i].flag, o[i].path);
+                /* ("-" is /dev/stdout by now: "-o - --emit-llvm -" named a file the user never wrote) */
+                if (!strcmp(o[i].path, "/dev/stdout") && !strcmp(o[j].path, "/dev/stdout"))
+                    fprintf(stderr, "memgrad: %s and %s both name the standard output; give one of them a file\n"
+                            "Try 'memgrad --help'.\n", o[j].flag, o[i].flag);
+                else
+                    fprintf(stderr, "memgrad: %s and %s name the same file %s\nTry 'memgrad --help'.\n", o[j].flag,
+                            o[i].flag, o[i].path);
                 return 2;
             }
     }

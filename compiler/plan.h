@@ -431,7 +431,8 @@ typedef struct mg_plan_request {
     double time_limit;    /* seconds, for solvers that search */
     int want_min_feasible;/* also find the smallest budget the planner can meet; MG_MIN_AS_PLANNED:
                              only as far as the plan needs it (below) */
-    uint64_t build_id;    /* plan cache only: the planner's build (mg_plan_cache_build_id), or 0 */
+    uint64_t build_id;    /* plan cache only: the planner's build (mg_plan_cache_build_id_self); the
+                             driver caches nothing when it is 0 */
     int64_t min_feasible_below; /* > 0: the minimum search looks only below this many bytes (plan_split.c:
                                    the least minimum of the part counts tried so far); when it finds
                                    nothing there, min_feasible_bytes comes back as this value. 0: no bound.
@@ -485,12 +486,31 @@ mg_status mg_program_verify(const mg_graph *g, const mg_planned *p, mg_diag *d);
  * entry whose checksum matches and whose plans pass the verifier against g; store returns
  * MG_ERR (nothing else) when the entry cannot be written. */
 uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq);
-/* A hash of the memgrad executable at exe (the driver passes /proc/self/exe), for
- * mg_plan_request.build_id: a rebuilt or upgraded planner may plan better, so it must not be
- * served an older one's plans. 0 when the file cannot be read. */
+/* A hash of the file at exe, for mg_plan_request.build_id: a rebuilt or upgraded planner may
+ * plan better, so it must not be served an older one's plans. 0 when the file cannot be read. */
 uint64_t mg_plan_cache_build_id(const char *exe);
+/* The same of the file this code runs from (found in /proc/self/maps, whichever program the
+ * kernel started: `ld.so ./memgrad` too); 0 when it cannot be read (no /proc), and then nothing
+ * may be cached: a build id of 0 would be every such build's. */
+uint64_t mg_plan_cache_build_id_self(void);
 int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_planned *out);
 mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p);
+/* What a cache directory holds of memgrad's files (entries, and writers' temporaries among
+ * files), or what a prune or clear removed. Other files in the directory are never counted or
+ * removed. */
+typedef struct mg_plan_cache_usage {
+    int64_t entries, files, bytes;
+} mg_plan_cache_usage;
+/* The default bound on a cache directory's bytes (MEMGRAD_CACHE_MAX_SIZE overrides it; 0: none). */
+#define MG_PLAN_CACHE_MAX_BYTES ((int64_t)256 << 20)
+mg_status mg_plan_cache_stats(const char *dir, mg_plan_cache_usage *u, mg_diag *d);
+/* Removes the least recently used entries (a load sets an entry's time) until memgrad's files
+ * add up to at most max_bytes (0: no bound), never the entry of key keep (just stored), and
+ * writers' temporaries left for an hour. */
+mg_status mg_plan_cache_prune(const char *dir, int64_t max_bytes, uint64_t keep, mg_plan_cache_usage *removed,
+                              mg_diag *d);
+/* Removes every entry and temporary of memgrad's; MG_ERR with d at the first it cannot. */
+mg_status mg_plan_cache_clear(const char *dir, mg_plan_cache_usage *removed, mg_diag *d);
 
 /* How a matmul node maps onto GEMM calls: one call over M = all rows when B is a matrix and A
  * is not transposed (stacks of A rows are contiguous), else one call per batch entry. */

@@ -1,19 +1,28 @@
 /* plan_cache.c — plans on disk, so an unchanged model never solves twice. An entry is keyed
  * by an xxHash of everything the plan depends on (the model's structural hash, the joint
- * graph's size, the budget, the solver and options, memgrad's version and build (a hash of the executable) and the layout of the
+ * graph's size, the budget, the solver and options, memgrad's version and build (a hash of the file its code runs from) and the layout of the
  * plan structs) and carries its own XXH64 checksum. A loaded entry is trusted only after its
  * checksum matches and the plan verifier accepts both plans against the model at hand; a
  * corrupt, truncated or stale entry is ignored (and replaced by the next store). Entries are
- * written through a temporary file and renamed, so readers never see half an entry. */
+ * written through a temporary file and renamed, so readers never see half an entry.
+ *
+ * The directory is bounded like ccache's: after each store the least recently used entries (a
+ * load that serves an entry sets its time to now) are removed until the rest fit the maximum
+ * size; `memgrad cache` lists and clears it. Only memgrad's own files are ever removed: names
+ * of 16 hex digits and ".plan" (or a writer's "ENTRY.tmp.PID.N") that are regular files and
+ * begin with "MGPLAN"; anything else in the directory is left alone. */
 #include "microbatch.h"
 #include "read_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -56,6 +65,34 @@ uint64_t mg_plan_cache_build_id(const char *exe)
     XXH64_freeState(st);
     fclose(f);
     return h;
+}
+
+uint64_t mg_plan_cache_build_id_self(void)
+{
+    /* The file mapped at this very function's address: /proc/self/exe names the program the
+     * kernel started, which for `ld.so ./memgrad` is the loader, so that every build run that
+     * way had one id and served another build's plans (review21). */
+    uintptr_t at = (uintptr_t)&mg_plan_cache_build_id_self;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    char line[4096 + 256];
+    uint64_t id = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        int n = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &n) < 2 || !n || at < lo || at >= hi) continue;
+        char *path = line + n;
+        path[strcspn(path, "\n")] = 0;
+        if (path[0] != '/') break; /* not a file's */
+        /* the mapping's own file first: the one running, even if replaced or deleted since */
+        char mapped[96];
+        snprintf(mapped, sizeof mapped, "/proc/self/map_files/%lx-%lx", lo, hi);
+        id = mg_plan_cache_build_id(mapped);
+        if (!id) id = mg_plan_cache_build_id(path);
+        break;
+    }
+    fclose(f);
+    return id;
 }
 
 /* 0 when the entry's path does not fit out (nor a path the system would open: PATH_MAX is
@@ -261,9 +298,183 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
                                           ? out->train->workspace_bytes
                                           : out->forward->workspace_bytes);
     }
+    /* a used entry is the most recently used: the bound removes the least recently used first
+     * (no error if it cannot be touched: a read-only shared cache) */
+    if (ok) utimensat(AT_FDCWD, path, NULL, 0);
     if (!ok) {
         mg_planned_free(out);
         memset(out, 0, sizeof *out);
     }
     return ok;
+}
+
+/* 1 when name is one of memgrad's cache files: an entry (16 hex digits, ".plan") or, with tmp
+ * set, a writer's temporary ("ENTRY.tmp.PID.N"). */
+static int cache_name(const char *name, int *tmp)
+{
+    for (int i = 0; i < 16; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+    if (strncmp(name + 16, ".plan", 5)) return 0;
+    *tmp = 0;
+    if (!name[21]) return 1;
+    if (strncmp(name + 21, ".tmp.", 5)) return 0;
+    const char *p = name + 26;
+    for (int part = 0; part < 2; part++) {
+        if (*p < '0' || *p > '9') return 0;
+        while (*p >= '0' && *p <= '9') p++;
+        if (part == 0 && *p++ != '.') return 0;
+    }
+    *tmp = 1;
+    return !*p;
+}
+
+/* 1 when the regular file name in dir (not a symlink) begins with an entry's magic, of any
+ * version ("MGPLAN"), or is an empty temporary: a file the user named like an entry is not
+ * memgrad's to remove. */
+static int cache_file_ok(int dfd, const char *name, int tmp, const struct stat *st)
+{
+    if (st->st_size == 0) return tmp; /* a writer's temporary before its first byte */
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return 0;
+    char head[6];
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    return n == (ssize_t)sizeof head && !memcmp(head, magic, sizeof head);
+}
+
+typedef struct cache_file {
+    char name[48];
+    int64_t bytes;
+    struct timespec used;
+    int tmp, ours; /* ours: its first bytes read, one of memgrad's (prune) */
+} cache_file;
+
+static int cmp_used(const void *a, const void *b)
+{
+    const cache_file *x = a, *y = b;
+    if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    if (x->used.tv_nsec != y->used.tv_nsec) return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* memgrad's files in dir, least recently used first; *n of them. MG_ERR with d filled when dir
+ * cannot be read (a directory that does not exist holds none: MG_OK, *n 0). With look 0 the
+ * files' first bytes are not read (the bound after every store: the caller reads those of the
+ * files it would remove). */
+static mg_status cache_files(const char *dir, int look, int dfd_wanted, cache_file **out, int *n, int *dfd_out,
+                             mg_diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    *dfd_out = -1;
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        if (errno == ENOENT) return MG_OK;
+        return mg_diag_set(d, (mg_loc){0}, "cannot read the plan cache '%s': %s", dir, strerror(errno));
+    }
+    int dfd = dirfd(dp), cap = 0;
+    cache_file *f = NULL;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        int tmp;
+        struct stat st;
+        if (!cache_name(e->d_name, &tmp) || strlen(e->d_name) >= sizeof f->name ||
+            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+            (look && !cache_file_ok(dfd, e->d_name, tmp, &st)))
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            f = realloc(f, (size_t)cap * sizeof *f);
+            if (!f) abort();
+        }
+        snprintf(f[*n].name, sizeof f->name, "%s", e->d_name);
+        f[*n].bytes = (int64_t)st.st_size;
+        f[*n].used = st.st_mtim;
+        f[*n].tmp = tmp;
+        (*n)++;
+    }
+    if (*n > 1) qsort(f, (size_t)*n, sizeof *f, cmp_used);
+    *out = f;
+    if (dfd_wanted) *dfd_out = dup(dfd);
+    closedir(dp);
+    return MG_OK;
+}
+
+mg_status mg_plan_cache_stats(const char *dir, mg_plan_cache_usage *u, mg_diag *d)
+{
+    memset(u, 0, sizeof *u);
+    cache_file *f;
+    int n, dfd;
+    if (cache_files(dir, 1, 0, &f, &n, &dfd, d)) return MG_ERR;
+    for (int i = 0; i < n; i++) {
+        u->files += 1;
+        u->bytes += f[i].bytes;
+        if (!f[i].tmp) u->entries += 1;
+    }
+    free(f);
+    return MG_OK;
+}
+
+/* A writer's temporary older than this is left by a writer that died: the bound removes it. */
+enum { STALE_TMP_SECONDS = 3600 };
+
+mg_status mg_plan_cache_prune(const char *dir, int64_t max_bytes, uint64_t keep, mg_plan_cache_usage *removed,
+                              mg_diag *d)
+{
+    memset(removed, 0, sizeof *removed);
+    cache_file *f;
+    int n, dfd;
+    if (cache_files(dir, 0, 1, &f, &n, &dfd, d)) return MG_ERR;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += f[i].bytes;
+    /* over the bound with every file named like one of memgrad's counted: now only those that
+     * are memgrad's (their first bytes read; a file read only then, as the bound is rarely
+     * reached), and only these are removed; so are writers' temporaries left an hour */
+    time_t now = time(NULL);
+    int over_all = max_bytes > 0 && total > max_bytes;
+    for (int i = 0; i < n; i++) {
+        struct stat st = {.st_size = f[i].bytes};
+        int stale_tmp = f[i].tmp && now - f[i].used.tv_sec > STALE_TMP_SECONDS;
+        f[i].ours = (over_all || stale_tmp) && cache_file_ok(dfd, f[i].name, f[i].tmp, &st);
+        if (over_all && !f[i].ours) total -= f[i].bytes;
+    }
+    char kept[24];
+    snprintf(kept, sizeof kept, "%016llx.plan", (unsigned long long)keep);
+    for (int i = 0; i < n; i++) {
+        int stale_tmp = f[i].tmp && now - f[i].used.tv_sec > STALE_TMP_SECONDS;
+        int over = max_bytes > 0 && total > max_bytes; /* (a live writer's temporary: never) */
+        if (!stale_tmp && (f[i].tmp || !over || (keep && !strcmp(f[i].name, kept)))) continue;
+        if (!f[i].ours) continue;
+        if (unlinkat(dfd, f[i].name, 0) && errno != ENOENT) continue;
+        total -= f[i].bytes;
+        removed->files += 1;
+        removed->bytes += f[i].bytes;
+        if (!f[i].tmp) removed->entries += 1;
+    }
+    if (dfd >= 0) close(dfd);
+    free(f);
+    return MG_OK;
+}
+
+mg_status mg_plan_cache_clear(const char *dir, mg_plan_cache_usage *removed, mg_diag *d)
+{
+    memset(removed, 0, sizeof *removed);
+    cache_file *f;
+    int n, dfd;
+    if (cache_files(dir, 1, 1, &f, &n, &dfd, d)) return MG_ERR;
+    mg_status st = MG_OK;
+    for (int i = 0; i < n; i++) {
+        if (unlinkat(dfd, f[i].name, 0)) {
+            if (errno == ENOENT) continue;
+            if (!st) mg_diag_set(d, (mg_loc){0}, "cannot remove %s/%s: %s", dir, f[i].name, strerror(errno));
+            st = MG_ERR;
+            continue;
+        }
+        removed->files += 1;
+        removed->bytes += f[i].bytes;
+        if (!f[i].tmp) removed->entries += 1;
+    }
+    if (dfd >= 0) close(dfd);
+    free(f);
+    return st;
 }

@@ -632,32 +632,35 @@ END_TEST
 
 typedef struct csv_err {
     const char *what, *text;
-    int line;
+    int line, col; /* col: the field's (bytes from 1), 0 for the whole line or file */
     const char *msg;
 } csv_err;
 
 #define H "id,lower,upper,size\n"
 static const csv_err csv_errors[] = {
-    {"empty file", "", 1, "empty file"},
-    {"blank lines only", "\n  \n", 1, "empty file"},
-    {"no header", "0,0,10,64\n", 1, "expected the header 'id,lower,upper,size'"},
-    {"misspelt header", "id,lower,uper,size\n", 1, "expected the header"},
-    {"header with a fifth column", "id,lower,upper,size,offset\n", 1, "expected the header"},
-    {"non-number size", H "0,0,10,64\n1,0,10,big\n", 3, "size 'big' is not an integer"},
-    {"non-number id", H "x1,0,10,64\n", 2, "id 'x1' is not an integer"},
-    {"number with junk", H "0,0,10x,64\n", 2, "upper '10x' is not an integer"},
-    {"fractional number", H "0,0.5,10,64\n", 2, "lower '0.5' is not an integer"},
-    {"out of range", H "0,0,99999999999999999999,64\n", 2, "upper '99999999999999999999' is out of range"},
-    {"empty field", H "0,,10,64\n", 2, "field 'lower' is empty"},
-    {"too few fields", H "0,0,10\n", 2, "expected 4 fields (id,lower,upper,size), got 3"},
-    {"too many fields", H "0,0,10,64,0\n", 2, "expected 4 fields (id,lower,upper,size), got 5"},
-    {"upper equal to lower", H "0,0,10,64\n1,5,5,64\n", 3, "upper (5) must be greater than lower (5)"},
-    {"upper below lower", H "0,9,3,64\n", 2, "upper (3) must be greater than lower (9)"},
-    {"negative size", H "0,0,10,64\n\n1,0,10,-3\n", 4, "size -3 is negative"},
-    {"duplicate id", H "7,0,10,64\n8,0,10,64\n7,2,3,4\n", 4, "duplicate id 7 (first on line 2)"},
-    {"duplicate id, earliest repeat wins", H "1,0,1,1\n2,0,1,1\n2,0,1,1\n1,0,1,1\n", 4,
+    {"empty file", "", 1, 0, "empty file"},
+    {"blank lines only", "\n  \n", 1, 0, "empty file"},
+    {"no header", "0,0,10,64\n", 1, 1, "expected the header 'id,lower,upper,size'"},
+    {"misspelt header", "id,lower,uper,size\n", 1, 1, "expected the header"},
+    {"header with a fifth column", "id,lower,upper,size,offset\n", 1, 1, "expected the header"},
+    {"non-number size", H "0,0,10,64\n1,0,10,big\n", 3, 8, "size 'big' is not an integer"},
+    {"non-number id", H "x1,0,10,64\n", 2, 1, "id 'x1' is not an integer"},
+    {"number with junk", H "0,0,10x,64\n", 2, 5, "upper '10x' is not an integer"},
+    {"fractional number", H "0,0.5,10,64\n", 2, 3, "lower '0.5' is not an integer"},
+    {"out of range", H "0,0,99999999999999999999,64\n", 2, 5, "upper '99999999999999999999' is out of range"},
+    {"empty field", H "0,,10,64\n", 2, 3, "field 'lower' is empty"},
+    {"too few fields", H "0,0,10\n", 2, 7, "expected 4 fields (id,lower,upper,size), got 3"},
+    {"too many fields", H "0,0,10,64,0\n", 2, 11, "expected 4 fields (id,lower,upper,size), got 5"},
+    {"upper equal to lower", H "0,0,10,64\n1,5,5,64\n", 3, 5, "upper (5) must be greater than lower (5)"},
+    {"upper below lower", H "0,9,3,64\n", 2, 5, "upper (3) must be greater than lower (9)"},
+    {"negative size", H "0,0,10,64\n\n1,0,10,-3\n", 4, 8, "size -3 is negative"},
+    {"duplicate id", H "7,0,10,64\n8,0,10,64\n7,2,3,4\n", 4, 1, "duplicate id 7 (first on line 2)"},
+    {"duplicate id, earliest repeat wins", H "1,0,1,1\n2,0,1,1\n2,0,1,1\n1,0,1,1\n", 4, 1,
      "duplicate id 2 (first on line 3)"},
-    {"sizes overflow", H "0,0,10,4611686018427387904\n1,0,10,1\n", 3, "more than 2^62"},
+    {"indented duplicate id", H "  7,0,10,64\n  7,2,3,4\n", 3, 3, "duplicate id 7 (first on line 2)"},
+    {"too few fields, CRLF", "id,lower,upper,size\r\n0,0,10\r\n", 2, 7, "got 3"},
+    {"no header after a byte order mark", "\xEF\xBB\xBF" "0,0,1,1\n", 1, 1, "expected the header"},
+    {"sizes overflow", H "0,0,10,4611686018427387904\n1,0,10,1\n", 3, 8, "more than 2^62"},
 };
 #undef H
 enum { NCSV_ERRORS = sizeof csv_errors / sizeof csv_errors[0] };
@@ -671,6 +674,7 @@ START_TEST(test_csv_errors)
     ck_assert_msg(mg_arena_csv_parse(c->text, strlen(c->text), "in.csv", &csv, &d) == MG_ERR, "%s: accepted",
                   c->what);
     ck_assert_msg(d.loc.line == c->line, "%s: line %d, expected %d (%s)", c->what, d.loc.line, c->line, d.msg);
+    ck_assert_msg(d.loc.col == c->col, "%s: column %d, expected %d (%s)", c->what, d.loc.col, c->col, d.msg);
     ck_assert_msg(d.loc.file && !strcmp(d.loc.file, "in.csv"), "%s: file not named", c->what);
     ck_assert_msg(strstr(d.msg, c->msg), "%s: message '%s' lacks '%s'", c->what, d.msg, c->msg);
     ck_assert_ptr_null(csv.iv);
@@ -807,7 +811,9 @@ START_TEST(test_command)
     /* bad input: exit 1, the line named */
     r = run_arena(dir, (const char *const[]){bad, NULL});
     ck_assert_int_eq(r.code, 1);
-    ck_assert_msg(strstr(r.err, "bad.csv:3: error: upper (3) must be greater than lower (5)"), "%s", r.err);
+    /* at the field, with the row and a caret under it, as for a model (review21: the line alone) */
+    ck_assert_msg(strstr(r.err, "bad.csv:3:5: error: upper (3) must be greater than lower (5)\n  2,5,3,4\n      ^\n"),
+                  "%s", r.err);
     ck_assert_str_eq(r.out, "");
     run_free(&r);
     r = run_arena(dir, (const char *const[]){"/nonexistent/x.csv", NULL});

@@ -223,7 +223,7 @@ START_TEST(test_help_lists_every_option)
     static const char *const taken[] = {"-o", "--header", "--target", "--cpu", "--emit-llvm", "--no-fuse", "-O0",
                                         "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
                                         "--format", "--graph", "--svg", "--trace", "--bytes", "--print-ir",
-                                        "--print-joint", "--capacity", "--cache-dir", "--no-cache", "--help", "--version"};
+                                        "--print-joint", "--capacity", "--clear", "--cache-dir", "--no-cache", "--help", "--version"};
     size_t n = sizeof taken / sizeof taken[0];
     char *out;
     ck_assert_int_eq(mg(&out, "--help"), 0);
@@ -487,6 +487,76 @@ START_TEST(test_diagnostic_caret_positions)
         assert_diag(out, m, cases[i].line, cases[i].col, cases[i].msg, cases[i].source_line);
         free(out);
     }
+}
+END_TEST
+
+/* The excerpt under a diagnostic on a line too long to print whole (review21: a model line of
+ * 10,000+ bytes and a graph JSON on one line printed no excerpt at all): the bytes around the
+ * column, "..." on each side that is cut, the caret under the character the column names. The
+ * line at out's diagnostic FILE:LINE:COL must show `word` at the caret. */
+static void assert_window(const char *out, const char *head, const char *word, int cut_left, int cut_right)
+{
+    const char *p = strstr(out, head);
+    ck_assert_msg(p == out, "wanted '%s' first in:\n%.600s", head, out);
+    char src[1024], caret[1024];
+    p = strchr(p, '\n');
+    ck_assert_msg(p != NULL, "no excerpt after '%s'", head);
+    line_at(p + 1, src, sizeof src);
+    p = strchr(p + 1, '\n');
+    ck_assert_msg(p != NULL, "no caret line after '%s':\n%.600s", head, out);
+    line_at(p + 1, caret, sizeof caret);
+    size_t n = strlen(src), at = strlen(caret) - 1;
+    ck_assert_msg(n <= 2 + 3 + 160 + 3 && n >= 2 + 100, "excerpt of %zu bytes:\n%s", n, src);
+    ck_assert_msg(!strncmp(src, "  ...", 5) == !!cut_left, "left end:\n%s", src);
+    ck_assert_msg(!strcmp(src + n - 3, "...") == !!cut_right, "right end:\n%s", src);
+    ck_assert_msg(caret[at] == '^' && strspn(caret, " ") == at && at < n && !strncmp(src + at, word, strlen(word)),
+                  "the caret is not under '%s':\n%s\n%s", word, src, caret);
+}
+
+START_TEST(test_long_line_excerpt)
+{
+    /* a model line of 12,000 bytes, the mistake near its end, then in its middle */
+    size_t cap = 40000;
+    char *src = malloc(cap), *out, head[4400];
+    for (int mid = 0; mid < 2; mid++) {
+        int k = snprintf(src, cap, "model m\ninput x: f32[4, 8]\nparam w: f32[8, 8]\nh = x");
+        for (int i = 0; i < 3000; i++) k += snprintf(src + k, cap - (size_t)k, "%s", mid && i == 1500 ? " + qq" : " + x");
+        k += snprintf(src + k, cap - (size_t)k, "%s\nminimize sum(h)\n", mid ? "" : " @ w @ qq");
+        const char *m = write_model("long.mg", src);
+        int rc = mg(&out, "check '%s'", m);
+        snprintf(head, sizeof head, "%s:4:%d: error: unknown name 'qq'", m, mid ? 6 + 4 * 1500 + 3 : 6 + 4 * 2999 + 11);
+        ck_assert_int_eq(rc, 1);
+        assert_window(out, head, "qq", 1, mid);
+        free(out);
+    }
+    /* a line of 201 bytes, the mistake at its start: cut on the right only */
+    int k = snprintf(src, cap, "model m\ninput x: f32[4, 8]\nh = qq");
+    while (k < 32 + 201) k += snprintf(src + k, cap - (size_t)k, " + x");
+    snprintf(src + k, cap - (size_t)k, "\nminimize sum(h)\n");
+    const char *m = write_model("start.mg", src);
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    snprintf(head, sizeof head, "%s:3:5: error: unknown name 'qq'", m);
+    assert_window(out, head, "qq", 0, 1);
+    free(out);
+    /* a graph JSON on one line (as json.dumps writes it), a negative cost in its middle; with a
+     * byte order mark the column is the same (it counted the mark's 3 bytes) */
+    for (int bom = 0; bom < 2; bom++) {
+        int j = snprintf(src, cap, "%s{\"nodes\": [", bom ? "\xEF\xBB\xBF" : "");
+        for (int i = 0; i < 100; i++)
+            j += snprintf(src + j, cap - (size_t)j, "%s{\"id\": %d, \"cost_cpu\": %s, \"cost_ram\": 8}", i ? ", " : "", i,
+                          i == 50 ? "-3" : "1");
+        j += snprintf(src + j, cap - (size_t)j, "], \"links\": [");
+        for (int i = 0; i < 99; i++)
+            j += snprintf(src + j, cap - (size_t)j, "%s{\"source\": %d, \"target\": %d}", i ? ", " : "", i, i + 1);
+        snprintf(src + j, cap - (size_t)j, "]}\n");
+        const char *g = write_model("g.json", src);
+        ck_assert_int_eq(mg(&out, "plan --graph '%s' --no-cache", g), 1);
+        const char *at = strstr(src, "{\"id\": 50,");
+        snprintf(head, sizeof head, "%s:1:%d: error: node 50: expected", g, (int)(at - src) + 1 - 3 * bom);
+        assert_window(out, head, "{\"id\": 50,", 1, 1);
+        free(out);
+    }
+    free(src);
 }
 END_TEST
 
@@ -881,7 +951,16 @@ START_TEST(test_nul_byte_in_model)
     ck_assert_int_eq(fclose(f), 0);
     char *out;
     ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
-    assert_diag(out, m, 2, 16, "unexpected byte 0x00", "input x: f32[4]");
+    /* the NUL shown as '?' with the caret under it (the excerpt ended at it, the caret past the
+     * line's end) */
+    assert_diag(out, m, 2, 16, "unexpected byte 0x00", "input x: f32[4]?");
+    free(out);
+    /* an ESC (and any control byte) is a '?' too: the excerpt sent the file's escape sequences to
+     * the terminal ("ESC [2J" cleared the screen under the error that named it; review21) */
+    m = write_model("esc.mg", "model m\ninput x: f32[4]\nh = x + \033[2J q\n");
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 3, 9, "unexpected byte 0x1b", "h = x + ?[2J q");
+    ck_assert_msg(!strchr(out, '\033'), "an ESC reached the terminal:\n%s", out);
     free(out);
 }
 END_TEST
@@ -1098,6 +1177,209 @@ START_TEST(test_cache_temporary_is_exclusive)
     free(victim);
     ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "no entry written: exited %d:\n%.400s", rc, out);
     free(out);
+}
+END_TEST
+
+/* The name of the entry (16 hex digits and ".plan") in cdir that seen (names, each followed by a
+ * space) does not list yet, appended to seen; its size in *bytes. */
+static void new_entry(const char *cdir, char *seen, size_t cap, char *name, long long *bytes)
+{
+    DIR *dp = opendir(cdir);
+    ck_assert_msg(dp != NULL, "no cache directory %s", cdir);
+    struct dirent *e;
+    name[0] = 0;
+    while ((e = readdir(dp))) {
+        char with_space[300];
+        snprintf(with_space, sizeof with_space, "%s ", e->d_name);
+        if (strlen(e->d_name) == 21 && strspn(e->d_name, "0123456789abcdef") == 16 && !strcmp(e->d_name + 16, ".plan") &&
+            !strstr(seen, with_space)) {
+            ck_assert_msg(!name[0], "two new entries in %s: %s, %s", cdir, name, e->d_name);
+            snprintf(name, 32, "%.31s", e->d_name);
+        }
+    }
+    closedir(dp);
+    ck_assert_msg(name[0], "no new entry in %s (seen: %s)", cdir, seen);
+    snprintf(seen + strlen(seen), cap - strlen(seen), "%s ", name);
+    struct stat st;
+    ck_assert_int_eq(stat(tu_path(cdir, name), &st), 0);
+    *bytes = (long long)st.st_size;
+}
+
+/* The plan cache grew forever (review21): entries are now bounded in bytes
+ * (MEMGRAD_CACHE_MAX_SIZE, default 256 MiB), the least recently used removed first on a store
+ * (an entry served by a load counts as used then), with writers' temporaries left an hour;
+ * `memgrad cache` says what it holds, and --clear removes memgrad's entries and nothing else:
+ * not a file of another name, nor one named like an entry that is no plan, nor a symlink. */
+START_TEST(test_cache_bound_and_clear)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char cdir[4300], c2[4300], seen[512] = "", seen2[64] = "", e[5][32], cmd[16384], *out;
+    long long size[5];
+    snprintf(cdir, sizeof cdir, "%s", path("c"));
+    snprintf(c2, sizeof c2, "%s", path("c2"));
+    const char *budgets[5] = {"100%", "60%", "40%", "30%", "50%"};
+    for (int i = 0; i < 4; i++) {
+        int rc = mg(&out, "plan '%s' --budget %s --cache-dir '%s'", m, budgets[i], cdir);
+        ck_assert_msg(rc == 0, "plan at %s exited %d:\n%.400s", budgets[i], rc, out);
+        free(out);
+        new_entry(cdir, seen, sizeof seen, e[i], &size[i]);
+        snprintf(cmd, sizeof cmd, "touch -d '202%d-01-01' '%s/%s'", i, cdir, e[i]); /* e[0] the oldest */
+        ck_assert_int_eq(tu_run(cmd, &out), 0);
+        free(out);
+    }
+    /* others' files, and a temporary of a writer that died in 2020 */
+    ck_assert_int_eq(tu_write(tu_path(cdir, "notes.txt"), "mine\n"), 0);
+    ck_assert_int_eq(tu_write(tu_path(cdir, "0123456789abcdef.plan"), "not a plan\n"), 0);
+    ck_assert_int_eq(tu_write(path("victim"), "MGPLAN04 victim\n"), 0);
+    ck_assert_int_eq(symlink("../victim", tu_path(cdir, "fedcba9876543210.plan")), 0);
+    snprintf(cmd, sizeof cmd, "printf MGPLAN04 > '%s/%s.tmp.1.0' && touch -d 2020-01-01 '%s/%s.tmp.1.0'", cdir, e[1], cdir,
+             e[1]);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    free(out);
+    /* served from the cache, the oldest entry becomes the most recently used */
+    int rc = mg(&out, "plan '%s' --budget 100%% --cache-dir '%s'", m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, c2); /* the size of the next entry */
+    free(out);
+    new_entry(c2, seen2, sizeof seen2, e[4], &size[4]);
+    /* a bound that holds e[0], e[3] and the new entry: e[1] and e[2], least recently used, go */
+    long long bound = size[0] + size[3] + size[4];
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=%lld '%s' plan '%s' --budget 50%% --cache-dir '%s'", bound,
+            MG_MEMGRAD, m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace"), "exited %d:\n%.400s", rc, out);
+    free(out);
+    int want[5] = {1, 0, 0, 1, 1};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(exists(tu_path(cdir, e[i])) == want[i], "entry %d (%s, made at %s): %s", i, e[i], budgets[i],
+                      want[i] ? "removed, though used more recently than others kept" : "kept beyond the bound");
+    snprintf(cmd, sizeof cmd, "%s.tmp.1.0", e[1]);
+    ck_assert_msg(!exists(tu_path(cdir, cmd)), "a dead writer's temporary was kept");
+    /* memgrad cache: entries and bytes */
+    rc = mg(&out, "cache --cache-dir '%s'", cdir);
+    char want_text[4600];
+    snprintf(want_text, sizeof want_text, "plan cache %s\n  entries       3\n", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, want_text), "exited %d, wanted '%s':\n%s", rc, want_text, out);
+    snprintf(want_text, sizeof want_text, " (%lld bytes)\n  maximum size  256.0 MiB (268435456 bytes)", bound);
+    ck_assert_msg(strstr(out, want_text), "wanted '%s':\n%s", want_text, out);
+    free(out);
+    /* --clear: memgrad's entries only */
+    rc = mg(&out, "cache --cache-dir '%s' --clear", cdir);
+    snprintf(want_text, sizeof want_text, "plan cache %s: removed 3 entries (", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, want_text), "exited %d, wanted '%s':\n%s", rc, want_text, out);
+    free(out);
+    char names[1024];
+    DIR *dp = opendir(cdir);
+    int left = 0;
+    for (struct dirent *d; (d = readdir(dp));) left += d->d_name[0] != '.';
+    closedir(dp);
+    snprintf(names, sizeof names, "%s", "notes.txt, 0123456789abcdef.plan, fedcba9876543210.plan");
+    ck_assert_msg(left == 3 && exists(tu_path(cdir, "notes.txt")) && exists(tu_path(cdir, "0123456789abcdef.plan")) &&
+                      exists(tu_path(cdir, "fedcba9876543210.plan")),
+                  "after --clear %d files, wanted %s", left, names);
+    char *victim = tu_read(path("victim"));
+    ck_assert_msg(victim && !strcmp(victim, "MGPLAN04 victim\n"), "the file a symlink named like an entry points to changed");
+    free(victim);
+    rc = mg(&out, "cache --cache-dir '%s'", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "  entries       0\n  size          0 B (0 bytes)\n"), "exited %d:\n%s", rc, out);
+    free(out);
+    /* the default place, a directory not made yet; a file is an error */
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' cache", path("xdg"), MG_MEMGRAD);
+    snprintf(want_text, sizeof want_text, "plan cache %s/memgrad\n  entries       0\n", path("xdg"));
+    ck_assert_msg(rc == 0 && strstr(out, want_text), "exited %d, wanted '%s':\n%s", rc, want_text, out);
+    free(out);
+    rc = mg(&out, "cache --cache-dir '%s' --clear", tu_path(cdir, "notes.txt"));
+    ck_assert_msg(rc == 1 && strstr(out, "is not a directory"), "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "cache --cache-dir '%s' --no-cache", cdir), 2);
+    free(out);
+    /* the bound as set: none with 0; a value that is no size is a warning and the default */
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=0 '%s' cache --cache-dir '%s'", MG_MEMGRAD, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "  maximum size  none (MEMGRAD_CACHE_MAX_SIZE=0)\n"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=1GiB '%s' cache --cache-dir '%s'", MG_MEMGRAD, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "  maximum size  1.0 GiB (1073741824 bytes)"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=lots '%s' cache --cache-dir '%s'", MG_MEMGRAD, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "memgrad: warning: MEMGRAD_CACHE_MAX_SIZE 'lots' is not a size") &&
+                      strstr(out, "  maximum size  256.0 MiB (268435456 bytes)"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* The plan cache keys an entry by a hash of the memgrad executable (/proc/self/exe); where that
+ * cannot be read the hash was 0, so two different builds shared their entries (review21). Now
+ * nothing is cached then, with a warning. (Run without /proc in a mount namespace where
+ * unshare can make one; skipped elsewhere.) */
+START_TEST(test_cache_off_without_the_executable)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char cmd[16384], *out;
+    const char *flags[2] = {"-m", "-rm"};
+    int f = 0;
+    for (; f < 2; f++) {
+        snprintf(cmd, sizeof cmd, "unshare %s --fork sh -c 'mount -t tmpfs none /proc && ! test -e /proc/self/exe'",
+                 flags[f]);
+        int rc = tu_run(cmd, &out);
+        free(out);
+        if (rc == 0) break;
+    }
+    if (f == 2) {
+        fprintf(stderr, "test_cache_off_without_the_executable: skipped (no mount namespace)\n");
+        return;
+    }
+    snprintf(cmd, sizeof cmd,
+             "unshare %s --fork sh -c 'mount -t tmpfs none /proc && exec \"$0\" plan \"$1\" --cache-dir \"$2\"' '%s' '%s' '%s'",
+             flags[f], MG_MEMGRAD, m, path("c"));
+    int rc = tu_run(cmd, &out);
+    /* (under ASan, LeakSanitizer's check at exit needs /proc too, and fails: exit 1 then) */
+    int lsan_without_proc = strstr(out, "LeakSanitizer has encountered a fatal error") != NULL;
+    ck_assert_msg((rc == 0 || lsan_without_proc) &&
+                      strstr(out, "memgrad: warning: cannot read the memgrad executable (through /proc/self/maps)") &&
+                      strstr(out, "plans are not cached") && strstr(out, "workspace"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("c")), "a plan was cached under a build id of 0");
+}
+END_TEST
+
+/* The build id is the file memgrad's code runs from, not the program the kernel started
+ * (/proc/self/exe): run through the dynamic loader (`ld.so ./memgrad`) every build hashed the
+ * loader, so one build served another its plans (review21). Two copies of memgrad that differ
+ * in one byte are two builds; a copy run through the loader is the same build as run itself. */
+START_TEST(test_cache_build_id_is_memgrads)
+{
+    char *out, cmd[20000], loader[512] = "";
+    snprintf(cmd, sizeof cmd, "ldd '%s' | awk '$1 ~ /^\\/.*ld-linux/ { print $1; exit }'", MG_MEMGRAD);
+    if (tu_run(cmd, &out) == 0) sscanf(out, "%511s", loader);
+    free(out);
+    if (!loader[0] || access(loader, X_OK)) {
+        fprintf(stderr, "test_cache_build_id_is_memgrads: skipped (no dynamic loader found)\n");
+        return;
+    }
+    char m[4200], a[4200], b[4200], c[4200];
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    snprintf(a, sizeof a, "%s", path("a"));
+    snprintf(b, sizeof b, "%s", path("b"));
+    snprintf(c, sizeof c, "%s", path("c"));
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s' '%s' && printf x >> '%s'", MG_MEMGRAD, a, MG_MEMGRAD, b, b);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    free(out);
+    struct {
+        const char *via, *exe;
+        int cached;
+    } runs[] = {{loader, a, 0}, {loader, b, 0}, {"", a, 1}, {loader, b, 1}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "%s '%s' plan '%s' --budget 50%% --cache-dir '%s'", runs[i].via, runs[i].exe, m, c);
+        int rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && !strstr(out, "warning") && !strstr(out, "from the plan cache") == !runs[i].cached,
+                      "run %d (%s%s): exited %d, %s from the cache:\n%.400s", i, runs[i].via[0] ? "through the loader, " : "",
+                      runs[i].exe == a ? "a" : "b", rc, runs[i].cached ? "wanted the plan" : "a plan of another build",
+                      out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -1802,6 +2084,11 @@ START_TEST(test_output_is_the_model_by_another_name)
             int rc = mg(&out, "compile '%s' --no-cache %s", m, opt);
             ck_assert_msg(rc == 2 && strstr(out, "refusing to overwrite the model file"), "%s: exited %d:\n%s", opt, rc,
                           out);
+            /* the option and the name given, which is not the model's (it said "with output") */
+            char with[4400];
+            snprintf(with, sizeof with, " with %s %s\n", i == 0 ? "-o" : i == 1 ? "--header" : "--emit-llvm",
+                     path(outs[k]));
+            ck_assert_msg(strstr(out, with), "%s: wanted '%s' in:\n%s", opt, with, out);
             free(out);
         }
     assert_model_kept(m, 3);
@@ -2449,11 +2736,26 @@ START_TEST(test_dash_is_standard_input_and_output)
     free(obj);
     free(ll);
     ck_assert_msg(!exists(path("-")) && exists(path("x.o")), "a file named '-', or no x.o");
+    /* two outputs to the standard output (a file here): said in the user's terms, not as
+     * "the same file /dev/stdout" (review21) */
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' compile m.mg -o - --emit-llvm - > both.out", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 2 && strstr(out, "memgrad: -o and --emit-llvm both name the standard output; give one of them "
+                                         "a file\n") && !strstr(out, "/dev/stdout"),
+                  "-o - --emit-llvm - exited %d:\n%s", rc, out);
+    free(out);
     /* arena - reads the standard input too ("cannot open -: No such file or directory"; review19) */
     write_model("b.csv", "id,lower,upper,size\n0,0,10,5\n1,5,15,7\n");
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' arena - < b.csv", dir, MG_MEMGRAD);
     rc = tu_run(cmd, &out);
     ck_assert_msg(rc == 0 && strstr(out, "arena         12 bytes"), "arena - exited %d:\n%s", rc, out);
+    /* named <stdin>, as a model read from - is (it said /dev/stdin; review21) */
+    ck_assert_msg(!strncmp(out, "<stdin>\n", 8) && !strstr(out, "/dev/stdin"), "arena -:\n%s", out);
+    free(out);
+    write_model("bad.csv", "id,lower,upper,size\n0,0,10\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' arena - < bad.csv", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && !strncmp(out, "<stdin>:2:", 10), "arena - of a bad file exited %d:\n%s", rc, out);
     free(out);
     /* plan's and sweep's --svg - and --trace - are the standard output alone: it held the text
      * report with the SVG after it, an SVG no viewer opens (review19) */
@@ -2603,6 +2905,7 @@ static Suite *cli_suite(void)
     tcase_add_test(d, test_syntax_error_diagnostic);
     tcase_add_test(d, test_diagnostic_caret_positions);
     tcase_add_test(d, test_matmul_mismatch_message);
+    tcase_add_test(d, test_long_line_excerpt);
     suite_add_tcase(s, d);
     TCase *c = tcase_create("commands");
     tcase_add_unchecked_fixture(c, root_setup, root_teardown);
@@ -2667,6 +2970,9 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
         tcase_add_test(b, test_cache_temporary_is_exclusive);
+        tcase_add_test(b, test_cache_bound_and_clear);
+        tcase_add_test(b, test_cache_off_without_the_executable);
+        tcase_add_test(b, test_cache_build_id_is_memgrads);
         tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_one_byte_is_singular);
