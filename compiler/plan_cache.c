@@ -349,6 +349,14 @@ typedef struct cache_file {
     int tmp, ours; /* ours: its first bytes read, one of memgrad's (prune) */
 } cache_file;
 
+/* Counts f in u (a file; an entry unless a writer's temporary). */
+static void usage_add(mg_plan_cache_usage *u, const cache_file *f)
+{
+    u->files += 1;
+    u->bytes += f->bytes;
+    if (!f->tmp) u->entries += 1;
+}
+
 static int cmp_used(const void *a, const void *b)
 {
     const cache_file *x = a, *y = b;
@@ -406,11 +414,7 @@ mg_status mg_plan_cache_stats(const char *dir, mg_plan_cache_usage *u, mg_diag *
     cache_file *f;
     int n, dfd;
     if (cache_files(dir, 1, 0, &f, &n, &dfd, d)) return MG_ERR;
-    for (int i = 0; i < n; i++) {
-        u->files += 1;
-        u->bytes += f[i].bytes;
-        if (!f[i].tmp) u->entries += 1;
-    }
+    for (int i = 0; i < n; i++) usage_add(u, &f[i]);
     free(f);
     return MG_OK;
 }
@@ -447,9 +451,7 @@ mg_status mg_plan_cache_prune(const char *dir, int64_t max_bytes, uint64_t keep,
         if (!f[i].ours) continue;
         if (unlinkat(dfd, f[i].name, 0) && errno != ENOENT) continue;
         total -= f[i].bytes;
-        removed->files += 1;
-        removed->bytes += f[i].bytes;
-        if (!f[i].tmp) removed->entries += 1;
+        usage_add(removed, &f[i]);
     }
     if (dfd >= 0) close(dfd);
     free(f);
@@ -470,9 +472,7 @@ mg_status mg_plan_cache_clear(const char *dir, mg_plan_cache_usage *removed, mg_
             st = MG_ERR;
             continue;
         }
-        removed->files += 1;
-        removed->bytes += f[i].bytes;
-        if (!f[i].tmp) removed->entries += 1;
+        usage_add(removed, &f[i]);
     }
     if (dfd >= 0) close(dfd);
     free(f);
