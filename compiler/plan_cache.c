@@ -346,7 +346,7 @@ typedef struct cache_file {
     char name[48];
     int64_t bytes;
     struct timespec used;
-    int tmp, ours; /* ours: its first bytes read, one of memgrad's (prune) */
+    int tmp, ours, stale; /* (prune) ours: its first bytes read, one of memgrad's; stale: a temporary left */
 } cache_file;
 
 /* Counts f in u (a file; an entry unless a writer's temporary). */
@@ -438,16 +438,15 @@ mg_status mg_plan_cache_prune(const char *dir, int64_t max_bytes, uint64_t keep,
     int over_all = max_bytes > 0 && total > max_bytes;
     for (int i = 0; i < n; i++) {
         struct stat st = {.st_size = f[i].bytes};
-        int stale_tmp = f[i].tmp && now - f[i].used.tv_sec > STALE_TMP_SECONDS;
-        f[i].ours = (over_all || stale_tmp) && cache_file_ok(dfd, f[i].name, f[i].tmp, &st);
+        f[i].stale = f[i].tmp && now - f[i].used.tv_sec > STALE_TMP_SECONDS;
+        f[i].ours = (over_all || f[i].stale) && cache_file_ok(dfd, f[i].name, f[i].tmp, &st);
         if (over_all && !f[i].ours) total -= f[i].bytes;
     }
     char kept[24];
     snprintf(kept, sizeof kept, "%016llx.plan", (unsigned long long)keep);
     for (int i = 0; i < n; i++) {
-        int stale_tmp = f[i].tmp && now - f[i].used.tv_sec > STALE_TMP_SECONDS;
         int over = max_bytes > 0 && total > max_bytes; /* (a live writer's temporary: never) */
-        if (!stale_tmp && (f[i].tmp || !over || (keep && !strcmp(f[i].name, kept)))) continue;
+        if (!f[i].stale && (f[i].tmp || !over || (keep && !strcmp(f[i].name, kept)))) continue;
         if (!f[i].ours) continue;
         if (unlinkat(dfd, f[i].name, 0) && errno != ENOENT) continue;
         total -= f[i].bytes;
