@@ -911,17 +911,22 @@ static const double NEAR_MIN = 0.05;
  * the arena's waste moves, and a cap a little lower can give a far cheaper plan (transformer
  * 1.01 / 1.02 / 1.03 times its minimum: 77.8%, 77.8%, 92.3% recomputed; resnet18_64 at 1.03
  * times: 128.9%, where the solve at 1.02 times finds 83.1%). So a budget within NEAR_MIN above
- * the minimum also gets the solve at NEAR_MIN_RUNGS - 1 budgets evenly between the minimum and
- * it, each plan fitting the budget too, the cheapest kept: transformer 77.8% from 1.01 to 1.05
- * times its minimum, mlp_deep 206.2% (207-211% before), resnet18_64 at 1.03 times 83.1% and at
- * 1.05 times 125.4% (130.4%), for about twice the solve's time there. The solve at the minimum
+ * the minimum also gets the solve at fixed budgets above the minimum that lie below it
+ * (NEAR_MIN_RUNG_AT), each plan fitting the budget too, the cheapest kept: a budget near the
+ * minimum then tries every rung a smaller one tried. With two rungs evenly between the minimum
+ * and the budget instead (up to 2026-12-04), transformer 77.8% from 1.01 to 1.05 times its
+ * minimum (92.3% at 1.03-1.05 without rungs), but resnet18_64 63.88% at 1.02 and 1.03 times and
+ * 87.94 / 99.96 / 84.53 / 84.53 / 87.94% at 1.025 / 1.035 / 1.04 / 1.045 / 1.05 times; with
+ * the fixed rungs, 63.88% at all of those, for up to 3 rungs more (1.05 times: 6.0 -> 9.2 s
+ * of CPU; 1.01 times: 5.5 -> 4.5 s, one rung fewer). The solve at the minimum
  * itself only where the solve at the budget found no plan (the minimum search's would be taken):
  * elsewhere improve_below has walked there already, and over the examples and resnet50 at 1.01-1.05
  * times their minimum that solve never found a cheaper plan (resnet18_64: 1.0-1.3 s a budget for
  * nothing). Not where the plan is within NEAR_MIN_RUNG_GAP of the proven lower bound: the
  * Checkmate graphs near their minimum (vgg19 at 80%, unet and mobilenet at 40%), where the rungs
  * found nothing and doubled the time. The rungs run side by side (near_min_rungs). */
-enum { NEAR_MIN_RUNGS = 3 };
+static const double NEAR_MIN_RUNG_AT[] = {0.005, 0.01, 0.02, 0.03, 0.04};
+enum { NEAR_MIN_RUNGS_MAX = 1 + sizeof NEAR_MIN_RUNG_AT / sizeof NEAR_MIN_RUNG_AT[0] };
 static const double NEAR_MIN_RUNG_GAP = 0.02;
 
 /* One rung's solve. A rung on a thread of its own has its own search memo: a copy of the solve's
@@ -949,28 +954,38 @@ static void *rung_solve(void *arg)
     return NULL;
 }
 
-/* The rungs between hi (the minimum) and budget, the first on this thread and the others each
- * on a thread of their own (side by side where cores are free; sharing one core, they take as
- * long as in turn), their plans taken in order of budget. */
-static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t budget, const char *keep,
+/* The rungs between from and budget: from itself where there is no plan yet (*out NULL), and
+ * the budgets NEAR_MIN_RUNG_AT above the minimum hi that lie between them, the first on this thread and the others each on a thread of their own (side
+ * by side where cores are free; sharing one core, they take as long as in turn), their plans
+ * taken in order of budget. */
+static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, int64_t budget, const char *keep,
                                 search_memo *memo, mg_plan **out, mg_diag *d)
 {
-    rung_job job[NEAR_MIN_RUNGS];
-    int first = *out ? 1 : 0;
+    rung_job job[NEAR_MIN_RUNGS_MAX];
+    int n = 0;
+    if (!*out) job[n++] = (rung_job){.budget = from};
+    for (int r = 0; r + 1 < NEAR_MIN_RUNGS_MAX; r++) {
+        int64_t b = (int64_t)((double)hi * (1 + NEAR_MIN_RUNG_AT[r]));
+        if (b >= budget) break;
+        if (b > from) job[n++] = (rung_job){.budget = b};
+    }
     memo_bound(memo); /* (the copies take its bound, and no thread of its own) */
-    for (int r = first; r < NEAR_MIN_RUNGS; r++) {
-        job[r] = (rung_job){.pr = pr, .budget = hi + (budget - hi) * r / NEAR_MIN_RUNGS, .keep = keep, .memo = memo};
-        if (r == first) continue;
+    for (int r = 0; r < n; r++) {
+        job[r].pr = pr;
+        job[r].keep = keep;
+        job[r].memo = memo;
+        if (r == 0) continue;
         job[r].own = *memo;
         job[r].own.chain_tried = 0;
         job[r].own.chain = NULL;
         job[r].memo = &job[r].own;
         job[r].threaded = pthread_create(&job[r].th, NULL, rung_solve, &job[r]) == 0;
     }
-    rung_solve(&job[first]);
+    if (n == 0) return MG_OK;
+    rung_solve(&job[0]);
     mg_status st = MG_OK;
-    for (int r = first; r < NEAR_MIN_RUNGS; r++) {
-        if (r > first) {
+    for (int r = 0; r < n; r++) {
+        if (r > 0) {
             if (!job[r].threaded) rung_solve(&job[r]);
             else if (pthread_join(job[r].th, NULL)) abort();
             mg_chain_free(job[r].own.chain);
@@ -1227,7 +1242,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         if (!st && found && walks && out->optimal != 1 && hi < budget &&
             (double)(budget - hi) <= NEAR_MIN * (double)hi &&
             (!out->plan || out->plan->flops_executed > memo.lower_bound * (1 + NEAR_MIN_RUNG_GAP)))
-            st = near_min_rungs(pr, from, budget, keep, &memo, &out->plan, d);
+            st = near_min_rungs(pr, hi, from, budget, keep, &memo, &out->plan, d);
         if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
             mg_plan_free(out->plan); /* (an optimal plan cannot be beaten; the test is for safety) */
             out->plan = cheap;
