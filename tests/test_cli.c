@@ -13,6 +13,7 @@
 #include <check.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <elf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2456,6 +2457,107 @@ START_TEST(test_compile_riscv_linux_uses_the_double_float_abi)
 }
 END_TEST
 
+/* The bytes of the symbol `name` in a relocatable ELF object (32- or 64-bit, little-endian) and
+ * their count; NULL if it is not there. A pointer field holds its addend or nothing, the integers
+ * hold their values. */
+static unsigned char *elf_symbol(const char *p, const char *name, size_t *size, int *elf64)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    static unsigned char b[1 << 20];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n < 64 || memcmp(b, ELFMAG, SELFMAG) || b[EI_DATA] != ELFDATA2LSB) return NULL;
+    *elf64 = b[EI_CLASS] == ELFCLASS64;
+    unsigned char *found = NULL;
+    if (*elf64) {
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *)b;
+        const Elf64_Shdr *sh = (const Elf64_Shdr *)(b + e->e_shoff);
+        for (int i = 0; i < e->e_shnum && !found; i++) {
+            if (sh[i].sh_type != SHT_SYMTAB) continue;
+            const Elf64_Sym *sy = (const Elf64_Sym *)(b + sh[i].sh_offset);
+            const char *str = (const char *)b + sh[sh[i].sh_link].sh_offset;
+            for (size_t k = 0; k < sh[i].sh_size / sizeof *sy && !found; k++)
+                if (!strcmp(str + sy[k].st_name, name) && sy[k].st_shndx < e->e_shnum) {
+                    *size = sy[k].st_size;
+                    found = b + sh[sy[k].st_shndx].sh_offset + sy[k].st_value;
+                }
+        }
+    } else {
+        const Elf32_Ehdr *e = (const Elf32_Ehdr *)b;
+        const Elf32_Shdr *sh = (const Elf32_Shdr *)(b + e->e_shoff);
+        for (int i = 0; i < e->e_shnum && !found; i++) {
+            if (sh[i].sh_type != SHT_SYMTAB) continue;
+            const Elf32_Sym *sy = (const Elf32_Sym *)(b + sh[i].sh_offset);
+            const char *str = (const char *)b + sh[sh[i].sh_link].sh_offset;
+            for (size_t k = 0; k < sh[i].sh_size / sizeof *sy && !found; k++)
+                if (!strcmp(str + sy[k].st_name, name) && sy[k].st_shndx < e->e_shnum) {
+                    *size = sy[k].st_size;
+                    found = b + sh[sy[k].st_shndx].sh_offset + sy[k].st_value;
+                }
+        }
+    }
+    return found;
+}
+
+static uint64_t le_bytes(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* Was a bug: the descriptor tables' `size_t offset, bytes` were emitted as 64-bit integers on
+ * every target, so on a 32-bit one each entry was 8 bytes longer than the header's struct (92
+ * bytes against 84 on i686, 96 against 88 on armv7): a program built for it read params_desc[0]
+ * .bytes as 0 and params_desc[1].name from inside entry 0, and crashed on it (seen under
+ * qemu-i386). Each entry now has the header's layout on that target (i386: int64_t aligned to
+ * 4, so shape at 12 and offset, bytes at 76, 80; ARM EABI: to 8, so 16 and 80, 84), with the
+ * offsets and sizes the 64-bit object gives. */
+START_TEST(test_descriptors_have_the_headers_layout_on_32bit_targets)
+{
+    const char *m = write_model("t.mg", "model t\ninput x: f32[4, 3]\nparam w: f32[3, 2]\nparam b: f32[5]\n"
+                                        "loss = sum(relu(x @ w)) + sum(b * b)\nminimize loss\n");
+    static const struct { const char *target; size_t entry, shape, offset; } cases[] = {
+        {"x86_64-linux-gnu", 96, 16, 80},
+        {"i686-linux-gnu", 84, 12, 76},
+        {"armv7-linux-gnueabihf", 88, 16, 80},
+    };
+    uint64_t want_off[2] = {0}, want_bytes[2] = {0};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *out;
+        int rc = mg(&out, "compile '%s' -o '%s' --target %s --no-cache -O0", m, path("t.o"), cases[c].target);
+        ck_assert_msg(rc == 0, "%s: exited %d:\n%s", cases[c].target, rc, out);
+        free(out);
+        size_t size = 0;
+        int elf64 = 0;
+        const unsigned char *d = elf_symbol(path("t.o"), "t_params_desc", &size, &elf64);
+        ck_assert_msg(d != NULL, "%s: no t_params_desc in the object", cases[c].target);
+        size_t ptr = elf64 ? 8 : 4, e = cases[c].entry;
+        ck_assert_msg(size == 2 * e, "%s: t_params_desc is %zu bytes, the header's two entries %zu", cases[c].target,
+                      size, 2 * e);
+        for (int i = 0; i < 2; i++) {
+            const unsigned char *en = d + (size_t)i * e;
+            uint64_t off = le_bytes(en + cases[c].offset, (int)ptr), bytes = le_bytes(en + cases[c].offset + ptr, (int)ptr);
+            ck_assert_msg(le_bytes(en + ptr, 4) == MG_F32 && le_bytes(en + ptr + 4, 4) == (i ? 1u : 2u) &&
+                              le_bytes(en + cases[c].shape, 8) == (i ? 5u : 3u),
+                          "%s: entry %d has dtype %llu rank %llu shape[0] %llu", cases[c].target, i,
+                          (unsigned long long)le_bytes(en + ptr, 4), (unsigned long long)le_bytes(en + ptr + 4, 4),
+                          (unsigned long long)le_bytes(en + cases[c].shape, 8));
+            if (c == 0) {
+                want_off[i] = off;
+                want_bytes[i] = bytes;
+                ck_assert_msg(bytes == (i ? 20u : 24u), "x86_64: entry %d has bytes %llu", i, (unsigned long long)bytes);
+            }
+            ck_assert_msg(off == want_off[i] && bytes == want_bytes[i],
+                          "%s: entry %d has offset %llu, bytes %llu; x86_64's %llu, %llu", cases[c].target, i,
+                          (unsigned long long)off, (unsigned long long)bytes, (unsigned long long)want_off[i],
+                          (unsigned long long)want_bytes[i]);
+        }
+    }
+}
+END_TEST
+
 /* Was a bug: a model with Windows line ends (CRLF) had its source line printed with the CR (a
  * ^M in a log or an editor's build pane), and one with old Mac line ends (CR alone) ran into a
  * single line whose error ("expected end of line, got 'input'") printed that line with its CRs,
@@ -2965,6 +3067,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
         tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
+        tcase_add_test(b, test_descriptors_have_the_headers_layout_on_32bit_targets);
         tcase_add_test(b, test_carriage_returns_in_a_model);
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_zero_budget_is_a_budget);
