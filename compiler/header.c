@@ -43,14 +43,31 @@ static void upper(char *dst, const char *src, size_t n)
     dst[i] = 0;
 }
 
-static void list(out *o, const mg_graph *g, const char *what, int n, const int *nodes, const char *const *names)
+/* unread: NULL, or per entry a note for the ones a function does not read */
+static void list(out *o, const mg_graph *g, const char *what, int n, const int *nodes, const char *const *names,
+                 const char *const *unread)
 {
     char sh[160];
     for (int i = 0; i < n; i++) {
         const mg_node *nd = &g->nodes[nodes[i]];
-        put(o, " *   %s[%d]  %-16s %s%s\n", what, i, names ? names[i] : nd->name, mg_dtype_name(nd->type.dtype),
-            mg_shape_str(&nd->type.shape, sh, sizeof sh));
+        put(o, " *   %s[%d]  %-16s %s%s%s\n", what, i, names ? names[i] : nd->name, mg_dtype_name(nd->type.dtype),
+            mg_shape_str(&nd->type.shape, sh, sizeof sh), unread && unread[i] ? unread[i] : "");
     }
+}
+
+/* Which inputs NAME_forward reads: those its outputs depend on (the forward function computes
+ * no more, problem.c), in the model's graph, whose nodes come after their operands. The labels
+ * of a loss are not among them, so a program can pass NULL for them at inference instead of
+ * a batch of dummy labels; the header said nothing of it (review22). */
+static char *forward_reads(const mg_graph *m)
+{
+    char *need = calloc((size_t)m->n + 1, 1);
+    if (!need) abort();
+    for (int i = 0; i < m->noutputs; i++) need[m->outputs[i].node] = 1;
+    for (int i = m->n - 1; i >= 0; i--)
+        if (need[i])
+            for (int k = 0; k < m->nodes[i].ninputs; k++) need[m->nodes[i].in[k]] = 1;
+    return need;
 }
 
 /* A file's name as the header should spell it: the last component of its path (the header is
@@ -93,14 +110,23 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
     /* a model may declare no input or no output: an empty list under a heading would read as if
      * something had been lost, so the header says what that means for the caller instead */
     if (g->ninputs) {
+        const mg_graph *model = p->model ? p->model : g;
+        char *need = forward_reads(model);
+        char note[300];
+        snprintf(note, sizeof note, "  (%s_forward does not read it: may be NULL there)", m);
+        const char **unread = calloc((size_t)g->ninputs + 1, sizeof *unread);
+        if (!unread) abort();
+        for (int i = 0; i < g->ninputs && i < model->ninputs; i++) unread[i] = need[model->inputs[i]] ? NULL : note;
         put(&o, " * Inputs (pointers in this order in inputs[]):\n");
-        list(&o, g, "inputs", g->ninputs, g->inputs, NULL);
+        list(&o, g, "inputs", g->ninputs, g->inputs, NULL, unread);
+        free(unread);
+        free(need);
     } else {
         put(&o, " * Inputs: none (the model declares no `input`; inputs[] is not read and may be NULL).\n");
     }
     if (g->noutputs) {
         put(&o, " * Outputs of %s_forward (pointers in this order in outputs[]):\n", m);
-        list(&o, g, "outputs", g->noutputs, onodes, onames);
+        list(&o, g, "outputs", g->noutputs, onodes, onames, NULL);
     } else {
         put(&o, " * Outputs of %s_forward: none (the model declares no `output`; outputs[] is not\n"
                 " *   written and may be NULL).\n", m);

@@ -1959,6 +1959,42 @@ START_TEST(test_header_builds_as_c_and_cpp)
 }
 END_TEST
 
+/* Was unclear: the header listed every input for NAME_forward alike, so a program running
+ * inference had to pass a batch of labels it does not have (review22). An input no output
+ * depends on (the loss's labels) is marked as not read by NAME_forward, and a program that
+ * passes NULL for it there builds and runs; one an output reads (z, here next to the labels)
+ * is not marked. */
+START_TEST(test_header_says_which_inputs_forward_reads)
+{
+    const char *m = write_model("inf.mg", "model inf\ninput x: f32[4, 3]\ninput y: i32[4]\ninput z: f32[4, 2]\n"
+                                          "param w: f32[3, 2] = ones\nlogits = x @ w\nloss = cross_entropy(logits, y)\n"
+                                          "shifted = logits + z\noutput logits\noutput shifted\nminimize loss\n");
+    char *out, cmd[8192];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("inf.o"), path("inf.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("inf.h"));
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(strstr(h, " *   inputs[1]  y                i32[4]  (inf_forward does not read it: may be NULL there)\n") &&
+                      strstr(h, " *   inputs[0]  x                f32[4,3]\n") &&
+                      strstr(h, " *   inputs[2]  z                f32[4,2]\n"),
+                  "the header's inputs:\n%.900s", h);
+    free(h);
+    write_model("app.c", "#include \"inf.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+                         "int main(void)\n{\n"
+                         "    float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, z[8] = {0.5f}, lg[8], sh[8];\n"
+                         "    const void *in[3] = {x, NULL, z};\n    void *outs[2] = {lg, sh};\n"
+                         "    void *p = malloc(INF_PARAM_BYTES), *ws = malloc(INF_WORKSPACE_BYTES);\n"
+                         "    inf_init_params(p, 1);\n    inf_forward(p, in, outs, ws);\n"
+                         "    printf(\"forward %g %g %g\\n\", lg[0] + 0.0, lg[7] + 0.0, sh[0] + 0.0);\n"
+                         "    return 0;\n}\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Werror app.c inf.o -lm -o app && ./app", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "forward 6 33 6.5"), "%s", out);
+    free(out);
+}
+END_TEST
+
 /* The generated names: the model's name makes C identifiers (NAME_forward, NAME_WORKSPACE_BYTES,
  * ...), the tensors' names only strings in the descriptor tables. C keywords, libc names,
  * reserved identifiers and names differing only in case among the tensors, and a 127-character
@@ -3084,6 +3120,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
+        tcase_add_test(b, test_header_says_which_inputs_forward_reads);
         tcase_add_test(b, test_plan_json_matches_its_docs);
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
