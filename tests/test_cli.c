@@ -1995,6 +1995,48 @@ START_TEST(test_header_says_which_inputs_forward_reads)
 }
 END_TEST
 
+/* Was a bug: the header's link hint printed the object's name as it is, so `-o "my model.o"`
+ * said `cc app.c my model.o -lm` (two files that do not exist) and `-o ./-x.o` an option. The
+ * name is now a shell word (single-quoted, or after ./), and the hint pasted into a shell in the
+ * object's directory, with this system's cc, builds a program that runs (review22). */
+START_TEST(test_link_hint_is_a_shell_command)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("t.mg", "model t\ninput x: f32[4, 3]\nparam w: f32[3, 2] = ones\n"
+                                                    "loss = sum(x @ w)\nminimize loss\n"));
+    write_model("app.c", "#include \"t.h\"\n#include <stdio.h>\n#include <stdlib.h>\nint main(void)\n{\n"
+                         "    float x[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};\n    const void *in[1] = {x};\n"
+                         "    void *p = malloc(T_PARAM_BYTES), *g = malloc(T_PARAM_BYTES), *ws = malloc(T_WORKSPACE_BYTES);\n"
+                         "    t_init_params(p, 1);\n    printf(\"loss %g\\n\", t_train_step(p, g, in, ws) + 0.0);\n"
+                         "    return 0;\n}\n");
+    static const struct { const char *obj, *hint; } cases[] = {
+        {"my model.o", "cc app.c 'my model.o' -lm."},
+        {"it's.o", "cc app.c 'it'\\''s.o' -lm."},
+        {"-x.o", "cc app.c ./-x.o -lm."},
+        {"plain_1.o", "cc app.c plain_1.o -lm."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char obj[4200], *out, cmd[9000];
+        snprintf(obj, sizeof obj, "%s", path(cases[i].obj));
+        int rc = mg(&out, "compile '%s' -o \"%s\" --header '%s' --no-cache -O0", m, obj, path("t.h"));
+        ck_assert_msg(rc == 0, "-o %s: compile exited %d:\n%s", cases[i].obj, rc, out);
+        free(out);
+        char *h = tu_read(path("t.h"));
+        ck_assert_ptr_nonnull(h);
+        const char *at = strstr(h, " * Link the matching object: ");
+        ck_assert_msg(at && !strncmp(at + 29, cases[i].hint, strlen(cases[i].hint)), "-o %s: the hint:\n%.300s",
+                      cases[i].obj, h);
+        /* the hint as a shell reads it, "cc" being this system's compiler */
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %.*s -o app && ./app", dir, MG_CC,
+                 (int)(strlen(cases[i].hint) - 4), cases[i].hint + 3);
+        free(h);
+        rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && strstr(out, "loss 24"), "-o %s: %s\n%s", cases[i].obj, cmd, out);
+        free(out);
+    }
+}
+END_TEST
+
 /* The generated names: the model's name makes C identifiers (NAME_forward, NAME_WORKSPACE_BYTES,
  * ...), the tensors' names only strings in the descriptor tables. C keywords, libc names,
  * reserved identifiers and names differing only in case among the tensors, and a 127-character
@@ -3121,6 +3163,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_dash_is_standard_input_and_output);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
         tcase_add_test(b, test_header_says_which_inputs_forward_reads);
+        tcase_add_test(b, test_link_hint_is_a_shell_command);
         tcase_add_test(b, test_plan_json_matches_its_docs);
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
