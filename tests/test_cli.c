@@ -2277,6 +2277,35 @@ START_TEST(test_stdout_write_error)
 }
 END_TEST
 
+/* Was a bug: the outputs were put in place in the order given, so with the standard output full
+ * `compile m.mg -o new.o --header -` exited 1 and left new.o in place without its header, and
+ * `-o old.o` replaced old.o; `plan --svg new.svg --trace -` left new.svg. What is written into
+ * (the standard output here) is now written first, and a failure there leaves every regular file
+ * as it was: none made, none replaced (review22). */
+START_TEST(test_full_stdout_leaves_the_files_as_they_were)
+{
+    if (access("/dev/full", W_OK) != 0) return;
+    char m[4300]; /* (path() reuses its buffers) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header - --no-cache -O0 > /dev/full", m, path("new.o"));
+    ck_assert_msg(rc == 1 && strstr(out, "cannot write /dev/stdout"), "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("new.o")), "a compile whose header was not written left its object");
+    write_model("old.o", "old object\n");
+    rc = mg(&out, "compile '%s' -o '%s' --header - --no-cache -O0 > /dev/full", m, path("old.o"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    free(out);
+    char *old = tu_read(path("old.o"));
+    ck_assert_msg(old && !strcmp(old, "old object\n"), "a failed compile replaced old.o");
+    free(old);
+    rc = mg(&out, "plan '%s' --svg '%s' --trace - > /dev/full", m, path("new.svg"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("new.svg")), "a plan whose trace was not written left its SVG");
+}
+END_TEST
+
 /* Was a bug: outputs were written to a temporary file renamed over the name given, so a FIFO
  * (or, as root, /dev/null: `compile -o /dev/null`) was replaced by a regular file and its reader
  * got nothing, and a symlink was replaced instead of its target written. What is not a regular
@@ -3136,6 +3165,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
         tcase_add_test(b, test_print_ir_and_joint_together);
         tcase_add_test(b, test_stdout_write_error);
+        tcase_add_test(b, test_full_stdout_leaves_the_files_as_they_were);
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
         tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
