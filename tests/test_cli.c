@@ -1995,6 +1995,37 @@ START_TEST(test_header_says_which_inputs_forward_reads)
 }
 END_TEST
 
+/* What README says of cross_entropy's labels (review22: it said nothing, where PyTorch raises
+ * an error): a label outside [0, C), here 2 and -1 for 2 classes, gives a NaN loss and NaN
+ * gradients, and labels inside none. */
+START_TEST(test_cross_entropy_label_out_of_range_is_nan)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("ce.mg", "model ce\ninput x: f32[4, 3]\ninput y: i32[4]\n"
+                                                      "param w: f32[3, 2] = he\nloss = cross_entropy(x @ w, y)\n"
+                                                      "minimize loss\n"));
+    char *out, cmd[8192];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("ce.o"), path("ce.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    write_model("app.c", "#include \"ce.h\"\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+                         "static void run(int bad)\n{\n"
+                         "    float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, *g = malloc(CE_PARAM_BYTES);\n"
+                         "    int y[4] = {0, 1, bad, 1};\n    const void *in[2] = {x, y};\n"
+                         "    void *p = malloc(CE_PARAM_BYTES), *ws = malloc(CE_WORKSPACE_BYTES);\n"
+                         "    ce_init_params(p, 1);\n    float l = ce_train_step(p, g, in, ws);\n    int nan = 0;\n"
+                         "    for (int i = 0; i < 6; i++) nan += isnan(g[i]);\n"
+                         "    printf(\"label %d: loss %s, %d NaN gradients\\n\", bad, isnan(l) ? \"NaN\" : \"finite\", nan);\n"
+                         "}\nint main(void)\n{\n    run(0);\n    run(2);\n    run(-1);\n    return 0;\n}\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Werror app.c ce.o -lm -o app && ./app", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "label 0: loss finite, 0 NaN gradients") &&
+                      strstr(out, "label 2: loss NaN, 6 NaN gradients") && strstr(out, "label -1: loss NaN, 6 NaN gradients"),
+                  "%s", out);
+    free(out);
+}
+END_TEST
+
 /* Was a bug: the header's link hint printed the object's name as it is, so `-o "my model.o"`
  * said `cc app.c my model.o -lm` (two files that do not exist) and `-o ./-x.o` an option. The
  * name is now a shell word (single-quoted, or after ./), and the hint pasted into a shell in the
@@ -3194,6 +3225,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
         tcase_add_test(b, test_header_says_which_inputs_forward_reads);
         tcase_add_test(b, test_link_hint_is_a_shell_command);
+        tcase_add_test(b, test_cross_entropy_label_out_of_range_is_nan);
         tcase_add_test(b, test_plan_json_matches_its_docs);
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
