@@ -30,6 +30,7 @@ typedef struct cg {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMTypeRef i8, i32, i64, f32, f64, ptr, voidt;
+    LLVMTypeRef size; /* the target's size_t: the descriptors' offset and bytes */
     LLVMValueRef params, grads, inputs, outputs, ws; /* current function's arguments */
     LLVMValueRef *in_ptr, *out_ptr;                 /* loaded input/output pointers */
     LLVMValueRef *consts;                           /* per node: global for a CONST */
@@ -1022,11 +1023,14 @@ static void emit_init_params(cg *c)
     LLVMBuildRetVoid(c->b);
 }
 
-/* const mg_tensor_desc NAME_KIND_desc[] = { {name, dtype, rank, shape[8], offset, bytes}, ... } */
+/* const mg_tensor_desc NAME_KIND_desc[] = { {name, dtype, rank, shape[8], offset, bytes}, ... }
+ * offset and bytes are size_t in the header, so they take the target's size_t here: as i64 on a
+ * 32-bit target each entry was 8 bytes longer than the caller's struct (92 against 84 on i686),
+ * whose program read bytes 0 and the second entry's name from inside the first (review22). */
 static void emit_descs(cg *c, const char *kind, int n, const int *nodes, const char *const *names,
                        const int64_t *offsets)
 {
-    LLVMTypeRef fields[6] = {c->ptr, c->i32, c->i32, LLVMArrayType2(c->i64, MG_MAX_RANK), c->i64, c->i64};
+    LLVMTypeRef fields[6] = {c->ptr, c->i32, c->i32, LLVMArrayType2(c->i64, MG_MAX_RANK), c->size, c->size};
     LLVMTypeRef st = LLVMStructTypeInContext(c->ctx, fields, 6, 0);
     LLVMValueRef *elems = malloc(((size_t)n + 1) * sizeof *elems);
     if (!elems) abort();
@@ -1045,10 +1049,12 @@ static void emit_descs(cg *c, const char *kind, int n, const int *nodes, const c
         LLVMSetUnnamedAddress(sg, LLVMGlobalUnnamedAddr);
         LLVMValueRef dims[MG_MAX_RANK];
         for (int k = 0; k < MG_MAX_RANK; k++) dims[k] = ci64(c, k < nd->type.shape.rank ? nd->type.shape.dim[k] : 0);
+        int64_t bytes = se ? se->bytes : (int64_t)mg_node_bytes(c->g, nodes[i]);
         LLVMValueRef f[6] = {sg, LLVMConstInt(c->i32, (unsigned)nd->type.dtype, 0),
                              LLVMConstInt(c->i32, (unsigned)nd->type.shape.rank, 0),
-                             LLVMConstArray2(c->i64, dims, MG_MAX_RANK), ci64(c, offsets ? offsets[i] : 0),
-                             ci64(c, se ? se->bytes : (int64_t)mg_node_bytes(c->g, nodes[i]))};
+                             LLVMConstArray2(c->i64, dims, MG_MAX_RANK),
+                             LLVMConstInt(c->size, (unsigned long long)(offsets ? offsets[i] : 0), 0),
+                             LLVMConstInt(c->size, (unsigned long long)bytes, 0)};
         elems[i] = LLVMConstStructInContext(c->ctx, f, 6, 0);
     }
     char name[300];
@@ -1264,6 +1270,7 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
     c.i8 = LLVMInt8TypeInContext(c.ctx);
     c.i32 = LLVMInt32TypeInContext(c.ctx);
     c.i64 = LLVMInt64TypeInContext(c.ctx);
+    c.size = LLVMIntTypeInContext(c.ctx, 8 * ptr_bytes); /* fits_pointers: every size fits it */
     c.f32 = LLVMFloatTypeInContext(c.ctx);
     c.f64 = LLVMDoubleTypeInContext(c.ctx);
     c.ptr = LLVMPointerTypeInContext(c.ctx, 0);

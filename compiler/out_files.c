@@ -196,14 +196,20 @@ static int copy_into(const mg_out_file *o)
     return err ? cannot_write(o, err) : 0;
 }
 
+/* The outputs written into (the standard output, a device, a FIFO) first, whose writes can fail
+ * (a full disk, a closed pipe), then the renames, which the probe in mg_out_check has tried: a
+ * failure writing one leaves every regular file as it was. In the order given, `-o new.o
+ * --header -` with a full standard output exited 1 and left new.o in place, whose header was
+ * never written (review22). */
 int mg_out_commit(mg_out_file *o, int n)
 {
     fflush(NULL); /* a report on stdout comes before a file written to /dev/stdout */
-    for (int i = 0; i < n; i++) {
-        if (!o[i].path || !o[i].tmp[0]) continue;
-        int rc = o[i].direct ? copy_into(&o[i]) : rename(o[i].tmp, o[i].dest) != 0 ? cannot_write(&o[i], errno) : 0;
-        if (rc) return 1;
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            if (!o[i].path || !o[i].tmp[0] || (o[i].direct ? 0 : 1) != pass) continue;
+            int rc = o[i].direct ? copy_into(&o[i]) : rename(o[i].tmp, o[i].dest) != 0 ? cannot_write(&o[i], errno) : 0;
+            if (rc) return 1;
+        }
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <check.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <elf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1958,6 +1959,115 @@ START_TEST(test_header_builds_as_c_and_cpp)
 }
 END_TEST
 
+/* Was unclear: the header listed every input for NAME_forward alike, so a program running
+ * inference had to pass a batch of labels it does not have (review22). An input no output
+ * depends on (the loss's labels) is marked as not read by NAME_forward, and a program that
+ * passes NULL for it there builds and runs; one an output reads (z, here next to the labels)
+ * is not marked. */
+START_TEST(test_header_says_which_inputs_forward_reads)
+{
+    const char *m = write_model("inf.mg", "model inf\ninput x: f32[4, 3]\ninput y: i32[4]\ninput z: f32[4, 2]\n"
+                                          "param w: f32[3, 2] = ones\nlogits = x @ w\nloss = cross_entropy(logits, y)\n"
+                                          "shifted = logits + z\noutput logits\noutput shifted\nminimize loss\n");
+    char *out, cmd[8192];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("inf.o"), path("inf.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("inf.h"));
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(strstr(h, " *   inputs[1]  y                i32[4]  (inf_forward does not read it: may be NULL there)\n") &&
+                      strstr(h, " *   inputs[0]  x                f32[4,3]\n") &&
+                      strstr(h, " *   inputs[2]  z                f32[4,2]\n"),
+                  "the header's inputs:\n%.900s", h);
+    free(h);
+    write_model("app.c", "#include \"inf.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+                         "int main(void)\n{\n"
+                         "    float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, z[8] = {0.5f}, lg[8], sh[8];\n"
+                         "    const void *in[3] = {x, NULL, z};\n    void *outs[2] = {lg, sh};\n"
+                         "    void *p = malloc(INF_PARAM_BYTES), *ws = malloc(INF_WORKSPACE_BYTES);\n"
+                         "    inf_init_params(p, 1);\n    inf_forward(p, in, outs, ws);\n"
+                         "    printf(\"forward %g %g %g\\n\", lg[0] + 0.0, lg[7] + 0.0, sh[0] + 0.0);\n"
+                         "    return 0;\n}\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Werror app.c inf.o -lm -o app && ./app", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "forward 6 33 6.5"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* What README says of cross_entropy's labels (review22: it said nothing, where PyTorch raises
+ * an error): a label outside [0, C), here 2 and -1 for 2 classes, gives a NaN loss and NaN
+ * gradients, and labels inside none. */
+START_TEST(test_cross_entropy_label_out_of_range_is_nan)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("ce.mg", "model ce\ninput x: f32[4, 3]\ninput y: i32[4]\n"
+                                                      "param w: f32[3, 2] = he\nloss = cross_entropy(x @ w, y)\n"
+                                                      "minimize loss\n"));
+    char *out, cmd[8192];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("ce.o"), path("ce.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    write_model("app.c", "#include \"ce.h\"\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+                         "static void run(int bad)\n{\n"
+                         "    float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, *g = malloc(CE_PARAM_BYTES);\n"
+                         "    int y[4] = {0, 1, bad, 1};\n    const void *in[2] = {x, y};\n"
+                         "    void *p = malloc(CE_PARAM_BYTES), *ws = malloc(CE_WORKSPACE_BYTES);\n"
+                         "    ce_init_params(p, 1);\n    float l = ce_train_step(p, g, in, ws);\n    int nan = 0;\n"
+                         "    for (int i = 0; i < 6; i++) nan += isnan(g[i]);\n"
+                         "    printf(\"label %d: loss %s, %d NaN gradients\\n\", bad, isnan(l) ? \"NaN\" : \"finite\", nan);\n"
+                         "}\nint main(void)\n{\n    run(0);\n    run(2);\n    run(-1);\n    return 0;\n}\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Werror app.c ce.o -lm -o app && ./app", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "label 0: loss finite, 0 NaN gradients") &&
+                      strstr(out, "label 2: loss NaN, 6 NaN gradients") && strstr(out, "label -1: loss NaN, 6 NaN gradients"),
+                  "%s", out);
+    free(out);
+}
+END_TEST
+
+/* Was a bug: the header's link hint printed the object's name as it is, so `-o "my model.o"`
+ * said `cc app.c my model.o -lm` (two files that do not exist) and `-o ./-x.o` an option. The
+ * name is now a shell word (single-quoted, or after ./), and the hint pasted into a shell in the
+ * object's directory, with this system's cc, builds a program that runs (review22). */
+START_TEST(test_link_hint_is_a_shell_command)
+{
+    char m[4200]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("t.mg", "model t\ninput x: f32[4, 3]\nparam w: f32[3, 2] = ones\n"
+                                                    "loss = sum(x @ w)\nminimize loss\n"));
+    write_model("app.c", "#include \"t.h\"\n#include <stdio.h>\n#include <stdlib.h>\nint main(void)\n{\n"
+                         "    float x[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};\n    const void *in[1] = {x};\n"
+                         "    void *p = malloc(T_PARAM_BYTES), *g = malloc(T_PARAM_BYTES), *ws = malloc(T_WORKSPACE_BYTES);\n"
+                         "    t_init_params(p, 1);\n    printf(\"loss %g\\n\", t_train_step(p, g, in, ws) + 0.0);\n"
+                         "    return 0;\n}\n");
+    static const struct { const char *obj, *hint; } cases[] = {
+        {"my model.o", "cc app.c 'my model.o' -lm."},
+        {"it's.o", "cc app.c 'it'\\''s.o' -lm."},
+        {"-x.o", "cc app.c ./-x.o -lm."},
+        {"plain_1.o", "cc app.c plain_1.o -lm."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char obj[4200], *out, cmd[9000];
+        snprintf(obj, sizeof obj, "%s", path(cases[i].obj));
+        int rc = mg(&out, "compile '%s' -o \"%s\" --header '%s' --no-cache -O0", m, obj, path("t.h"));
+        ck_assert_msg(rc == 0, "-o %s: compile exited %d:\n%s", cases[i].obj, rc, out);
+        free(out);
+        char *h = tu_read(path("t.h"));
+        ck_assert_ptr_nonnull(h);
+        const char *at = strstr(h, " * Link the matching object: ");
+        ck_assert_msg(at && !strncmp(at + 29, cases[i].hint, strlen(cases[i].hint)), "-o %s: the hint:\n%.300s",
+                      cases[i].obj, h);
+        /* the hint as a shell reads it, "cc" being this system's compiler */
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %.*s -o app && ./app", dir, MG_CC,
+                 (int)(strlen(cases[i].hint) - 4), cases[i].hint + 3);
+        free(h);
+        rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && strstr(out, "loss 24"), "-o %s: %s\n%s", cases[i].obj, cmd, out);
+        free(out);
+    }
+}
+END_TEST
+
 /* The generated names: the model's name makes C identifiers (NAME_forward, NAME_WORKSPACE_BYTES,
  * ...), the tensors' names only strings in the descriptor tables. C keywords, libc names,
  * reserved identifiers and names differing only in case among the tensors, and a 127-character
@@ -2195,6 +2305,35 @@ START_TEST(test_stdout_write_error)
                       rc, out);
         free(out);
     }
+}
+END_TEST
+
+/* Was a bug: the outputs were put in place in the order given, so with the standard output full
+ * `compile m.mg -o new.o --header -` exited 1 and left new.o in place without its header, and
+ * `-o old.o` replaced old.o; `plan --svg new.svg --trace -` left new.svg. What is written into
+ * (the standard output here) is now written first, and a failure there leaves every regular file
+ * as it was: none made, none replaced (review22). */
+START_TEST(test_full_stdout_leaves_the_files_as_they_were)
+{
+    if (access("/dev/full", W_OK) != 0) return;
+    char m[4300]; /* (path() reuses its buffers) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header - --no-cache -O0 > /dev/full", m, path("new.o"));
+    ck_assert_msg(rc == 1 && strstr(out, "cannot write /dev/stdout"), "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("new.o")), "a compile whose header was not written left its object");
+    write_model("old.o", "old object\n");
+    rc = mg(&out, "compile '%s' -o '%s' --header - --no-cache -O0 > /dev/full", m, path("old.o"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    free(out);
+    char *old = tu_read(path("old.o"));
+    ck_assert_msg(old && !strcmp(old, "old object\n"), "a failed compile replaced old.o");
+    free(old);
+    rc = mg(&out, "plan '%s' --svg '%s' --trace - > /dev/full", m, path("new.svg"));
+    ck_assert_msg(rc == 1, "exited %d:\n%s", rc, out);
+    free(out);
+    ck_assert_msg(!exists(path("new.svg")), "a plan whose trace was not written left its SVG");
 }
 END_TEST
 
@@ -2453,6 +2592,107 @@ START_TEST(test_compile_riscv_linux_uses_the_double_float_abi)
     free(out);
     flags = elf64_flags(path("bare.o"), &machine);
     ck_assert_msg(machine == 243 && flags == 0, "bare-metal object: machine %d, e_flags 0x%lx", machine, flags);
+}
+END_TEST
+
+/* The bytes of the symbol `name` in a relocatable ELF object (32- or 64-bit, little-endian) and
+ * their count; NULL if it is not there. A pointer field holds its addend or nothing, the integers
+ * hold their values. */
+static unsigned char *elf_symbol(const char *p, const char *name, size_t *size, int *elf64)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    static unsigned char b[1 << 20];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n < 64 || memcmp(b, ELFMAG, SELFMAG) || b[EI_DATA] != ELFDATA2LSB) return NULL;
+    *elf64 = b[EI_CLASS] == ELFCLASS64;
+    unsigned char *found = NULL;
+    if (*elf64) {
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *)b;
+        const Elf64_Shdr *sh = (const Elf64_Shdr *)(b + e->e_shoff);
+        for (int i = 0; i < e->e_shnum && !found; i++) {
+            if (sh[i].sh_type != SHT_SYMTAB) continue;
+            const Elf64_Sym *sy = (const Elf64_Sym *)(b + sh[i].sh_offset);
+            const char *str = (const char *)b + sh[sh[i].sh_link].sh_offset;
+            for (size_t k = 0; k < sh[i].sh_size / sizeof *sy && !found; k++)
+                if (!strcmp(str + sy[k].st_name, name) && sy[k].st_shndx < e->e_shnum) {
+                    *size = sy[k].st_size;
+                    found = b + sh[sy[k].st_shndx].sh_offset + sy[k].st_value;
+                }
+        }
+    } else {
+        const Elf32_Ehdr *e = (const Elf32_Ehdr *)b;
+        const Elf32_Shdr *sh = (const Elf32_Shdr *)(b + e->e_shoff);
+        for (int i = 0; i < e->e_shnum && !found; i++) {
+            if (sh[i].sh_type != SHT_SYMTAB) continue;
+            const Elf32_Sym *sy = (const Elf32_Sym *)(b + sh[i].sh_offset);
+            const char *str = (const char *)b + sh[sh[i].sh_link].sh_offset;
+            for (size_t k = 0; k < sh[i].sh_size / sizeof *sy && !found; k++)
+                if (!strcmp(str + sy[k].st_name, name) && sy[k].st_shndx < e->e_shnum) {
+                    *size = sy[k].st_size;
+                    found = b + sh[sy[k].st_shndx].sh_offset + sy[k].st_value;
+                }
+        }
+    }
+    return found;
+}
+
+static uint64_t le_bytes(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* Was a bug: the descriptor tables' `size_t offset, bytes` were emitted as 64-bit integers on
+ * every target, so on a 32-bit one each entry was 8 bytes longer than the header's struct (92
+ * bytes against 84 on i686, 96 against 88 on armv7): a program built for it read params_desc[0]
+ * .bytes as 0 and params_desc[1].name from inside entry 0, and crashed on it (seen under
+ * qemu-i386). Each entry now has the header's layout on that target (i386: int64_t aligned to
+ * 4, so shape at 12 and offset, bytes at 76, 80; ARM EABI: to 8, so 16 and 80, 84), with the
+ * offsets and sizes the 64-bit object gives. */
+START_TEST(test_descriptors_have_the_headers_layout_on_32bit_targets)
+{
+    const char *m = write_model("t.mg", "model t\ninput x: f32[4, 3]\nparam w: f32[3, 2]\nparam b: f32[5]\n"
+                                        "loss = sum(relu(x @ w)) + sum(b * b)\nminimize loss\n");
+    static const struct { const char *target; size_t entry, shape, offset; } cases[] = {
+        {"x86_64-linux-gnu", 96, 16, 80},
+        {"i686-linux-gnu", 84, 12, 76},
+        {"armv7-linux-gnueabihf", 88, 16, 80},
+    };
+    uint64_t want_off[2] = {0}, want_bytes[2] = {0};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *out;
+        int rc = mg(&out, "compile '%s' -o '%s' --target %s --no-cache -O0", m, path("t.o"), cases[c].target);
+        ck_assert_msg(rc == 0, "%s: exited %d:\n%s", cases[c].target, rc, out);
+        free(out);
+        size_t size = 0;
+        int elf64 = 0;
+        const unsigned char *d = elf_symbol(path("t.o"), "t_params_desc", &size, &elf64);
+        ck_assert_msg(d != NULL, "%s: no t_params_desc in the object", cases[c].target);
+        size_t ptr = elf64 ? 8 : 4, e = cases[c].entry;
+        ck_assert_msg(size == 2 * e, "%s: t_params_desc is %zu bytes, the header's two entries %zu", cases[c].target,
+                      size, 2 * e);
+        for (int i = 0; i < 2; i++) {
+            const unsigned char *en = d + (size_t)i * e;
+            uint64_t off = le_bytes(en + cases[c].offset, (int)ptr), bytes = le_bytes(en + cases[c].offset + ptr, (int)ptr);
+            ck_assert_msg(le_bytes(en + ptr, 4) == MG_F32 && le_bytes(en + ptr + 4, 4) == (i ? 1u : 2u) &&
+                              le_bytes(en + cases[c].shape, 8) == (i ? 5u : 3u),
+                          "%s: entry %d has dtype %llu rank %llu shape[0] %llu", cases[c].target, i,
+                          (unsigned long long)le_bytes(en + ptr, 4), (unsigned long long)le_bytes(en + ptr + 4, 4),
+                          (unsigned long long)le_bytes(en + cases[c].shape, 8));
+            if (c == 0) {
+                want_off[i] = off;
+                want_bytes[i] = bytes;
+                ck_assert_msg(bytes == (i ? 20u : 24u), "x86_64: entry %d has bytes %llu", i, (unsigned long long)bytes);
+            }
+            ck_assert_msg(off == want_off[i] && bytes == want_bytes[i],
+                          "%s: entry %d has offset %llu, bytes %llu; x86_64's %llu, %llu", cases[c].target, i,
+                          (unsigned long long)off, (unsigned long long)bytes, (unsigned long long)want_off[i],
+                          (unsigned long long)want_bytes[i]);
+        }
+    }
 }
 END_TEST
 
@@ -2956,6 +3196,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
         tcase_add_test(b, test_print_ir_and_joint_together);
         tcase_add_test(b, test_stdout_write_error);
+        tcase_add_test(b, test_full_stdout_leaves_the_files_as_they_were);
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
         tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
@@ -2965,6 +3206,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
         tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
+        tcase_add_test(b, test_descriptors_have_the_headers_layout_on_32bit_targets);
         tcase_add_test(b, test_carriage_returns_in_a_model);
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_zero_budget_is_a_budget);
@@ -2981,6 +3223,9 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
+        tcase_add_test(b, test_header_says_which_inputs_forward_reads);
+        tcase_add_test(b, test_link_hint_is_a_shell_command);
+        tcase_add_test(b, test_cross_entropy_label_out_of_range_is_nan);
         tcase_add_test(b, test_plan_json_matches_its_docs);
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
