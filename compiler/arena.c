@@ -536,37 +536,47 @@ static int overlaps_init(overlaps *ov, const live_set *ls, int64_t max_items)
     int *act = pal(ov->P, (size_t)m * sizeof *act);
     int *deg = pcal(ov->P, (size_t)m + 1, sizeof *deg);
     int64_t items = 0;
-    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
-        int na = 0;
+    {
+        /* the counts without a sweep: u overlaps every buffer starting in a section before shi[u]
+         * but those ending by slo[u], and itself (half of this function's time was a counting
+         * sweep) */
+        int *cnt = pcal(ov->P, 2 * ((size_t)nsec + 2), sizeof *cnt), *ends = cnt + nsec + 2;
+        for (int i = 0; i < m; i++) { /* cnt[s]: buffers with slo < s; ends[s]: with shi <= s */
+            cnt[ls->slo[i] + 1]++;
+            ends[ls->shi[i]]++;
+        }
+        for (int s = 0; s <= nsec; s++) {
+            cnt[s + 1] += cnt[s];
+            ends[s + 1] += ends[s];
+        }
         for (int u = 0; u < m; u++) {
-            int j2 = 0, s = ls->slo[byslo[u]];
-            for (int j = 0; j < na; j++)
-                if (ls->shi[byslo[act[j]]] > s) act[j2++] = act[j];
-            na = j2;
-            if (pass) {
-                for (int j = 0; j < na; j++) {
-                    ov->adj[deg[act[j]]++] = u;
-                    ov->adj[deg[u]++] = act[j];
-                }
-            } else {
-                items += 2 * (int64_t)na;
-                for (int j = 0; j < na; j++) deg[act[j] + 1]++;
-                deg[u + 1] += na;
-            }
-            act[na++] = u;
+            int i = byslo[u], d = cnt[ls->shi[i]] - ends[ls->slo[i]] - 1;
+            deg[u + 1] = d;
+            items += d;
         }
-        if (!pass) {
-            if (items > max_items) {
-                pfree(ov->P, byslo);
-                pfree(ov->P, act);
-                pfree(ov->P, deg);
-                return 0;
-            }
-            for (int u = 0; u < m; u++) deg[u + 1] += deg[u];
-            ov->start = pal(ov->P, (size_t)(m + 1) * sizeof *ov->start);
-            memcpy(ov->start, deg, (size_t)(m + 1) * sizeof *deg);
-            ov->adj = pal(ov->P, (size_t)(items ? items : 1) * sizeof *ov->adj);
+        pfree(ov->P, cnt);
+    }
+    if (items > max_items) {
+        pfree(ov->P, byslo);
+        pfree(ov->P, act);
+        pfree(ov->P, deg);
+        return 0;
+    }
+    for (int u = 0; u < m; u++) deg[u + 1] += deg[u];
+    ov->start = pal(ov->P, (size_t)(m + 1) * sizeof *ov->start);
+    memcpy(ov->start, deg, (size_t)(m + 1) * sizeof *deg);
+    ov->adj = pal(ov->P, (size_t)(items ? items : 1) * sizeof *ov->adj);
+    int na = 0; /* the fill: a sweep, each buffer against those before it still live */
+    for (int u = 0; u < m; u++) {
+        int j2 = 0, s = ls->slo[byslo[u]];
+        for (int j = 0; j < na; j++)
+            if (ls->shi[byslo[act[j]]] > s) act[j2++] = act[j];
+        na = j2;
+        for (int j = 0; j < na; j++) {
+            ov->adj[deg[act[j]]++] = u;
+            ov->adj[deg[u]++] = act[j];
         }
+        act[na++] = u;
     }
     ov->perm = byslo;
     ov->size = pal(ov->P, (size_t)(m ? m : 1) * sizeof *ov->size);
