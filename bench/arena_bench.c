@@ -7,7 +7,9 @@
  * clock); the planner's placements follow other rules, and these are what decide whether a large
  * plan fits its budget. Instances come from bench/arena_dump.c.
  *
- * Usage: arena_bench [-r REPS] [-c CAPACITY] FILE.csv...   (capacity default: none) */
+ * Usage: arena_bench [-r REPS] [-c CAPACITY] FILE.csv...   (capacity default: none)
+ * The last column is an FNV-1a hash of every buffer's offset, in file order: two builds of the
+ * arena that should place alike (a speed-up) must print the same hashes, not only the same arenas. */
 #include "arena.h"
 #include "clock.h"
 #include "plan.h"
@@ -45,7 +47,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-c")) capacity = atoll(argv[i + 1]);
     }
     if (reps < 1) reps = 1;
-    printf("%-28s %7s %12s %12s %8s %9s %s\n", "file", "buffers", "lower_bound", "arena", "waste%", "ms", "valid");
+    printf("%-28s %7s %12s %12s %8s %9s %-5s %s\n", "file", "buffers", "lower_bound", "arena", "waste%", "ms", "valid",
+           "offsets");
     double sum_waste = 0;
     int nfiles = 0;
     for (; i < argc; i++) {
@@ -75,8 +78,12 @@ int main(int argc, char **argv)
         qsort(t, (size_t)reps, sizeof *t, cmp_double);
         double waste = 100.0 * (double)(p.workspace_bytes - p.peak_live_bytes) / (double)p.peak_live_bytes;
         const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        printf("%-28s %7d %12lld %12lld %8.2f %9.2f %s\n", base, c.n, (long long)p.peak_live_bytes,
-               (long long)p.workspace_bytes, waste, 1000 * t[reps / 2], valid(&p) ? "ok" : "OVERLAP");
+        uint64_t h = 14695981039346656037ull; /* FNV-1a over the offsets */
+        for (int k = 0; k < c.n; k++)
+            for (int byte = 0; byte < 8; byte++) h = (h ^ (((uint64_t)p.bufs[k].offset >> (8 * byte)) & 0xff)) * 1099511628211ull;
+        printf("%-28s %7d %12lld %12lld %8.2f %9.2f %-5s %016llx\n", base, c.n, (long long)p.peak_live_bytes,
+               (long long)p.workspace_bytes, waste, 1000 * t[reps / 2], valid(&p) ? "ok" : "OVERLAP",
+               (unsigned long long)h);
         fflush(stdout);
         sum_waste += waste;
         nfiles++;

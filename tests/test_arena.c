@@ -334,6 +334,33 @@ START_TEST(test_greedy_large_valid)
 }
 END_TEST
 
+/* Buffers all of one size pack to the peak of live bytes: first fit in order of start (the
+ * first greedy order when sizes tie) colours an interval graph with as many colours as its
+ * largest clique. Each buffer overlaps about a hundred others, most of them at the same offsets
+ * as others, which is what the greedy's sorting of a buffer's neighbours must get right (runs
+ * of equal offsets); on both sides of 2000 buffers. */
+START_TEST(test_equal_sizes_reach_the_peak)
+{
+    uint64_t s = 0x5eed5eedull + (uint64_t)_i * 7919u;
+    int n = _i == 0 ? 1800 : 3000;
+    mg_interval *iv = malloc((size_t)n * sizeof *iv);
+    for (int i = 0; i < n; i++) {
+        int64_t a = rnd(&s, n);
+        iv[i] = (mg_interval){a, a + 1 + rnd(&s, 200), 4096, 0};
+    }
+    char what[64];
+    snprintf(what, sizeof what, "equal sizes %d", n);
+    mg_arena_opts o = {INT64_MAX, 0, 0};
+    mg_arena_stats st;
+    int64_t arena = mg_arena_place_ex(iv, n, &o, &st);
+    check_placement(iv, n, arena, what);
+    ck_assert_int_gt(st.lower_bound, 50 * 4096);
+    ck_assert_int_eq(arena, max_live(iv, n));
+    for (int i = 0; i < n; i++) ck_assert_int_eq(iv[i].offset % 4096, 0);
+    free(iv);
+}
+END_TEST
+
 START_TEST(test_edge_cases)
 {
     int optimal = -1;
@@ -856,6 +883,7 @@ static Suite *arena_suite(void)
     tcase_add_loop_test(r, test_random_against_brute_force, 0, NRANDOM);
     tcase_add_loop_test(r, test_random_medium_valid, 0, 4);
     tcase_add_loop_test(r, test_greedy_large_valid, 0, 2);
+    tcase_add_loop_test(r, test_equal_sizes_reach_the_peak, 0, 2);
     tcase_add_loop_test(r, test_times_stretched_same_placement, 0, 4);
     tcase_add_test(r, test_edge_cases);
     tcase_add_test(r, test_search_beats_greedy);
