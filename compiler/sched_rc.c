@@ -248,11 +248,25 @@ static void heap_push(rc_sim *s, struct rent e)
     s->heap[i] = e;
 }
 
+/* Takes the least entry out: the hole goes down the path of lesser children to a leaf and the
+ * last entry comes up from there (as sched_remat.c's heap_pop: half the comparisons). */
 static struct rent heap_pop(rc_sim *s)
 {
-    struct rent top = s->heap[0];
-    s->heap[0] = s->heap[--s->nheap];
-    if (s->nheap > 0) sift_down(s->heap, s->nheap, 0);
+    struct rent *h = s->heap, top = h[0], e = h[--s->nheap];
+    int i = 0, n = s->nheap;
+    if (n == 0) return top;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && rless(&h[c + 1], &h[c])) c++;
+        h[i] = h[c];
+        i = c;
+    }
+    while (i > 0 && rless(&e, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = e;
     return top;
 }
 
