@@ -54,6 +54,7 @@ typedef struct sim {
     double *rest;          /* per target position i: the cost of the targets after it, each once
                               (with flops_limit: what the schedule must still execute at least) */
     int64_t below, above;  /* caps in [below, above) make the same choices (mg_schedule_range) */
+    int nonneg;            /* every cost >= 0: a value's recompute cost is at least its own (fit) */
 } sim;
 
 static int next_use(const sim *s, int v)
@@ -223,6 +224,7 @@ static void unlock(sim *s, int v)
  * the top is rescored and refiled until it stays on top. */
 static int make_room(sim *s, int64_t need)
 {
+    const mg_problem *pr = s->pr;
     int ok = 1;
     for (;;) {
         int64_t x = s->b.live + need; /* the cap is compared with this, and (fit) x - bytes, only */
@@ -252,12 +254,17 @@ static int make_room(sim *s, int64_t need)
                 for (int i = 0; i < s->ncand; i++) {
                     int c = s->cand[i];
                     if (s->lock[c] || c == v) continue;
-                    int64_t y = s->b.live + need - s->pr->bytes[c]; /* bytes < excess iff cap < y */
+                    int64_t y = s->b.live + need - pr->bytes[c]; /* bytes < excess iff cap < y */
                     if (s->o->cap < y) {
                         if (y < s->above) s->above = y;
                         continue;
                     }
                     if (y > s->below) s->below = y;
+                    /* mg_recompute_cost adds nothing negative to cost + 1, then caps: when that
+                     * alone is no less than best, so is the sum (on the 5,000-step relu chain at
+                     * 10%, 397 million candidates in 1.7 million fit scans, most of them cut here) */
+                    double own = pr->cost[c] + 1;
+                    if (s->nonneg && (own < s->rc_cap ? own : s->rc_cap) >= best) continue;
                     double rc = recompute_cost(s, c);
                     if (rc < best) {
                         best = rc;
@@ -379,6 +386,7 @@ struct mg_sched_store {
     int *out_start, *out;   /* per node: its consumers (CSR) */
     int *zlast;             /* per node: last target position reading an evictable consumer of it */
     double *rest;           /* per target position i: the cost of the targets after it, each once */
+    int nonneg;             /* every cost >= 0 (not NaN) */
     /* scratch, cleared for each schedule */
     int *uptr, *lock, *cand, *cand_pos, *ver, *stack, *stack_in, *order, *mark;
     char *parked;
@@ -403,6 +411,9 @@ mg_sched_store *mg_sched_store_new(const mg_problem *pr)
         z->targets[z->ntargets++] = i;
     }
     z->rest = mg_xcalloc((size_t)z->ntargets + 1, sizeof *z->rest);
+    z->nonneg = 1;
+    for (int v = 0; v < n; v++)
+        if (!(pr->cost[v] >= 0)) z->nonneg = 0;
     for (int i = z->ntargets - 1; i > 0; i--) z->rest[i - 1] = z->rest[i] + pr->cost[z->targets[i]];
     /* the reads of each node by the targets, in target order */
     z->use_start = mg_xcalloc((size_t)n + 1, sizeof *z->use_start);
@@ -518,6 +529,7 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
     const int *targets = z->targets;
     s.rc_cap = s.b.p->flops_once + n;
     s.rest = z->rest;
+    s.nonneg = z->nonneg;
     s.use_start = z->use_start;
     s.uses = z->uses;
     s.out_start = z->out_start;
