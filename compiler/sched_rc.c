@@ -23,6 +23,7 @@
  * and returns MG_OK with *out NULL when the cap cannot be met. opts->keep is not supported
  * (checkpointing is sched_remat.c's). */
 #include "plan.h"
+#include "score_heap.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,11 +50,11 @@ typedef struct rc_sim {
     int64_t step_limit, prep_limit; /* on all steps, and on the current preparation's */
     int64_t below, above;         /* the largest live-plus-need met that fit the cap, the least that did not */
     double *sc; int *sc_at, epoch; /* per resident node: its score, valid while sc_at is the epoch */
-    struct rent { double key; int node, tag; } *heap; /* scored residents by (score, node); see make_room */
-    int nheap, capheap, *tag;     /* per node: the tag its live heap entry carries */
+    mg_score_ent *heap;          /* scored residents by (score, node); see make_room */
+    int nheap, capheap, *ver;     /* per node: the version its live heap entry carries */
     int *dirty, ndirty, full;     /* nodes whose score was forgotten since the heap was built; all of them */
     char *in_dirty;
-    struct rent *held;            /* locked entries popped during one choice, pushed back after it */
+    mg_score_ent *held;            /* locked entries popped during one choice, pushed back after it */
     double *rest;                 /* per target position i: the cost of the targets after it, each once */
 } rc_sim;
 
@@ -201,80 +202,29 @@ static void release(rc_sim *s, int v)
     if (s->res_pos[v] >= 0) res_remove(s, v);
 }
 
-static inline int rless(const struct rent *a, const struct rent *b)
-{
-    return a->key < b->key || (a->key == b->key && a->node < b->node);
-}
-
-static void sift_down(struct rent *h, int n, int i)
-{
-    struct rent e = h[i];
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && rless(&h[c + 1], &h[c])) c++;
-        if (!rless(&h[c], &e)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = e;
-}
-
-static void heapify(rc_sim *s)
-{
-    for (int i = s->nheap / 2 - 1; i >= 0; i--) sift_down(s->heap, s->nheap, i);
-}
-
 /* An entry is live while its node is resident, its score valid and the entry its latest. */
-static int live(const rc_sim *s, const struct rent *e)
+static int live(const rc_sim *s, const mg_score_ent *e)
 {
-    return s->res_pos[e->node] >= 0 && s->sc_at[e->node] == s->epoch && s->tag[e->node] == e->tag;
+    return s->res_pos[e->node] >= 0 && s->sc_at[e->node] == s->epoch && s->ver[e->node] == e->ver;
 }
 
-static void heap_push(rc_sim *s, struct rent e)
+static void heap_push(rc_sim *s, mg_score_ent e)
 {
     if (s->nheap == s->capheap) { /* at most one live entry a node: dropping the rest makes room */
         int m = 0;
         for (int i = 0; i < s->nheap; i++)
             if (live(s, &s->heap[i])) s->heap[m++] = s->heap[i];
         s->nheap = m;
-        heapify(s);
+        mg_score_heapify(s->heap, s->nheap);
     }
-    int i = s->nheap++;
-    while (i > 0 && rless(&e, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    s->heap[i] = e;
+    mg_score_push(s->heap, &s->nheap, e);
 }
 
-/* Takes the least entry out: the hole goes down the path of lesser children to a leaf and the
- * last entry comes up from there (as sched_remat.c's heap_pop: half the comparisons). */
-static struct rent heap_pop(rc_sim *s)
-{
-    struct rent *h = s->heap, top = h[0], e = h[--s->nheap];
-    int i = 0, n = s->nheap;
-    if (n == 0) return top;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && rless(&h[c + 1], &h[c])) c++;
-        h[i] = h[c];
-        i = c;
-    }
-    while (i > 0 && rless(&e, &h[(i - 1) / 2])) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = e;
-    return top;
-}
-
-static struct rent scored(rc_sim *s, int v)
+static mg_score_ent scored(rc_sim *s, int v)
 {
     s->sc[v] = score(s, v);
     s->sc_at[v] = s->epoch;
-    return (struct rent){s->sc[v], v, ++s->tag[v]};
+    return (mg_score_ent){s->sc[v], v, ++s->ver[v]};
 }
 
 /* Scores the unlocked residents whose score is not valid and files them: the residents the scan
@@ -300,7 +250,7 @@ static void refresh(rc_sim *s)
                 s->heap[s->nheap++] = scored(s, v);
             }
         }
-        heapify(s);
+        mg_score_heapify(s->heap, s->nheap);
         s->full = 0;
         return;
     }
@@ -334,7 +284,7 @@ static int make_room(rc_sim *s, int64_t need)
         refresh(s);
         int best = -1, nheld = 0;
         while (s->nheap > 0) {
-            struct rent e = heap_pop(s);
+            mg_score_ent e = mg_score_pop(s->heap, &s->nheap);
             if (!live(s, &e)) continue;
             if (s->lock[e.node]) {
                 s->held[nheld++] = e;
@@ -571,7 +521,7 @@ mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, 
     s.capheap = 2 * n + 16;
     s.heap = mg_xcalloc((size_t)s.capheap, sizeof *s.heap);
     s.held = mg_xcalloc((size_t)n + 1, sizeof *s.held);
-    s.tag = mg_xcalloc((size_t)n, sizeof *s.tag);
+    s.ver = mg_xcalloc((size_t)n, sizeof *s.ver);
     s.dirty = mg_xcalloc((size_t)n + 1, sizeof *s.dirty);
     s.in_dirty = mg_xcalloc((size_t)n + 1, 1);
     s.full = 1;
@@ -621,7 +571,7 @@ mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, 
     free(s.sc_at);
     free(s.heap);
     free(s.held);
-    free(s.tag);
+    free(s.ver);
     free(s.dirty);
     free(s.in_dirty);
     return MG_OK;

@@ -19,6 +19,7 @@
  * The scheduler sees only the planning problem (problem.c): inputs, bytes, costs, and which
  * values may be dropped; it knows nothing of ops or shapes. */
 #include "plan.h"
+#include "score_heap.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -36,7 +37,7 @@ typedef struct sim {
     int *uptr;             /* per node: first use not yet passed */
     int *lock;             /* per node: > 0 while an op being prepared needs it */
     int *cand, *cand_pos, ncand; /* resident evictable values */
-    struct hent { double key; int node, ver; } *heap; /* candidates by (possibly stale) score */
+    mg_score_ent *heap; /* candidates by (possibly stale) score */
     int nheap, capheap;
     int *ver;              /* per node: the version its valid heap entry carries */
     char *parked;          /* per node: its heap entry was popped while it was locked; it is
@@ -63,50 +64,14 @@ static int next_use(const sim *s, int v)
     return k < s->use_start[v + 1] ? s->uses[k] : INT32_MAX;
 }
 
-static inline int hless(const struct hent *a, const struct hent *b)
-{
-    return a->key < b->key || (a->key == b->key && a->node < b->node);
-}
-
-static void heap_push(sim *s, struct hent e)
+static void heap_push(sim *s, mg_score_ent e)
 {
     if (s->nheap == s->capheap) {
         s->capheap = s->capheap ? 2 * s->capheap : 256;
         s->heap = realloc(s->heap, (size_t)s->capheap * sizeof *s->heap);
         if (!s->heap) abort();
     }
-    int i = s->nheap++;
-    while (i > 0 && hless(&e, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    s->heap[i] = e;
-}
-
-/* Takes the least entry out. The last entry fills its place as in the usual sift-down (it goes
- * to the first place on the path of lesser children whose lesser child is no less than it), but
- * found bottom up: the hole goes down that path to a leaf, one comparison a level, and the entry
- * comes up from there while its parent is no less than it, usually not at all (it was a leaf).
- * Along the path the entries never decrease, so it stops where the sift-down would have: the
- * same heap, entry for entry, in about half the comparisons. */
-static struct hent heap_pop(sim *s)
-{
-    struct hent *h = s->heap, top = h[0], e = h[--s->nheap];
-    int i = 0, n = s->nheap;
-    if (n == 0) return top;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && hless(&h[c + 1], &h[c])) c++;
-        h[i] = h[c];
-        i = c;
-    }
-    while (i > 0 && !hless(&h[(i - 1) / 2], &e)) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = e;
-    return top;
+    mg_score_push(s->heap, &s->nheap, e);
 }
 
 static double score(const sim *s, int v);
@@ -116,7 +81,7 @@ static double score(const sim *s, int v);
 static void refile(sim *s, int v)
 {
     if (s->cand_pos[v] < 0) return;
-    heap_push(s, (struct hent){score(s, v), v, ++s->ver[v]});
+    heap_push(s, (mg_score_ent){score(s, v), v, ++s->ver[v]});
 }
 
 static void cand_add(sim *s, int v)
@@ -236,7 +201,7 @@ static int make_room(sim *s, int64_t need)
         if (x < s->above) s->above = x;
         ok = 0;
         while (s->nheap > 0) {
-            struct hent e = heap_pop(s);
+            mg_score_ent e = mg_score_pop(s->heap, &s->nheap);
             int v = e.node;
             if (e.ver != s->ver[v] || s->cand_pos[v] < 0) continue; /* stale */
             if (s->lock[v]) {
@@ -245,7 +210,7 @@ static int make_room(sim *s, int64_t need)
             }
             double sc = score(s, v);
             if (sc > e.key && s->nheap > 0 && sc > s->heap[0].key) {
-                heap_push(s, (struct hent){sc, v, ++s->ver[v]});
+                heap_push(s, (mg_score_ent){sc, v, ++s->ver[v]});
                 continue;
             }
             if (s->o->fit) { /* the cheapest single value that covers the excess, if cheaper */
@@ -391,7 +356,7 @@ struct mg_sched_store {
     int *uptr, *lock, *cand, *cand_pos, *ver, *stack, *stack_in, *order, *mark;
     char *parked;
     double *rc;
-    struct hent *heap;
+    mg_score_ent *heap;
     int capheap;
     double *jitter;         /* restart_factors(jitter_seed), kept for the next schedule */
     uint64_t jitter_seed;
