@@ -64,9 +64,7 @@ static char *forward_reads(const mg_graph *m)
     char *need = calloc((size_t)m->n + 1, 1);
     if (!need) abort();
     for (int i = 0; i < m->noutputs; i++) need[m->outputs[i].node] = 1;
-    for (int i = m->n - 1; i >= 0; i--)
-        if (need[i])
-            for (int k = 0; k < m->nodes[i].ninputs; k++) need[m->nodes[i].in[k]] = 1;
+    mg_graph_mark_needed(m, m->n, need);
     return need;
 }
 

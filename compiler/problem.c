@@ -80,9 +80,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
     } else {
         for (int i = 0; i < g->noutputs; i++) needed[g->outputs[i].node] = 1;
     }
-    for (int i = n - 1; i >= 0; i--)
-        if (needed[i])
-            for (int k = 0; k < g->nodes[i].ninputs; k++) needed[g->nodes[i].in[k]] = 1;
+    mg_graph_mark_needed(g, n, needed);
 
     /* fixed places: leaves, and values written straight into caller memory */
     int64_t *poff = mg_xcalloc((size_t)g->nparams + 1, sizeof *poff);

@@ -114,3 +114,11 @@ int mg_graph_add_shaped(mg_graph *g, mg_op op, int ninputs, const int *in, const
     }
     return id;
 }
+
+/* (nodes come after their operands: one pass from the last) */
+void mg_graph_mark_needed(const mg_graph *g, int n, char *needed)
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (needed[i])
+            for (int k = 0; k < g->nodes[i].ninputs; k++) needed[g->nodes[i].in[k]] = 1;
+}

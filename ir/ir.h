@@ -119,6 +119,9 @@ int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int
  * checks that shape against the operands. */
 int mg_graph_add_shaped(mg_graph *g, mg_op op, int ninputs, const int *in, const int *iattr,
                         double fattr, const mg_shape *shape, mg_loc loc, mg_diag *d);
+/* Marks in needed[0..n) (n: g->n, or g->nforward for the forward graph) everything the nodes
+ * already marked there depend on. */
+void mg_graph_mark_needed(const mg_graph *g, int n, char *needed);
 
 /* shape.c */
 size_t mg_dtype_size(mg_dtype t);
