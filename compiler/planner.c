@@ -904,14 +904,27 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
     return st;
 }
 
-/* How far above the minimum feasible budget improve_below and near_min_rungs run. */
+/* How far above the minimum feasible budget improve_below runs, and near_min_rungs' budgets
+ * (NEAR_MIN_RUNG_AT) lie. */
 static const double NEAR_MIN = 0.05;
+/* Past NEAR_MIN, up to NEAR_MIN_RUNGS_UP_TO above the minimum, the rungs run too where the solve's
+ * plan recomputes at least NEAR_MIN_RUNGS_SAVED of what the plan at the minimum recomputes: the
+ * solve there did little better than the minimum's plan, which a budget just past NEAR_MIN got
+ * where every budget within it got the rungs' (resnet18_64 in 16 parts: 63.88% up to 1.05 times
+ * its minimum, 99.96% at 1.06 times, now 63.88%; the transformer at 1.06 times 92.26 -> 77.76%,
+ * against 94.28% at its minimum). Not everywhere up to 10%: the rungs cost about twice the solve
+ * again (resnet18_64 at 1.06 times 3.3 -> 7.8 s of CPU, mlp_deep 0.8 -> 2.7 s), and run on
+ * every budget there they found nothing on unet_small, mlp_deep and the transformer at 1.08 and
+ * 1.10 times, nor on layered_n1000 at 0.8 of its peak (1.074 times its minimum; 2.6 -> 7.9 s of
+ * CPU, 1.193 where its minimum's plan costs 1.4136). They do improve resnet18_64 at 1.07-1.10
+ * times (72.64 / 69.76% -> 63.88%), which this leaves out. */
+static const double NEAR_MIN_RUNGS_UP_TO = 0.10, NEAR_MIN_RUNGS_SAVED = 0.9;
 
 /* Near the minimum the solve's plan swings with the budget: the schedules are fitted to caps that
  * the arena's waste moves, and a cap a little lower can give a far cheaper plan (transformer
  * 1.01 / 1.02 / 1.03 times its minimum: 77.8%, 77.8%, 92.3% recomputed; resnet18_64 at 1.03
- * times: 128.9%, where the solve at 1.02 times finds 83.1%). So a budget within NEAR_MIN above
- * the minimum also gets the solve at fixed budgets above the minimum that lie below it
+ * times: 128.9%, where the solve at 1.02 times finds 83.1%). So a budget within
+ * NEAR_MIN_RUNGS_UP_TO above the minimum also gets the solve at fixed budgets above the minimum that lie below it
  * (NEAR_MIN_RUNG_AT), each plan fitting the budget too, the cheapest kept: a budget near the
  * minimum then tries every rung a smaller one tried. With two rungs evenly between the minimum
  * and the budget instead (up to 2026-12-04), transformer 77.8% from 1.01 to 1.05 times its
@@ -1204,6 +1217,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         int64_t hi = job.hi;
         int found = job.found;
         mg_plan *best = job.best, *cheap = job.cheap;
+        double min_exec = best ? best->flops_executed : -1; /* (the plan at the minimum: near_min_rungs) */
         if (best != cheap) mg_plan_free(best);
         best = NULL;
         out->min_feasible_bytes = hi; /* (`below` itself when nothing was found under it) */
@@ -1239,9 +1253,14 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
  * minimum of a model in parts it planned dearer than auto (resnet18_64 at 1.03 times its
  * minimum: 84.53% against 63.88%) */
         int64_t from = out->plan && job.bisected > hi && job.bisected < budget ? job.bisected : hi;
+        double above = (double)(budget - hi) / (double)hi;
         if (!st && found && walks && out->optimal != 1 && hi < budget &&
-            (double)(budget - hi) <= NEAR_MIN * (double)hi &&
-            (!out->plan || out->plan->flops_executed > memo.lower_bound * (1 + NEAR_MIN_RUNG_GAP)))
+            (!out->plan ||
+             (out->plan->flops_executed > memo.lower_bound * (1 + NEAR_MIN_RUNG_GAP) &&
+              (above <= NEAR_MIN ||
+               (above <= NEAR_MIN_RUNGS_UP_TO && min_exec > out->plan->flops_once &&
+                (double)(out->plan->flops_executed - out->plan->flops_once) >=
+                    NEAR_MIN_RUNGS_SAVED * (double)(min_exec - out->plan->flops_once))))))
             st = near_min_rungs(pr, hi, from, budget, keep, &memo, &out->plan, d);
         if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
             mg_plan_free(out->plan); /* (an optimal plan cannot be beaten; the test is for safety) */
