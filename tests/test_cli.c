@@ -3122,6 +3122,37 @@ START_TEST(test_trainer_refuses_what_it_cannot_train_on)
 END_TEST
 #endif
 
+/* A graph file holding more than one JSON value: two graphs pasted into one file, or a graph
+ * followed by what a broken write left, was planned as its first value alone and exited 0 (cJSON
+ * stops at the end of a value). Now an error at the first byte after it; whitespace is fine. */
+START_TEST(test_graph_text_after_the_json)
+{
+    static const char *const graph = "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": []}";
+    static const struct { const char *tail; int col; } cases[] = {
+        {" xyz", 67}, {"\n{\"nodes\": []}", 0}, {"\n\n  \t\n", -1}, {"", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[512];
+        snprintf(src, sizeof src, "%s%s", graph, cases[i].tail);
+        const char *g = write_model("g.json", src);
+        for (int sweep = 0; sweep < 2; sweep++) {
+            char *out;
+            int rc = mg(&out, "%s --graph '%s'", sweep ? "sweep --points 2" : "plan --no-cache", g);
+            if (cases[i].col < 0) {
+                ck_assert_msg(rc == 0, "case %zu: exited %d:\n%s", i, rc, out);
+            } else {
+                char head[4400];
+                snprintf(head, sizeof head, "%s:%d:%d: error: text after the graph's JSON value", g,
+                         cases[i].col ? 1 : 2, cases[i].col ? cases[i].col : 1);
+                ck_assert_msg(rc == 1 && strstr(out, head) == out, "case %zu: exited %d, wanted '%s':\n%s", i, rc,
+                              head, out);
+            }
+            free(out);
+        }
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -3229,6 +3260,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_plan_json_matches_its_docs);
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
+        tcase_add_test(b, test_graph_text_after_the_json);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
