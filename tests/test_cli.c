@@ -3153,6 +3153,55 @@ START_TEST(test_graph_text_after_the_json)
 }
 END_TEST
 
+/* A benchmark graph's costs are its own unit and may have fractions (cost_cpu 0.4): the JSON
+ * printed every cost with "%.0f", so the nodes' "flops" read 0, 0 and 0 while the plan's
+ * flops_once read 1 (0.75 rounded), and a tool re-adding the nodes' costs found another figure
+ * than the plan's; sweep's JSON rounded its points' the same way. Now each cost reads back as
+ * the double memgrad planned with, and whole costs print as before. */
+START_TEST(test_graph_fractional_costs_add_up)
+{
+    const char *g = write_model("g.json", "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 0.4, \"cost_ram\": 8},\n"
+                                          " {\"id\": 1, \"cost_cpu\": 0.1, \"cost_ram\": 8},\n"
+                                          " {\"id\": 2, \"cost_cpu\": 0.25, \"cost_ram\": 8},\n"
+                                          " {\"id\": 3, \"cost_cpu\": 7, \"cost_ram\": 8}],\n"
+                                          " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                          " {\"source\": 0, \"target\": 2}, {\"source\": 2, \"target\": 3}]}\n");
+    char *out;
+    int rc = mg(&out, "plan --graph '%s' --format json", g);
+    ck_assert_msg(rc == 0, "plan exited %d:\n%s", rc, out);
+    cJSON *j = cJSON_Parse(out);
+    ck_assert_msg(j != NULL, "not JSON:\n%s", out);
+    const double want[] = {0.4, 0.1, 0.25, 7};
+    double sum = 0;
+    const cJSON *n;
+    int i = 0;
+    cJSON_ArrayForEach(n, cJSON_GetObjectItem(j, "nodes"))
+    {
+        double f = cJSON_GetObjectItem(n, "flops")->valuedouble;
+        ck_assert_msg(i < 4 && f == want[i], "node %d: flops %.17g, the graph says %g", i, f, i < 4 ? want[i] : 0);
+        sum += f;
+        i++;
+    }
+    ck_assert_int_eq(i, 4);
+    double once = cJSON_GetObjectItem(j, "flops_once")->valuedouble;
+    ck_assert_msg(once == sum && cJSON_GetObjectItem(cJSON_GetObjectItem(j, "train"), "flops_once")->valuedouble == sum,
+                  "flops_once %.17g, the nodes add up to %.17g", once, sum);
+    ck_assert_msg(strstr(out, "\"flops\": 7,"), "a whole cost prints as a whole number:\n%s", out);
+    cJSON_Delete(j);
+    free(out);
+    rc = mg(&out, "sweep --graph '%s' --format json", g);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    j = cJSON_Parse(out);
+    ck_assert_msg(j != NULL, "not JSON:\n%s", out);
+    const cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "points"), 0);
+    ck_assert_msg(p0 && cJSON_GetObjectItem(p0, "flops_once")->valuedouble == sum &&
+                      cJSON_GetObjectItem(p0, "flops_executed")->valuedouble == sum,
+                  "sweep's point: %s", out);
+    cJSON_Delete(j);
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -3261,6 +3310,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
         tcase_add_test(b, test_graph_text_after_the_json);
+        tcase_add_test(b, test_graph_fractional_costs_add_up);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
