@@ -3202,6 +3202,25 @@ START_TEST(test_graph_fractional_costs_add_up)
 }
 END_TEST
 
+/* A NUL byte in a buffer CSV's field: the message quoted the field up to the NUL, "size '5' is
+ * not an integer", a number that is one; now the NUL shows as '?' like other control bytes
+ * ("size '5?' is not an integer"). */
+START_TEST(test_arena_csv_nul_byte_is_quoted)
+{
+    static const char csv[] = "id,lower,upper,size\n0,0,10,5\0\n1,0,10,5\n";
+    const char *c = path("b.csv");
+    FILE *f = fopen(c, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(csv, 1, sizeof csv - 1, f), sizeof csv - 1);
+    fclose(f);
+    char *out, want[4400];
+    int rc = mg(&out, "arena '%s'", c);
+    snprintf(want, sizeof want, "%s:2:8: error: size '5?' is not an integer", c);
+    ck_assert_msg(rc == 1 && strstr(out, want) == out, "exited %d, wanted '%s':\n%s", rc, want, out);
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -3311,6 +3330,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_output_matches_its_docs);
         tcase_add_test(b, test_graph_text_after_the_json);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
+        tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
