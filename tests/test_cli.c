@@ -3221,6 +3221,25 @@ START_TEST(test_arena_csv_nul_byte_is_quoted)
 }
 END_TEST
 
+/* An empty graph file (a failed export, or /dev/null) was "g.json:1:1: error: malformed JSON"
+ * with a caret under nothing, as if the file had a syntax error; now it says it is empty (also
+ * with only whitespace or a byte order mark), as arena does for an empty CSV. */
+START_TEST(test_graph_empty_file_says_so)
+{
+    static const char *const texts[] = {"", "\n  \n", "\xEF\xBB\xBF\n"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const char *g = write_model("g.json", texts[i]);
+        for (int sweep = 0; sweep < 2; sweep++) {
+            char *out, want[4400];
+            int rc = mg(&out, "%s --graph '%s'", sweep ? "sweep" : "plan", g);
+            snprintf(want, sizeof want, "%s: error: empty file: expected a node-link graph (JSON)\n", g);
+            ck_assert_msg(rc == 1 && !strcmp(out, want), "case %zu: exited %d, wanted '%s':\n%s", i, rc, want, out);
+            free(out);
+        }
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -3331,6 +3350,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_graph_text_after_the_json);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
+        tcase_add_test(b, test_graph_empty_file_says_so);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
