@@ -3240,6 +3240,48 @@ START_TEST(test_graph_empty_file_says_so)
 }
 END_TEST
 
+/* Names past 63 bytes: the trace, the SVG timeline, the DOT graph and the text report copied
+ * each name into 64 bytes, so two values named alike up to there ('<70 x a>_query' and
+ * '<70 x a>_key') came out as one name, and none matched the JSON's. Now each view has the
+ * whole name, as the JSON does. */
+START_TEST(test_long_names_are_whole_in_every_report)
+{
+    char q[96], k[96], src[1024];
+    snprintf(q, sizeof q, "%.70s_query", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    snprintf(k, sizeof k, "%.70s_key", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    snprintf(src, sizeof src,
+             "model q\ninput x: f32[4, 8]\ninput y: i32[4]\nparam w: f32[8, 3]\nparam v: f32[8, 3]\n"
+             "%s = x @ w\n%s = x @ v\nl = cross_entropy(%s * %s, y)\noutput %s\nminimize l\n",
+             q, k, q, k, q);
+    const char *m = write_model("q.mg", src);
+    const char *svg = path("q.svg"), *trace = path("q.json");
+    char *out;
+    int rc = mg(&out, "plan '%s' --svg '%s' --trace '%s'", m, svg, trace);
+    ck_assert_msg(rc == 0, "plan exited %d:\n%s", rc, out);
+    char *files[2] = {tu_read(svg), tu_read(trace)};
+    char *dot;
+    rc = mg(&dot, "dot '%s'", m);
+    ck_assert_msg(rc == 0, "dot exited %d:\n%s", rc, dot);
+    const char *views[4] = {out, files[0], files[1], dot}, *names[4] = {"text", "svg", "trace", "dot"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(views[i], "no %s", names[i]);
+        for (int j = 0; j < 2; j++) {
+            char want[128]; /* the whole name, then what each view writes after it */
+            const char *nm = j ? k : q;
+            if (i == 0) snprintf(want, sizeof want, "%s ", nm);
+            else if (i == 1) snprintf(want, sizeof want, "<title>%s f32[4,3]", nm);
+            else if (i == 2) snprintf(want, sizeof want, "{\"name\": \"%s\"", nm);
+            else snprintf(want, sizeof want, "[label=\"%s\\n", nm);
+            ck_assert_msg(strstr(views[i], want), "the %s report has no '%s':\n%.3000s", names[i], want, views[i]);
+        }
+    }
+    free(files[0]);
+    free(files[1]);
+    free(dot);
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -3351,6 +3393,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
         tcase_add_test(b, test_graph_empty_file_says_so);
+        tcase_add_test(b, test_long_names_are_whole_in_every_report);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
