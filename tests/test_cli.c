@@ -3282,6 +3282,57 @@ START_TEST(test_long_names_are_whole_in_every_report)
 }
 END_TEST
 
+/* `arena --format json` wrote an object no document described (what lower_bound is, what
+ * optimal false means, what capacity null is); docs/reports.md now has its table. Every field the
+ * program writes is there with its type, every field there is written, and the figures are what
+ * the table says for a small instance. */
+START_TEST(test_arena_json_matches_its_docs)
+{
+    char docpath[4200];
+    snprintf(docpath, sizeof docpath, "%s/docs/reports.md", MG_SOURCE_DIR);
+    char *doc = tu_read(docpath);
+    ck_assert_msg(doc, "cannot read %s", docpath);
+    static doc_fields f;
+    doc_table(doc, "\n## Placing buffers alone (`arena`)", 0, &f);
+    free(doc);
+    /* 7 live at step 1 (4 + 3), 5 at step 2 (3 + 2): the lower bound is 7 */
+    const char *c = write_model("b.csv", "id,lower,upper,size\n10,0,2,4\n11,1,3,3\n12,2,4,2\n");
+    for (int cap = 0; cap < 2; cap++) {
+        char *out;
+        int rc = mg(&out, cap ? "arena '%s' --format json --capacity 6" : "arena '%s' --format json", c);
+        ck_assert_msg(rc == 0, "arena exited %d:\n%s", rc, out);
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j, "not JSON:\n%s", out);
+        for (const cJSON *key = j->child; key; key = key->next) {
+            int i = doc_has(&f, key->string);
+            ck_assert_msg(i >= 0 && doc_type_ok(f.type[i], key), "'%s' is not in docs/reports.md's table so:\n%s",
+                          key->string, out);
+        }
+        for (int i = 0; i < f.n; i++)
+            ck_assert_msg(cJSON_HasObjectItem(j, f.name[i]), "docs/reports.md's '%s' is not written:\n%s", f.name[i], out);
+        long long arena = (long long)cJSON_GetObjectItem(j, "arena_bytes")->valuedouble, top = 0;
+        const cJSON *o;
+        int n = 0;
+        cJSON_ArrayForEach(o, cJSON_GetObjectItem(j, "offsets"))
+        {
+            static const long long ids[] = {10, 11, 12}, sizes[] = {4, 3, 2};
+            ck_assert_msg(n < 3 && cJSON_GetObjectItem(o, "id")->valuedouble == ids[n], "offsets in the file's order:\n%s", out);
+            long long end = (long long)cJSON_GetObjectItem(o, "offset")->valuedouble + sizes[n++];
+            if (end > top) top = end;
+        }
+        ck_assert_msg(n == 3 && cJSON_GetObjectItem(j, "buffers")->valuedouble == 3 && top == arena &&
+                          cJSON_GetObjectItem(j, "lower_bound")->valuedouble == 7 &&
+                          cJSON_IsBool(cJSON_GetObjectItem(j, "fits")) &&
+                          cJSON_IsTrue(cJSON_GetObjectItem(j, "fits")) == (cap ? arena <= 6 : 1) &&
+                          (cap ? cJSON_GetObjectItem(j, "capacity")->valuedouble == 6
+                               : cJSON_IsNull(cJSON_GetObjectItem(j, "capacity"))),
+                      "%s", out);
+        cJSON_Delete(j);
+        free(out);
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -3394,6 +3445,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
         tcase_add_test(b, test_graph_empty_file_says_so);
         tcase_add_test(b, test_long_names_are_whole_in_every_report);
+        tcase_add_test(b, test_arena_json_matches_its_docs);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
