@@ -52,14 +52,16 @@ static int parse_int(const char *s, const char *e, int64_t *v)
     return 1;
 }
 
-/* Prints at most 40 bytes of a field into buf, for a message. */
+/* Prints at most 40 bytes of a field into buf (at least 44 bytes), for a message: every byte,
+ * a control byte or a NUL as '?' ("%.*s" stopped at a NUL, so "5\0" read "size '5' is not an
+ * integer"). */
 static const char *field_text(const char *s, const char *e, char *buf, size_t len)
 {
-    size_t n = (size_t)(e - s);
-    if (n > 40) snprintf(buf, len, "%.40s...", s);
-    else snprintf(buf, len, "%.*s", (int)n, s);
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) *p = '?';
+    size_t n = (size_t)(e - s), k = 0;
+    for (; k < n && k < 40 && k + 4 < len; k++)
+        buf[k] = (unsigned char)s[k] < 0x20 || (unsigned char)s[k] >= 0x7f ? '?' : s[k];
+    if (k < n) buf[k++] = '.', buf[k++] = '.', buf[k++] = '.';
+    buf[k] = 0;
     return buf;
 }
 

@@ -167,7 +167,20 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
     mg_loc at_file = {file, 0, 0};
     const char *err_at = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &err_at, 0);
-    if (!root) return fail_at(d, file, text, err_at, "malformed JSON");
+    if (!root) {
+        /* (an empty file, as a failed export leaves, is no syntax error at 1:1) */
+        const char *b = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? text + 3 : text;
+        if (skip_ws(b, text + len) == text + len)
+            return mg_diag_set(d, (mg_loc){file, 0, 0}, "empty file: expected a node-link graph (JSON)");
+        return fail_at(d, file, text, err_at, "malformed JSON");
+    }
+    /* one JSON value and nothing after it but whitespace: two graphs pasted into one file, or
+     * one followed by the rest of a broken write, planned the first as if it were all */
+    const char *rest = err_at ? skip_ws(err_at, text + len) : text + len;
+    if (rest < text + len) {
+        cJSON_Delete(root);
+        return fail_at(d, file, text, rest, "text after the graph's JSON value");
+    }
     mg_status st = MG_OK;
     const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
     const cJSON *links = cJSON_GetObjectItemCaseSensitive(root, "links");

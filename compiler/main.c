@@ -863,6 +863,16 @@ static void json_string(const char *s)
     putchar('"');
 }
 
+/* A cost that reads back as the same double (as report_json.c writes them): a --graph's costs
+ * are its own unit and may have a fraction, which "%.0f" rounded (0.4 + 0.4 printed as 1) */
+static void print_cost(double v)
+{
+    char s[320]; /* (the longest "%.0f" of a double: 309 digits) */
+    snprintf(s, sizeof s, "%.0f", v);
+    for (int prec = 15; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, sizeof s, "%.*g", prec, v);
+    fputs(s, stdout);
+}
+
 /* A point's part count as the reports give it: 1 for a plan of the whole batch (and a --graph's) */
 static int parts_of(const sweep_point *q) { return q->parts > 1 ? q->parts : 1; }
 
@@ -879,11 +889,14 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
         for (int i = 0; i < n; i++) {
             printf("%s\n  {\"budget_bytes\": %lld, \"fits\": %s", i ? "," : "", (long long)pt[i].budget,
                    pt[i].fits ? "true" : "false");
-            if (pt[i].fits)
-                printf(", \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": %.0f, "
-                       "\"flops_executed\": %.0f, \"recompute_overhead\": %.6f",
-                       (long long)pt[i].workspace, (long long)pt[i].peak, pt[i].once, pt[i].executed,
-                       mg_recompute_overhead(pt[i].once, pt[i].executed));
+            if (pt[i].fits) {
+                printf(", \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": ",
+                       (long long)pt[i].workspace, (long long)pt[i].peak);
+                print_cost(pt[i].once);
+                printf(", \"flops_executed\": ");
+                print_cost(pt[i].executed);
+                printf(", \"recompute_overhead\": %.6f", mg_recompute_overhead(pt[i].once, pt[i].executed));
+            }
             if (pt[i].fits && !o->graph) printf(", \"micro_batches\": %d", parts_of(&pt[i]));
             printf(", \"solve_seconds\": %.6f}", pt[i].seconds);
         }

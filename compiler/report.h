@@ -68,7 +68,8 @@ void mg_report_figures_free(mg_report_figures *f);
 double mg_recompute_overhead(double flops_once, double flops_executed);
 /* report_figures.c: workspace / peak - 1, 0 when nothing is live. */
 double mg_allocator_waste(int64_t workspace, int64_t peak);
-/* report_figures.c: the tensor's name for people: its .mg name, else "op#id". */
+/* report_figures.c: the tensor's name for people: its .mg name (the graph's own string, whole),
+ * else "op#id" written into buf. */
 const char *mg_report_tensor_name(const mg_graph *g, int node, char *buf, size_t len);
 
 /* report_json.c: the whole plan as JSON (docs/plan-json.md), malloc'd. */

@@ -33,9 +33,9 @@ void mg_report_dot(FILE *out, const mg_report_figures *f)
         const mg_node *n = &g->nodes[i];
         int r = f->row_of_node[i];
         char name[64], shape[80];
-        mg_report_tensor_name(g, i, name, sizeof name);
+        const char *nm = mg_report_tensor_name(g, i, name, sizeof name);
         fprintf(out, "  n%d [label=\"", i);
-        dot_str(out, name);
+        dot_str(out, nm);
         fprintf(out, "\\n%s %s%s", mg_ops[n->op].name, mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, shape, sizeof shape));
         if (r < 0) {
             fprintf(out, "\", shape=ellipse, fillcolor=\"#dddddd\", fontcolor=black];\n");

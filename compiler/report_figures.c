@@ -29,8 +29,10 @@ double mg_allocator_waste(int64_t workspace, int64_t peak)
 const char *mg_report_tensor_name(const mg_graph *g, int node, char *buf, size_t len)
 {
     const mg_node *n = &g->nodes[node];
-    if (n->name) snprintf(buf, len, "%s", n->name);
-    else snprintf(buf, len, "%s#%d", mg_ops[n->op].name, node);
+    if (n->name) return n->name; /* whole: copied into a 64-byte buf, a name past 63 bytes lost its
+                                    end in the trace, the SVG and the DOT, so names that differ
+                                    only there came out the same */
+    snprintf(buf, len, "%s#%d", mg_ops[n->op].name, node);
     return buf;
 }
 

@@ -32,6 +32,18 @@ static void put(sbuf *b, const char *fmt, ...)
     }
 }
 
+/* A cost as a JSON number that reads back as the same double: a model's FLOPs are whole and
+ * print as before ("%.0f"), but a benchmark graph's costs are its own unit and may have a
+ * fraction (cost_cpu 0.4), which "%.0f" printed as 0 and summed into a flops_once of 1, so
+ * the nodes' costs no longer added up to the plan's. */
+static void put_num(sbuf *b, double v)
+{
+    char s[320]; /* (the longest "%.0f" of a double: 309 digits) */
+    snprintf(s, sizeof s, "%.0f", v);
+    for (int prec = 15; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, sizeof s, "%.*g", prec, v);
+    put(b, "%s", s);
+}
+
 static void put_str(sbuf *b, const char *s)
 {
     put(b, "\"");
@@ -74,8 +86,12 @@ static void put_schedule(sbuf *b, const mg_plan *p)
     if (!fill) abort();
     for (int i = 0; i < p->nbufs; i++) ids[start[p->bufs[i].last] + fill[p->bufs[i].last]++] = i;
     free(fill);
-    put(b, "{\"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": %.0f, \"flops_executed\": %.0f,\n",
-        (long long)p->workspace_bytes, (long long)p->peak_live_bytes, p->flops_once, p->flops_executed);
+    put(b, "{\"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": ", (long long)p->workspace_bytes,
+        (long long)p->peak_live_bytes);
+    put_num(b, p->flops_once);
+    put(b, ", \"flops_executed\": ");
+    put_num(b, p->flops_executed);
+    put(b, ",\n");
     put(b, "   \"buffers\": [");
     for (int i = 0; i < p->nbufs; i++) {
         const mg_buffer *bf = &p->bufs[i];
@@ -196,17 +212,22 @@ char *mg_problem_plan_json(const mg_problem *pr, const mg_solution *sol, int64_t
     put(&b, "  \"store_all_workspace_bytes\": %lld, ", (long long)sol->store_all_bytes);
     if (sol->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
     else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)sol->min_feasible_bytes);
-    put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", fo, fe,
-        mg_recompute_overhead(fo, fe));
-    put(&b, "  \"flops_lower_bound\": %.0f,\n", sol->lower_bound >= 0 ? sol->lower_bound : fo);
+    put(&b, "  \"flops_once\": ");
+    put_num(&b, fo);
+    put(&b, ", \"flops_executed\": ");
+    put_num(&b, fe);
+    put(&b, ", \"recompute_overhead\": %.6f,\n  \"flops_lower_bound\": ", mg_recompute_overhead(fo, fe));
+    put_num(&b, sol->lower_bound >= 0 ? sol->lower_bound : fo);
+    put(&b, ",\n");
     put(&b, "  \"nodes\": [");
     for (int i = 0; i < pr->n; i++) {
         put(&b, "%s\n    {\"id\": %d, \"name\": ", i ? "," : "", i);
         put_str(&b, pr->names ? pr->names[i] : "");
         put(&b, ", \"inputs\": [");
         for (int k = pr->in_start[i]; k < pr->in_start[i + 1]; k++) put(&b, "%s%d", k > pr->in_start[i] ? ", " : "", pr->in[k]);
-        put(&b, "], \"bytes\": %lld, \"flops\": %.0f, \"phase\": \"%s\"}", (long long)pr->bytes[i], pr->cost[i],
-            i < pr->nfwd ? "forward" : "backward");
+        put(&b, "], \"bytes\": %lld, \"flops\": ", (long long)pr->bytes[i]);
+        put_num(&b, pr->cost[i]);
+        put(&b, ", \"phase\": \"%s\"}", i < pr->nfwd ? "forward" : "backward");
     }
     put(&b, "],\n  \"train\": ");
     put_schedule(&b, t);

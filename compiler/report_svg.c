@@ -120,11 +120,12 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
         const mg_buffer *b = &t->bufs[i];
         const mg_step *st = &t->steps[b->first];
         const char *color = C_SCRATCH, *what = "kernel scratch";
-        char name[64] = "scratch", shape[80] = "";
+        char name[64], shape[80] = "";
+        const char *nm = "scratch";
         if (b->node >= 0) {
             int r = f->row_of_node[b->node];
             mg_decision dec = r >= 0 ? f->rows[r].decision : MG_DECIDE_BACKWARD;
-            mg_report_tensor_name(g, b->node, name, sizeof name);
+            nm = mg_report_tensor_name(g, b->node, name, sizeof name);
             snprintf(shape, sizeof shape, " %s", mg_dtype_name(g->nodes[b->node].type.dtype));
             mg_shape_str(&g->nodes[b->node].type.shape, shape + strlen(shape), sizeof shape - strlen(shape));
             int recomputed_here = st->kind == MG_STEP_COMPUTE && st->recompute;
@@ -137,7 +138,7 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
         double x0 = X(b->first), x1 = X(b->last + 1), y0 = Y(b->offset + b->bytes), y1 = Y(b->offset);
         fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>", x0, y0,
                 x1 - x0, y1 - y0 > 0.3 ? y1 - y0 : 0.3, color);
-        xml_text(out, name);
+        xml_text(out, nm);
         fprintf(out, "%s, %s, steps %d-%d, offset %lld: %s</title></rect>\n", shape,
                 mg_human_bytes(b->bytes, h1, sizeof h1), b->first, b->last, (long long)b->offset, what);
     }

@@ -107,7 +107,7 @@ static void tensor_rows(FILE *out, const mg_report_figures *f, int exact)
         const mg_tensor_row *row = &f->rows[r];
         const mg_node *n = &g->nodes[row->node];
         char name[64], type[96], shape[80], bytes[32], dec[32], line[16];
-        mg_report_tensor_name(g, row->node, name, sizeof name);
+        const char *nm = mg_report_tensor_name(g, row->node, name, sizeof name);
         snprintf(type, sizeof type, "%s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, shape, sizeof shape));
         if (n->loc.line > 0) snprintf(line, sizeof line, "%d", n->loc.line);
         else snprintf(line, sizeof line, "-");
@@ -116,7 +116,7 @@ static void tensor_rows(FILE *out, const mg_report_figures *f, int exact)
             snprintf(dec, sizeof dec, "recomputed \xc3\x97%d", row->computes - 1);
             wide = 1;
         } else snprintf(dec, sizeof dec, "%s", mg_decision_names[row->decision]);
-        fprintf(out, "%5d  %-16s %5s  %-14s %-22s %10s  %-*s ", row->first_step, name, line, mg_ops[n->op].name, type,
+        fprintf(out, "%5d  %-16s %5s  %-14s %-22s %10s  %-*s ", row->first_step, nm, line, mg_ops[n->op].name, type,
                 sz((int64_t)mg_node_bytes(g, row->node), exact, bytes, sizeof bytes), 15 + wide, dec);
         /* live ranges and offsets; past four ranges, the first two, the last and the count */
         char live[256] = "", offs[256] = "";

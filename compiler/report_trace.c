@@ -42,9 +42,9 @@ void mg_report_trace(FILE *out, const mg_report_figures *f)
         double flops = st->kind == MG_STEP_COMPUTE ? mg_node_flops(g, st->node) : 0;
         double dur = flops / 1000 > 1 ? flops / 1000 : 1;
         char name[64], shape[80];
-        mg_report_tensor_name(g, st->node, name, sizeof name);
+        const char *nm = mg_report_tensor_name(g, st->node, name, sizeof name);
         fprintf(out, ",\n{\"name\": ");
-        json_str(out, name);
+        json_str(out, nm);
         fprintf(out, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": "
                      "{\"step\": %d, \"node\": %d, \"op\": \"%s\", \"type\": \"%s%s\", \"flops\": %.0f, \"phase\": \"%s\"",
                 cat, ts, dur, s, st->node, mg_ops[n->op].name, mg_dtype_name(n->type.dtype),

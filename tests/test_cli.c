@@ -3122,6 +3122,217 @@ START_TEST(test_trainer_refuses_what_it_cannot_train_on)
 END_TEST
 #endif
 
+/* A graph file holding more than one JSON value: two graphs pasted into one file, or a graph
+ * followed by what a broken write left, was planned as its first value alone and exited 0 (cJSON
+ * stops at the end of a value). Now an error at the first byte after it; whitespace is fine. */
+START_TEST(test_graph_text_after_the_json)
+{
+    static const char *const graph = "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": []}";
+    static const struct { const char *tail; int col; } cases[] = {
+        {" xyz", 67}, {"\n{\"nodes\": []}", 0}, {"\n\n  \t\n", -1}, {"", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[512];
+        snprintf(src, sizeof src, "%s%s", graph, cases[i].tail);
+        const char *g = write_model("g.json", src);
+        for (int sweep = 0; sweep < 2; sweep++) {
+            char *out;
+            int rc = mg(&out, "%s --graph '%s'", sweep ? "sweep --points 2" : "plan --no-cache", g);
+            if (cases[i].col < 0) {
+                ck_assert_msg(rc == 0, "case %zu: exited %d:\n%s", i, rc, out);
+            } else {
+                char head[4400];
+                snprintf(head, sizeof head, "%s:%d:%d: error: text after the graph's JSON value", g,
+                         cases[i].col ? 1 : 2, cases[i].col ? cases[i].col : 1);
+                ck_assert_msg(rc == 1 && strstr(out, head) == out, "case %zu: exited %d, wanted '%s':\n%s", i, rc,
+                              head, out);
+            }
+            free(out);
+        }
+    }
+}
+END_TEST
+
+/* A benchmark graph's costs are its own unit and may have fractions (cost_cpu 0.4): the JSON
+ * printed every cost with "%.0f", so the nodes' "flops" read 0, 0 and 0 while the plan's
+ * flops_once read 1 (0.75 rounded), and a tool re-adding the nodes' costs found another figure
+ * than the plan's; sweep's JSON rounded its points' the same way. Now each cost reads back as
+ * the double memgrad planned with, and whole costs print as before. */
+START_TEST(test_graph_fractional_costs_add_up)
+{
+    const char *g = write_model("g.json", "{\"nodes\": [{\"id\": 0, \"cost_cpu\": 0.4, \"cost_ram\": 8},\n"
+                                          " {\"id\": 1, \"cost_cpu\": 0.1, \"cost_ram\": 8},\n"
+                                          " {\"id\": 2, \"cost_cpu\": 0.25, \"cost_ram\": 8},\n"
+                                          " {\"id\": 3, \"cost_cpu\": 7, \"cost_ram\": 8}],\n"
+                                          " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                                          " {\"source\": 0, \"target\": 2}, {\"source\": 2, \"target\": 3}]}\n");
+    char *out;
+    int rc = mg(&out, "plan --graph '%s' --format json", g);
+    ck_assert_msg(rc == 0, "plan exited %d:\n%s", rc, out);
+    cJSON *j = cJSON_Parse(out);
+    ck_assert_msg(j != NULL, "not JSON:\n%s", out);
+    const double want[] = {0.4, 0.1, 0.25, 7};
+    double sum = 0;
+    const cJSON *n;
+    int i = 0;
+    cJSON_ArrayForEach(n, cJSON_GetObjectItem(j, "nodes"))
+    {
+        double f = cJSON_GetObjectItem(n, "flops")->valuedouble;
+        ck_assert_msg(i < 4 && f == want[i], "node %d: flops %.17g, the graph says %g", i, f, i < 4 ? want[i] : 0);
+        sum += f;
+        i++;
+    }
+    ck_assert_int_eq(i, 4);
+    double once = cJSON_GetObjectItem(j, "flops_once")->valuedouble;
+    ck_assert_msg(once == sum && cJSON_GetObjectItem(cJSON_GetObjectItem(j, "train"), "flops_once")->valuedouble == sum,
+                  "flops_once %.17g, the nodes add up to %.17g", once, sum);
+    ck_assert_msg(strstr(out, "\"flops\": 7,"), "a whole cost prints as a whole number:\n%s", out);
+    cJSON_Delete(j);
+    free(out);
+    rc = mg(&out, "sweep --graph '%s' --format json", g);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    j = cJSON_Parse(out);
+    ck_assert_msg(j != NULL, "not JSON:\n%s", out);
+    const cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "points"), 0);
+    ck_assert_msg(p0 && cJSON_GetObjectItem(p0, "flops_once")->valuedouble == sum &&
+                      cJSON_GetObjectItem(p0, "flops_executed")->valuedouble == sum,
+                  "sweep's point: %s", out);
+    cJSON_Delete(j);
+    free(out);
+}
+END_TEST
+
+/* A NUL byte in a buffer CSV's field: the message quoted the field up to the NUL, "size '5' is
+ * not an integer", a number that is one; now the NUL shows as '?' like other control bytes
+ * ("size '5?' is not an integer"). */
+START_TEST(test_arena_csv_nul_byte_is_quoted)
+{
+    static const char csv[] = "id,lower,upper,size\n0,0,10,5\0\n1,0,10,5\n";
+    const char *c = path("b.csv");
+    FILE *f = fopen(c, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(csv, 1, sizeof csv - 1, f), sizeof csv - 1);
+    fclose(f);
+    char *out, want[4400];
+    int rc = mg(&out, "arena '%s'", c);
+    snprintf(want, sizeof want, "%s:2:8: error: size '5?' is not an integer", c);
+    ck_assert_msg(rc == 1 && strstr(out, want) == out, "exited %d, wanted '%s':\n%s", rc, want, out);
+    free(out);
+}
+END_TEST
+
+/* An empty graph file (a failed export, or /dev/null) was "g.json:1:1: error: malformed JSON"
+ * with a caret under nothing, as if the file had a syntax error; now it says it is empty (also
+ * with only whitespace or a byte order mark), as arena does for an empty CSV. */
+START_TEST(test_graph_empty_file_says_so)
+{
+    static const char *const texts[] = {"", "\n  \n", "\xEF\xBB\xBF\n"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const char *g = write_model("g.json", texts[i]);
+        for (int sweep = 0; sweep < 2; sweep++) {
+            char *out, want[4400];
+            int rc = mg(&out, "%s --graph '%s'", sweep ? "sweep" : "plan", g);
+            snprintf(want, sizeof want, "%s: error: empty file: expected a node-link graph (JSON)\n", g);
+            ck_assert_msg(rc == 1 && !strcmp(out, want), "case %zu: exited %d, wanted '%s':\n%s", i, rc, want, out);
+            free(out);
+        }
+    }
+}
+END_TEST
+
+/* Names past 63 bytes: the trace, the SVG timeline, the DOT graph and the text report copied
+ * each name into 64 bytes, so two values named alike up to there ('<70 x a>_query' and
+ * '<70 x a>_key') came out as one name, and none matched the JSON's. Now each view has the
+ * whole name, as the JSON does. */
+START_TEST(test_long_names_are_whole_in_every_report)
+{
+    char q[96], k[96], src[1024];
+    snprintf(q, sizeof q, "%.70s_query", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    snprintf(k, sizeof k, "%.70s_key", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    snprintf(src, sizeof src,
+             "model q\ninput x: f32[4, 8]\ninput y: i32[4]\nparam w: f32[8, 3]\nparam v: f32[8, 3]\n"
+             "%s = x @ w\n%s = x @ v\nl = cross_entropy(%s * %s, y)\noutput %s\nminimize l\n",
+             q, k, q, k, q);
+    const char *m = write_model("q.mg", src);
+    const char *svg = path("q.svg"), *trace = path("q.json");
+    char *out;
+    int rc = mg(&out, "plan '%s' --svg '%s' --trace '%s'", m, svg, trace);
+    ck_assert_msg(rc == 0, "plan exited %d:\n%s", rc, out);
+    char *files[2] = {tu_read(svg), tu_read(trace)};
+    char *dot;
+    rc = mg(&dot, "dot '%s'", m);
+    ck_assert_msg(rc == 0, "dot exited %d:\n%s", rc, dot);
+    const char *views[4] = {out, files[0], files[1], dot}, *names[4] = {"text", "svg", "trace", "dot"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(views[i], "no %s", names[i]);
+        for (int j = 0; j < 2; j++) {
+            char want[128]; /* the whole name, then what each view writes after it */
+            const char *nm = j ? k : q;
+            if (i == 0) snprintf(want, sizeof want, "%s ", nm);
+            else if (i == 1) snprintf(want, sizeof want, "<title>%s f32[4,3]", nm);
+            else if (i == 2) snprintf(want, sizeof want, "{\"name\": \"%s\"", nm);
+            else snprintf(want, sizeof want, "[label=\"%s\\n", nm);
+            ck_assert_msg(strstr(views[i], want), "the %s report has no '%s':\n%.3000s", names[i], want, views[i]);
+        }
+    }
+    free(files[0]);
+    free(files[1]);
+    free(dot);
+    free(out);
+}
+END_TEST
+
+/* `arena --format json` wrote an object no document described (what lower_bound is, what
+ * optimal false means, what capacity null is); docs/reports.md now has its table. Every field the
+ * program writes is there with its type, every field there is written, and the figures are what
+ * the table says for a small instance. */
+START_TEST(test_arena_json_matches_its_docs)
+{
+    char docpath[4200];
+    snprintf(docpath, sizeof docpath, "%s/docs/reports.md", MG_SOURCE_DIR);
+    char *doc = tu_read(docpath);
+    ck_assert_msg(doc, "cannot read %s", docpath);
+    static doc_fields f;
+    doc_table(doc, "\n## Placing buffers alone (`arena`)", 0, &f);
+    free(doc);
+    /* 7 live at step 1 (4 + 3), 5 at step 2 (3 + 2): the lower bound is 7 */
+    const char *c = write_model("b.csv", "id,lower,upper,size\n10,0,2,4\n11,1,3,3\n12,2,4,2\n");
+    for (int cap = 0; cap < 2; cap++) {
+        char *out;
+        int rc = mg(&out, cap ? "arena '%s' --format json --capacity 6" : "arena '%s' --format json", c);
+        ck_assert_msg(rc == 0, "arena exited %d:\n%s", rc, out);
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j, "not JSON:\n%s", out);
+        for (const cJSON *key = j->child; key; key = key->next) {
+            int i = doc_has(&f, key->string);
+            ck_assert_msg(i >= 0 && doc_type_ok(f.type[i], key), "'%s' is not in docs/reports.md's table so:\n%s",
+                          key->string, out);
+        }
+        for (int i = 0; i < f.n; i++)
+            ck_assert_msg(cJSON_HasObjectItem(j, f.name[i]), "docs/reports.md's '%s' is not written:\n%s", f.name[i], out);
+        long long arena = (long long)cJSON_GetObjectItem(j, "arena_bytes")->valuedouble, top = 0;
+        const cJSON *o;
+        int n = 0;
+        cJSON_ArrayForEach(o, cJSON_GetObjectItem(j, "offsets"))
+        {
+            static const long long ids[] = {10, 11, 12}, sizes[] = {4, 3, 2};
+            ck_assert_msg(n < 3 && cJSON_GetObjectItem(o, "id")->valuedouble == ids[n], "offsets in the file's order:\n%s", out);
+            long long end = (long long)cJSON_GetObjectItem(o, "offset")->valuedouble + sizes[n++];
+            if (end > top) top = end;
+        }
+        ck_assert_msg(n == 3 && cJSON_GetObjectItem(j, "buffers")->valuedouble == 3 && top == arena &&
+                          cJSON_GetObjectItem(j, "lower_bound")->valuedouble == 7 &&
+                          cJSON_IsBool(cJSON_GetObjectItem(j, "fits")) &&
+                          cJSON_IsTrue(cJSON_GetObjectItem(j, "fits")) == (cap ? arena <= 6 : 1) &&
+                          (cap ? cJSON_GetObjectItem(j, "capacity")->valuedouble == 6
+                               : cJSON_IsNull(cJSON_GetObjectItem(j, "capacity"))),
+                      "%s", out);
+        cJSON_Delete(j);
+        free(out);
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -3229,6 +3440,12 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_plan_json_matches_its_docs);
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
+        tcase_add_test(b, test_graph_text_after_the_json);
+        tcase_add_test(b, test_graph_fractional_costs_add_up);
+        tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
+        tcase_add_test(b, test_graph_empty_file_says_so);
+        tcase_add_test(b, test_long_names_are_whole_in_every_report);
+        tcase_add_test(b, test_arena_json_matches_its_docs);
 #ifdef MG_TRAIN_MLP
         tcase_add_test(b, test_trainer_rejects_bad_values);
         tcase_add_test(b, test_trainer_refuses_what_it_cannot_train_on);
