@@ -626,10 +626,14 @@ static int run_planner(options *o, compiled *c, int want_min)
         print_diag(&c->src, &d);
         return 1;
     } else if (use_cache && c->plan.train && !c->plan.note) {
-        /* (a cache that cannot be written is no error; a plan with a note — CBC failed or was
+        /* (a cache that cannot be written is no error but a warning: it cached nothing, unsaid,
+         * and the user took the plans for cached; a plan with a note — CBC failed or was
          * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
          * printed no note, and a later run never gave CBC another chance) */
-        if (mg_plan_cache_store(dir, key, &c->plan) == MG_OK) {
+        if (mg_plan_cache_store(dir, key, &c->plan) != MG_OK) {
+            fprintf(stderr, "memgrad: warning: cannot write the plan cache in '%s': %s (the plan is not cached)\n", dir,
+                    strerror(errno));
+        } else {
             /* the bound, as ccache keeps its: least recently used entries out (a prune that
              * cannot read the directory is no error either) */
             mg_plan_cache_usage gone;

@@ -1206,6 +1206,56 @@ static void new_entry(const char *cdir, char *seen, size_t cap, char *name, long
     *bytes = (long long)st.st_size;
 }
 
+/* Was a bug: a cache directory memgrad could not write in (`--cache-dir /tmp/ro/x`, /tmp/ro mode
+ * 555) cached nothing and said nothing, exit 0, so the user took the plans for cached. Now one
+ * warning names the directory and the reason, and the plan is still printed (exit 0). Root
+ * ignores mode bits (tests may run as root), so the store is made to fail for anyone: the
+ * entry's own name is a non-empty directory, over which no rename puts a file (EISDIR). */
+START_TEST(test_cache_dir_unwritable_warns)
+{
+    char m[4300];
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char *out, seen[256] = "", entry[32];
+    long long bytes;
+    int rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, path("ok"));
+    ck_assert_msg(rc == 0 && !strstr(out, "warning"), "exited %d:\n%.600s", rc, out);
+    free(out);
+    new_entry(path("ok"), seen, sizeof seen, entry, &bytes);
+    const char *where[2] = {"x", "xdg/memgrad"}; /* --cache-dir, and XDG_CACHE_HOME's */
+    for (int k = 0; k < 2; k++) {
+        char blocker[4400];
+        snprintf(blocker, sizeof blocker, "%s/%s/%s", dir, where[k], entry);
+        char cmd[9000], *o2;
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", blocker);
+        ck_assert_int_eq(tu_run(cmd, &o2), 0);
+        free(o2);
+        ck_assert_int_eq(tu_write(tu_path(blocker, "keep"), "not memgrad's\n"), 0);
+        if (k == 0) rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, path("x"));
+        else
+            rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' plan '%s' --budget 50%%", path("xdg"),
+                    MG_MEMGRAD, m);
+        char want[4400];
+        snprintf(want, sizeof want, "memgrad: warning: cannot write the plan cache in '%s/%s': Is a directory (the "
+                 "plan is not cached)\n", dir, where[k]);
+        ck_assert_msg(rc == 0 && strstr(out, want) && strstr(out, "workspace"), "exited %d, wanted %s:\n%.800s", rc,
+                      want, out);
+        const char *w1 = strstr(out, "warning");
+        ck_assert_msg(w1 && !strstr(w1 + 1, "warning"), "not one warning:\n%.800s", out);
+        free(out);
+    }
+    /* mode bits, where they hold (not for root): a directory that cannot be made */
+    if (geteuid() != 0) {
+        ck_assert_int_eq(mkdir(path("ro"), 0555), 0);
+        rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s/x'", m, path("ro"));
+        ck_assert_msg(rc == 0 && strstr(out, "cannot write the plan cache in '") &&
+                          strstr(out, "ro/x': Permission denied (the plan is not cached)") && strstr(out, "workspace"),
+                      "exited %d:\n%.800s", rc, out);
+        free(out);
+        chmod(path("ro"), 0755);
+    }
+}
+END_TEST
+
 /* The plan cache grew forever (review21): entries are now bounded in bytes
  * (MEMGRAD_CACHE_MAX_SIZE, default 256 MiB), the least recently used removed first on a store
  * (an entry served by a load counts as used then), with writers' temporaries left an hour;
@@ -3212,6 +3262,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
         tcase_add_test(b, test_cache_temporary_is_exclusive);
+        tcase_add_test(b, test_cache_dir_unwritable_warns);
         tcase_add_test(b, test_cache_bound_and_clear);
         tcase_add_test(b, test_cache_off_without_the_executable);
         tcase_add_test(b, test_cache_build_id_is_memgrads);
