@@ -155,8 +155,8 @@ static const char *usage_text =
     "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
     "two different files with one of them is an error (exit 2). A file named - is the standard\n"
     "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph, arena's\n"
-    "FILE.csv); plan and sweep print no report when --svg or --trace is -, so the standard\n"
-    "output is that file alone.\n";
+    "FILE.csv); plan and sweep print no report when --svg or --trace is - (or names the file\n"
+    "the standard output is: /dev/stdout), so the standard output is that file alone.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -251,7 +251,8 @@ typedef struct options {
     const char *graph; /* plan --graph FILE.json */
     const char *points_text, *cache_dir, *micro_text;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
-    int report_file_to_stdout; /* --svg - or --trace -: that file is the standard output, alone */
+    int report_file_to_stdout; /* --svg or --trace is - (or names the file stdout is): that file is the
+                                  standard output, alone */
     int points, no_cache, from_cache, exact_bytes, no_fuse;
     int opt_level, print_ir, print_joint, verify;
     int micro_batches; /* --micro-batches: 0 auto, 1 never split, k */
@@ -366,6 +367,15 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
             /* plan's and sweep's report is not printed then: `plan m.mg --svg - > m.svg` wrote the
              * text report and the SVG after it, neither usable (review19) */
             if (outs[k] == &o->svg || outs[k] == &o->trace) o->report_file_to_stdout = 1;
+        }
+    /* and so is any name of the file the standard output is (/dev/stdout, /dev/fd/1, the file
+     * `> FILE` opened): `plan --svg /dev/stdout > m.svg` wrote the report and the SVG after it */
+    struct stat so, sp;
+    if (fstat(STDOUT_FILENO, &so) == 0)
+        for (int k = 0; k < 2; k++) {
+            const char *report = k ? o->trace : o->svg;
+            if (report && stat(report, &sp) == 0 && sp.st_dev == so.st_dev && sp.st_ino == so.st_ino)
+                o->report_file_to_stdout = 1;
         }
     if (o->model && !strcmp(o->model, "-")) o->model = "/dev/stdin";
     if (o->graph && !strcmp(o->graph, "-")) o->graph = "/dev/stdin";

@@ -2425,13 +2425,14 @@ START_TEST(test_outputs_to_fifos_and_symlinks)
     ck_assert_msg(h && strstr(h, "#define MLP_WORKSPACE_BYTES"), "the link's target was not written");
     free(h);
     /* the file stdout goes to (here by a symlink to /proc/self/fd/1, as /dev/stdout is): the
-     * trace follows the report instead of replacing the link */
+     * trace is written into it instead of replacing the link, and alone, as with --trace - (the
+     * report came before it: test_report_file_named_as_the_standard_output) */
     if (access("/proc/self/fd/1", F_OK) == 0) {
         ck_assert_int_eq(symlink("/proc/self/fd/1", path("stdout")), 0);
         ck_assert_int_eq(mg(&out, "plan '%s' --format json --trace '%s' 2>/dev/null", m, path("stdout")), 0);
-        const char *trace = strstr(out, "\"traceEvents\"");
-        ck_assert_msg(strstr(out, "\"format\": \"memgrad-plan\"") && trace && trace > strstr(out, "memgrad-plan"),
-                      "report and trace on stdout:\n%.300s", out);
+        ck_assert_msg(!strncmp(out, "{\"displayTimeUnit\"", 18) && strstr(out, "\"traceEvents\"") &&
+                          !strstr(out, "memgrad-plan"),
+                      "the trace on stdout:\n%.300s", out);
         free(out);
         ck_assert_msg(lstat(path("stdout"), &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
     }
@@ -3066,6 +3067,40 @@ START_TEST(test_dash_is_standard_input_and_output)
 }
 END_TEST
 
+/* Was a bug: `plan --svg /dev/stdout` (where `--svg -` did not) wrote the text report with the SVG
+ * after it, an SVG no viewer opens. Any name of the file the standard output is — /dev/stdout,
+ * /dev/fd/1, the very file `> FILE` opened, a pipe — is now the standard output alone, as -. */
+START_TEST(test_report_file_named_as_the_standard_output)
+{
+    write_model("m.mg", mlp_src);
+    char cmd[8192], *out;
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && M='%s' && \"$M\" plan m.mg --no-cache --svg /dev/stdout > p.svg && \"$M\" plan m.mg "
+             "--no-cache --format json --trace /dev/fd/1 | cat > p.json && \"$M\" plan m.mg --no-cache --svg same.svg "
+             ">> same.svg && \"$M\" sweep m.mg --points 2 --svg /dev/stdout > s.svg && \"$M\" plan m.mg --no-cache "
+             "--svg other.svg > report.txt",
+             dir, MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    static const char *const alone[][2] = {
+        {"p.svg", "<?xml"}, {"p.json", "{\"displayTimeUnit\""}, {"same.svg", "<?xml"}, {"s.svg", "<?xml"}};
+    for (int i = 0; i < 4; i++) {
+        char *got = tu_read(path(alone[i][0]));
+        ck_assert_msg(got && !strncmp(got, alone[i][1], strlen(alone[i][1])) && !strstr(got, "workspace   ") &&
+                          !strstr(got, "memgrad-plan") && !strstr(got, "budget_bytes,"),
+                      "%s:\n%.300s", alone[i][0], got ? got : "(none)");
+        free(got);
+    }
+    /* a file that is not the standard output leaves the report where it was */
+    char *report = tu_read(path("report.txt")), *svg = tu_read(path("other.svg"));
+    ck_assert_msg(report && strstr(report, "workspace   ") && svg && !strncmp(svg, "<?xml", 5), "report:\n%.300s",
+                  report ? report : "(none)");
+    free(report);
+    free(svg);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -3273,6 +3308,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
+        tcase_add_test(b, test_report_file_named_as_the_standard_output);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
         tcase_add_test(b, test_header_says_which_inputs_forward_reads);
         tcase_add_test(b, test_link_hint_is_a_shell_command);
