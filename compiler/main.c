@@ -200,15 +200,20 @@ static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
 
 static void print_diag(const source *src, const mg_diag *d) { print_diag_as(src, d, "error"); }
 
-/* Writes text to the file tmp; errors name path, the file the user asked for. */
-static int write_file(const char *path, const char *tmp, const char *text)
+/* Writes n bytes of text to the file tmp; errors name path, the file the user asked for, and the
+ * reason: write(2)'s own errno (through stdio a failed write left only the stream's error flag,
+ * and errno could be anything by the fclose that found nothing left to write). */
+static int write_file(const char *path, const char *tmp, const char *text, size_t n)
 {
-    FILE *f = fopen(tmp, "wb");
-    size_t n = strlen(text);
-    int bad = !f || fwrite(text, 1, n, f) != n;
-    if (f) bad |= fclose(f) != 0;
-    if (bad) fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
-    return bad;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666), err = fd < 0 ? errno : 0;
+    for (size_t at = 0; fd >= 0 && !err && at < n;) {
+        ssize_t w = write(fd, text + at, n - at);
+        if (w > 0) at += (size_t)w;
+        else if (w < 0 && errno != EINTR) err = errno;
+    }
+    if (fd >= 0 && close(fd) != 0 && !err) err = errno;
+    if (err) fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(err));
+    return err != 0;
 }
 
 /* Report files (--svg, --trace): checked before planning (mg_out_check), each written by its
@@ -221,14 +226,15 @@ static int write_report_outs(mg_out_file *f, const report_writer *write, const v
     int rc = mg_out_begin(f, n);
     for (int i = 0; i < n && !rc; i++) {
         if (!f[i].path) continue;
-        FILE *fp = fopen(f[i].tmp, "wb");
-        if (fp) write[i](fp, ctx);
-        int bad = !fp || ferror(fp);
-        if (fp) bad |= fclose(fp) != 0;
-        if (bad) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", f[i].path, strerror(errno));
-            rc = 1;
-        }
+        /* in memory first, then write_file: a failed write says why */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        if (!fp) abort();
+        write[i](fp, ctx);
+        if (fclose(fp) != 0) abort(); /* (memory only) */
+        rc = write_file(f[i].path, f[i].tmp, text, len);
+        free(text);
     }
     if (!rc) rc = mg_out_commit(f, n);
     mg_out_end(f, n);
@@ -1150,7 +1156,7 @@ static int cmd_compile(options *o)
     }
     if (!rc && o->header) {
         char *h = mg_header_text(&c.prog, o->out, o->header);
-        rc = write_file(o->header, outs[1].tmp, h);
+        rc = write_file(o->header, outs[1].tmp, h, strlen(h));
         free(h);
     }
     if (!rc) rc = mg_out_commit(outs, 3);
@@ -1227,15 +1233,47 @@ static int cmd_cache(int argc, char **argv)
     return 0;
 }
 
-/* The command's exit status, or 1 when what it printed to stdout did not all get there (a full
- * disk, /dev/full): a report cut short must not look like a report. */
-static int close_stdout(int rc)
+/* The standard output as the driver writes it: stdio's stream over write(2) calls of its own,
+ * which keep the first error's errno. stdio keeps only an error flag, so a write larger than its
+ * buffer that failed (`plan` or `--help` > /dev/full) was said as "cannot write the standard
+ * output" without the reason: errno was long gone by the fclose that found nothing to write. */
+typedef struct stdout_sink {
+    int err; /* the first failed write's or close's errno; 0 */
+} stdout_sink;
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
 {
-    errno = 0;
+    stdout_sink *s = cookie;
+    for (size_t at = 0; at < n;) {
+        ssize_t w = write(STDOUT_FILENO, buf + at, n - at);
+        if (w > 0) at += (size_t)w;
+        else if (w < 0 && errno != EINTR) {
+            if (!s->err) s->err = errno;
+            return -1;
+        }
+    }
+    return (ssize_t)n;
+}
+
+static int sink_close(void *cookie)
+{
+    stdout_sink *s = cookie;
+    if (close(STDOUT_FILENO) == 0) return 0;
+    if (!s->err) s->err = errno;
+    return -1;
+}
+
+/* The command's exit status, or 1 when what it printed to stdout did not all get there (a full
+ * disk, /dev/full): a report cut short must not look like a report. The reason comes from the
+ * sink (sink NULL: stdio's own stdout, fclose's errno). */
+static int close_stdout(int rc, const stdout_sink *sink)
+{
     int bad = ferror(stdout);
+    errno = 0;
     if (fclose(stdout) != 0) bad = 1;
     if (!bad) return rc;
-    if (errno) fprintf(stderr, "memgrad: cannot write the standard output: %s\n", strerror(errno));
+    int err = sink && sink->err ? sink->err : errno;
+    if (err) fprintf(stderr, "memgrad: cannot write the standard output: %s\n", strerror(err));
     else fprintf(stderr, "memgrad: cannot write the standard output\n");
     return rc ? rc : 1;
 }
@@ -1290,5 +1328,12 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
 #endif
-    return close_stdout(run(argc, argv));
+    /* stdout through the sink (close_stdout's reason); line-buffered on a terminal, as stdio's */
+    stdout_sink sink = {0};
+    FILE *out = fopencookie(&sink, "w", (cookie_io_functions_t){.write = sink_write, .close = sink_close});
+    if (out) {
+        setvbuf(out, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+        stdout = out;
+    }
+    return close_stdout(run(argc, argv), out ? &sink : NULL);
 }

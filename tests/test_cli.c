@@ -2341,20 +2341,37 @@ END_TEST
 
 /* Was a bug: a report that could not be written to stdout (a full disk; /dev/full here) was lost
  * with exit status 0. Every command now says so and exits 1. */
+/* ... and says why (was a bug: a write larger than stdio's buffer that failed, as plan's report
+ * or --help to /dev/full, said "cannot write the standard output" alone: the failed write's
+ * errno was gone by the fclose that found nothing left to write). */
 START_TEST(test_stdout_write_error)
 {
     if (access("/dev/full", W_OK) != 0) return;
     const char *m = write_model("mlp.mg", mlp_src);
     const char *cmds[] = {"check '%s'", "check '%s' --print-joint", "plan '%s'", "plan '%s' --format json", "dot '%s'",
-                          "sweep '%s' --points 2", "compile '%s' --help"};
+                          "sweep '%s' --points 2", "compile '%s' --help", "--help", "--version", "cache --cache-dir '%s.d'"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char args[4400], *out;
         snprintf(args, sizeof args, cmds[i], m);
         int rc = mg(&out, "%s > /dev/full", args);
-        ck_assert_msg(rc == 1 && strstr(out, "cannot write the standard output"), "%s > /dev/full: exited %d:\n%s", args,
-                      rc, out);
+        ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write the standard output: No space left on device\n"),
+                      "%s > /dev/full: exited %d:\n%s", args, rc, out);
         free(out);
     }
+    /* a file that grows past the file size limit (EFBIG): the standard output, a report file */
+    char cmd[9000], *out;
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 1 && cd '%s' && '%s' plan mlp.mg --no-cache > report.txt", dir,
+             MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write the standard output: File too large\n"),
+                  "plan > report.txt past ulimit -f: exited %d:\n%s", rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 1 && cd '%s' && '%s' plan mlp.mg --no-cache --svg m.svg "
+             "> /dev/null", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write m.svg: File too large\n") && !exists(path("m.svg")),
+                  "plan --svg past ulimit -f: exited %d:\n%s", rc, out);
+    free(out);
 }
 END_TEST
 
