@@ -123,6 +123,9 @@ static const char *usage_text =
     "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple)\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
+    "  --name NAME          name the symbols, macros and header guard NAME_... instead of after\n"
+    "                       the model's `model` line (a C identifier, as there): two budgets of\n"
+    "                       one model link into one program\n"
     "  --no-fuse            one kernel call per step: no fused loops for chains of\n"
     "                       elementwise ops whose intermediates the plan frees at once\n"
     "\n"
@@ -257,6 +260,7 @@ typedef struct options {
     const char *graph; /* plan --graph FILE.json */
     const char *points_text, *cache_dir, *micro_text;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
+    const char *name;        /* compile --name: the C names' prefix instead of the model's name */
     int report_file_to_stdout; /* --svg or --trace is - (or names the file stdout is): that file is the
                                   standard output, alone */
     int points, no_cache, from_cache, exact_bytes, no_fuse;
@@ -266,13 +270,37 @@ typedef struct options {
     double time_limit;
 } options;
 
+/* compile --name: a C identifier the generated names can begin with, held to the rules of a
+ * `model` line (parser.c): at most 127 characters, no '_' at either end and no "__" (C reserves
+ * names that begin with '_', C++ those that contain "__"), in the parser's words. 1 (after a
+ * usage error) when name is not one. */
+static int bad_model_name(const char *name)
+{
+    size_t n = strlen(name);
+    int ident = (name[0] < '0' || name[0] > '9') &&
+                strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+    if (!ident)
+        return usage_error("--name '%s' is not a C identifier: a model's name is letters, digits and '_', not "
+                           "beginning with a digit", name) != 0;
+    if (n > 127) {
+        fprintf(stderr, "memgrad: --name: name too long (%zu characters; at most 127)\nTry 'memgrad --help'.\n", n);
+        return 1;
+    }
+    if (name[0] == '_' || strstr(name, "__") || name[n - 1] == '_') {
+        fprintf(stderr, "memgrad: --name '%s' would give the generated code reserved C names such as '%s_forward': a "
+                "model's name may not begin or end with '_' or contain '__'\nTry 'memgrad --help'.\n", name, name);
+        return 1;
+    }
+    return 0;
+}
+
 /* Which commands take an option, for the error when another is given it ("unknown option
  * '--budget'" for sweep read as if memgrad had no such option); NULL: none. */
 static const char *commands_taking(const char *a)
 {
     static const struct { const char *opt, *cmds; } tab[] = {
         {"-o", "compile"}, {"--header", "compile"}, {"--target", "compile"}, {"--cpu", "compile"},
-        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
+        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"--name", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
         {"-O2", "compile"}, {"-O3", "compile"}, {"--budget", "compile, plan and dot"},
         {"--verify", "compile, plan and dot"}, {"--solver", "compile, plan, sweep and dot"},
         {"--micro-batches", "compile, plan, sweep and dot"}, {"--time-limit", "compile, plan, sweep, dot and arena"},
@@ -302,6 +330,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         else if (is_compile && !strcmp(a, "--target")) slot = &o->triple;
         else if (is_compile && !strcmp(a, "--cpu")) slot = &o->cpu;
         else if (is_compile && !strcmp(a, "--emit-llvm")) slot = &o->emit_llvm;
+        else if (is_compile && !strcmp(a, "--name")) slot = &o->name;
         else if ((is_compile || is_plan) && !strcmp(a, "--solver")) slot = &o->solver_name;
         else if ((is_compile || is_plan) && !strcmp(a, "--time-limit")) slot = &o->time_limit_text;
         else if ((is_compile || is_plan) && !strcmp(a, "--micro-batches")) slot = &o->micro_text;
@@ -400,6 +429,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
                                : "%s: no model file given",
                            cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
+    if (o->name && bad_model_name(o->name)) return 2;
     if (o->budget) {
         mg_budget b;
         char err[256];
@@ -1141,6 +1171,10 @@ static int cmd_compile(options *o)
     compiled c;
     rc = run_frontend(o->model, &c, 1);
     if (!rc) warn_unused_params(&c);
+    /* --name renames the model before planning, so that a micro-batched graph made from it (and
+     * so the object's symbols and the header) take the new name; the structural hash, and so the
+     * plan cache's key, leave the name out */
+    if (!rc && o->name) c.g->model_name = mg_graph_intern(c.g, o->name);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
     /* Every output goes to a temporary file first; all are put in place only when all are

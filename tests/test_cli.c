@@ -222,7 +222,7 @@ END_TEST
 START_TEST(test_help_lists_every_option)
 {
     static const char *const taken[] = {"-o", "--header", "--target", "--cpu", "--emit-llvm", "--no-fuse", "-O0",
-                                        "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
+                                        "--name", "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
                                         "--format", "--graph", "--svg", "--trace", "--bytes", "--print-ir",
                                         "--print-joint", "--capacity", "--clear", "--cache-dir", "--no-cache", "--help", "--version"};
     size_t n = sizeof taken / sizeof taken[0];
@@ -3084,6 +3084,47 @@ START_TEST(test_dash_is_standard_input_and_output)
 }
 END_TEST
 
+/* compile --name NAME: the object's symbols, the header's macros and its guard take NAME (so that
+ * two budgets of one model link into one program: test_e2e); a name that is no C identifier, or
+ * one that would give reserved C names, is refused as a `model` line would be (exit 2). */
+START_TEST(test_compile_name)
+{
+    write_model("m.mg", mlp_src);
+    char cmd[8192], *out;
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' compile m.mg -O0 --no-cache --name net_b2 -o m.o --header m.h && nm m.o",
+             dir, MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, " T net_b2_train_step\n") && strstr(out, " T net_b2_forward\n") &&
+                      strstr(out, " D net_b2_params_desc\n") && !strstr(out, "mlp_"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("m.h"));
+    ck_assert_msg(h && strstr(h, "#ifndef MG_MODEL_net_b2_H\n") && strstr(h, "#define NET_B2_WORKSPACE_BYTES ") &&
+                      strstr(h, "float net_b2_train_step(") && !strstr(h, "mlp_") && !strstr(h, "MLP_"),
+                  "header:\n%.600s", h ? h : "(none)");
+    free(h);
+    static const char *const bad[][2] = {
+        {"9net", "is not a C identifier"}, {"net-b", "is not a C identifier"}, {"n\u00e9t", "is not a C identifier"},
+        {"_net", "would give the generated code reserved C names such as '_net_forward'"},
+        {"net_", "may not begin or end with '_' or contain '__'"}, {"a__b", "contain '__'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = mg(&out, "compile '%s' -o '%s' --name '%s'", path("m.mg"), path("x.o"), bad[i][0]);
+        ck_assert_msg(rc == 2 && strstr(out, "memgrad: --name '") && strstr(out, bad[i][1]) && !exists(path("x.o")),
+                      "--name %s: exited %d:\n%s", bad[i][0], rc, out);
+        free(out);
+    }
+    char longname[200];
+    memset(longname, 'n', 128);
+    longname[128] = 0;
+    rc = mg(&out, "compile '%s' -o '%s' --name %s", path("m.mg"), path("x.o"), longname);
+    ck_assert_msg(rc == 2 && strstr(out, "name too long (128 characters; at most 127)"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --name x", path("m.mg"));
+    ck_assert_msg(rc == 2 && strstr(out, "unknown option '--name' for plan (compile takes it)"), "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* Was a bug: `plan --svg /dev/stdout` (where `--svg -` did not) wrote the text report with the SVG
  * after it, an SVG no viewer opens. Any name of the file the standard output is — /dev/stdout,
  * /dev/fd/1, the very file `> FILE` opened, a pipe — is now the standard output alone, as -. */
@@ -3326,6 +3367,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
         tcase_add_test(b, test_report_file_named_as_the_standard_output);
+        tcase_add_test(b, test_compile_name);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
         tcase_add_test(b, test_header_says_which_inputs_forward_reads);
         tcase_add_test(b, test_link_hint_is_a_shell_command);
