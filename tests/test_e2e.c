@@ -241,6 +241,44 @@ START_TEST(one_model_at_two_budgets_by_name)
 }
 END_TEST
 
+/* NAME_FORWARD_WORKSPACE_BYTES: NAME_forward touches only that prefix of the workspace. Checked
+ * against the hardware, not a sanitizer (the generated object is not instrumented): the
+ * workspace ends exactly where an inaccessible page begins, so a read or write past it faults;
+ * the outputs equal those computed in a whole workspace, and the labels are not passed. */
+START_TEST(forward_needs_only_its_workspace)
+{
+    char path[4200], *out = NULL;
+    snprintf(path, sizeof path, "%s/app.c", dir);
+    tu_write(path,
+             "#include \"mlp.h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+             "#include <sys/mman.h>\n#include <unistd.h>\n"
+             "static unsigned char *guarded(size_t n) {  /* n bytes that end at a PROT_NONE page */\n"
+             "  size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;\n"
+             "  unsigned char *m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
+             "  if (m == MAP_FAILED || mprotect(m + span, pg, PROT_NONE)) exit(9);\n"
+             "  return m + span - n;\n"
+             "}\n"
+             "int main(void) {\n"
+             "  if (!(MLP_FORWARD_WORKSPACE_BYTES < MLP_WORKSPACE_BYTES)) { puts(\"no smaller prefix\"); return 3; }\n"
+             "  float *x = malloc(128 * 784 * 4); const void *in[2] = {x, NULL};\n"
+             "  unsigned long long s = 9;\n"
+             "  for (int i = 0; i < 128 * 784; i++) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; x[i] = (float)(s >> 40) / 16777216.0f; }\n"
+             "  void *p = malloc(MLP_PARAM_BYTES); mlp_init_params(p, 2);\n"
+             "  float *a = malloc(128 * 10 * 4), *b = malloc(128 * 10 * 4); void *oa[1] = {a}, *ob[1] = {b};\n"
+             "  mlp_forward(p, in, oa, malloc(MLP_WORKSPACE_BYTES));\n"
+             "  unsigned char *ws = guarded(MLP_FORWARD_WORKSPACE_BYTES);\n"
+             "  memset(ws, 0xff, MLP_FORWARD_WORKSPACE_BYTES);\n"
+             "  mlp_forward(p, in, ob, ws);\n"
+             "  if (memcmp(a, b, 128 * 10 * 4)) { puts(\"outputs differ\"); return 4; }\n"
+             "  printf(\"prefix %zu of %zu bytes\\n\", (size_t)MLP_FORWARD_WORKSPACE_BYTES, (size_t)MLP_WORKSPACE_BYTES);\n"
+             "  return 0;\n}\n");
+    int rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' --budget 50%% -o mlp.o --header mlp.h && "
+                      "cc app.c mlp.o -lm -o app && ./app", dir, MG_MEMGRAD, MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0 && !strncmp(out, "prefix ", 7), "status %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 START_TEST(budget_below_store_all_is_refused)
 {
     char *out = NULL;
@@ -269,6 +307,7 @@ int main(void)
     tcase_add_test(tc, two_threads_give_the_sequential_results);
     tcase_add_test(tc, two_models_in_one_program);
     tcase_add_test(tc, one_model_at_two_budgets_by_name);
+    tcase_add_test(tc, forward_needs_only_its_workspace);
     tcase_add_test(tc, budget_below_store_all_is_refused);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
