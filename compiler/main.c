@@ -123,6 +123,9 @@ static const char *usage_text =
     "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple)\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
+    "  --name NAME          name the symbols, macros and header guard NAME_... instead of after\n"
+    "                       the model's `model` line (a C identifier, as there): two budgets of\n"
+    "                       one model link into one program\n"
     "  --no-fuse            one kernel call per step: no fused loops for chains of\n"
     "                       elementwise ops whose intermediates the plan frees at once\n"
     "\n"
@@ -155,8 +158,8 @@ static const char *usage_text =
     "but -o, --header, --emit-llvm, --svg, --trace and --graph each name one file, and naming\n"
     "two different files with one of them is an error (exit 2). A file named - is the standard\n"
     "output (-o, --header, --emit-llvm, --svg, --trace) or input (the model, --graph, arena's\n"
-    "FILE.csv); plan and sweep print no report when --svg or --trace is -, so the standard\n"
-    "output is that file alone.\n";
+    "FILE.csv); plan and sweep print no report when --svg or --trace is - (or names the file\n"
+    "the standard output is: /dev/stdout), so the standard output is that file alone.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -200,15 +203,20 @@ static void print_diag_as(const source *src, const mg_diag *d, const char *kind)
 
 static void print_diag(const source *src, const mg_diag *d) { print_diag_as(src, d, "error"); }
 
-/* Writes text to the file tmp; errors name path, the file the user asked for. */
-static int write_file(const char *path, const char *tmp, const char *text)
+/* Writes n bytes of text to the file tmp; errors name path, the file the user asked for, and the
+ * reason: write(2)'s own errno (through stdio a failed write left only the stream's error flag,
+ * and errno could be anything by the fclose that found nothing left to write). */
+static int write_file(const char *path, const char *tmp, const char *text, size_t n)
 {
-    FILE *f = fopen(tmp, "wb");
-    size_t n = strlen(text);
-    int bad = !f || fwrite(text, 1, n, f) != n;
-    if (f) bad |= fclose(f) != 0;
-    if (bad) fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(errno));
-    return bad;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666), err = fd < 0 ? errno : 0;
+    for (size_t at = 0; fd >= 0 && !err && at < n;) {
+        ssize_t w = write(fd, text + at, n - at);
+        if (w > 0) at += (size_t)w;
+        else if (w < 0 && errno != EINTR) err = errno;
+    }
+    if (fd >= 0 && close(fd) != 0 && !err) err = errno;
+    if (err) fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(err));
+    return err != 0;
 }
 
 /* Report files (--svg, --trace): checked before planning (mg_out_check), each written by its
@@ -221,14 +229,15 @@ static int write_report_outs(mg_out_file *f, const report_writer *write, const v
     int rc = mg_out_begin(f, n);
     for (int i = 0; i < n && !rc; i++) {
         if (!f[i].path) continue;
-        FILE *fp = fopen(f[i].tmp, "wb");
-        if (fp) write[i](fp, ctx);
-        int bad = !fp || ferror(fp);
-        if (fp) bad |= fclose(fp) != 0;
-        if (bad) {
-            fprintf(stderr, "memgrad: cannot write %s: %s\n", f[i].path, strerror(errno));
-            rc = 1;
-        }
+        /* in memory first, then write_file: a failed write says why */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        if (!fp) abort();
+        write[i](fp, ctx);
+        if (fclose(fp) != 0) abort(); /* (memory only) */
+        rc = write_file(f[i].path, f[i].tmp, text, len);
+        free(text);
     }
     if (!rc) rc = mg_out_commit(f, n);
     mg_out_end(f, n);
@@ -251,7 +260,9 @@ typedef struct options {
     const char *graph; /* plan --graph FILE.json */
     const char *points_text, *cache_dir, *micro_text;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
-    int report_file_to_stdout; /* --svg - or --trace -: that file is the standard output, alone */
+    const char *name;        /* compile --name: the C names' prefix instead of the model's name */
+    int report_file_to_stdout; /* --svg or --trace is - (or names the file stdout is): that file is the
+                                  standard output, alone */
     int points, no_cache, from_cache, exact_bytes, no_fuse;
     int opt_level, print_ir, print_joint, verify;
     int micro_batches; /* --micro-batches: 0 auto, 1 never split, k */
@@ -259,13 +270,37 @@ typedef struct options {
     double time_limit;
 } options;
 
+/* compile --name: a C identifier the generated names can begin with, held to the rules of a
+ * `model` line (parser.c): at most 127 characters, no '_' at either end and no "__" (C reserves
+ * names that begin with '_', C++ those that contain "__"), in the parser's words. 1 (after a
+ * usage error) when name is not one. */
+static int bad_model_name(const char *name)
+{
+    size_t n = strlen(name);
+    int ident = (name[0] < '0' || name[0] > '9') &&
+                strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+    if (!ident)
+        return usage_error("--name '%s' is not a C identifier: a model's name is letters, digits and '_', not "
+                           "beginning with a digit", name) != 0;
+    if (n > 127) {
+        fprintf(stderr, "memgrad: --name: name too long (%zu characters; at most 127)\nTry 'memgrad --help'.\n", n);
+        return 1;
+    }
+    if (name[0] == '_' || strstr(name, "__") || name[n - 1] == '_') {
+        fprintf(stderr, "memgrad: --name '%s' would give the generated code reserved C names such as '%s_forward': a "
+                "model's name may not begin or end with '_' or contain '__'\nTry 'memgrad --help'.\n", name, name);
+        return 1;
+    }
+    return 0;
+}
+
 /* Which commands take an option, for the error when another is given it ("unknown option
  * '--budget'" for sweep read as if memgrad had no such option); NULL: none. */
 static const char *commands_taking(const char *a)
 {
     static const struct { const char *opt, *cmds; } tab[] = {
         {"-o", "compile"}, {"--header", "compile"}, {"--target", "compile"}, {"--cpu", "compile"},
-        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
+        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"--name", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
         {"-O2", "compile"}, {"-O3", "compile"}, {"--budget", "compile, plan and dot"},
         {"--verify", "compile, plan and dot"}, {"--solver", "compile, plan, sweep and dot"},
         {"--micro-batches", "compile, plan, sweep and dot"}, {"--time-limit", "compile, plan, sweep, dot and arena"},
@@ -295,6 +330,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
         else if (is_compile && !strcmp(a, "--target")) slot = &o->triple;
         else if (is_compile && !strcmp(a, "--cpu")) slot = &o->cpu;
         else if (is_compile && !strcmp(a, "--emit-llvm")) slot = &o->emit_llvm;
+        else if (is_compile && !strcmp(a, "--name")) slot = &o->name;
         else if ((is_compile || is_plan) && !strcmp(a, "--solver")) slot = &o->solver_name;
         else if ((is_compile || is_plan) && !strcmp(a, "--time-limit")) slot = &o->time_limit_text;
         else if ((is_compile || is_plan) && !strcmp(a, "--micro-batches")) slot = &o->micro_text;
@@ -367,6 +403,15 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
              * text report and the SVG after it, neither usable (review19) */
             if (outs[k] == &o->svg || outs[k] == &o->trace) o->report_file_to_stdout = 1;
         }
+    /* and so is any name of the file the standard output is (/dev/stdout, /dev/fd/1, the file
+     * `> FILE` opened): `plan --svg /dev/stdout > m.svg` wrote the report and the SVG after it */
+    struct stat so, sp;
+    if (fstat(STDOUT_FILENO, &so) == 0)
+        for (int k = 0; k < 2; k++) {
+            const char *report = k ? o->trace : o->svg;
+            if (report && stat(report, &sp) == 0 && sp.st_dev == so.st_dev && sp.st_ino == so.st_ino)
+                o->report_file_to_stdout = 1;
+        }
     if (o->model && !strcmp(o->model, "-")) o->model = "/dev/stdin";
     if (o->graph && !strcmp(o->graph, "-")) o->graph = "/dev/stdin";
     if (o->print_ir && o->print_joint)
@@ -384,6 +429,7 @@ static int parse_options(int argc, char **argv, options *o, const char *cmd)
                                : "%s: no model file given",
                            cmd);
     if (is_compile && !o->out) return usage_error("%s", "compile: no output file given (-o FILE.o)");
+    if (o->name && bad_model_name(o->name)) return 2;
     if (o->budget) {
         mg_budget b;
         char err[256];
@@ -626,10 +672,14 @@ static int run_planner(options *o, compiled *c, int want_min)
         print_diag(&c->src, &d);
         return 1;
     } else if (use_cache && c->plan.train && !c->plan.note) {
-        /* (a cache that cannot be written is no error; a plan with a note — CBC failed or was
+        /* (a cache that cannot be written is no error but a warning: it cached nothing, unsaid,
+         * and the user took the plans for cached; a plan with a note — CBC failed or was
          * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
          * printed no note, and a later run never gave CBC another chance) */
-        if (mg_plan_cache_store(dir, key, &c->plan) == MG_OK) {
+        if (mg_plan_cache_store(dir, key, &c->plan) != MG_OK) {
+            fprintf(stderr, "memgrad: warning: cannot write the plan cache in '%s': %s (the plan is not cached)\n", dir,
+                    strerror(errno));
+        } else {
             /* the bound, as ccache keeps its: least recently used entries out (a prune that
              * cannot read the directory is no error either) */
             mg_plan_cache_usage gone;
@@ -1134,6 +1184,10 @@ static int cmd_compile(options *o)
     compiled c;
     rc = run_frontend(o->model, &c, 1);
     if (!rc) warn_unused_params(&c);
+    /* --name renames the model before planning, so that a micro-batched graph made from it (and
+     * so the object's symbols and the header) take the new name; the structural hash, and so the
+     * plan cache's key, leave the name out */
+    if (!rc && o->name) c.g->model_name = mg_graph_intern(c.g, o->name);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
     /* Every output goes to a temporary file first; all are put in place only when all are
@@ -1149,7 +1203,7 @@ static int cmd_compile(options *o)
     }
     if (!rc && o->header) {
         char *h = mg_header_text(&c.prog, o->out, o->header);
-        rc = write_file(o->header, outs[1].tmp, h);
+        rc = write_file(o->header, outs[1].tmp, h, strlen(h));
         free(h);
     }
     if (!rc) rc = mg_out_commit(outs, 3);
@@ -1226,15 +1280,47 @@ static int cmd_cache(int argc, char **argv)
     return 0;
 }
 
-/* The command's exit status, or 1 when what it printed to stdout did not all get there (a full
- * disk, /dev/full): a report cut short must not look like a report. */
-static int close_stdout(int rc)
+/* The standard output as the driver writes it: stdio's stream over write(2) calls of its own,
+ * which keep the first error's errno. stdio keeps only an error flag, so a write larger than its
+ * buffer that failed (`plan` or `--help` > /dev/full) was said as "cannot write the standard
+ * output" without the reason: errno was long gone by the fclose that found nothing to write. */
+typedef struct stdout_sink {
+    int err; /* the first failed write's or close's errno; 0 */
+} stdout_sink;
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
 {
-    errno = 0;
+    stdout_sink *s = cookie;
+    for (size_t at = 0; at < n;) {
+        ssize_t w = write(STDOUT_FILENO, buf + at, n - at);
+        if (w > 0) at += (size_t)w;
+        else if (w < 0 && errno != EINTR) {
+            if (!s->err) s->err = errno;
+            return -1;
+        }
+    }
+    return (ssize_t)n;
+}
+
+static int sink_close(void *cookie)
+{
+    stdout_sink *s = cookie;
+    if (close(STDOUT_FILENO) == 0) return 0;
+    if (!s->err) s->err = errno;
+    return -1;
+}
+
+/* The command's exit status, or 1 when what it printed to stdout did not all get there (a full
+ * disk, /dev/full): a report cut short must not look like a report. The reason comes from the
+ * sink (sink NULL: stdio's own stdout, fclose's errno). */
+static int close_stdout(int rc, const stdout_sink *sink)
+{
     int bad = ferror(stdout);
+    errno = 0;
     if (fclose(stdout) != 0) bad = 1;
     if (!bad) return rc;
-    if (errno) fprintf(stderr, "memgrad: cannot write the standard output: %s\n", strerror(errno));
+    int err = sink && sink->err ? sink->err : errno;
+    if (err) fprintf(stderr, "memgrad: cannot write the standard output: %s\n", strerror(err));
     else fprintf(stderr, "memgrad: cannot write the standard output\n");
     return rc ? rc : 1;
 }
@@ -1289,5 +1375,12 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
 #endif
-    return close_stdout(run(argc, argv));
+    /* stdout through the sink (close_stdout's reason); line-buffered on a terminal, as stdio's */
+    stdout_sink sink = {0};
+    FILE *out = fopencookie(&sink, "w", (cookie_io_functions_t){.write = sink_write, .close = sink_close});
+    if (out) {
+        setvbuf(out, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+        stdout = out;
+    }
+    return close_stdout(run(argc, argv), out ? &sink : NULL);
 }

@@ -133,9 +133,15 @@ static void put_plan(wbuf *b, const mg_plan *p)
     wput(b, p->bufs, (size_t)p->nbufs * sizeof *p->bufs);
 }
 
+/* MG_ERR leaves errno saying why (plan.h's prototype is shared with tests that pass no mg_diag):
+ * the driver warns with it, as a cache that cannot be written cached nothing, unsaid. The first
+ * directory mkdir -p could not make is the reason, not the ENOENT of the file under it. */
 mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *pl)
 {
-    if (!pl->train || !pl->forward) return MG_ERR;
+    if (!pl->train || !pl->forward) {
+        errno = EINVAL;
+        return MG_ERR;
+    }
     wbuf b = {0};
     wput(&b, magic, sizeof magic);
     wput(&b, &key, sizeof key);
@@ -157,16 +163,23 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     char path[4096], tmp[4200];
     if (!entry_path(dir, key, path, sizeof path)) {
         free(b.p);
+        errno = ENAMETOOLONG;
         return MG_ERR;
     }
     snprintf(path, sizeof path, "%s", dir);
+    int mkdir_err = 0;
     for (char *s = path + 1; *s; s++)
         if (*s == '/') {
             *s = 0;
-            mkdir(path, 0777);
+            if (mkdir(path, 0777) && errno != EEXIST && !mkdir_err) mkdir_err = errno;
             *s = '/';
         }
-    mkdir(path, 0777);
+    if (mkdir(path, 0777) && errno != EEXIST) {
+        int err = mkdir_err && errno == ENOENT ? mkdir_err : errno;
+        free(b.p);
+        errno = err;
+        return MG_ERR;
+    }
     entry_path(dir, key, path, sizeof path);
     int fd = -1;
     for (unsigned attempt = 0; attempt < 64 && fd < 0; attempt++) {
@@ -174,14 +187,20 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (fd >= 0 && !f) close(fd);
-    int bad = !f || fwrite(b.p, 1, b.n, f) != b.n;
-    if (f) bad |= fclose(f) != 0;
-    if (!bad) bad = rename(tmp, path) != 0;
-    if (bad && fd >= 0) remove(tmp);
+    int err = fd < 0 ? errno : 0;
+    /* write(2) itself, not stdio: its errno is the reason (ENOSPC, EDQUOT, EFBIG) */
+    for (size_t at = 0; fd >= 0 && !err && at < b.n;) {
+        ssize_t w = write(fd, b.p + at, b.n - at);
+        if (w > 0) at += (size_t)w;
+        else if (w == 0) err = EIO;
+        else if (errno != EINTR) err = errno;
+    }
+    if (fd >= 0 && close(fd) != 0 && !err) err = errno;
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (err && fd >= 0) remove(tmp);
     free(b.p);
-    return bad ? MG_ERR : MG_OK;
+    errno = err;
+    return err ? MG_ERR : MG_OK;
 }
 
 typedef struct rbuf {

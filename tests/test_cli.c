@@ -222,7 +222,7 @@ END_TEST
 START_TEST(test_help_lists_every_option)
 {
     static const char *const taken[] = {"-o", "--header", "--target", "--cpu", "--emit-llvm", "--no-fuse", "-O0",
-                                        "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
+                                        "--name", "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
                                         "--format", "--graph", "--svg", "--trace", "--bytes", "--print-ir",
                                         "--print-joint", "--capacity", "--clear", "--cache-dir", "--no-cache", "--help", "--version"};
     size_t n = sizeof taken / sizeof taken[0];
@@ -1205,6 +1205,56 @@ static void new_entry(const char *cdir, char *seen, size_t cap, char *name, long
     ck_assert_int_eq(stat(tu_path(cdir, name), &st), 0);
     *bytes = (long long)st.st_size;
 }
+
+/* Was a bug: a cache directory memgrad could not write in (`--cache-dir /tmp/ro/x`, /tmp/ro mode
+ * 555) cached nothing and said nothing, exit 0, so the user took the plans for cached. Now one
+ * warning names the directory and the reason, and the plan is still printed (exit 0). Root
+ * ignores mode bits (tests may run as root), so the store is made to fail for anyone: the
+ * entry's own name is a non-empty directory, over which no rename puts a file (EISDIR). */
+START_TEST(test_cache_dir_unwritable_warns)
+{
+    char m[4300];
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    char *out, seen[256] = "", entry[32];
+    long long bytes;
+    int rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, path("ok"));
+    ck_assert_msg(rc == 0 && !strstr(out, "warning"), "exited %d:\n%.600s", rc, out);
+    free(out);
+    new_entry(path("ok"), seen, sizeof seen, entry, &bytes);
+    const char *where[2] = {"x", "xdg/memgrad"}; /* --cache-dir, and XDG_CACHE_HOME's */
+    for (int k = 0; k < 2; k++) {
+        char blocker[4400];
+        snprintf(blocker, sizeof blocker, "%s/%s/%s", dir, where[k], entry);
+        char cmd[9000], *o2;
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", blocker);
+        ck_assert_int_eq(tu_run(cmd, &o2), 0);
+        free(o2);
+        ck_assert_int_eq(tu_write(tu_path(blocker, "keep"), "not memgrad's\n"), 0);
+        if (k == 0) rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, path("x"));
+        else
+            rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' plan '%s' --budget 50%%", path("xdg"),
+                    MG_MEMGRAD, m);
+        char want[4400];
+        snprintf(want, sizeof want, "memgrad: warning: cannot write the plan cache in '%s/%s': Is a directory (the "
+                 "plan is not cached)\n", dir, where[k]);
+        ck_assert_msg(rc == 0 && strstr(out, want) && strstr(out, "workspace"), "exited %d, wanted %s:\n%.800s", rc,
+                      want, out);
+        const char *w1 = strstr(out, "warning");
+        ck_assert_msg(w1 && !strstr(w1 + 1, "warning"), "not one warning:\n%.800s", out);
+        free(out);
+    }
+    /* mode bits, where they hold (not for root): a directory that cannot be made */
+    if (geteuid() != 0) {
+        ck_assert_int_eq(mkdir(path("ro"), 0555), 0);
+        rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s/x'", m, path("ro"));
+        ck_assert_msg(rc == 0 && strstr(out, "cannot write the plan cache in '") &&
+                          strstr(out, "ro/x': Permission denied (the plan is not cached)") && strstr(out, "workspace"),
+                      "exited %d:\n%.800s", rc, out);
+        free(out);
+        chmod(path("ro"), 0755);
+    }
+}
+END_TEST
 
 /* The plan cache grew forever (review21): entries are now bounded in bytes
  * (MEMGRAD_CACHE_MAX_SIZE, default 256 MiB), the least recently used removed first on a store
@@ -2291,20 +2341,37 @@ END_TEST
 
 /* Was a bug: a report that could not be written to stdout (a full disk; /dev/full here) was lost
  * with exit status 0. Every command now says so and exits 1. */
+/* ... and says why (was a bug: a write larger than stdio's buffer that failed, as plan's report
+ * or --help to /dev/full, said "cannot write the standard output" alone: the failed write's
+ * errno was gone by the fclose that found nothing left to write). */
 START_TEST(test_stdout_write_error)
 {
     if (access("/dev/full", W_OK) != 0) return;
     const char *m = write_model("mlp.mg", mlp_src);
     const char *cmds[] = {"check '%s'", "check '%s' --print-joint", "plan '%s'", "plan '%s' --format json", "dot '%s'",
-                          "sweep '%s' --points 2", "compile '%s' --help"};
+                          "sweep '%s' --points 2", "compile '%s' --help", "--help", "--version", "cache --cache-dir '%s.d'"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char args[4400], *out;
         snprintf(args, sizeof args, cmds[i], m);
         int rc = mg(&out, "%s > /dev/full", args);
-        ck_assert_msg(rc == 1 && strstr(out, "cannot write the standard output"), "%s > /dev/full: exited %d:\n%s", args,
-                      rc, out);
+        ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write the standard output: No space left on device\n"),
+                      "%s > /dev/full: exited %d:\n%s", args, rc, out);
         free(out);
     }
+    /* a file that grows past the file size limit (EFBIG): the standard output, a report file */
+    char cmd[9000], *out;
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 1 && cd '%s' && '%s' plan mlp.mg --no-cache > report.txt", dir,
+             MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write the standard output: File too large\n"),
+                  "plan > report.txt past ulimit -f: exited %d:\n%s", rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 1 && cd '%s' && '%s' plan mlp.mg --no-cache --svg m.svg "
+             "> /dev/null", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write m.svg: File too large\n") && !exists(path("m.svg")),
+                  "plan --svg past ulimit -f: exited %d:\n%s", rc, out);
+    free(out);
 }
 END_TEST
 
@@ -2375,13 +2442,14 @@ START_TEST(test_outputs_to_fifos_and_symlinks)
     ck_assert_msg(h && strstr(h, "#define MLP_WORKSPACE_BYTES"), "the link's target was not written");
     free(h);
     /* the file stdout goes to (here by a symlink to /proc/self/fd/1, as /dev/stdout is): the
-     * trace follows the report instead of replacing the link */
+     * trace is written into it instead of replacing the link, and alone, as with --trace - (the
+     * report came before it: test_report_file_named_as_the_standard_output) */
     if (access("/proc/self/fd/1", F_OK) == 0) {
         ck_assert_int_eq(symlink("/proc/self/fd/1", path("stdout")), 0);
         ck_assert_int_eq(mg(&out, "plan '%s' --format json --trace '%s' 2>/dev/null", m, path("stdout")), 0);
-        const char *trace = strstr(out, "\"traceEvents\"");
-        ck_assert_msg(strstr(out, "\"format\": \"memgrad-plan\"") && trace && trace > strstr(out, "memgrad-plan"),
-                      "report and trace on stdout:\n%.300s", out);
+        ck_assert_msg(!strncmp(out, "{\"displayTimeUnit\"", 18) && strstr(out, "\"traceEvents\"") &&
+                          !strstr(out, "memgrad-plan"),
+                      "the trace on stdout:\n%.300s", out);
         free(out);
         ck_assert_msg(lstat(path("stdout"), &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
     }
@@ -3016,6 +3084,81 @@ START_TEST(test_dash_is_standard_input_and_output)
 }
 END_TEST
 
+/* compile --name NAME: the object's symbols, the header's macros and its guard take NAME (so that
+ * two budgets of one model link into one program: test_e2e); a name that is no C identifier, or
+ * one that would give reserved C names, is refused as a `model` line would be (exit 2). */
+START_TEST(test_compile_name)
+{
+    write_model("m.mg", mlp_src);
+    char cmd[8192], *out;
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' compile m.mg -O0 --no-cache --name net_b2 -o m.o --header m.h && nm m.o",
+             dir, MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, " T net_b2_train_step\n") && strstr(out, " T net_b2_forward\n") &&
+                      strstr(out, " D net_b2_params_desc\n") && !strstr(out, "mlp_"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("m.h"));
+    ck_assert_msg(h && strstr(h, "#ifndef MG_MODEL_net_b2_H\n") && strstr(h, "#define NET_B2_WORKSPACE_BYTES ") &&
+                      strstr(h, "float net_b2_train_step(") && !strstr(h, "mlp_") && !strstr(h, "MLP_"),
+                  "header:\n%.600s", h ? h : "(none)");
+    free(h);
+    static const char *const bad[][2] = {
+        {"9net", "is not a C identifier"}, {"net-b", "is not a C identifier"}, {"n\u00e9t", "is not a C identifier"},
+        {"_net", "would give the generated code reserved C names such as '_net_forward'"},
+        {"net_", "may not begin or end with '_' or contain '__'"}, {"a__b", "contain '__'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = mg(&out, "compile '%s' -o '%s' --name '%s'", path("m.mg"), path("x.o"), bad[i][0]);
+        ck_assert_msg(rc == 2 && strstr(out, "memgrad: --name '") && strstr(out, bad[i][1]) && !exists(path("x.o")),
+                      "--name %s: exited %d:\n%s", bad[i][0], rc, out);
+        free(out);
+    }
+    char longname[200];
+    memset(longname, 'n', 128);
+    longname[128] = 0;
+    rc = mg(&out, "compile '%s' -o '%s' --name %s", path("m.mg"), path("x.o"), longname);
+    ck_assert_msg(rc == 2 && strstr(out, "name too long (128 characters; at most 127)"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --name x", path("m.mg"));
+    ck_assert_msg(rc == 2 && strstr(out, "unknown option '--name' for plan (compile takes it)"), "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* Was a bug: `plan --svg /dev/stdout` (where `--svg -` did not) wrote the text report with the SVG
+ * after it, an SVG no viewer opens. Any name of the file the standard output is — /dev/stdout,
+ * /dev/fd/1, the very file `> FILE` opened, a pipe — is now the standard output alone, as -. */
+START_TEST(test_report_file_named_as_the_standard_output)
+{
+    write_model("m.mg", mlp_src);
+    char cmd[8192], *out;
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && M='%s' && \"$M\" plan m.mg --no-cache --svg /dev/stdout > p.svg && \"$M\" plan m.mg "
+             "--no-cache --format json --trace /dev/fd/1 | cat > p.json && \"$M\" plan m.mg --no-cache --svg same.svg "
+             ">> same.svg && \"$M\" sweep m.mg --points 2 --svg /dev/stdout > s.svg && \"$M\" plan m.mg --no-cache "
+             "--svg other.svg > report.txt",
+             dir, MG_MEMGRAD);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    static const char *const alone[][2] = {
+        {"p.svg", "<?xml"}, {"p.json", "{\"displayTimeUnit\""}, {"same.svg", "<?xml"}, {"s.svg", "<?xml"}};
+    for (int i = 0; i < 4; i++) {
+        char *got = tu_read(path(alone[i][0]));
+        ck_assert_msg(got && !strncmp(got, alone[i][1], strlen(alone[i][1])) && !strstr(got, "workspace   ") &&
+                          !strstr(got, "memgrad-plan") && !strstr(got, "budget_bytes,"),
+                      "%s:\n%.300s", alone[i][0], got ? got : "(none)");
+        free(got);
+    }
+    /* a file that is not the standard output leaves the report where it was */
+    char *report = tu_read(path("report.txt")), *svg = tu_read(path("other.svg"));
+    ck_assert_msg(report && strstr(report, "workspace   ") && svg && !strncmp(svg, "<?xml", 5), "report:\n%.300s",
+                  report ? report : "(none)");
+    free(report);
+    free(svg);
+}
+END_TEST
+
 #ifdef MG_TRAIN_MLP
 /* Was a bug: the Fashion-MNIST trainer read its numbers with atoi/atof, so `--epochs abc`
  * trained 0 epochs and `--lr abc` or `--lr -1` took the default rate, all with exit 0. Values
@@ -3423,6 +3566,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
         tcase_add_test(b, test_cache_temporary_is_exclusive);
+        tcase_add_test(b, test_cache_dir_unwritable_warns);
         tcase_add_test(b, test_cache_bound_and_clear);
         tcase_add_test(b, test_cache_off_without_the_executable);
         tcase_add_test(b, test_cache_build_id_is_memgrads);
@@ -3433,6 +3577,8 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
         tcase_add_test(b, test_unused_param_warns);
         tcase_add_test(b, test_dash_is_standard_input_and_output);
+        tcase_add_test(b, test_report_file_named_as_the_standard_output);
+        tcase_add_test(b, test_compile_name);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
         tcase_add_test(b, test_header_says_which_inputs_forward_reads);
         tcase_add_test(b, test_link_hint_is_a_shell_command);

@@ -204,6 +204,81 @@ START_TEST(two_models_in_one_program)
 }
 END_TEST
 
+/* compile --name: one model compiled at two budgets, as mlp_big (store-all) and mlp_small (25%,
+ * recomputing and in micro-batches), links into one program (the object's symbols and the
+ * header's macros and guard all take the name; both were mlp_*, a duplicate definition). The
+ * plans differ, the results do not: gradients are bit-identical across budgets. */
+START_TEST(one_model_at_two_budgets_by_name)
+{
+    char path[4200], *out = NULL;
+    snprintf(path, sizeof path, "%s/app.c", dir);
+    tu_write(path,
+             "#include \"big.h\"\n#include \"small.h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+             "#if !defined(MG_MODEL_mlp_big_H) || !defined(MG_MODEL_mlp_small_H)\n"
+             "#error the headers are not named apart\n#endif\n"
+             "int main(void) {\n"
+             "  if (MLP_SMALL_WORKSPACE_BYTES >= MLP_BIG_WORKSPACE_BYTES) { puts(\"one plan\"); return 3; }\n"
+             "  if (MLP_BIG_PARAM_BYTES != MLP_SMALL_PARAM_BYTES || MLP_BIG_MODEL_HASH != MLP_SMALL_MODEL_HASH) return 6;\n"
+             "  float *x = malloc(128 * 784 * 4); int *y = malloc(128 * 4); const void *in[2] = {x, y};\n"
+             "  unsigned long long s = 5;\n"
+             "  for (int i = 0; i < 128 * 784; i++) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; x[i] = (float)(s >> 40) / 16777216.0f; }\n"
+             "  for (int b = 0; b < 128; b++) y[b] = b % 10;\n"
+             "  void *p = malloc(MLP_BIG_PARAM_BYTES), *p2 = malloc(MLP_SMALL_PARAM_BYTES);\n"
+             "  void *gb = malloc(MLP_BIG_PARAM_BYTES), *gs = malloc(MLP_SMALL_PARAM_BYTES);\n"
+             "  mlp_big_init_params(p, 7); mlp_small_init_params(p2, 7);\n"
+             "  if (memcmp(p, p2, MLP_BIG_PARAM_BYTES)) { puts(\"init differs\"); return 4; }\n"
+             "  float lb = mlp_big_train_step(p, gb, in, malloc(MLP_BIG_WORKSPACE_BYTES));\n"
+             "  float ls = mlp_small_train_step(p, gs, in, malloc(MLP_SMALL_WORKSPACE_BYTES));\n"
+             "  if (lb != ls || memcmp(gb, gs, MLP_BIG_PARAM_BYTES)) { printf(\"differ %.9g %.9g\\n\", lb, ls); return 5; }\n"
+             "  printf(\"equal %.6f in %zu and %zu bytes\\n\", lb, (size_t)MLP_BIG_WORKSPACE_BYTES, (size_t)MLP_SMALL_WORKSPACE_BYTES);\n"
+             "  return 0;\n}\n");
+    int rc = sh(&out, "cd '%s' && M='%s' && \"$M\" compile '%s/examples/mlp.mg' --solver store-all --name mlp_big -o big.o "
+                      "--header big.h && \"$M\" compile '%s/examples/mlp.mg' --budget 25%% --name mlp_small -o small.o "
+                      "--header small.h && cc app.c big.o small.o -lm -o app && ./app",
+                dir, MG_MEMGRAD, MG_SOURCE_DIR, MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0 && !strncmp(out, "equal ", 6), "status %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* NAME_FORWARD_WORKSPACE_BYTES: NAME_forward touches only that prefix of the workspace. Checked
+ * against the hardware, not a sanitizer (the generated object is not instrumented): the
+ * workspace ends exactly where an inaccessible page begins, so a read or write past it faults;
+ * the outputs equal those computed in a whole workspace, and the labels are not passed. */
+START_TEST(forward_needs_only_its_workspace)
+{
+    char path[4200], *out = NULL;
+    snprintf(path, sizeof path, "%s/app.c", dir);
+    tu_write(path,
+             "#include \"mlp.h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+             "#include <sys/mman.h>\n#include <unistd.h>\n"
+             "static unsigned char *guarded(size_t n) {  /* n bytes that end at a PROT_NONE page */\n"
+             "  size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;\n"
+             "  unsigned char *m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
+             "  if (m == MAP_FAILED || mprotect(m + span, pg, PROT_NONE)) exit(9);\n"
+             "  return m + span - n;\n"
+             "}\n"
+             "int main(void) {\n"
+             "  if (!(MLP_FORWARD_WORKSPACE_BYTES < MLP_WORKSPACE_BYTES)) { puts(\"no smaller prefix\"); return 3; }\n"
+             "  float *x = malloc(128 * 784 * 4); const void *in[2] = {x, NULL};\n"
+             "  unsigned long long s = 9;\n"
+             "  for (int i = 0; i < 128 * 784; i++) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; x[i] = (float)(s >> 40) / 16777216.0f; }\n"
+             "  void *p = malloc(MLP_PARAM_BYTES); mlp_init_params(p, 2);\n"
+             "  float *a = malloc(128 * 10 * 4), *b = malloc(128 * 10 * 4); void *oa[1] = {a}, *ob[1] = {b};\n"
+             "  mlp_forward(p, in, oa, malloc(MLP_WORKSPACE_BYTES));\n"
+             "  unsigned char *ws = guarded(MLP_FORWARD_WORKSPACE_BYTES);\n"
+             "  memset(ws, 0xff, MLP_FORWARD_WORKSPACE_BYTES);\n"
+             "  mlp_forward(p, in, ob, ws);\n"
+             "  if (memcmp(a, b, 128 * 10 * 4)) { puts(\"outputs differ\"); return 4; }\n"
+             "  printf(\"prefix %zu of %zu bytes\\n\", (size_t)MLP_FORWARD_WORKSPACE_BYTES, (size_t)MLP_WORKSPACE_BYTES);\n"
+             "  return 0;\n}\n");
+    int rc = sh(&out, "cd '%s' && '%s' compile '%s/examples/mlp.mg' --budget 50%% -o mlp.o --header mlp.h && "
+                      "cc app.c mlp.o -lm -o app && ./app", dir, MG_MEMGRAD, MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0 && !strncmp(out, "prefix ", 7), "status %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 START_TEST(budget_below_store_all_is_refused)
 {
     char *out = NULL;
@@ -231,6 +306,8 @@ int main(void)
     tcase_add_test(tc, train_linked_with_cc_only);
     tcase_add_test(tc, two_threads_give_the_sequential_results);
     tcase_add_test(tc, two_models_in_one_program);
+    tcase_add_test(tc, one_model_at_two_budgets_by_name);
+    tcase_add_test(tc, forward_needs_only_its_workspace);
     tcase_add_test(tc, budget_below_store_all_is_refused);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
