@@ -545,8 +545,14 @@ static int run_frontend(const char *path, compiled *c, int to_plan)
     mg_diag d = {0};
     memset(c, 0, sizeof *c);
     if (read_source(path, &c->src)) return 1;
-    if (mg_parse(c->src.path, c->src.text, c->src.len, &c->g, &d) || mg_autodiff(c->g, &d)) {
+    int parsed = 0;
+    if (!(parsed = !mg_parse(c->src.path, c->src.text, c->src.len, &c->g, &d)) || mg_autodiff(c->g, &d)) {
         print_diag(&c->src, &d);
+        size_t i = 0; /* a JSON file where a model was expected: most likely a benchmark graph */
+        while (!parsed && i < c->src.len && strchr(" \t\r\n", c->src.text[i])) i++;
+        if (!parsed && i < c->src.len && c->src.text[i] == '{')
+            fprintf(stderr, "%s: note: this looks like JSON, not a model (.mg); `plan --graph FILE` and `sweep "
+                            "--graph FILE` take a benchmark graph (node-link JSON)\n", c->src.path);
         return 1;
     }
     return to_plan ? plannable(c) : 0;
@@ -762,6 +768,16 @@ static int cmd_check(options *o)
     return rc;
 }
 
+/* A cost that reads back as the same double (as report_json.c writes them): a --graph's costs
+ * are its own unit and may have a fraction, which "%.0f" rounded (0.4 + 0.4 printed as 1) */
+static void print_cost(double v)
+{
+    char s[320]; /* (the longest "%.0f" of a double: 309 digits) */
+    snprintf(s, sizeof s, "%.0f", v);
+    for (int prec = 15; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, sizeof s, "%.*g", prec, v);
+    fputs(s, stdout);
+}
+
 /* plan --graph: a benchmark graph instead of a model; one schedule, costs in the graph's units. */
 static int cmd_plan_graph(options *o)
 {
@@ -817,11 +833,17 @@ static int cmd_plan_graph(options *o)
                (long long)all.store_all_bytes, mg_bytes_word(all.store_all_bytes));
         printf("  minimum feasible    %s (%lld %s)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
                (long long)sol.min_feasible_bytes, mg_bytes_word(sol.min_feasible_bytes));
-        printf("  cost                %.0f once, %.0f executed, recompute overhead %.2f%%\n", t->flops_once,
-               t->flops_executed, 100.0 * mg_recompute_overhead(t->flops_once, t->flops_executed));
-        if (sol.lower_bound > t->flops_once)
-            printf("  lower bound         %.0f proven; the plan is within %.2f%% of it\n", sol.lower_bound,
+        fputs("  cost                ", stdout);
+        print_cost(t->flops_once);
+        fputs(" once, ", stdout);
+        print_cost(t->flops_executed);
+        printf(" executed, recompute overhead %.2f%%\n", 100.0 * mg_recompute_overhead(t->flops_once, t->flops_executed));
+        if (sol.lower_bound > t->flops_once) {
+            fputs("  lower bound         ", stdout);
+            print_cost(sol.lower_bound);
+            printf(" proven; the plan is within %.2f%% of it\n",
                    100.0 * (t->flops_executed - sol.lower_bound) / sol.lower_bound);
+        }
         printf("  steps               %d\n", t->nsteps);
     }
     if (!rc && o->verify) {
@@ -911,16 +933,6 @@ static void json_string(const char *s)
         else if (*p < 0x20) printf("\\u%04x", *p);
         else putchar(*p);
     putchar('"');
-}
-
-/* A cost that reads back as the same double (as report_json.c writes them): a --graph's costs
- * are its own unit and may have a fraction, which "%.0f" rounded (0.4 + 0.4 printed as 1) */
-static void print_cost(double v)
-{
-    char s[320]; /* (the longest "%.0f" of a double: 309 digits) */
-    snprintf(s, sizeof s, "%.0f", v);
-    for (int prec = 15; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, sizeof s, "%.*g", prec, v);
-    fputs(s, stdout);
 }
 
 /* A point's part count as the reports give it: 1 for a plan of the whole batch (and a --graph's) */

@@ -3296,10 +3296,28 @@ START_TEST(test_graph_text_after_the_json)
 }
 END_TEST
 
+/* A benchmark graph given where a model goes (plan g.json, without --graph): the parser's error
+ * at the first quote alone left the user guessing; a note now points at --graph. A model with
+ * a syntax error gets no such note. */
+START_TEST(test_graph_given_as_a_model_hints_graph)
+{
+    const char *g = write_model("g.json", "  {\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": []}\n");
+    char *out;
+    int rc = mg(&out, "plan '%s'", g);
+    ck_assert_msg(rc == 1 && strstr(out, "note: this looks like JSON") && strstr(out, "--graph"),
+                  "plan exited %d:\n%s", rc, out);
+    free(out);
+    const char *m = write_model("bad.mg", "model m\nx = \n");
+    rc = mg(&out, "plan '%s'", m);
+    ck_assert_msg(rc != 0 && !strstr(out, "--graph"), "plan exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* A benchmark graph's costs are its own unit and may have fractions (cost_cpu 0.4): the JSON
  * printed every cost with "%.0f", so the nodes' "flops" read 0, 0 and 0 while the plan's
  * flops_once read 1 (0.75 rounded), and a tool re-adding the nodes' costs found another figure
- * than the plan's; sweep's JSON rounded its points' the same way. Now each cost reads back as
+ * than the plan's; sweep's JSON and the text report rounded them the same way. Now each cost reads back as
  * the double memgrad planned with, and whole costs print as before. */
 START_TEST(test_graph_fractional_costs_add_up)
 {
@@ -3341,6 +3359,11 @@ START_TEST(test_graph_fractional_costs_add_up)
                       cJSON_GetObjectItem(p0, "flops_executed")->valuedouble == sum,
                   "sweep's point: %s", out);
     cJSON_Delete(j);
+    free(out);
+    /* and the text report's (it printed "cost 8 once, 8 executed") */
+    rc = mg(&out, "plan --graph '%s'", g);
+    ck_assert_msg(rc == 0 && strstr(out, "cost                7.75 once, 7.75 executed"), "plan exited %d:\n%s", rc,
+                  out);
     free(out);
 }
 END_TEST
@@ -3588,6 +3611,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_output_matches_its_docs);
         tcase_add_test(b, test_graph_text_after_the_json);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
+        tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
         tcase_add_test(b, test_graph_empty_file_says_so);
         tcase_add_test(b, test_long_names_are_whole_in_every_report);
