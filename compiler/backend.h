@@ -22,10 +22,19 @@ typedef struct mg_program {
     int micro_batches;        /* the batch's parts in g (0 or 1: not split) */
 } mg_program;
 
-/* codegen.c: emits an object file at obj_path (and, if ll_path is not NULL, the optimised
- * LLVM IR as text). */
-mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *obj_path,
-                         const char *ll_path, mg_diag *d);
+/* codegen.c's output, in memory: the object file's bytes and, where asked for, the optimised
+ * LLVM IR as text (NUL-terminated). The driver writes them, so that a full disk is an error
+ * naming the user's file: LLVM's own file streams abort the process there ("LLVM ERROR: IO
+ * failure on output stream"). */
+typedef struct mg_emitted {
+    char *obj, *ll;
+    size_t obj_len, ll_len;
+} mg_emitted;
+
+/* codegen.c: the object of p for t into *out (and the IR where want_ll); on an error *out is
+ * empty. */
+mg_status mg_emit_object(const mg_program *p, const mg_target *t, int want_ll, mg_emitted *out, mg_diag *d);
+void mg_emitted_free(mg_emitted *e);
 
 /* codegen.c: generates a trivial function for t. An unknown CPU makes LLVM print a warning
  * and, on some targets, abort the process: callers run this in a child process first. */

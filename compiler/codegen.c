@@ -1223,9 +1223,16 @@ static mg_status fits_pointers(const mg_program *p, unsigned ptr_bytes, const ch
     return MG_OK;
 }
 
-mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *obj_path,
-                         const char *ll_path, mg_diag *d)
+void mg_emitted_free(mg_emitted *e)
 {
+    free(e->obj);
+    free(e->ll);
+    *e = (mg_emitted){0};
+}
+
+mg_status mg_emit_object(const mg_program *p, const mg_target *t, int want_ll, mg_emitted *out, mg_diag *d)
+{
+    *out = (mg_emitted){0};
     mg_loc none = {0};
     const mg_graph *g = p->g;
     cg c = {0};
@@ -1348,13 +1355,25 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, const char *ob
             goto dispose;
         }
     }
-    if (ll_path && LLVMPrintModuleToFile(c.mod, ll_path, &err)) {
-        st = mg_diag_set(d, none, "cannot write %s: %s", ll_path, err);
-        goto dispose;
+    if (want_ll) { /* (copied: LLVM's strings are freed with LLVMDisposeMessage) */
+        char *ll = LLVMPrintModuleToString(c.mod);
+        out->ll_len = strlen(ll);
+        out->ll = malloc(out->ll_len + 1);
+        if (!out->ll) abort();
+        memcpy(out->ll, ll, out->ll_len + 1);
+        LLVMDisposeMessage(ll);
     }
-    if (LLVMTargetMachineEmitToFile(tm, c.mod, (char *)obj_path, LLVMObjectFile, &err)) {
-        st = mg_diag_set(d, none, "cannot write %s: %s", obj_path, err);
-        goto dispose;
+    {
+        LLVMMemoryBufferRef obj = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, c.mod, LLVMObjectFile, &err, &obj)) {
+            st = mg_diag_set(d, none, "cannot generate the object: %s", err);
+            goto dispose;
+        }
+        out->obj_len = LLVMGetBufferSize(obj);
+        out->obj = malloc(out->obj_len ? out->obj_len : 1);
+        if (!out->obj) abort();
+        memcpy(out->obj, LLVMGetBufferStart(obj), out->obj_len);
+        LLVMDisposeMemoryBuffer(obj);
     }
 dispose:
     step_fns_free(&c);
@@ -1373,5 +1392,6 @@ dispose:
     if (c.failed) st = MG_ERR;
     if (err) LLVMDisposeMessage(err);
     tmachine_free(&m);
+    if (st) mg_emitted_free(out);
     return st;
 }

@@ -1208,9 +1208,14 @@ static int cmd_compile(options *o)
     if (!rc) {
         mg_diag d = {0};
         mg_target t = {o->triple, o->cpu, NULL, o->opt_level, o->no_fuse};
-        if (mg_emit_object(&c.prog, &t, outs[0].tmp, o->emit_llvm ? outs[2].tmp : NULL, &d)) {
+        mg_emitted e;
+        if (mg_emit_object(&c.prog, &t, o->emit_llvm != NULL, &e, &d)) {
             print_diag(&c.src, &d);
             rc = 1;
+        } else {
+            rc = write_file(o->out, outs[0].tmp, e.obj, e.obj_len);
+            if (!rc && o->emit_llvm) rc = write_file(o->emit_llvm, outs[2].tmp, e.ll, e.ll_len);
+            mg_emitted_free(&e);
         }
     }
     if (!rc && o->header) {

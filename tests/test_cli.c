@@ -2372,6 +2372,21 @@ START_TEST(test_stdout_write_error)
     ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write m.svg: File too large\n") && !exists(path("m.svg")),
                   "plan --svg past ulimit -f: exited %d:\n%s", rc, out);
     free(out);
+    /* the object and the IR: LLVM's own file streams aborted there ("LLVM ERROR: IO failure on
+     * output stream: File too large"), naming no file the user gave (ulimit -f counts 512-byte
+     * blocks in dash: the object, 59 KB, fits 400 of them, the IR, 658 KB, does not) */
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 8 && cd '%s' && '%s' compile mlp.mg -o m.o", dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write m.o: File too large\n") && !exists(path("m.o")),
+                  "compile -o past ulimit -f: exited %d:\n%s", rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 400 && cd '%s' && '%s' compile mlp.mg -o m.o --emit-llvm m.ll",
+             dir, MG_MEMGRAD);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 1 && strstr(out, "memgrad: cannot write m.ll: File too large\n") && !exists(path("m.o")) &&
+                      !exists(path("m.ll")),
+                  "compile --emit-llvm past ulimit -f: exited %d:\n%s", rc, out);
+    free(out);
 }
 END_TEST
 
