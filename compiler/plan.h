@@ -484,7 +484,7 @@ mg_status mg_program_verify(const mg_graph *g, const mg_planned *p, mg_diag *d);
 
 /* plan_cache.c: plans on disk, keyed by everything they depend on. Load returns 1 only for an
  * entry whose checksum matches and whose plans pass the verifier against g; store returns
- * MG_ERR (nothing else) when the entry cannot be written. */
+ * MG_ERR (nothing else) when the entry cannot be written, errno then saying why. */
 uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq);
 /* A hash of the file at exe, for mg_plan_request.build_id: a rebuilt or upgraded planner may
  * plan better, so it must not be served an older one's plans. 0 when the file cannot be read. */
