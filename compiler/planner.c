@@ -391,10 +391,27 @@ static void set_unplaced_peak(mg_plan *p)
     p->peak_live_bytes = mg_plan_peak_live(p);
 }
 
+/* The schedulers' scratch (mg_sched_store, mg_rc_store) of one thread's runs, kept from run to
+ * run of one problem: the minimum search's (min_search), ~150-250 runs on the long chains, each
+ * of which allocated ~30 arrays of n afresh (and its plan's steps, grown by realloc to the step
+ * limit on a failing run: 170,064 steps on the 5,000-step relu chain). NULL fields: none. */
+typedef struct sched_scratch {
+    mg_sched_store *remat;
+    mg_rc_store *rc;
+} sched_scratch;
+
+static void use_scratch(mg_sched_opts *o, const sched_scratch *z)
+{
+    o->store = z ? z->remat : NULL;
+    o->rc_store = z ? z->rc : NULL;
+}
+
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
  * cheapest first; returns how many have a schedule. sched_rc.c's variants run first: where
- * policies thrash they are the cheap ones, so the limit above cuts the others early. */
-static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
+ * policies thrash they are the cheap ones, so the limit above cuts the others early. z: the
+ * scratch the runs use (NULL: none), kept in each variant's opts. */
+static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v, int nvariants,
+                                const sched_scratch *z, mg_diag *d)
 {
     int n = 0;
     double best = 0;
@@ -405,6 +422,7 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
         int i = j < NRC ? NBASE + j : j < NBASE + NRC ? j - NRC : j;
         v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
         v[i].o.flops_limit = best > 0 ? HOPELESS * best : 0;
+        use_scratch(&v[i].o, z);
         v[i].p = NULL;
         if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
         v[i].o.flops_limit = 0; /* fitting it reschedules without the limit */
@@ -431,6 +449,11 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
         if (v[i].p) v[kept++] = v[i];
     for (int i = kept; i < nvariants; i++) v[i].p = NULL;
     return kept;
+}
+
+static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
+{
+    return schedule_variants_in(pr, budget, v, nvariants, NULL, d);
 }
 
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
@@ -688,7 +711,7 @@ static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
  * still fits once placed. */
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm,
-                             mg_place_memo *mm, mg_plan **out, mg_diag *d)
+                             mg_place_memo *mm, const sched_scratch *z, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
@@ -697,6 +720,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     for (int j = 0; j < NBASE + NRC && !*out && !st; j++) { /* (the fit variants save cost, not bytes) */
         int i = (j + NBASE) % (NBASE + NRC); /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
+        use_scratch(&o, z);
         mg_plan *p;
         if (schedule_memo(pr, &o, i, pm, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, mm, out, NULL, d)) st = MG_ERR;
@@ -801,7 +825,8 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
 enum { LADDER_CAPS = 4, LADDER_PLACE = 2, LADDER_PLACE_UP = 8 };
 static const double LADDER_STEP = 0.01;
 
-static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant *v, mg_plan **least, mg_diag *d)
+static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant *v, const sched_scratch *z,
+                                mg_plan **least, mg_diag *d)
 {
     mg_status st = MG_OK;
     int64_t peak = (*least)->peak_live_bytes;
@@ -810,7 +835,7 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant
     for (int k = 1; k <= LADDER_CAPS; k++) {
         int64_t step = (int64_t)((double)peak * LADDER_STEP * k), cap = up ? peak + step : peak - step;
         if (up && cap >= (*least)->workspace_bytes) break;
-        int nv = schedule_variants(pr, cap, v, NVARIANTS + restarts_for(pr), d);
+        int nv = schedule_variants_in(pr, cap, v, NVARIANTS + restarts_for(pr), z, d);
         for (int i = 0; i < nv; i++) { /* into kept (by variant_by_peak) when among the lowest */
             variant x = v[i];
             for (int j = 0; j < nkept && x.p; j++)
@@ -847,8 +872,8 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant
 /* The least placed workspace below hi the descent finds, into *out (NULL: none), and the variant
  * that made it, its cap that of the step (*won_by; set where *out is); its placements search with
  * effort times the arena's usual effort. */
-static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search_memo *memo, mg_plan **out,
-                         mg_sched_opts *won_by, mg_diag *d)
+static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search_memo *memo,
+                         const sched_scratch *z, mg_plan **out, mg_sched_opts *won_by, mg_diag *d)
 {
     *out = NULL;
     mg_status st = MG_OK;
@@ -860,7 +885,7 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
         int64_t budget = (*out ? (*out)->workspace_bytes : hi) - 1;
         int nv = 0;
         if (round == 0) {
-            nv = schedule_variants(pr, budget, v, NVARIANTS + restarts_for(pr), d);
+            nv = schedule_variants_in(pr, budget, v, NVARIANTS + restarts_for(pr), z, d);
         } else { /* the variants that fitted in the step before */
             for (int w = 0; w < nwon && !st; w++) {
                 mg_plan *p = NULL;
@@ -900,7 +925,8 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
         *out = least;
         *won_by = least_by;
     }
-    if (!st && wastes(*out, DESCENT_WASTE)) st = descend_ladder(pr, &mm, v, out, d);
+    if (!st && wastes(*out, DESCENT_WASTE)) st = descend_ladder(pr, &mm, v, z, out, d);
+    use_scratch(won_by, NULL); /* (the scratch is the caller's, and won_by outlives it) */
     return st;
 }
 
@@ -1077,6 +1103,7 @@ static void min_search(min_search_job *r)
     else if (floor > lo && floor < hi) first = floor;
     probe_memo pm = {.n = {0}};
     mg_place_memo bm = {.n = 0}; /* placements that missed, over all the probes */
+    sched_scratch z = {mg_sched_store_new(pr), mg_rc_store_new(pr)}; /* (this thread's runs only) */
     /* within 0.1% of the least budget found; within 1/DESCENT_TOL where the plan there wastes more
      * than DESCENT_TOL_WASTE, as the descent then goes on from it to placements below what the
      * probes reach, and a probe that misses costs every variant's fitting: mlp_deep in 32 parts,
@@ -1086,7 +1113,7 @@ static void min_search(min_search_job *r)
         int64_t mid = first > 0 ? first : lo + (hi - lo) / 2;
         first = -1;
         mg_plan *p;
-        if ((r->st = feasible_at(pr, mid, &mmemo, &pm, &bm, &p, &r->d))) break;
+        if ((r->st = feasible_at(pr, mid, &mmemo, &pm, &bm, &z, &p, &r->d))) break;
         if (p && mid == floor) lo = p->workspace_bytes - 1; /* within floor: done */
         if (p) {
             hi = p->workspace_bytes;
@@ -1111,7 +1138,7 @@ static void min_search(min_search_job *r)
     if (!r->st && searching && (found || below > 0) && !(floor > 0 && hi <= floor)) {
         mg_plan *p;
         double effort = found && !wastes(best, DESCENT_WASTE) ? DESCENT_QUICK : 1.0;
-        if (!(r->st = descend(pr, hi, effort, &mmemo, &p, &r->seed, &r->d)) && p) {
+        if (!(r->st = descend(pr, hi, effort, &mmemo, &z, &p, &r->seed, &r->d)) && p) {
             r->descended = p->workspace_bytes == p->peak_live_bytes; /* (placed with no waste) */
             hi = p->workspace_bytes;
             found = 1;
@@ -1126,6 +1153,8 @@ static void min_search(min_search_job *r)
         }
     }
     mg_chain_free(mmemo.chain);
+    mg_sched_store_free(z.remat);
+    mg_rc_store_free(z.rc);
     r->hi = hi;
     r->found = found;
     r->best = best;
