@@ -400,6 +400,10 @@ typedef struct sched_scratch {
     mg_rc_store *rc;
 } sched_scratch;
 
+typedef struct probe_memo probe_memo;
+static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int j, probe_memo *pm, mg_plan **out,
+                               mg_diag *d);
+
 static void use_scratch(mg_sched_opts *o, const sched_scratch *z)
 {
     o->store = z ? z->remat : NULL;
@@ -409,9 +413,10 @@ static void use_scratch(mg_sched_opts *o, const sched_scratch *z)
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
  * cheapest first; returns how many have a schedule. sched_rc.c's variants run first: where
  * policies thrash they are the cheap ones, so the limit above cuts the others early. z: the
- * scratch the runs use (NULL: none), kept in each variant's opts. */
+ * scratch the runs use (NULL: none), kept in each variant's opts; fm: a memo of the failing runs
+ * (schedule_memo; NULL: none). */
 static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v, int nvariants,
-                                const sched_scratch *z, mg_diag *d)
+                                const sched_scratch *z, probe_memo *fm, mg_diag *d)
 {
     int n = 0;
     double best = 0;
@@ -424,7 +429,7 @@ static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v
         v[i].o.flops_limit = best > 0 ? HOPELESS * best : 0;
         use_scratch(&v[i].o, z);
         v[i].p = NULL;
-        if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        if (fm ? schedule_memo(pr, &v[i].o, i, fm, &v[i].p, d) : evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
         v[i].o.flops_limit = 0; /* fitting it reschedules without the limit */
         if (v[i].p && (best == 0 || v[i].p->flops_executed < best)) best = v[i].p->flops_executed;
         if (v[i].p) {
@@ -453,7 +458,7 @@ static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v
 
 static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
 {
-    return schedule_variants_in(pr, budget, v, nvariants, NULL, d);
+    return schedule_variants_in(pr, budget, v, nvariants, NULL, NULL, d);
 }
 
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
@@ -685,26 +690,35 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
  * where the variant found no schedule skips it. Near the minimum the bisection's probes are
  * closer together than the footprints the scheduler compares with the cap, so most failing runs
  * there would only repeat. (Runs that found a schedule are not kept: a later probe rarely falls
- * in their range, and copying their plans cost more than it saved.) */
-enum { FAILS_MAX = 8 };
+ * in their range, and copying their plans cost more than it saved.) The descent keeps one too
+ * for the variants schedule_variants_in runs (restarts included), where the ladder's caps, 1%
+ * of the peak apart, fall within one failing run's range: the tanh chain of 1,666 layers, peak
+ * 312,448 bytes, 3,124 bytes apart, where the range is about one 8,192-byte value wide, and 24
+ * of its 25 variants fail each rung (0.9 s a rung, 4 rungs). A run given up on past its
+ * flops_limit fails the same under a lower limit too, so the limit is kept with the range. */
+enum { FAILS_MAX = 8, NMEMO = NVARIANTS + MAX_RESTARTS };
 typedef struct probe_memo {
-    int64_t lo[NBASE + NRC][FAILS_MAX], hi[NBASE + NRC][FAILS_MAX]; /* variant j: no schedule under any cap in [lo, hi) */
-    int n[NBASE + NRC], next[NBASE + NRC];                          /* ranges kept, and the one replaced next when full */
+    int64_t lo[NMEMO][FAILS_MAX], hi[NMEMO][FAILS_MAX]; /* variant j: no schedule under any cap in [lo, hi) */
+    double limit[NMEMO][FAILS_MAX];                      /* under its flops_limit (0: none) or any lower one */
+    int n[NMEMO], next[NMEMO];                           /* ranges kept, and the one replaced next when full */
 } probe_memo;
 
-/* Variant j (0..NBASE+NRC-1) under opts->cap, unless a run already failed under it. */
+/* Variant j (0..NMEMO-1) under opts->cap, unless a run already failed under it. */
 static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int j, probe_memo *pm, mg_plan **out,
                                   mg_diag *d)
 {
     *out = NULL;
     for (int k = 0; k < pm->n[j]; k++)
-        if (pm->lo[j][k] <= o->cap && o->cap < pm->hi[j][k]) return MG_OK;
+        if (pm->lo[j][k] <= o->cap && o->cap < pm->hi[j][k] &&
+            (pm->limit[j][k] == 0 || (o->flops_limit > 0 && o->flops_limit <= pm->limit[j][k])))
+            return MG_OK;
     int64_t range[2];
     if (o->rc ? mg_schedule_rc_range(pr, o, out, range, d) : mg_schedule_range(pr, o, out, range, d)) return MG_ERR;
     if (*out) return MG_OK;
     int k = pm->n[j] < FAILS_MAX ? pm->n[j]++ : pm->next[j]++ % FAILS_MAX; /* full: the oldest makes room */
     pm->lo[j][k] = range[0];
     pm->hi[j][k] = range[1];
+    pm->limit[j][k] = o->flops_limit;
     return MG_OK;
 }
 
@@ -826,7 +840,7 @@ enum { LADDER_CAPS = 4, LADDER_PLACE = 2, LADDER_PLACE_UP = 8 };
 static const double LADDER_STEP = 0.01;
 
 static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant *v, const sched_scratch *z,
-                                mg_plan **least, mg_diag *d)
+                                probe_memo *fm, mg_plan **least, mg_diag *d)
 {
     mg_status st = MG_OK;
     int64_t peak = (*least)->peak_live_bytes;
@@ -835,7 +849,7 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant
     for (int k = 1; k <= LADDER_CAPS; k++) {
         int64_t step = (int64_t)((double)peak * LADDER_STEP * k), cap = up ? peak + step : peak - step;
         if (up && cap >= (*least)->workspace_bytes) break;
-        int nv = schedule_variants_in(pr, cap, v, NVARIANTS + restarts_for(pr), z, d);
+        int nv = schedule_variants_in(pr, cap, v, NVARIANTS + restarts_for(pr), z, fm, d);
         for (int i = 0; i < nv; i++) { /* into kept (by variant_by_peak) when among the lowest */
             variant x = v[i];
             for (int j = 0; j < nkept && x.p; j++)
@@ -879,13 +893,14 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
     mg_status st = MG_OK;
     mg_place_memo mm = {.n = 0}; /* (the budgets only go down: what missed one misses the next) */
     variant v[NVARIANTS + MAX_RESTARTS];
+    probe_memo *fm = mg_xcalloc(1, sizeof *fm); /* (not the bisection's: other policies, other limits) */
     mg_sched_opts won[DESCENT_KEEP];
     int nwon = 0;
     for (int round = 0; round < DESCENT_ROUNDS && !st; round++) {
         int64_t budget = (*out ? (*out)->workspace_bytes : hi) - 1;
         int nv = 0;
         if (round == 0) {
-            nv = schedule_variants_in(pr, budget, v, NVARIANTS + restarts_for(pr), z, d);
+            nv = schedule_variants_in(pr, budget, v, NVARIANTS + restarts_for(pr), z, fm, d);
         } else { /* the variants that fitted in the step before */
             for (int w = 0; w < nwon && !st; w++) {
                 mg_plan *p = NULL;
@@ -925,7 +940,8 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
         *out = least;
         *won_by = least_by;
     }
-    if (!st && wastes(*out, DESCENT_WASTE)) st = descend_ladder(pr, &mm, v, z, out, d);
+    if (!st && wastes(*out, DESCENT_WASTE)) st = descend_ladder(pr, &mm, v, z, fm, out, d);
+    free(fm);
     use_scratch(won_by, NULL); /* (the scratch is the caller's, and won_by outlives it) */
     return st;
 }
