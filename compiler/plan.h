@@ -146,6 +146,7 @@ typedef struct mg_sched_opts {
     struct mg_sched_store *store; /* sched_remat.c, optional: scratch reused from schedule to
                                   schedule of one problem (mg_sched_store_new); a speed-up only,
                                   the schedule is the same */
+    struct mg_rc_store *rc_store; /* sched_rc.c, optional: the same for its schedules (mg_rc_store_new) */
 } mg_sched_opts;
 
 /* sched_remat.c: what mg_schedule builds before it simulates (the problem's targets, readers
@@ -155,6 +156,10 @@ typedef struct mg_sched_opts {
 typedef struct mg_sched_store mg_sched_store;
 mg_sched_store *mg_sched_store_new(const mg_problem *pr);
 void mg_sched_store_free(mg_sched_store *store);
+/* sched_rc.c's: the same, for mg_schedule_rc (mg_sched_opts.rc_store); one schedule at a time. */
+typedef struct mg_rc_store mg_rc_store;
+mg_rc_store *mg_rc_store_new(const mg_problem *pr);
+void mg_rc_store_free(mg_rc_store *store);
 
 /* sched_remat.c, shared with sched_rc.c: the cost of bringing v back now (its own cost and,
  * for each dropped input, what bringing it back cost when it was dropped, rc; an estimate that

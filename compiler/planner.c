@@ -391,10 +391,32 @@ static void set_unplaced_peak(mg_plan *p)
     p->peak_live_bytes = mg_plan_peak_live(p);
 }
 
+/* The schedulers' scratch (mg_sched_store, mg_rc_store) of one thread's runs, kept from run to
+ * run of one problem: the minimum search's (min_search), ~150-250 runs on the long chains, each
+ * of which allocated ~30 arrays of n afresh (and its plan's steps, grown by realloc to the step
+ * limit on a failing run: 170,064 steps on the 5,000-step relu chain). NULL fields: none. */
+typedef struct sched_scratch {
+    mg_sched_store *remat;
+    mg_rc_store *rc;
+} sched_scratch;
+
+typedef struct probe_memo probe_memo;
+static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int j, probe_memo *pm, mg_plan **out,
+                               mg_diag *d);
+
+static void use_scratch(mg_sched_opts *o, const sched_scratch *z)
+{
+    o->store = z ? z->remat : NULL;
+    o->rc_store = z ? z->rc : NULL;
+}
+
 /* Schedules every variant at cap budget (scheduling is cheap; placing is not) and sorts them,
  * cheapest first; returns how many have a schedule. sched_rc.c's variants run first: where
- * policies thrash they are the cheap ones, so the limit above cuts the others early. */
-static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
+ * policies thrash they are the cheap ones, so the limit above cuts the others early. z: the
+ * scratch the runs use (NULL: none), kept in each variant's opts; fm: a memo of the failing runs
+ * (schedule_memo; NULL: none). */
+static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v, int nvariants,
+                                const sched_scratch *z, probe_memo *fm, mg_diag *d)
 {
     int n = 0;
     double best = 0;
@@ -405,8 +427,9 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
         int i = j < NRC ? NBASE + j : j < NBASE + NRC ? j - NRC : j;
         v[i].o = variant_opts(i, budget, (mg_evict_policy)(i % MG_EVICT_NPOLICIES));
         v[i].o.flops_limit = best > 0 ? HOPELESS * best : 0;
+        use_scratch(&v[i].o, z);
         v[i].p = NULL;
-        if (evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
+        if (fm ? schedule_memo(pr, &v[i].o, i, fm, &v[i].p, d) : evict_schedule(pr, &v[i].o, &v[i].p, d)) v[i].p = NULL;
         v[i].o.flops_limit = 0; /* fitting it reschedules without the limit */
         if (v[i].p && (best == 0 || v[i].p->flops_executed < best)) best = v[i].p->flops_executed;
         if (v[i].p) {
@@ -431,6 +454,19 @@ static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, i
         if (v[i].p) v[kept++] = v[i];
     for (int i = kept; i < nvariants; i++) v[i].p = NULL;
     return kept;
+}
+
+/* schedule_variants_in with scratch of its own, for its runs only (the variants' opts leave
+ * without it): its ~25 runs no longer each grow a plan's steps by realloc from scratch (on the
+ * 2,500-step relu chain at 10%, 3% of `plan`'s CPU, and as much again in page faults). */
+static int schedule_variants(const mg_problem *pr, int64_t budget, variant *v, int nvariants, mg_diag *d)
+{
+    sched_scratch z = {mg_sched_store_new(pr), mg_rc_store_new(pr)};
+    int nv = schedule_variants_in(pr, budget, v, nvariants, &z, NULL, d);
+    for (int i = 0; i < nvariants; i++) use_scratch(&v[i].o, NULL);
+    mg_sched_store_free(z.remat);
+    mg_rc_store_free(z.rc);
+    return nv;
 }
 
 /* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
@@ -662,33 +698,42 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
  * where the variant found no schedule skips it. Near the minimum the bisection's probes are
  * closer together than the footprints the scheduler compares with the cap, so most failing runs
  * there would only repeat. (Runs that found a schedule are not kept: a later probe rarely falls
- * in their range, and copying their plans cost more than it saved.) */
-enum { FAILS_MAX = 8 };
+ * in their range, and copying their plans cost more than it saved.) The descent keeps one too
+ * for the variants schedule_variants_in runs (restarts included), where the ladder's caps, 1%
+ * of the peak apart, fall within one failing run's range: the tanh chain of 1,666 layers, peak
+ * 312,448 bytes, 3,124 bytes apart, where the range is about one 8,192-byte value wide, and 24
+ * of its 25 variants fail each rung (0.9 s a rung, 4 rungs). A run given up on past its
+ * flops_limit fails the same under a lower limit too, so the limit is kept with the range. */
+enum { FAILS_MAX = 8, NMEMO = NVARIANTS + MAX_RESTARTS };
 typedef struct probe_memo {
-    int64_t lo[NBASE + NRC][FAILS_MAX], hi[NBASE + NRC][FAILS_MAX]; /* variant j: no schedule under any cap in [lo, hi) */
-    int n[NBASE + NRC], next[NBASE + NRC];                          /* ranges kept, and the one replaced next when full */
+    int64_t lo[NMEMO][FAILS_MAX], hi[NMEMO][FAILS_MAX]; /* variant j: no schedule under any cap in [lo, hi) */
+    double limit[NMEMO][FAILS_MAX];                      /* under its flops_limit (0: none) or any lower one */
+    int n[NMEMO], next[NMEMO];                           /* ranges kept, and the one replaced next when full */
 } probe_memo;
 
-/* Variant j (0..NBASE+NRC-1) under opts->cap, unless a run already failed under it. */
+/* Variant j (0..NMEMO-1) under opts->cap, unless a run already failed under it. */
 static mg_status schedule_memo(const mg_problem *pr, const mg_sched_opts *o, int j, probe_memo *pm, mg_plan **out,
                                   mg_diag *d)
 {
     *out = NULL;
     for (int k = 0; k < pm->n[j]; k++)
-        if (pm->lo[j][k] <= o->cap && o->cap < pm->hi[j][k]) return MG_OK;
+        if (pm->lo[j][k] <= o->cap && o->cap < pm->hi[j][k] &&
+            (pm->limit[j][k] == 0 || (o->flops_limit > 0 && o->flops_limit <= pm->limit[j][k])))
+            return MG_OK;
     int64_t range[2];
     if (o->rc ? mg_schedule_rc_range(pr, o, out, range, d) : mg_schedule_range(pr, o, out, range, d)) return MG_ERR;
     if (*out) return MG_OK;
     int k = pm->n[j] < FAILS_MAX ? pm->n[j]++ : pm->next[j]++ % FAILS_MAX; /* full: the oldest makes room */
     pm->lo[j][k] = range[0];
     pm->hi[j][k] = range[1];
+    pm->limit[j][k] = o->flops_limit;
     return MG_OK;
 }
 
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
  * still fits once placed. */
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *memo, probe_memo *pm,
-                             mg_place_memo *mm, mg_plan **out, mg_diag *d)
+                             mg_place_memo *mm, const sched_scratch *z, mg_plan **out, mg_diag *d)
 {
     static const mg_evict_policy tight[] = {MG_EVICT_SIZE_DIST, MG_EVICT_COST_SIZE_DIST, MG_EVICT_COST_SIZE,
                                             MG_EVICT_COST_SIZE_DIST2, MG_EVICT_COST_SIZE_SQRTDIST};
@@ -697,6 +742,7 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, search_memo *
     for (int j = 0; j < NBASE + NRC && !*out && !st; j++) { /* (the fit variants save cost, not bytes) */
         int i = (j + NBASE) % (NBASE + NRC); /* sched_rc.c's first: the most frugal where it matters */
         mg_sched_opts o = variant_opts(i, budget, tight[i % MG_EVICT_NPOLICIES]);
+        use_scratch(&o, z);
         mg_plan *p;
         if (schedule_memo(pr, &o, i, pm, &p, d)) st = MG_ERR;
         else if (p && fit(pr, &o, budget, memo, p, 1, mm, out, NULL, d)) st = MG_ERR;
@@ -801,7 +847,8 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
 enum { LADDER_CAPS = 4, LADDER_PLACE = 2, LADDER_PLACE_UP = 8 };
 static const double LADDER_STEP = 0.01;
 
-static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant *v, mg_plan **least, mg_diag *d)
+static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant *v, const sched_scratch *z,
+                                probe_memo *fm, mg_plan **least, mg_diag *d)
 {
     mg_status st = MG_OK;
     int64_t peak = (*least)->peak_live_bytes;
@@ -810,7 +857,7 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant
     for (int k = 1; k <= LADDER_CAPS; k++) {
         int64_t step = (int64_t)((double)peak * LADDER_STEP * k), cap = up ? peak + step : peak - step;
         if (up && cap >= (*least)->workspace_bytes) break;
-        int nv = schedule_variants(pr, cap, v, NVARIANTS + restarts_for(pr), d);
+        int nv = schedule_variants_in(pr, cap, v, NVARIANTS + restarts_for(pr), z, fm, d);
         for (int i = 0; i < nv; i++) { /* into kept (by variant_by_peak) when among the lowest */
             variant x = v[i];
             for (int j = 0; j < nkept && x.p; j++)
@@ -847,20 +894,21 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant
 /* The least placed workspace below hi the descent finds, into *out (NULL: none), and the variant
  * that made it, its cap that of the step (*won_by; set where *out is); its placements search with
  * effort times the arena's usual effort. */
-static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search_memo *memo, mg_plan **out,
-                         mg_sched_opts *won_by, mg_diag *d)
+static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search_memo *memo,
+                         const sched_scratch *z, mg_plan **out, mg_sched_opts *won_by, mg_diag *d)
 {
     *out = NULL;
     mg_status st = MG_OK;
     mg_place_memo mm = {.n = 0}; /* (the budgets only go down: what missed one misses the next) */
     variant v[NVARIANTS + MAX_RESTARTS];
+    probe_memo *fm = mg_xcalloc(1, sizeof *fm); /* (not the bisection's: other policies, other limits) */
     mg_sched_opts won[DESCENT_KEEP];
     int nwon = 0;
     for (int round = 0; round < DESCENT_ROUNDS && !st; round++) {
         int64_t budget = (*out ? (*out)->workspace_bytes : hi) - 1;
         int nv = 0;
         if (round == 0) {
-            nv = schedule_variants(pr, budget, v, NVARIANTS + restarts_for(pr), d);
+            nv = schedule_variants_in(pr, budget, v, NVARIANTS + restarts_for(pr), z, fm, d);
         } else { /* the variants that fitted in the step before */
             for (int w = 0; w < nwon && !st; w++) {
                 mg_plan *p = NULL;
@@ -900,7 +948,9 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
         *out = least;
         *won_by = least_by;
     }
-    if (!st && wastes(*out, DESCENT_WASTE)) st = descend_ladder(pr, &mm, v, out, d);
+    if (!st && wastes(*out, DESCENT_WASTE)) st = descend_ladder(pr, &mm, v, z, fm, out, d);
+    free(fm);
+    use_scratch(won_by, NULL); /* (the scratch is the caller's, and won_by outlives it) */
     return st;
 }
 
@@ -1090,6 +1140,7 @@ static void min_search(min_search_job *r)
     else if (floor > lo && floor < hi) first = floor;
     probe_memo pm = {.n = {0}};
     mg_place_memo bm = {.n = 0}; /* placements that missed, over all the probes */
+    sched_scratch z = {mg_sched_store_new(pr), mg_rc_store_new(pr)}; /* (this thread's runs only) */
     /* within 0.1% of the least budget found; within 1/DESCENT_TOL where the plan there wastes more
      * than DESCENT_TOL_WASTE, as the descent then goes on from it to placements below what the
      * probes reach, and a probe that misses costs every variant's fitting: mlp_deep in 32 parts,
@@ -1099,7 +1150,7 @@ static void min_search(min_search_job *r)
         int64_t mid = first > 0 ? first : lo + (hi - lo) / 2;
         first = -1;
         mg_plan *p;
-        if ((r->st = feasible_at(pr, mid, &mmemo, &pm, &bm, &p, &r->d))) break;
+        if ((r->st = feasible_at(pr, mid, &mmemo, &pm, &bm, &z, &p, &r->d))) break;
         if (p && mid == floor) lo = p->workspace_bytes - 1; /* within floor: done */
         if (p) {
             hi = p->workspace_bytes;
@@ -1124,7 +1175,7 @@ static void min_search(min_search_job *r)
     if (!r->st && searching && (found || below > 0) && !(floor > 0 && hi <= floor)) {
         mg_plan *p;
         double effort = found && !wastes(best, DESCENT_WASTE) ? DESCENT_QUICK : 1.0;
-        if (!(r->st = descend(pr, hi, effort, &mmemo, &p, &r->seed, &r->d)) && p) {
+        if (!(r->st = descend(pr, hi, effort, &mmemo, &z, &p, &r->seed, &r->d)) && p) {
             r->descended = p->workspace_bytes == p->peak_live_bytes; /* (placed with no waste) */
             hi = p->workspace_bytes;
             found = 1;
@@ -1139,6 +1190,8 @@ static void min_search(min_search_job *r)
         }
     }
     mg_chain_free(mmemo.chain);
+    mg_sched_store_free(z.remat);
+    mg_rc_store_free(z.rc);
     r->hi = hi;
     r->found = found;
     r->best = best;

@@ -27,6 +27,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct rc_sim {
     const mg_problem *pr;
@@ -465,65 +466,204 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
     return mg_schedule_rc_range(pr, opts, out, NULL, d);
 }
 
+/* What a run builds before it starts, the same for every schedule of the problem (the targets,
+ * their reads, the consumers of each value), and the arrays it works in: ~30 arrays of n nodes,
+ * which a run allocated afresh (fresh pages each, under ASan fresh mappings) where a caller
+ * that schedules one problem many times (the minimum search: ~15 runs a probe) now clears
+ * them. A run clears every array it reads before writing, so a schedule is the same with or
+ * without a store. */
+struct mg_rc_store {
+    const mg_problem *pr;
+    int ntargets;
+    int *targets;
+    double *rest;
+    int *use_start, *uses, *out_start, *out;
+    /* scratch, cleared for each schedule */
+    int *uptr, *lock, *need, *ut, *fc_at, *touched, *res, *res_pos, *mark, *walk, *frame_v, *frame_k,
+        *frame_ord, *ord, *sc_at, *ver, *dirty;
+    double *fc, *rc, *sc;
+    int64_t *est;
+    char *ut_valid, *in_dirty;
+    mg_score_ent *heap, *held; /* (read only below what a run pushed: not cleared) */
+    int capheap;
+    mg_pb_store pb;
+    int busy;
+};
+
+mg_rc_store *mg_rc_store_new(const mg_problem *pr)
+{
+    int n = pr->n;
+    mg_rc_store *z = mg_xcalloc(1, sizeof *z);
+    z->pr = pr;
+    z->targets = mg_xcalloc((size_t)n + 1, sizeof *z->targets);
+    for (int v = 0; v < n; v++)
+        if (pr->target[v]) z->targets[z->ntargets++] = v;
+    z->rest = mg_xcalloc((size_t)z->ntargets + 1, sizeof *z->rest);
+    for (int i = z->ntargets - 1; i > 0; i--) z->rest[i - 1] = z->rest[i] + pr->cost[z->targets[i]];
+    /* per node: the target positions reading it */
+    z->use_start = mg_xcalloc((size_t)n + 1, sizeof *z->use_start);
+    for (int i = 0; i < z->ntargets; i++)
+        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) z->use_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) z->use_start[v + 1] += z->use_start[v];
+    z->uses = mg_xcalloc((size_t)z->use_start[n] + 1, sizeof *z->uses);
+    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
+    for (int i = 0; i < z->ntargets; i++)
+        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) {
+            int u = pr->in[k];
+            z->uses[z->use_start[u] + fill[u]++] = i;
+        }
+    z->out_start = mg_xcalloc((size_t)n + 1, sizeof *z->out_start);
+    z->out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *z->out);
+    for (int k = 0; k < pr->in_start[n]; k++) z->out_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) z->out_start[v + 1] += z->out_start[v];
+    for (int v = 0; v < n; v++) fill[v] = 0;
+    for (int c = 0; c < n; c++)
+        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) z->out[z->out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
+    free(fill);
+    size_t n1 = (size_t)n + 1, e1 = (size_t)pr->in_start[n] + 1;
+    z->uptr = mg_xcalloc(n1, sizeof *z->uptr);
+    z->lock = mg_xcalloc(n1, sizeof *z->lock);
+    z->need = mg_xcalloc(n1, sizeof *z->need);
+    z->ut = mg_xcalloc(n1, sizeof *z->ut);
+    z->fc = mg_xcalloc(n1, sizeof *z->fc);
+    z->fc_at = mg_xcalloc(n1, sizeof *z->fc_at);
+    z->ut_valid = mg_xcalloc(n1, 1);
+    z->touched = mg_xcalloc(n1, sizeof *z->touched);
+    z->res = mg_xcalloc(n1, sizeof *z->res);
+    z->res_pos = mg_xcalloc(n1, sizeof *z->res_pos);
+    z->rc = mg_xcalloc(n1, sizeof *z->rc);
+    z->mark = mg_xcalloc(n1, sizeof *z->mark);
+    z->walk = mg_xcalloc(n1, sizeof *z->walk);
+    z->est = mg_xcalloc(e1, sizeof *z->est);
+    z->frame_v = mg_xcalloc(n1, sizeof *z->frame_v);
+    z->frame_k = mg_xcalloc(n1, sizeof *z->frame_k);
+    z->frame_ord = mg_xcalloc(n1, sizeof *z->frame_ord);
+    z->ord = mg_xcalloc(e1, sizeof *z->ord);
+    z->sc = mg_xcalloc(n1, sizeof *z->sc);
+    z->sc_at = mg_xcalloc(n1, sizeof *z->sc_at);
+    z->capheap = 2 * n + 16;
+    z->heap = mg_xcalloc((size_t)z->capheap, sizeof *z->heap);
+    z->held = mg_xcalloc(n1, sizeof *z->held);
+    z->ver = mg_xcalloc(n1, sizeof *z->ver);
+    z->dirty = mg_xcalloc(n1, sizeof *z->dirty);
+    z->in_dirty = mg_xcalloc(n1, 1);
+    return z;
+}
+
+void mg_rc_store_free(mg_rc_store *z)
+{
+    if (!z) return;
+    free(z->targets);
+    free(z->rest);
+    free(z->use_start);
+    free(z->uses);
+    free(z->out_start);
+    free(z->out);
+    free(z->uptr);
+    free(z->lock);
+    free(z->need);
+    free(z->ut);
+    free(z->fc);
+    free(z->fc_at);
+    free(z->ut_valid);
+    free(z->touched);
+    free(z->res);
+    free(z->res_pos);
+    free(z->rc);
+    free(z->mark);
+    free(z->walk);
+    free(z->est);
+    free(z->frame_v);
+    free(z->frame_k);
+    free(z->frame_ord);
+    free(z->ord);
+    free(z->sc);
+    free(z->sc_at);
+    free(z->heap);
+    free(z->held);
+    free(z->ver);
+    free(z->dirty);
+    free(z->in_dirty);
+    mg_pb_store_free(&z->pb);
+    free(z);
+}
+
+/* Clears z's scratch to the state mg_rc_store_new left it in. */
+static void rc_store_clear(mg_rc_store *z)
+{
+    size_t n1 = (size_t)z->pr->n + 1, e1 = (size_t)z->pr->in_start[z->pr->n] + 1;
+    memset(z->uptr, 0, n1 * sizeof *z->uptr);
+    memset(z->lock, 0, n1 * sizeof *z->lock);
+    memset(z->need, 0, n1 * sizeof *z->need);
+    memset(z->ut, 0, n1 * sizeof *z->ut);
+    memset(z->fc, 0, n1 * sizeof *z->fc);
+    memset(z->fc_at, 0, n1 * sizeof *z->fc_at);
+    memset(z->ut_valid, 0, n1);
+    memset(z->touched, 0, n1 * sizeof *z->touched);
+    memset(z->res, 0, n1 * sizeof *z->res);
+    memset(z->res_pos, 0, n1 * sizeof *z->res_pos);
+    memset(z->rc, 0, n1 * sizeof *z->rc);
+    memset(z->mark, 0, n1 * sizeof *z->mark);
+    memset(z->walk, 0, n1 * sizeof *z->walk);
+    memset(z->est, 0, e1 * sizeof *z->est);
+    memset(z->frame_v, 0, n1 * sizeof *z->frame_v);
+    memset(z->frame_k, 0, n1 * sizeof *z->frame_k);
+    memset(z->frame_ord, 0, n1 * sizeof *z->frame_ord);
+    memset(z->ord, 0, e1 * sizeof *z->ord);
+    memset(z->sc, 0, n1 * sizeof *z->sc);
+    memset(z->sc_at, 0, n1 * sizeof *z->sc_at);
+    memset(z->ver, 0, n1 * sizeof *z->ver);
+    memset(z->dirty, 0, n1 * sizeof *z->dirty);
+    memset(z->in_dirty, 0, n1);
+}
+
 mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
                                mg_diag *d)
 {
     int n = pr->n;
     (void)d;
     *out = NULL;
+    /* the caller's store when it is for this problem and free, else one for this schedule only */
+    mg_rc_store *z = opts->rc_store && opts->rc_store->pr == pr && !opts->rc_store->busy ? opts->rc_store : NULL;
+    mg_rc_store *own = z ? NULL : mg_rc_store_new(pr);
+    if (z) rc_store_clear(z);
+    else z = own;
+    z->busy = 1;
     rc_sim s = {.pr = pr, .o = opts, .below = INT64_MIN, .above = INT64_MAX};
-    mg_pb_init(&s.b, pr);
-    int *targets = mg_xcalloc((size_t)n, sizeof *targets);
-    for (int v = 0; v < n; v++)
-        if (pr->target[v]) targets[s.ntargets++] = v;
-    s.rest = mg_xcalloc((size_t)s.ntargets + 1, sizeof *s.rest);
-    for (int i = s.ntargets - 1; i > 0; i--) s.rest[i - 1] = s.rest[i] + pr->cost[targets[i]];
-    /* per node: the target positions reading it */
-    s.use_start = mg_xcalloc((size_t)n + 1, sizeof *s.use_start);
-    for (int i = 0; i < s.ntargets; i++)
-        for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) s.use_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) s.use_start[v + 1] += s.use_start[v];
-    s.uses = mg_xcalloc((size_t)s.use_start[n] + 1, sizeof *s.uses);
-    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
-    for (int i = 0; i < s.ntargets; i++)
-        for (int k = pr->in_start[targets[i]]; k < pr->in_start[targets[i] + 1]; k++) {
-            int u = pr->in[k];
-            s.uses[s.use_start[u] + fill[u]++] = i;
-        }
-    s.out_start = mg_xcalloc((size_t)n + 1, sizeof *s.out_start);
-    s.out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.out);
-    for (int k = 0; k < pr->in_start[n]; k++) s.out_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) s.out_start[v + 1] += s.out_start[v];
-    for (int v = 0; v < n; v++) fill[v] = 0;
-    for (int c = 0; c < n; c++)
-        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) s.out[s.out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
-    free(fill);
-    s.uptr = mg_xcalloc((size_t)n, sizeof *s.uptr);
-    s.lock = mg_xcalloc((size_t)n, sizeof *s.lock);
-    s.need = mg_xcalloc((size_t)n, sizeof *s.need);
-    s.ut = mg_xcalloc((size_t)n, sizeof *s.ut);
-    s.fc = mg_xcalloc((size_t)n, sizeof *s.fc);
-    s.fc_at = mg_xcalloc((size_t)n, sizeof *s.fc_at);
-    s.ut_valid = mg_xcalloc((size_t)n, 1);
-    s.touched = mg_xcalloc((size_t)n, sizeof *s.touched);
-    s.res = mg_xcalloc((size_t)n, sizeof *s.res);
-    s.res_pos = mg_xcalloc((size_t)n, sizeof *s.res_pos);
-    s.rc = mg_xcalloc((size_t)n, sizeof *s.rc);
-    s.mark = mg_xcalloc((size_t)n, sizeof *s.mark);
-    s.walk = mg_xcalloc((size_t)n + 1, sizeof *s.walk);
-    s.est = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.est);
-    s.frame_v = mg_xcalloc((size_t)n + 1, sizeof *s.frame_v);
-    s.frame_k = mg_xcalloc((size_t)n + 1, sizeof *s.frame_k);
-    s.frame_ord = mg_xcalloc((size_t)n + 1, sizeof *s.frame_ord);
-    s.ord = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *s.ord);
-    s.sc = mg_xcalloc((size_t)n, sizeof *s.sc);
-    s.sc_at = mg_xcalloc((size_t)n, sizeof *s.sc_at);
-    s.capheap = 2 * n + 16;
-    s.heap = mg_xcalloc((size_t)s.capheap, sizeof *s.heap);
-    s.held = mg_xcalloc((size_t)n + 1, sizeof *s.held);
-    s.ver = mg_xcalloc((size_t)n, sizeof *s.ver);
-    s.dirty = mg_xcalloc((size_t)n + 1, sizeof *s.dirty);
-    s.in_dirty = mg_xcalloc((size_t)n + 1, 1);
+    mg_pb_init_in(&s.b, pr, own ? NULL : &z->pb);
+    const int *targets = z->targets;
+    s.ntargets = z->ntargets;
+    s.rest = z->rest;
+    s.use_start = z->use_start;
+    s.uses = z->uses;
+    s.out_start = z->out_start;
+    s.out = z->out;
+    s.uptr = z->uptr;
+    s.lock = z->lock;
+    s.need = z->need;
+    s.ut = z->ut;
+    s.fc = z->fc;
+    s.fc_at = z->fc_at;
+    s.ut_valid = z->ut_valid;
+    s.touched = z->touched;
+    s.res = z->res;
+    s.res_pos = z->res_pos;
+    s.rc = z->rc;
+    s.mark = z->mark;
+    s.walk = z->walk;
+    s.est = z->est;
+    s.frame_v = z->frame_v;
+    s.frame_k = z->frame_k;
+    s.frame_ord = z->frame_ord;
+    s.ord = z->ord;
+    s.sc = z->sc;
+    s.sc_at = z->sc_at;
+    s.capheap = z->capheap;
+    s.heap = z->heap;
+    s.held = z->held;
+    s.ver = z->ver;
+    s.dirty = z->dirty;
+    s.in_dirty = z->in_dirty;
     s.full = 1;
     for (int v = 0; v < n; v++) s.res_pos[v] = s.fc_at[v] = s.sc_at[v] = -1;
     s.rc_cap = s.b.p->flops_once + n;
@@ -543,36 +683,7 @@ mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, 
         range[0] = s.below;
         range[1] = s.above;
     }
-    free(targets);
-    free(s.rest);
-    free(s.use_start);
-    free(s.uses);
-    free(s.out_start);
-    free(s.out);
-    free(s.uptr);
-    free(s.lock);
-    free(s.need);
-    free(s.ut);
-    free(s.fc);
-    free(s.fc_at);
-    free(s.ut_valid);
-    free(s.touched);
-    free(s.res);
-    free(s.res_pos);
-    free(s.rc);
-    free(s.mark);
-    free(s.walk);
-    free(s.est);
-    free(s.frame_v);
-    free(s.frame_k);
-    free(s.frame_ord);
-    free(s.ord);
-    free(s.sc);
-    free(s.sc_at);
-    free(s.heap);
-    free(s.held);
-    free(s.ver);
-    free(s.dirty);
-    free(s.in_dirty);
+    z->busy = 0;
+    mg_rc_store_free(own);
     return MG_OK;
 }

@@ -1455,6 +1455,54 @@ START_TEST(test_polish_far_above_the_bound)
 }
 END_TEST
 
+/* sched_rc.c's scratch store (mg_rc_store, as the minimum search keeps one for all its runs):
+ * a schedule made in a store that earlier schedules of the problem used, failing ones among
+ * them, is the schedule made without one, with the same range of caps. layered_n250 (where
+ * sched_rc.c's variants matter) under caps from 90% of its store-all peak down to where they
+ * fail, in both of sched_rc.c's modes. */
+START_TEST(test_rc_store_changes_no_schedule)
+{
+    mg_problem *pr = tu_load_graph("layered/layered_n250.json");
+    mg_diag d = {0};
+    mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
+    mg_plan *p0 = NULL;
+    ck_assert_int_eq(mg_schedule(pr, &all, &p0, &d), MG_OK);
+    ck_assert_ptr_nonnull(p0);
+    int64_t peak = mg_plan_peak_live(p0);
+    mg_plan_free(p0);
+    static const double at[] = {0.9, 0.3, 0.6, 0.1, 0.45, 0.05, 0.75, 0.2};
+    mg_rc_store *z = mg_rc_store_new(pr);
+    int made = 0, failed = 0;
+    for (int rc = 1; rc <= 2; rc++)
+        for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+            mg_sched_opts o = {.cap = (int64_t)(at[i] * (double)peak), .policy = MG_EVICT_COST_SIZE_DIST, .rc = rc};
+            mg_plan *a = NULL, *b = NULL;
+            int64_t ra[2], rb[2];
+            ck_assert_int_eq(mg_schedule_rc_range(pr, &o, &a, ra, &d), MG_OK);
+            o.rc_store = z;
+            ck_assert_int_eq(mg_schedule_rc_range(pr, &o, &b, rb, &d), MG_OK);
+            ck_assert_msg(!a == !b && ra[0] == rb[0] && ra[1] == rb[1], "rc %d at %.2f: schedule %d/%d, range [%lld, %lld) / [%lld, %lld)",
+                          rc, at[i], !!a, !!b, (long long)ra[0], (long long)ra[1], (long long)rb[0], (long long)rb[1]);
+            if (a) {
+                made++;
+                ck_assert_msg(a->nsteps == b->nsteps && a->nbufs == b->nbufs && a->flops_executed == b->flops_executed,
+                              "rc %d at %.2f: %d steps, %d buffers / %d, %d", rc, at[i], a->nsteps, a->nbufs, b->nsteps, b->nbufs);
+                for (int k = 0; k < a->nsteps; k++) ck_assert_int_eq(a->steps[k].node, b->steps[k].node);
+                for (int k = 0; k < a->nbufs; k++)
+                    ck_assert(a->bufs[k].bytes == b->bufs[k].bytes && a->bufs[k].first == b->bufs[k].first &&
+                              a->bufs[k].last == b->bufs[k].last);
+            } else {
+                failed++;
+            }
+            mg_plan_free(a);
+            mg_plan_free(b);
+        }
+    ck_assert_msg(made > 0 && failed > 0, "%d schedules made, %d failed: the caps test one kind only", made, failed);
+    mg_rc_store_free(z);
+    mg_problem_free(pr);
+}
+END_TEST
+
 static Suite *planner_suite(void)
 {
     Suite *s = suite_create("planner");
@@ -1465,6 +1513,7 @@ static Suite *planner_suite(void)
     tcase_add_test(r, test_verifier_catches_in_place_gradient_corruption);
     tcase_add_test(r, test_refill_keeps_recomputed_values);
     tcase_add_test(r, test_split_convs_capped_only_when_needed);
+    tcase_add_test(r, test_rc_store_changes_no_schedule);
     suite_add_tcase(s, r);
     TCase *mf = tcase_create("min_feasible");
     tcase_set_timeout(mf, 300);
