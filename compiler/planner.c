@@ -957,10 +957,10 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
 /* How far above the minimum feasible budget improve_below runs, and near_min_rungs' budgets
  * (NEAR_MIN_RUNG_AT) lie. */
 static const double NEAR_MIN = 0.05;
-/* Past NEAR_MIN, up to NEAR_MIN_RUNGS_UP_TO above the minimum, the rungs run too where the solve's
- * plan recomputes at least NEAR_MIN_RUNGS_SAVED of what the plan at the minimum recomputes: the
- * solve there did little better than the minimum's plan, which a budget just past NEAR_MIN got
- * where every budget within it got the rungs' (resnet18_64 in 16 parts: 63.88% up to 1.05 times
+/* Past NEAR_MIN, up to NEAR_MIN_RUNGS_UP_TO above the minimum, the rungs run too where the solve
+ * found no plan, or one that recomputes at least NEAR_MIN_RUNGS_SAVED of what the plan at the
+ * minimum recomputes: the solve there did little better than the minimum's plan, which a budget
+ * just past NEAR_MIN got where every budget within it got the rungs' (resnet18_64 in 16 parts: 63.88% up to 1.05 times
  * its minimum, 99.96% at 1.06 times, now 63.88%; the transformer at 1.06 times 92.26 -> 77.76%,
  * against 94.28% at its minimum). Not everywhere up to 10%: the rungs cost about twice the solve
  * again (resnet18_64 at 1.06 times 3.3 -> 7.8 s of CPU, mlp_deep 0.8 -> 2.7 s), and run on
@@ -1307,13 +1307,12 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
  * minimum: 84.53% against 63.88%) */
         int64_t from = out->plan && job.bisected > hi && job.bisected < budget ? job.bisected : hi;
         double above = (double)(budget - hi) / (double)hi;
-        if (!st && found && walks && out->optimal != 1 && hi < budget &&
+        if (!st && found && walks && out->optimal != 1 && hi < budget && above <= NEAR_MIN_RUNGS_UP_TO &&
             (!out->plan ||
              (out->plan->flops_executed > memo.lower_bound * (1 + NEAR_MIN_RUNG_GAP) &&
               (above <= NEAR_MIN ||
-               (above <= NEAR_MIN_RUNGS_UP_TO && min_exec > out->plan->flops_once &&
-                (double)(out->plan->flops_executed - out->plan->flops_once) >=
-                    NEAR_MIN_RUNGS_SAVED * (double)(min_exec - out->plan->flops_once))))))
+               (min_exec > out->plan->flops_once && out->plan->flops_executed - out->plan->flops_once >=
+                                                         NEAR_MIN_RUNGS_SAVED * (min_exec - out->plan->flops_once))))))
             st = near_min_rungs(pr, hi, from, budget, keep, &memo, &out->plan, d);
         if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
             mg_plan_free(out->plan); /* (an optimal plan cannot be beaten; the test is for safety) */
