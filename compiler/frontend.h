@@ -26,4 +26,10 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
 /* parser.c: parses a whole model. On success *out owns a verified forward graph whose
  * locations point at its own copy of file. On error fills d and leaves *out NULL. */
 mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out, mg_diag *d);
+
+/* parser.c: whether a model's name (an identifier; `model NAME`, compile --name) would give the
+ * generated code reserved C names. The generated C names are NAME_forward, NAME_WORKSPACE_BYTES
+ * (NAME in capitals), ...: C reserves names that begin with '_', and C++ (the header declares
+ * them extern "C") names that contain "__", which a name ending in '_' makes with the separator. */
+int mg_model_name_reserved(const char *name);
 #endif

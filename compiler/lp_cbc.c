@@ -7,6 +7,7 @@
 #include "lp_cbc.h"
 
 #include "clock.h"
+#include "write_all.h"
 
 #include <coin/Cbc_C_Interface.h>
 #include <coin/Clp_C_Interface.h>
@@ -79,19 +80,6 @@ void mg_lp_free(mg_lp *m)
     free(m->ti);
     free(m->tj);
     free(m->tv);
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return 0;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 1;
 }
 
 /* m's matrix by columns, as CBC and Clp load it; free with columns_free. */
@@ -198,7 +186,7 @@ static void child_solve(const mg_lp *m, double time_limit, double cutoff, int ca
         r.bound = dual_bound(m, &c, Clp_dualRowSolution(clp));
         Clp_deleteModel(clp);
         columns_free(&c);
-        _exit(write_all(fd, &r, sizeof r) ? 0 : 1);
+        _exit(mg_write_all(fd, &r, sizeof r) ? 1 : 0);
     }
     Cbc_Model *cbc = to_cbc(m);
     if (cautious) Cbc_setParameter(cbc, "preprocess", "off"); /* where the known assertions fire */
@@ -238,7 +226,7 @@ static void child_solve(const mg_lp *m, double time_limit, double cutoff, int ca
     r.bound = Cbc_getBestPossibleObjValue(cbc);
     const double *x = Cbc_numberSavedSolutions(cbc) > 0 || r.proven ? Cbc_bestSolution(cbc) : NULL;
     r.has_x = x != NULL && !r.infeasible;
-    int ok = write_all(fd, &r, sizeof r) && (!r.has_x || write_all(fd, x, (size_t)m->ncols * sizeof *x));
+    int ok = !mg_write_all(fd, &r, sizeof r) && (!r.has_x || !mg_write_all(fd, x, (size_t)m->ncols * sizeof *x));
     _exit(ok ? 0 : 1);
 }
 

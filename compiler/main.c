@@ -13,6 +13,7 @@
 #include "excerpt.h"
 #include "out_files.h"
 #include "report.h"
+#include "write_all.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,12 +209,7 @@ static void print_diag(const source *src, const mg_diag *d) { print_diag_as(src,
  * and errno could be anything by the fclose that found nothing left to write). */
 static int write_file(const char *path, const char *tmp, const char *text, size_t n)
 {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666), err = fd < 0 ? errno : 0;
-    for (size_t at = 0; fd >= 0 && !err && at < n;) {
-        ssize_t w = write(fd, text + at, n - at);
-        if (w > 0) at += (size_t)w;
-        else if (w < 0 && errno != EINTR) err = errno;
-    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666), err = fd < 0 ? errno : mg_write_all(fd, text, n);
     if (fd >= 0 && close(fd) != 0 && !err) err = errno;
     if (err) fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(err));
     return err != 0;
@@ -271,9 +267,8 @@ typedef struct options {
 } options;
 
 /* compile --name: a C identifier the generated names can begin with, held to the rules of a
- * `model` line (parser.c): at most 127 characters, no '_' at either end and no "__" (C reserves
- * names that begin with '_', C++ those that contain "__"), in the parser's words. 1 (after a
- * usage error) when name is not one. */
+ * `model` line (parser.c): at most 127 characters, none of mg_model_name_reserved's, in the
+ * parser's words. 1 (after a usage error) when name is not one. */
 static int bad_model_name(const char *name)
 {
     size_t n = strlen(name);
@@ -286,7 +281,7 @@ static int bad_model_name(const char *name)
         fprintf(stderr, "memgrad: --name: name too long (%zu characters; at most 127)\nTry 'memgrad --help'.\n", n);
         return 1;
     }
-    if (name[0] == '_' || strstr(name, "__") || name[n - 1] == '_') {
+    if (mg_model_name_reserved(name)) {
         fprintf(stderr, "memgrad: --name '%s' would give the generated code reserved C names such as '%s_forward': a "
                 "model's name may not begin or end with '_' or contain '__'\nTry 'memgrad --help'.\n", name, name);
         return 1;
@@ -1308,15 +1303,10 @@ typedef struct stdout_sink {
 static ssize_t sink_write(void *cookie, const char *buf, size_t n)
 {
     stdout_sink *s = cookie;
-    for (size_t at = 0; at < n;) {
-        ssize_t w = write(STDOUT_FILENO, buf + at, n - at);
-        if (w > 0) at += (size_t)w;
-        else if (w < 0 && errno != EINTR) {
-            if (!s->err) s->err = errno;
-            return -1;
-        }
-    }
-    return (ssize_t)n;
+    int err = mg_write_all(STDOUT_FILENO, buf, n);
+    if (!err) return (ssize_t)n;
+    if (!s->err) s->err = err;
+    return -1;
 }
 
 static int sink_close(void *cookie)

@@ -1479,10 +1479,7 @@ static mg_status parse_stmt(parser *p)
         p->pos++;
         mg_loc nloc = here(p);
         if (expect_ident(p, "the model's name", name, sizeof name)) return MG_ERR;
-        /* The generated C names are NAME_forward, NAME_WORKSPACE_BYTES (NAME in capitals), ...:
-         * C reserves names that begin with '_', and C++ (the header declares them extern "C")
-         * names that contain "__", which a name ending in '_' makes with the separator. */
-        if (name[0] == '_' || strstr(name, "__") || name[strlen(name) - 1] == '_')
+        if (mg_model_name_reserved(name))
             return mg_diag_set(p->d, nloc, "model name '%s' would give the generated code reserved C names such as "
                                "'%s_forward': a model's name may not begin or end with '_' or contain '__'", name, name);
         g->model_name = mg_graph_intern(g, name);
@@ -1546,6 +1543,12 @@ static mg_status parse_stmt(parser *p)
     }
     return mg_diag_set(p->d, loc, "expected a statement (model, const, input, param, output, minimize, "
                        "repeat, def, or NAME = expression), got %s", describe(t, buf, sizeof buf));
+}
+
+int mg_model_name_reserved(const char *name)
+{
+    size_t n = strlen(name);
+    return n == 0 || name[0] == '_' || strstr(name, "__") || name[n - 1] == '_';
 }
 
 mg_status mg_parse(const char *file, const char *src, size_t len, mg_graph **out, mg_diag *d)

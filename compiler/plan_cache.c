@@ -13,6 +13,7 @@
  * begin with "MGPLAN"; anything else in the directory is left alone. */
 #include "microbatch.h"
 #include "read_file.h"
+#include "write_all.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -187,14 +188,8 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
-    int err = fd < 0 ? errno : 0;
-    /* write(2) itself, not stdio: its errno is the reason (ENOSPC, EDQUOT, EFBIG) */
-    for (size_t at = 0; fd >= 0 && !err && at < b.n;) {
-        ssize_t w = write(fd, b.p + at, b.n - at);
-        if (w > 0) at += (size_t)w;
-        else if (w == 0) err = EIO;
-        else if (errno != EINTR) err = errno;
-    }
+    /* not stdio: write(2)'s errno is the reason (ENOSPC, EDQUOT, EFBIG) */
+    int err = fd < 0 ? errno : mg_write_all(fd, b.p, b.n);
     if (fd >= 0 && close(fd) != 0 && !err) err = errno;
     if (!err && rename(tmp, path) != 0) err = errno;
     if (err && fd >= 0) remove(tmp);
