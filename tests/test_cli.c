@@ -1625,6 +1625,16 @@ typedef struct doc_fields {
     char name[64][40], type[64][200];
 } doc_fields;
 
+/* docs/NAME from the source tree, whole (the caller frees it). */
+static char *read_doc(const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/docs/%s", MG_SOURCE_DIR, name);
+    char *doc = tu_read(path);
+    ck_assert_msg(doc, "cannot read %s", path);
+    return doc;
+}
+
 /* The fields of the table number `table` (0: the first) after the heading `heading`, or those of
  * the backticked names in the sentence that starts at `sentence` up to `until`. */
 static void doc_table(const char *doc, const char *heading, int table, doc_fields *f)
@@ -1729,10 +1739,7 @@ static void keys_match(const cJSON *obj, const doc_fields *f, const char *what)
  * buffers and steps; for `--graph`, the shorter object and nodes the docs list. */
 START_TEST(test_plan_json_matches_its_docs)
 {
-    char docpath[4200];
-    snprintf(docpath, sizeof docpath, "%s/docs/plan-json.md", MG_SOURCE_DIR);
-    char *doc = tu_read(docpath);
-    ck_assert_msg(doc, "cannot read %s", docpath);
+    char *doc = read_doc("plan-json.md");
     static doc_fields top, nodes, tensors, sched, steps, graph_top, graph_nodes;
     doc_table(doc, "\n## Top level", 0, &top);
     doc_table(doc, "\n## `nodes[]`", 0, &nodes);
@@ -1831,10 +1838,7 @@ END_TEST
  * fitting at 84% of the store-all workspace read as a contradiction). */
 START_TEST(test_sweep_output_matches_its_docs)
 {
-    char docpath[4200];
-    snprintf(docpath, sizeof docpath, "%s/docs/reports.md", MG_SOURCE_DIR);
-    char *doc = tu_read(docpath);
-    ck_assert_msg(doc, "cannot read %s", docpath);
+    char *doc = read_doc("reports.md");
     static doc_fields f;
     doc_table(doc, "\n## The table of budgets", 0, &f);
     const char *hdr = strstr(doc, "budget_bytes,percent_of_store_all,");
@@ -3469,10 +3473,7 @@ END_TEST
  * the table says for a small instance. */
 START_TEST(test_arena_json_matches_its_docs)
 {
-    char docpath[4200];
-    snprintf(docpath, sizeof docpath, "%s/docs/reports.md", MG_SOURCE_DIR);
-    char *doc = tu_read(docpath);
-    ck_assert_msg(doc, "cannot read %s", docpath);
+    char *doc = read_doc("reports.md");
     static doc_fields f;
     doc_table(doc, "\n## Placing buffers alone (`arena`)", 0, &f);
     free(doc);
