@@ -1105,7 +1105,7 @@ static void min_search(min_search_job *r)
     const char *keep = a->keep;
     r->st = MG_OK;
     search_memo mmemo = {-1, 0, 0, NULL, 0, a->store_all, 0, NULL}; /* (it reads no lower bound) */
-    int64_t lo = mg_working_set_bound(pr), hi = a->store_all;
+    int64_t ws = mg_working_set_bound(pr), lo = ws, hi = a->store_all;
     int found = 1; /* store-all */
     mg_plan *best = NULL;
     if (lo > 0) lo -= 1; /* lo is infeasible by convention; the bound itself may be met */
@@ -1171,8 +1171,10 @@ static void min_search(min_search_job *r)
     /* the descent: from the bisection's minimum, or from `below` where the bisection found
      * nothing under it (the minimum of the fewer parts tried before, which the descent there
      * made); not where floor is met. Where the bisection's plan wastes at most DESCENT_WASTE of
-     * its peak live bytes, a quick one (DESCENT_QUICK) */
-    if (!r->st && searching && (found || below > 0) && !(floor > 0 && hi <= floor)) {
+     * its peak live bytes, a quick one (DESCENT_QUICK); nor where one step alone needs hi bytes
+     * (no plan can be below it: unet_small in 8 parts needs 8,388,608 bytes in one step, more
+     * than the 2,883,648 of the 4 parts' minimum, `below`) */
+    if (!r->st && searching && (found || below > 0) && !(floor > 0 && hi <= floor) && ws < hi) {
         mg_plan *p;
         double effort = found && !wastes(best, DESCENT_WASTE) ? DESCENT_QUICK : 1.0;
         if (!(r->st = descend(pr, hi, effort, &mmemo, &z, &p, &r->seed, &r->d)) && p) {
