@@ -692,38 +692,6 @@ START_TEST(test_plan_and_compile_agree)
 }
 END_TEST
 
-/* The same k-part graph has the same minimum feasible budget whether `plan` reaches it through
- * the part counts or is told --micro-batches k: resnet18_64's minimum is met in 16 parts
- * (4,922,432 bytes), and --micro-batches 16 said 4,990,016, its search started from nothing
- * rather than from the 8 parts' minimum (the result is chaotic in its start). And a plan in 16
- * parts meets that minimum. */
-START_TEST(test_parts_minimum_agrees)
-{
-    char *src = example("resnet18_64");
-    mg_graph *g = joint(src);
-    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 60, .want_min_feasible = MG_MIN_YES};
-    mg_planned plain, parts, at_min;
-    mg_diag d = {0};
-    ck_assert_msg(mg_plan_split(g, &rq, 0, &plain, &d) == MG_OK, "%s", d.msg);
-    ck_assert_msg(mg_plan_split(g, &rq, 16, &parts, &d) == MG_OK, "%s", d.msg);
-    ck_assert_int_gt(plain.min_feasible_bytes, 0);
-    ck_assert_int_eq(parts.micro_batches, 16);
-    ck_assert_int_eq(parts.min_feasible_bytes, plain.min_feasible_bytes);
-    mg_budget b = {0, 0, plain.min_feasible_bytes};
-    rq.budget = &b;
-    ck_assert_msg(mg_plan_split(g, &rq, 16, &at_min, &d) == MG_OK, "%s", d.msg);
-    ck_assert_msg(at_min.train != NULL, "no plan in 16 parts at the minimum, %lld bytes",
-                  (long long)plain.min_feasible_bytes);
-    ck_assert_int_le(at_min.workspace_bytes, plain.min_feasible_bytes);
-    ck_assert_int_eq(at_min.min_feasible_bytes, plain.min_feasible_bytes);
-    mg_planned_free(&plain);
-    mg_planned_free(&parts);
-    mg_planned_free(&at_min);
-    mg_graph_free(g);
-    free(src);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("microbatch");
@@ -740,9 +708,5 @@ int main(void)
     tcase_add_test(tc, test_mlp_split);
     tcase_add_test(tc, test_plan_and_compile_agree);
     suite_add_tcase(s, tc);
-    TCase *parts = tcase_create("parts"); /* (the planner's minimum searches: slow) */
-    tcase_set_timeout(parts, 900);
-    tcase_add_test(parts, test_parts_minimum_agrees);
-    suite_add_tcase(s, parts);
     return tu_run_suite(s);
 }
