@@ -12,7 +12,8 @@
  *     above the placed ones it overlaps is least goes next). Up to 2000 buffers the best of
  *     eight (four first-fit orders, best fit, three skylines) is kept and then compacted (every
  *     buffer falls to the lowest gap that holds it, the placement is turned upside down and
- *     compacted again); up to 40000 the best of three; above 20000 also a linear scan in time
+ *     compacted again); up to 40000 the best of three (compacted too by the `arena` command
+ *     where it does not search); above 20000 also a linear scan in time
  *     order (O(n log n)), the better kept, and above 40000 the linear scan alone. (Up to
  *     2026-12-03 the scan alone took over at 20000: mlp_deep's plans in 32 parts have
  *     20,000-25,500 buffers, where the scan wasted 8-31% above the peak of live bytes and the
@@ -60,6 +61,10 @@ enum {
 };
 static const int64_t search_items_max = 30000000; /* overlap + section entries the search may index */
 static const int64_t plan_work_limit = 4000000;
+/* Compaction passes on a placement too large for the command's search (compact_large below):
+ * over 26 placements of resnet18_64 in 16 parts (4,813-7,591 buffers), 4 passes 7.93 -> 6.44%
+ * above the peak of live bytes, 8 passes 6.33% (16: the same), ~30 ms each. */
+enum { LARGE_PASSES = 8 };
 static const double FIT_SHARE = 1.0;   /* mg_arena_assign's search effort (~30 ms) */
 
 static void *xmalloc(size_t n)
@@ -931,14 +936,16 @@ static const struct {
 enum { NGREEDY = sizeof greedies / sizeof greedies[0], NGREEDY_LARGE = 3 };
 
 /* The best of the greedy placements (first wins ties), up to MG_ARENA_ORDERS_MAX buffers all
- * of them, above that the first NGREEDY_LARGE. On plans of many parts (micro-batching) no one
+ * of them, above that the first NGREEDY_LARGE. compact_large: compacted above MG_ARENA_ORDERS_MAX
+ * too (the `arena` command, on placements too large for its search; not the planner's, see
+ * place_with_limits). On plans of many parts (micro-batching) no one
  * order is good everywhere: over unet_small's placements at 25% the best of these eight is on
  * average 1.04 times the lower bound where the four first-fit orders alone are 1.07; on
  * resnet18_64's large ones the skylines win two times in three. Stops at the lower bound. When
  * the overlap lists would be too big, only first fit by size runs, on a scan of every placed
  * buffer, or (decline_quadratic: a plan so large that this quadratic scan would take long)
  * nothing runs and INT64_MAX is returned. Returns the arena; offsets in best. */
-static int64_t greedy_best(const live_set *ls, int64_t *best, int decline_quadratic)
+static int64_t greedy_best(const live_set *ls, int64_t *best, int decline_quadratic, int compact_large)
 {
     int m = ls->m;
     overlaps ov;
@@ -1011,7 +1018,8 @@ static int64_t greedy_best(const live_set *ls, int64_t *best, int decline_quadra
             memcpy(bestu, off, (size_t)m * sizeof *off);
         }
     }
-    if (top > ls->lower_bound && m <= MG_ARENA_ORDERS_MAX && !dense) top = compact(&ov, m, 4, bestu, order, tmp);
+    if (top > ls->lower_bound && !dense && m <= MG_ARENA_ORDERS_MAX) top = compact(&ov, m, 4, bestu, order, tmp);
+    else if (top > ls->lower_bound && !dense && compact_large) top = compact(&ov, m, LARGE_PASSES, bestu, order, tmp);
     pfree(ls->P, placed);
     pfree(ls->P, lsorder);
     pfree(ls->P, area);
@@ -1715,7 +1723,15 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
     int m = ls.m;
     int64_t *best = pcal(P, (size_t)m, sizeof *best);
     int64_t top = INT64_MAX;
-    if (m <= MG_ARENA_GREEDY_MAX) top = greedy_best(&ls, best, m > MG_ARENA_SCAN_FROM);
+    /* The command (bisect) compacts a large placement it will not search: resnet18_64's in 16
+     * parts, 7.93 -> 6.33% above the peak on average (26 of 4,813-7,591 buffers, up to 11.33 ->
+     * 6.28%). Not the planner's: its choices are tuned to these placements, and better ones moved
+     * its plans both ways (compacting every large placement, or those within 2% of the budget:
+     * resnet18_64 at 1.10 times its minimum 69.76 -> 52.4 / 55.3% recomputed, but at 1.05 times
+     * 63.88 -> 96.8 / 80.8%, its minimum search 4,922,432 -> 4,987,968 bytes, +0.7 s CPU at 75%).
+     * Not where the command searches (up to MG_ARENA_SEARCH_MAX): its bisection, started lower,
+     * ended higher on bench/data/arena_large's 3,470 buffers (11.90 -> 14.53% in 10 s). */
+    if (m <= MG_ARENA_GREEDY_MAX) top = greedy_best(&ls, best, m > MG_ARENA_SCAN_FROM, bisect && m > search_max);
     if (m > MG_ARENA_SCAN_FROM && top > ls.lower_bound) {
         int64_t *scan = pal(P, (size_t)m * sizeof *scan);
         int64_t t = linear_scan(&ls, scan);
