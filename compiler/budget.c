@@ -35,7 +35,7 @@ int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, cha
     double v = strtod(s, &end);
     /* 0 is a budget like any other: met by a step that needs no workspace, else refused with
      * the minimum feasible budget, as 40% of a 0-byte store-all workspace and 1e-9% always were */
-    if (!mg_plain_decimal(s, end) || !isfinite(v) || v < 0) {
+    if (!mg_plain_decimal(s, end) || !isfinite(v) || signbit(v)) { /* (signbit: '-0' too, as '-5%') */
         snprintf(err, (size_t)errlen, "budget '%s' is not a size (try 48MiB, 2GB or 40%%)", s);
         return refuse(why, MG_BUDGET_NOT_POSITIVE);
     }

@@ -81,6 +81,23 @@ static const char *skip_value(const char *p, const char *e)
     return p;
 }
 
+/* The arrays and objects open at `at` (p the text's start): cJSON refuses nesting deeper than
+ * CJSON_NESTING_LIMIT as a syntax error, at the bracket one level too deep. */
+static int nesting_at(const char *p, const char *at)
+{
+    int depth = 0;
+    while (p < at) {
+        if (*p == '"') {
+            p = skip_string(p, at);
+            continue;
+        }
+        if (*p == '{' || *p == '[') depth++;
+        else if (*p == '}' || *p == ']') depth--;
+        p++;
+    }
+    return depth;
+}
+
 /* The value of the first member named key of the object at p (as cJSON looks it up), or NULL. */
 static const char *json_member(const char *p, const char *e, const char *key)
 {
@@ -172,6 +189,12 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
         const char *b = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? text + 3 : text;
         if (skip_ws(b, text + len) == text + len)
             return mg_diag_set(d, (mg_loc){file, 0, 0}, "empty file: expected a node-link graph (JSON)");
+        if (err_at && err_at < text + len && (*err_at == '[' || *err_at == '{') &&
+            nesting_at(text, err_at) >= CJSON_NESTING_LIMIT) { /* (not "malformed": it may be well formed) */
+            char what[96];
+            snprintf(what, sizeof what, "arrays and objects nested more than %d deep (no graph is)", CJSON_NESTING_LIMIT);
+            return fail_at(d, file, text, err_at, what);
+        }
         return fail_at(d, file, text, err_at, "malformed JSON");
     }
     /* one JSON value and nothing after it but whitespace: two graphs pasted into one file, or

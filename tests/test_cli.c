@@ -1035,6 +1035,8 @@ START_TEST(test_bad_budget_values)
         {"nan", "budget 'nan' is not a size"},
         {"-1", "budget '-1' is not a size"},
         {"-0.5%", "budget '-0.5%' is not a size"},
+        {"-0", "budget '-0' is not a size"}, /* (was planned as 0 bytes while -1 was refused) */
+        {"-0%", "budget '-0%' is not a size"},
         {"100.5%", "budget '100.5%' is more than 100% of the store-all workspace"},
         /* strtod's hex and leading spaces are not budgets a user writes: 0x10MiB was 16 MiB */
         {"0x10MiB", "budget '0x10MiB' is not a size"},
@@ -3425,6 +3427,38 @@ START_TEST(test_graph_empty_file_says_so)
 }
 END_TEST
 
+/* A graph nested deeper than the JSON reader goes (1,000 levels) was "malformed JSON", as if it
+ * had a syntax error; now it says how deep is too deep, at the bracket one level past it (an
+ * array's or an object's); one level less is read, and refused as no graph. */
+START_TEST(test_graph_nested_too_deep_says_so)
+{
+    char *text = malloc(8200);
+    for (int obj = 0; obj < 2; obj++) {
+        size_t n = 0;
+        for (int i = 0; i < 1001; i++) n += (size_t)sprintf(text + n, "%s", obj ? "{\"a\":" : "[");
+        text[n++] = '1';
+        for (int i = 0; i < 1001; i++) text[n++] = obj ? '}' : ']';
+        text[n] = 0;
+        const char *g = write_model("g.json", text);
+        char *out, want[4400];
+        int rc = mg(&out, "plan --graph '%s'", g);
+        snprintf(want, sizeof want, "%s:1:%d: error: arrays and objects nested more than 1000 deep (no graph is)\n", g,
+                 obj ? 5001 : 1001);
+        ck_assert_msg(rc == 1 && strstr(out, want) == out, "exited %d, wanted '%s':\n%.300s", rc, want, out);
+        free(out);
+    }
+    memset(text, '[', 999);
+    memset(text + 999, ']', 999);
+    text[1998] = 0;
+    const char *g = write_model("g.json", text);
+    char *out;
+    int rc = mg(&out, "plan --graph '%s'", g);
+    ck_assert_msg(rc == 1 && strstr(out, "not a node-link graph") && !strstr(out, "deep"), "exited %d:\n%.300s", rc, out);
+    free(out);
+    free(text);
+}
+END_TEST
+
 /* Names past 63 bytes: the trace, the SVG timeline, the DOT graph and the text report copied
  * each name into 64 bytes, so two values named alike up to there ('<70 x a>_query' and
  * '<70 x a>_key') came out as one name, and none matched the JSON's. Now each view has the
@@ -3630,6 +3664,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
         tcase_add_test(b, test_graph_empty_file_says_so);
+        tcase_add_test(b, test_graph_nested_too_deep_says_so);
         tcase_add_test(b, test_long_names_are_whole_in_every_report);
         tcase_add_test(b, test_arena_json_matches_its_docs);
 #ifdef MG_TRAIN_MLP
