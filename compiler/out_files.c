@@ -10,8 +10,11 @@
  * Driver code: it prints its errors. */
 #include "out_files.h"
 
+#include "write_all.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,16 +169,17 @@ int mg_out_begin(mg_out_file *o, int n)
     return 0;
 }
 
-/* Copies the temporary file into the output, which is opened for writing, not replaced. */
+/* Copies the temporary file into the output, which is opened for writing, not replaced: 0, or
+ * the errno of what failed. */
 static int copy_into(const mg_out_file *o)
 {
     int in = open(o->tmp, O_RDONLY);
-    if (in < 0) return cannot_write(o, errno);
+    if (in < 0) return errno;
     int out = open(o->path, o->direct == 2 ? O_WRONLY | O_APPEND : O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (out < 0) {
         int err = errno;
         close(in);
-        return cannot_write(o, err);
+        return err;
     }
     int err = 0;
     char buf[1 << 16];
@@ -185,15 +189,11 @@ static int copy_into(const mg_out_file *o)
             if (errno != EINTR) err = errno;
             continue;
         }
-        for (ssize_t w = 0; w < k && !err;) {
-            ssize_t r = write(out, buf + w, (size_t)(k - w));
-            if (r >= 0) w += r;
-            else if (errno != EINTR) err = errno;
-        }
+        err = mg_write_all(out, buf, (size_t)k);
     }
     if (close(out) != 0 && !err) err = errno;
     close(in);
-    return err ? cannot_write(o, err) : 0;
+    return err;
 }
 
 /* The outputs written into (the standard output, a device, a FIFO) first, whose writes can fail
@@ -203,14 +203,30 @@ static int copy_into(const mg_out_file *o)
  * never written (review22). */
 int mg_out_commit(mg_out_file *o, int n)
 {
-    fflush(NULL); /* a report on stdout comes before a file written to /dev/stdout */
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n; i++) {
+    /* A pipe closed early (`compile -o m.o --emit-llvm - | head`) killed memgrad by SIGPIPE in the
+     * flush or the copy below and left every temporary file behind (m.o.tmp.PID.0). SIGPIPE
+     * waits here: on a closed pipe the temporaries are removed, nothing is put in place, and
+     * memgrad ends by SIGPIPE as before. (Where SIGPIPE was ignored when memgrad started, the
+     * write fails with EPIPE and is said as any other.) */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigemptyset(&ign.sa_mask);
+    int set = sigaction(SIGPIPE, &ign, &old) == 0, held = set && old.sa_handler == SIG_DFL;
+    int rc = 0, err = fflush(NULL) == EOF ? errno : 0; /* a report on stdout comes before a file
+                                                          written to /dev/stdout */
+    if (!held || err != EPIPE) err = 0;
+    for (int pass = 0; pass < 2 && !rc && !err; pass++)
+        for (int i = 0; i < n && !rc && !err; i++) {
             if (!o[i].path || !o[i].tmp[0] || (o[i].direct ? 0 : 1) != pass) continue;
-            int rc = o[i].direct ? copy_into(&o[i]) : rename(o[i].tmp, o[i].dest) != 0 ? cannot_write(&o[i], errno) : 0;
-            if (rc) return 1;
+            err = o[i].direct ? copy_into(&o[i]) : rename(o[i].tmp, o[i].dest) != 0 ? errno : 0;
+            if (err && !(held && err == EPIPE)) rc = cannot_write(&o[i], err);
         }
-    return 0;
+    if (held && err == EPIPE) {
+        mg_out_end(o, n);
+        signal(SIGPIPE, SIG_DFL);
+        raise(SIGPIPE);
+    }
+    if (set) sigaction(SIGPIPE, &old, NULL);
+    return rc || err;
 }
 
 void mg_out_end(mg_out_file *o, int n)

@@ -2396,6 +2396,34 @@ START_TEST(test_stdout_write_error)
 }
 END_TEST
 
+/* A pipe whose reader stopped early (`compile -o m.o --emit-llvm - | head`): memgrad was killed by
+ * SIGPIPE while it copied the IR into the pipe, and left m.o.tmp.PID.0 behind. It still ends by
+ * SIGPIPE, silently, as any filter does (status 141 in the shell), and now leaves no file: the
+ * temporaries are removed, nothing is put in place. The reader here is gone before memgrad
+ * writes (compiling takes far longer than `true`). */
+START_TEST(test_closed_pipe_leaves_no_temporaries)
+{
+    write_model("mlp.mg", mlp_src);
+    static const char *const cmds[] = {"compile mlp.mg -o m.o --emit-llvm - -O0",
+                                       "compile mlp.mg -o m.o --header - -O0",
+                                       "plan mlp.mg --budget 50%% --svg m.svg --trace -"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[256], cmd[9000], *out;
+        snprintf(args, sizeof args, cmds[i]);
+        snprintf(cmd, sizeof cmd, "cd '%s' && ('%s' %s --no-cache; echo \"status $?\" >&2) | true", dir, MG_MEMGRAD,
+                 args);
+        int rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && !strcmp(out, "status 141\n"), "%s | true: exited %d:\n%s", args, rc, out);
+        free(out);
+        DIR *dd = opendir(dir);
+        ck_assert_ptr_nonnull(dd);
+        for (struct dirent *e; (e = readdir(dd));)
+            ck_assert_msg(!strncmp(e->d_name, "mlp.mg", 6) || e->d_name[0] == '.', "%s | true left %s", args, e->d_name);
+        closedir(dd);
+    }
+}
+END_TEST
+
 /* Was a bug: the outputs were put in place in the order given, so with the standard output full
  * `compile m.mg -o new.o --header -` exited 1 and left new.o in place without its header, and
  * `-o old.o` replaced old.o; `plan --svg new.svg --trace -` left new.svg. What is written into
@@ -3623,6 +3651,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
         tcase_add_test(b, test_print_ir_and_joint_together);
         tcase_add_test(b, test_stdout_write_error);
+        tcase_add_test(b, test_closed_pipe_leaves_no_temporaries);
         tcase_add_test(b, test_full_stdout_leaves_the_files_as_they_were);
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
