@@ -61,22 +61,27 @@ static const char *skip_string(const char *p, const char *e) /* p at the opening
     return p < e ? p + 1 : e;
 }
 
+/* From p towards e over strings, counting the arrays and objects opened in *depth: up to e, or
+ * (close_first) just past the bracket that closes the first one opened. */
+static const char *walk_nesting(const char *p, const char *e, int *depth, int close_first)
+{
+    while (p < e) {
+        if (*p == '"') {
+            p = skip_string(p, e);
+            continue;
+        }
+        if (*p == '{' || *p == '[') ++*depth;
+        else if ((*p == '}' || *p == ']') && --*depth == 0 && close_first) return p + 1;
+        p++;
+    }
+    return e;
+}
+
 static const char *skip_value(const char *p, const char *e)
 {
+    int depth = 0;
     if (p < e && *p == '"') return skip_string(p, e);
-    if (p < e && (*p == '{' || *p == '[')) {
-        int depth = 0;
-        while (p < e) {
-            if (*p == '"') {
-                p = skip_string(p, e);
-                continue;
-            }
-            if (*p == '{' || *p == '[') depth++;
-            else if ((*p == '}' || *p == ']') && --depth == 0) return p + 1;
-            p++;
-        }
-        return e;
-    }
+    if (p < e && (*p == '{' || *p == '[')) return walk_nesting(p, e, &depth, 1);
     while (p < e && (unsigned char)*p > 32 && *p != ',' && *p != '}' && *p != ']') p++;
     return p;
 }
@@ -86,15 +91,7 @@ static const char *skip_value(const char *p, const char *e)
 static int nesting_at(const char *p, const char *at)
 {
     int depth = 0;
-    while (p < at) {
-        if (*p == '"') {
-            p = skip_string(p, at);
-            continue;
-        }
-        if (*p == '{' || *p == '[') depth++;
-        else if (*p == '}' || *p == ']') depth--;
-        p++;
-    }
+    walk_nesting(p, at, &depth, 0);
     return depth;
 }
 
