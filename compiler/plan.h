@@ -149,6 +149,18 @@ typedef struct mg_sched_opts {
     struct mg_rc_store *rc_store; /* sched_rc.c, optional: the same for its schedules (mg_rc_store_new) */
 } mg_sched_opts;
 
+/* sched_remat.c, shared with sched_rc.c's store: what every schedule of a problem reads alike,
+ * built once per store. mg_sched_index_free frees its arrays. */
+typedef struct mg_sched_index {
+    int ntargets, nfwd_targets; /* targets, and those among the forward nodes */
+    int *targets;               /* the targets in order */
+    double *rest;               /* per target position i: the cost of the targets after it, each once */
+    int *use_start, *uses;      /* per node: positions of the targets that read it (CSR) */
+    int *out_start, *out;       /* per node: its consumers (CSR) */
+} mg_sched_index;
+void mg_sched_index_init(mg_sched_index *x, const mg_problem *pr);
+void mg_sched_index_free(mg_sched_index *x);
+
 /* sched_remat.c: what mg_schedule builds before it simulates (the problem's targets, readers
  * and consumers) and its per-node scratch and plan arrays, kept for the next schedule of the
  * same problem: a caller that schedules it hundreds of times (sched_improve.c's walk) makes one

@@ -474,10 +474,7 @@ mg_status mg_schedule_rc(const mg_problem *pr, const mg_sched_opts *opts, mg_pla
  * without a store. */
 struct mg_rc_store {
     const mg_problem *pr;
-    int ntargets;
-    int *targets;
-    double *rest;
-    int *use_start, *uses, *out_start, *out;
+    mg_sched_index ix; /* (nfwd_targets unused) */
     /* scratch, cleared for each schedule */
     int *uptr, *lock, *need, *ut, *fc_at, *touched, *res, *res_pos, *mark, *walk, *frame_v, *frame_k,
         *frame_ord, *ord, *sc_at, *ver, *dirty;
@@ -490,100 +487,69 @@ struct mg_rc_store {
     int busy;
 };
 
+/* What scratch_arrays does to each array (sched_rc's cleared scratch): allocate it zeroed, clear
+ * it, or free it. */
+enum scratch_op { SCRATCH_ALLOC, SCRATCH_CLEAR, SCRATCH_FREE };
+
+static void *scratch_op(void *p, size_t bytes, enum scratch_op op)
+{
+    if (op == SCRATCH_ALLOC) return mg_xcalloc(1, bytes);
+    if (op == SCRATCH_CLEAR) return memset(p, 0, bytes);
+    free(p);
+    return NULL;
+}
+
+/* The store's scratch, cleared for each schedule, listed once for its allocation, its clearing
+ * and its freeing (each array apart, so that the sanitizers see each one's bounds). n1: nodes
+ * + 1; e1: edges + 1 (unused when freeing). */
+static void scratch_arrays(mg_rc_store *z, size_t n1, size_t e1, enum scratch_op op)
+{
+    z->uptr = scratch_op(z->uptr, n1 * sizeof *z->uptr, op);
+    z->lock = scratch_op(z->lock, n1 * sizeof *z->lock, op);
+    z->need = scratch_op(z->need, n1 * sizeof *z->need, op);
+    z->ut = scratch_op(z->ut, n1 * sizeof *z->ut, op);
+    z->fc = scratch_op(z->fc, n1 * sizeof *z->fc, op);
+    z->fc_at = scratch_op(z->fc_at, n1 * sizeof *z->fc_at, op);
+    z->ut_valid = scratch_op(z->ut_valid, n1 * sizeof *z->ut_valid, op);
+    z->touched = scratch_op(z->touched, n1 * sizeof *z->touched, op);
+    z->res = scratch_op(z->res, n1 * sizeof *z->res, op);
+    z->res_pos = scratch_op(z->res_pos, n1 * sizeof *z->res_pos, op);
+    z->rc = scratch_op(z->rc, n1 * sizeof *z->rc, op);
+    z->mark = scratch_op(z->mark, n1 * sizeof *z->mark, op);
+    z->walk = scratch_op(z->walk, n1 * sizeof *z->walk, op);
+    z->est = scratch_op(z->est, e1 * sizeof *z->est, op);
+    z->frame_v = scratch_op(z->frame_v, n1 * sizeof *z->frame_v, op);
+    z->frame_k = scratch_op(z->frame_k, n1 * sizeof *z->frame_k, op);
+    z->frame_ord = scratch_op(z->frame_ord, n1 * sizeof *z->frame_ord, op);
+    z->ord = scratch_op(z->ord, e1 * sizeof *z->ord, op);
+    z->sc = scratch_op(z->sc, n1 * sizeof *z->sc, op);
+    z->sc_at = scratch_op(z->sc_at, n1 * sizeof *z->sc_at, op);
+    z->ver = scratch_op(z->ver, n1 * sizeof *z->ver, op);
+    z->dirty = scratch_op(z->dirty, n1 * sizeof *z->dirty, op);
+    z->in_dirty = scratch_op(z->in_dirty, n1 * sizeof *z->in_dirty, op);
+}
+
 mg_rc_store *mg_rc_store_new(const mg_problem *pr)
 {
     int n = pr->n;
     mg_rc_store *z = mg_xcalloc(1, sizeof *z);
     z->pr = pr;
-    z->targets = mg_xcalloc((size_t)n + 1, sizeof *z->targets);
-    for (int v = 0; v < n; v++)
-        if (pr->target[v]) z->targets[z->ntargets++] = v;
-    z->rest = mg_xcalloc((size_t)z->ntargets + 1, sizeof *z->rest);
-    for (int i = z->ntargets - 1; i > 0; i--) z->rest[i - 1] = z->rest[i] + pr->cost[z->targets[i]];
-    /* per node: the target positions reading it */
-    z->use_start = mg_xcalloc((size_t)n + 1, sizeof *z->use_start);
-    for (int i = 0; i < z->ntargets; i++)
-        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) z->use_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) z->use_start[v + 1] += z->use_start[v];
-    z->uses = mg_xcalloc((size_t)z->use_start[n] + 1, sizeof *z->uses);
-    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
-    for (int i = 0; i < z->ntargets; i++)
-        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) {
-            int u = pr->in[k];
-            z->uses[z->use_start[u] + fill[u]++] = i;
-        }
-    z->out_start = mg_xcalloc((size_t)n + 1, sizeof *z->out_start);
-    z->out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *z->out);
-    for (int k = 0; k < pr->in_start[n]; k++) z->out_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) z->out_start[v + 1] += z->out_start[v];
-    for (int v = 0; v < n; v++) fill[v] = 0;
-    for (int c = 0; c < n; c++)
-        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) z->out[z->out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
-    free(fill);
+    mg_sched_index_init(&z->ix, pr);
     size_t n1 = (size_t)n + 1, e1 = (size_t)pr->in_start[n] + 1;
-    z->uptr = mg_xcalloc(n1, sizeof *z->uptr);
-    z->lock = mg_xcalloc(n1, sizeof *z->lock);
-    z->need = mg_xcalloc(n1, sizeof *z->need);
-    z->ut = mg_xcalloc(n1, sizeof *z->ut);
-    z->fc = mg_xcalloc(n1, sizeof *z->fc);
-    z->fc_at = mg_xcalloc(n1, sizeof *z->fc_at);
-    z->ut_valid = mg_xcalloc(n1, 1);
-    z->touched = mg_xcalloc(n1, sizeof *z->touched);
-    z->res = mg_xcalloc(n1, sizeof *z->res);
-    z->res_pos = mg_xcalloc(n1, sizeof *z->res_pos);
-    z->rc = mg_xcalloc(n1, sizeof *z->rc);
-    z->mark = mg_xcalloc(n1, sizeof *z->mark);
-    z->walk = mg_xcalloc(n1, sizeof *z->walk);
-    z->est = mg_xcalloc(e1, sizeof *z->est);
-    z->frame_v = mg_xcalloc(n1, sizeof *z->frame_v);
-    z->frame_k = mg_xcalloc(n1, sizeof *z->frame_k);
-    z->frame_ord = mg_xcalloc(n1, sizeof *z->frame_ord);
-    z->ord = mg_xcalloc(e1, sizeof *z->ord);
-    z->sc = mg_xcalloc(n1, sizeof *z->sc);
-    z->sc_at = mg_xcalloc(n1, sizeof *z->sc_at);
+    scratch_arrays(z, n1, e1, SCRATCH_ALLOC);
     z->capheap = 2 * n + 16;
     z->heap = mg_xcalloc((size_t)z->capheap, sizeof *z->heap);
     z->held = mg_xcalloc(n1, sizeof *z->held);
-    z->ver = mg_xcalloc(n1, sizeof *z->ver);
-    z->dirty = mg_xcalloc(n1, sizeof *z->dirty);
-    z->in_dirty = mg_xcalloc(n1, 1);
     return z;
 }
 
 void mg_rc_store_free(mg_rc_store *z)
 {
     if (!z) return;
-    free(z->targets);
-    free(z->rest);
-    free(z->use_start);
-    free(z->uses);
-    free(z->out_start);
-    free(z->out);
-    free(z->uptr);
-    free(z->lock);
-    free(z->need);
-    free(z->ut);
-    free(z->fc);
-    free(z->fc_at);
-    free(z->ut_valid);
-    free(z->touched);
-    free(z->res);
-    free(z->res_pos);
-    free(z->rc);
-    free(z->mark);
-    free(z->walk);
-    free(z->est);
-    free(z->frame_v);
-    free(z->frame_k);
-    free(z->frame_ord);
-    free(z->ord);
-    free(z->sc);
-    free(z->sc_at);
+    mg_sched_index_free(&z->ix);
+    scratch_arrays(z, 0, 0, SCRATCH_FREE);
     free(z->heap);
     free(z->held);
-    free(z->ver);
-    free(z->dirty);
-    free(z->in_dirty);
     mg_pb_store_free(&z->pb);
     free(z);
 }
@@ -591,30 +557,7 @@ void mg_rc_store_free(mg_rc_store *z)
 /* Clears z's scratch to the state mg_rc_store_new left it in. */
 static void rc_store_clear(mg_rc_store *z)
 {
-    size_t n1 = (size_t)z->pr->n + 1, e1 = (size_t)z->pr->in_start[z->pr->n] + 1;
-    memset(z->uptr, 0, n1 * sizeof *z->uptr);
-    memset(z->lock, 0, n1 * sizeof *z->lock);
-    memset(z->need, 0, n1 * sizeof *z->need);
-    memset(z->ut, 0, n1 * sizeof *z->ut);
-    memset(z->fc, 0, n1 * sizeof *z->fc);
-    memset(z->fc_at, 0, n1 * sizeof *z->fc_at);
-    memset(z->ut_valid, 0, n1);
-    memset(z->touched, 0, n1 * sizeof *z->touched);
-    memset(z->res, 0, n1 * sizeof *z->res);
-    memset(z->res_pos, 0, n1 * sizeof *z->res_pos);
-    memset(z->rc, 0, n1 * sizeof *z->rc);
-    memset(z->mark, 0, n1 * sizeof *z->mark);
-    memset(z->walk, 0, n1 * sizeof *z->walk);
-    memset(z->est, 0, e1 * sizeof *z->est);
-    memset(z->frame_v, 0, n1 * sizeof *z->frame_v);
-    memset(z->frame_k, 0, n1 * sizeof *z->frame_k);
-    memset(z->frame_ord, 0, n1 * sizeof *z->frame_ord);
-    memset(z->ord, 0, e1 * sizeof *z->ord);
-    memset(z->sc, 0, n1 * sizeof *z->sc);
-    memset(z->sc_at, 0, n1 * sizeof *z->sc_at);
-    memset(z->ver, 0, n1 * sizeof *z->ver);
-    memset(z->dirty, 0, n1 * sizeof *z->dirty);
-    memset(z->in_dirty, 0, n1);
+    scratch_arrays(z, (size_t)z->pr->n + 1, (size_t)z->pr->in_start[z->pr->n] + 1, SCRATCH_CLEAR);
 }
 
 mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, mg_plan **out, int64_t range[2],
@@ -631,13 +574,13 @@ mg_status mg_schedule_rc_range(const mg_problem *pr, const mg_sched_opts *opts, 
     z->busy = 1;
     rc_sim s = {.pr = pr, .o = opts, .below = INT64_MIN, .above = INT64_MAX};
     mg_pb_init_in(&s.b, pr, own ? NULL : &z->pb);
-    const int *targets = z->targets;
-    s.ntargets = z->ntargets;
-    s.rest = z->rest;
-    s.use_start = z->use_start;
-    s.uses = z->uses;
-    s.out_start = z->out_start;
-    s.out = z->out;
+    const int *targets = z->ix.targets;
+    s.ntargets = z->ix.ntargets;
+    s.rest = z->ix.rest;
+    s.use_start = z->ix.use_start;
+    s.uses = z->ix.uses;
+    s.out_start = z->ix.out_start;
+    s.out = z->ix.out;
     s.uptr = z->uptr;
     s.lock = z->lock;
     s.need = z->need;

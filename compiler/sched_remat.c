@@ -345,12 +345,8 @@ mg_status mg_schedule(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
  * (the targets, their reads, the consumers of each value), and the arrays it works in. */
 struct mg_sched_store {
     const mg_problem *pr;
-    int ntargets, nfwd_targets;
-    int *targets;
-    int *use_start, *uses;  /* per node: positions of the targets that read it (CSR) */
-    int *out_start, *out;   /* per node: its consumers (CSR) */
+    mg_sched_index ix;
     int *zlast;             /* per node: last target position reading an evictable consumer of it */
-    double *rest;           /* per target position i: the cost of the targets after it, each once */
     int nonneg;             /* every cost >= 0 (not NaN) */
     /* scratch, cleared for each schedule */
     int *uptr, *lock, *cand, *cand_pos, *ver, *stack, *stack_in, *order, *mark;
@@ -364,47 +360,65 @@ struct mg_sched_store {
     int busy;
 };
 
+void mg_sched_index_init(mg_sched_index *x, const mg_problem *pr)
+{
+    int n = pr->n;
+    *x = (mg_sched_index){0};
+    x->targets = mg_xcalloc((size_t)n + 1, sizeof *x->targets);
+    for (int i = 0; i < n; i++) {
+        if (!pr->target[i]) continue;
+        if (i < pr->nfwd) x->nfwd_targets++;
+        x->targets[x->ntargets++] = i;
+    }
+    x->rest = mg_xcalloc((size_t)x->ntargets + 1, sizeof *x->rest);
+    for (int i = x->ntargets - 1; i > 0; i--) x->rest[i - 1] = x->rest[i] + pr->cost[x->targets[i]];
+    /* the reads of each node by the targets, in target order */
+    x->use_start = mg_xcalloc((size_t)n + 1, sizeof *x->use_start);
+    for (int i = 0; i < x->ntargets; i++)
+        for (int k = pr->in_start[x->targets[i]]; k < pr->in_start[x->targets[i] + 1]; k++) x->use_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) x->use_start[v + 1] += x->use_start[v];
+    x->uses = mg_xcalloc((size_t)x->use_start[n] + 1, sizeof *x->uses);
+    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
+    for (int i = 0; i < x->ntargets; i++)
+        for (int k = pr->in_start[x->targets[i]]; k < pr->in_start[x->targets[i] + 1]; k++) {
+            int u = pr->in[k];
+            x->uses[x->use_start[u] + fill[u]++] = i;
+        }
+    /* the consumers of each node */
+    x->out_start = mg_xcalloc((size_t)n + 1, sizeof *x->out_start);
+    x->out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *x->out);
+    for (int k = 0; k < pr->in_start[n]; k++) x->out_start[pr->in[k] + 1]++;
+    for (int v = 0; v < n; v++) x->out_start[v + 1] += x->out_start[v];
+    for (int v = 0; v <= n; v++) fill[v] = 0;
+    for (int c = 0; c < n; c++)
+        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) x->out[x->out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
+    free(fill);
+}
+
+void mg_sched_index_free(mg_sched_index *x)
+{
+    free(x->targets);
+    free(x->rest);
+    free(x->use_start);
+    free(x->uses);
+    free(x->out_start);
+    free(x->out);
+    *x = (mg_sched_index){0};
+}
+
 mg_sched_store *mg_sched_store_new(const mg_problem *pr)
 {
     int n = pr->n;
     mg_sched_store *z = mg_xcalloc(1, sizeof *z);
     z->pr = pr;
-    z->targets = mg_xcalloc((size_t)n + 1, sizeof *z->targets);
-    for (int i = 0; i < n; i++) {
-        if (!pr->target[i]) continue;
-        if (i < pr->nfwd) z->nfwd_targets++;
-        z->targets[z->ntargets++] = i;
-    }
-    z->rest = mg_xcalloc((size_t)z->ntargets + 1, sizeof *z->rest);
+    mg_sched_index_init(&z->ix, pr);
     z->nonneg = 1;
     for (int v = 0; v < n; v++)
         if (!(pr->cost[v] >= 0)) z->nonneg = 0;
-    for (int i = z->ntargets - 1; i > 0; i--) z->rest[i - 1] = z->rest[i] + pr->cost[z->targets[i]];
-    /* the reads of each node by the targets, in target order */
-    z->use_start = mg_xcalloc((size_t)n + 1, sizeof *z->use_start);
-    for (int i = 0; i < z->ntargets; i++)
-        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) z->use_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) z->use_start[v + 1] += z->use_start[v];
-    z->uses = mg_xcalloc((size_t)z->use_start[n] + 1, sizeof *z->uses);
-    int *fill = mg_xcalloc((size_t)n + 1, sizeof *fill);
-    for (int i = 0; i < z->ntargets; i++)
-        for (int k = pr->in_start[z->targets[i]]; k < pr->in_start[z->targets[i] + 1]; k++) {
-            int u = pr->in[k];
-            z->uses[z->use_start[u] + fill[u]++] = i;
-        }
-    /* the consumers of each node */
-    z->out_start = mg_xcalloc((size_t)n + 1, sizeof *z->out_start);
-    z->out = mg_xcalloc((size_t)pr->in_start[n] + 1, sizeof *z->out);
-    for (int k = 0; k < pr->in_start[n]; k++) z->out_start[pr->in[k] + 1]++;
-    for (int v = 0; v < n; v++) z->out_start[v + 1] += z->out_start[v];
-    for (int v = 0; v <= n; v++) fill[v] = 0;
-    for (int c = 0; c < n; c++)
-        for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++) z->out[z->out_start[pr->in[k]] + fill[pr->in[k]]++] = c;
-    free(fill);
     z->zlast = mg_xcalloc((size_t)n + 1, sizeof *z->zlast);
     for (int v = 0; v < n; v++) z->zlast[v] = -1;
     for (int c = 0; c < n; c++) {
-        int last = z->use_start[c + 1] > z->use_start[c] ? z->uses[z->use_start[c + 1] - 1] : -1;
+        int last = z->ix.use_start[c + 1] > z->ix.use_start[c] ? z->ix.uses[z->ix.use_start[c + 1] - 1] : -1;
         if (!pr->evictable[c]) continue;
         for (int k = pr->in_start[c]; k < pr->in_start[c + 1]; k++)
             if (last > z->zlast[pr->in[k]]) z->zlast[pr->in[k]] = last;
@@ -426,12 +440,7 @@ mg_sched_store *mg_sched_store_new(const mg_problem *pr)
 void mg_sched_store_free(mg_sched_store *z)
 {
     if (!z) return;
-    free(z->targets);
-    free(z->rest);
-    free(z->use_start);
-    free(z->uses);
-    free(z->out_start);
-    free(z->out);
+    mg_sched_index_free(&z->ix);
     free(z->zlast);
     free(z->uptr);
     free(z->lock);
@@ -489,16 +498,16 @@ mg_status mg_schedule_range(const mg_problem *pr, const mg_sched_opts *opts, mg_
     s.heap = z->heap;
     s.capheap = z->capheap;
     s.jitter = opts->seed ? z->jitter : NULL;
-    s.ntargets = z->ntargets;
-    s.nfwd_targets = z->nfwd_targets;
-    const int *targets = z->targets;
+    s.ntargets = z->ix.ntargets;
+    s.nfwd_targets = z->ix.nfwd_targets;
+    const int *targets = z->ix.targets;
     s.rc_cap = s.b.p->flops_once + n;
-    s.rest = z->rest;
+    s.rest = z->ix.rest;
     s.nonneg = z->nonneg;
-    s.use_start = z->use_start;
-    s.uses = z->uses;
-    s.out_start = z->out_start;
-    s.out = z->out;
+    s.use_start = z->ix.use_start;
+    s.uses = z->ix.uses;
+    s.out_start = z->ix.out_start;
+    s.out = z->ix.out;
     s.zlast = z->zlast;
     /* a generous bound on recomputation, so pathological graphs fail instead of running away */
     s.step_limit = (int64_t)s.ntargets * 8 + 10000;
