@@ -77,6 +77,9 @@ mg_status __real_mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scrat
 mg_status __real_mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *P, int64_t same[2],
                                       mg_diag *d);
 
+mg_status __real_mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg_arena_scratch *P,
+                                        int64_t same[2], mg_diag *d);
+
 mg_status __wrap_mg_arena_assign(mg_plan *p, mg_diag *d)
 {
     mg_status s = __real_mg_arena_assign(p, d);
@@ -101,6 +104,14 @@ mg_status __wrap_mg_arena_assign_in(mg_plan *p, int64_t capacity, mg_arena_scrat
 mg_status __wrap_mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *P, int64_t same[2], mg_diag *d)
 {
     mg_status s = __real_mg_arena_assign_same(p, capacity, P, same, d);
+    dump(p, capacity);
+    return s;
+}
+
+mg_status __wrap_mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg_arena_scratch *P,
+                                        int64_t same[2], mg_diag *d)
+{
+    mg_status s = __real_mg_arena_assign_effort(p, capacity, effort, P, same, d);
     dump(p, capacity);
     return s;
 }

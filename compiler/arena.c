@@ -57,7 +57,6 @@ enum {
     MG_ARENA_SCAN_FROM = 20000,  /* buffers; above this the linear scan runs too, the better kept */
     MG_ARENA_ORDERS_MAX = 2000,  /* buffers; up to this the greedy tries every order */
     MG_ARENA_SEARCH_MAX = 4000,  /* buffers; the search recurses once per placement */
-    MG_ARENA_PLAN_SEARCH_MAX = 2000, /* buffers; mg_arena_assign searches only up to this */
 };
 static const int64_t search_items_max = 30000000; /* overlap + section entries the search may index */
 static const int64_t plan_work_limit = 4000000;
@@ -1714,7 +1713,7 @@ static int probe(search *s, int64_t target, double share, double end, int64_t wo
  * second search with as much effort again aims at fallback, a target often far easier to meet
  * than the bound. */
 static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *opts, int search_max, int bisect,
-                                 int64_t fallback, mg_arena_stats *st, mg_arena_scratch *P)
+                                 int compact_large, int64_t fallback, mg_arena_stats *st, mg_arena_scratch *P)
 {
     mg_arena_stats stats = {.same_lo = INT64_MIN, .same_hi = INT64_MAX};
     for (int i = 0; i < n; i++) iv[i].offset = 0;
@@ -1723,15 +1722,16 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
     int m = ls.m;
     int64_t *best = pcal(P, (size_t)m, sizeof *best);
     int64_t top = INT64_MAX;
-    /* The command (bisect) compacts a large placement it will not search: resnet18_64's in 16
+    /* compact_large: the command compacts a large placement it will not search: resnet18_64's in 16
      * parts, 7.93 -> 6.33% above the peak on average (26 of 4,813-7,591 buffers, up to 11.33 ->
      * 6.28%). Not the planner's: its choices are tuned to these placements, and better ones moved
      * its plans both ways (compacting every large placement, or those within 2% of the budget:
      * resnet18_64 at 1.10 times its minimum 69.76 -> 52.4 / 55.3% recomputed, but at 1.05 times
-     * 63.88 -> 96.8 / 80.8%, its minimum search 4,922,432 -> 4,987,968 bytes, +0.7 s CPU at 75%).
+     * 63.88 -> 96.8 / 80.8%, its minimum search 4,922,432 -> 4,987,968 bytes, +0.7 s CPU at 75%);
+     * the planner compacts only the near misses it rescues at the end of a solve (planner.c).
      * Not where the command searches (up to MG_ARENA_SEARCH_MAX): its bisection, started lower,
      * ended higher on bench/data/arena_large's 3,470 buffers (11.90 -> 14.53% in 10 s). */
-    if (m <= MG_ARENA_GREEDY_MAX) top = greedy_best(&ls, best, m > MG_ARENA_SCAN_FROM, bisect && m > search_max);
+    if (m <= MG_ARENA_GREEDY_MAX) top = greedy_best(&ls, best, m > MG_ARENA_SCAN_FROM, compact_large && m > search_max);
     if (m > MG_ARENA_SCAN_FROM && top > ls.lower_bound) {
         int64_t *scan = pal(P, (size_t)m * sizeof *scan);
         int64_t t = linear_scan(&ls, scan);
@@ -1813,7 +1813,7 @@ static int64_t place_with_limits(mg_interval *iv, int n, const mg_arena_opts *op
 
 int64_t mg_arena_place_ex(mg_interval *iv, int n, const mg_arena_opts *opts, mg_arena_stats *st)
 {
-    return place_with_limits(iv, n, opts, MG_ARENA_SEARCH_MAX, 1, INT64_MAX, st, NULL);
+    return place_with_limits(iv, n, opts, MG_ARENA_SEARCH_MAX, 1, 1, INT64_MAX, st, NULL);
 }
 
 int64_t mg_arena_place(mg_interval *iv, int n, int64_t capacity, double time_limit_seconds, int *optimal)
@@ -1845,8 +1845,8 @@ mg_status mg_arena_assign_same(mg_plan *p, int64_t capacity, mg_arena_scratch *P
     return mg_arena_assign_effort(p, capacity, 1.0, P, same, d);
 }
 
-mg_status mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg_arena_scratch *P, int64_t same[2],
-                                 mg_diag *d)
+/* mg_arena_assign_effort and mg_arena_assign_compacted */
+static void assign(mg_plan *p, int64_t capacity, double effort, int compact_large, mg_arena_scratch *P, int64_t same[2])
 {
     int n = p->nbufs;
     mg_interval *iv = pal(P, (size_t)n * sizeof *iv);
@@ -1855,7 +1855,7 @@ mg_status mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg
     /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
     mg_arena_opts o = {INT64_MAX, 3.0, (int64_t)((double)plan_work_limit * effort)};
     mg_arena_stats st;
-    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, capacity, &st, P);
+    p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, compact_large, capacity, &st, P);
     if (same) {
         same[0] = st.same_lo;
         same[1] = st.same_hi;
@@ -1864,6 +1864,19 @@ mg_status mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg
     pfree(P, iv);
     scratch_reset(P);
     p->peak_live_bytes = mg_plan_peak_live(p);
+}
+
+mg_status mg_arena_assign_effort(mg_plan *p, int64_t capacity, double effort, mg_arena_scratch *P, int64_t same[2],
+                                 mg_diag *d)
+{
+    assign(p, capacity, effort, 0, P, same);
+    (void)d;
+    return MG_OK;
+}
+
+mg_status mg_arena_assign_compacted(mg_plan *p, int64_t capacity, mg_diag *d)
+{
+    assign(p, capacity, 1.0, 1, NULL, NULL);
     (void)d;
     return MG_OK;
 }

@@ -934,13 +934,14 @@ END_TEST
 /* resnet18_64 (in 16 parts there) at 1.02, 1.035, 1.05 and 1.06 times its minimum: 63.88%,
  * 99.96%, 87.94% and 99.96% recomputed when the rungs were a third and two thirds of the way to
  * the budget and ran up to 1.05 times, 63.88% at all four since they are fixed steps above the
- * minimum and run past 1.05 times where the plan is little cheaper than the minimum's. Outside
- * the sanitizers (several seconds a plan). */
+ * minimum and run past 1.05 times where the plan is little cheaper than the minimum's. And 1.10
+ * times: 69.76% until the near misses were rescued (planner.c, rescue_near_misses), 52.42% since.
+ * Outside the sanitizers (several seconds a plan). */
 START_TEST(test_no_dearer_above_the_minimum_in_parts)
 {
 #ifndef MG_TEST_SANITIZED
-    static const int pct[] = {1020, 1035, 1050, 1060};
-    no_dearer_above_the_minimum("examples/resnet18_64.mg", pct, 4);
+    static const int pct[] = {1020, 1035, 1050, 1060, 1100};
+    no_dearer_above_the_minimum("examples/resnet18_64.mg", pct, 5);
 #endif
 }
 END_TEST
