@@ -701,6 +701,15 @@ static int run_planner(options *o, compiled *c, int want_min)
         }
         else if (p->unsplit.msg[0])
             fprintf(stderr, "%s: note: %s\n", c->src.path, p->unsplit.msg);
+        if (p->parts_not_tried > 0) { /* (the minimum is of the part counts tried) */
+            char over[48] = "the whole batch's";
+            if (p->parts_not_tried > 2) snprintf(over, sizeof over, "of 1 to %d micro-batches", p->parts_not_tried / 2);
+            fprintf(stderr,
+                    "%s: note: that minimum is %s: in %d parts the step makes %d operations, more than the %d "
+                    "the search plans by itself; --micro-batches %d (or more) may meet a smaller budget\n",
+                    c->src.path, over, p->parts_not_tried, p->parts_not_tried_ops, MG_PARTS_AUTO_MAX_NODES,
+                    p->parts_not_tried);
+        }
         return 1;
     }
     c->prog.g = mg_planned_graph(p, c->g);

@@ -437,6 +437,11 @@ mg_status mg_solve_from(const mg_problem *prob, mg_solver solver, int64_t budget
  * grows faster than the graph, about a minute at 60,000. main.c holds models to it, and
  * mg_plan_split the graph split into the --micro-batches parts asked for. */
 enum { MG_PLAN_MAX_NODES = 1 << 16 };
+/* The most operations of a split graph the search over part counts plans by itself (plan_split.c):
+ * a bound on its time (mlp_deep with 400 hidden layers, 6,435 operations in 2 parts: 1.8 s of CPU,
+ * 7.3 s in 8); more parts are planned when asked for (--micro-batches), up to
+ * MG_PLAN_MAX_NODES, and the reports say which part count was left out (mg_planned). */
+enum { MG_PARTS_AUTO_MAX_NODES = 5000 };
 
 /* mg_plan_request.want_min_feasible: the minimum search's plans can be cheaper than the solve's at
  * a budget near the minimum (planner.c, solve_below), so a command that emits a plan (compile)
@@ -478,6 +483,11 @@ typedef struct mg_planned {
                                      (mg_microbatch_ex's cap_convs 0) */
     mg_diag unsplit;              /* plan_split.c, when no plan met the budget and the batch could not
                                      be split at all: why (msg empty otherwise) */
+    int parts_not_tried;          /* plan_split.c without --micro-batches: the part count it stopped at
+                                     with more parts still wanted (for a lower minimum or a cheaper
+                                     plan), as that graph has more than MG_PARTS_AUTO_MAX_NODES
+                                     operations (0: none was left out) */
+    int parts_not_tried_ops;      /* and that graph's operations */
 } mg_planned;
 
 /* The greatest common divisor of two non-negative sizes (0 with 0: the other). */

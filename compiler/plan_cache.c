@@ -148,7 +148,8 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     wput(&b, &key, sizeof key);
     int64_t fig[4] = {pl->workspace_bytes, pl->budget_bytes, pl->store_all_bytes, pl->min_feasible_bytes};
     wput(&b, fig, sizeof fig);
-    int32_t opt[3] = {pl->optimal, pl->graph ? pl->micro_batches : 1, pl->graph && pl->convs_uncapped};
+    int32_t opt[5] = {pl->optimal, pl->graph ? pl->micro_batches : 1, pl->graph && pl->convs_uncapped,
+                      pl->parts_not_tried, pl->parts_not_tried_ops};
     wput(&b, opt, sizeof opt);
     wput(&b, &pl->solve_seconds, sizeof pl->solve_seconds);
     wput(&b, &pl->flops_lower_bound, sizeof pl->flops_lower_bound);
@@ -283,7 +284,7 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     rget(&r, &stored_key, sizeof stored_key);
     int64_t fig[4];
     rget(&r, fig, sizeof fig);
-    int32_t opt[3];
+    int32_t opt[5];
     rget(&r, opt, sizeof opt);
     rget(&r, &out->solve_seconds, sizeof out->solve_seconds);
     rget(&r, &out->flops_lower_bound, sizeof out->flops_lower_bound);
@@ -292,8 +293,11 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     if (!r.bad && (opt[2] < 0 || opt[2] > 1)) r.bad = 1;
     if (!r.bad && opt[1] >= 2 && mg_microbatch_ex(g, opt[1], !opt[2], &out->graph, &md)) r.bad = 1;
     if (!r.bad && (opt[1] < 1 || (opt[1] == 1) != !out->graph)) r.bad = 1;
+    if (!r.bad && (opt[3] < 0 || opt[4] < 0)) r.bad = 1;
     out->micro_batches = opt[1];
     out->convs_uncapped = opt[2];
+    out->parts_not_tried = opt[3];
+    out->parts_not_tried_ops = opt[4];
     g = mg_planned_graph(out, g);
     out->train = get_plan(&r, g);
     out->forward = get_plan(&r, g);

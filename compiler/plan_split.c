@@ -8,7 +8,7 @@
  * (FLOPs executed) that fits wins, fewer parts unless more are clearly cheaper: splitting costs
  * the slices and concatenations it adds, and smaller GEMMs. Percentages refer to the whole batch's store-all
  * workspace, and the minimum feasible budget is the least over k = 1, 2, 4, ... up to the first
- * k that does not lower it (whatever the budget). More parts are tried while they lower it, up to split graphs of MAX_PARTS_NODES nodes, a bound on
+ * k that does not lower it (whatever the budget). More parts are tried while they lower it, up to split graphs of MG_PARTS_AUTO_MAX_NODES nodes, a bound on
  * the planner's time only: the backend specialises each distinct step once (codegen.c's step
  * functions), so the k parts cost little more to compile than one (cnn_fmnist: 2.3 s whole,
  * 2.2 s in 8 parts of 189 nodes, 3.4 s in 32 parts of 677; unet_small in 4 parts of 588 nodes:
@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-enum { MAX_COUNTS = 64, MAX_PARTS_NODES = 5000 };
+enum { MAX_COUNTS = 64 };
 
 /* The bytes one step of g's training step needs at once (mg_working_set_bound): no plan of g,
  * whatever its budget, has a smaller workspace. */
@@ -45,6 +45,8 @@ static mg_status plan_parts(const mg_graph *g, int k, int cap_convs, const mg_pl
     mg_graph *gk;
     if (mg_microbatch_ex(g, k, cap_convs, &gk, d)) return MG_ERR;
     if (gk->n > max_nodes) {
+        out->parts_not_tried = k;
+        out->parts_not_tried_ops = gk->n;
         mg_graph_free(gk);
         return MG_OK;
     }
@@ -135,7 +137,7 @@ static mg_status least_below(const mg_graph *g, const mg_plan_request *rq, int p
         mg_plan_request r = *rq;
         r.min_feasible_below = minf > 0 ? minf : 0;
         mg_planned p;
-        if (plan_parts(g, k, 1, &r, INT64_MAX, MAX_PARTS_NODES, r.min_feasible_below, &floored, end, &p, d))
+        if (plan_parts(g, k, 1, &r, INT64_MAX, MG_PARTS_AUTO_MAX_NODES, r.min_feasible_below, &floored, end, &p, d))
             return MG_ERR;
         if (!p.graph && !floored) break; /* (as mg_plan_split: too many nodes) */
         if (p.min_feasible_bytes >= 0 && (minf < 0 || p.min_feasible_bytes < minf)) minf = p.min_feasible_bytes;
@@ -230,12 +232,16 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
          * wanted either, it is not planned, and ends the search as it would have (unet_small in 8
          * parts: 8,388,608 bytes a step against 2,883,648 in 4; cnn_fmnist in 32) */
         int floored = 0;
-        if (plan_parts(g, k, 1, &r, budget, MAX_PARTS_NODES, !selecting && minf > 0 ? minf : 0, &floored, end, &p, d)) {
+        if (plan_parts(g, k, 1, &r, budget, MG_PARTS_AUTO_MAX_NODES, !selecting && minf > 0 ? minf : 0, &floored, end, &p, d)) {
             mg_planned_free(out);
             *out = (mg_planned){0};
             return MG_ERR;
         }
-        if (!p.graph) break; /* too many nodes to plan in reasonable time, or floored */
+        if (!p.graph) { /* too many nodes to plan in reasonable time (said), or floored */
+            out->parts_not_tried = p.parts_not_tried;
+            out->parts_not_tried_ops = p.parts_not_tried_ops;
+            break;
+        }
         out->solve_seconds += p.solve_seconds;
         int64_t pmin = p.min_feasible_bytes;
         int lower = minimizing && pmin >= 0 && (minf < 0 || pmin < minf);

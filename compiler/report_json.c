@@ -165,7 +165,8 @@ char *mg_plan_json(const mg_report_figures *f)
     put(&b, "  \"store_all_workspace_bytes\": %lld, ", (long long)f->store_all_bytes);
     if (f->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
     else put(&b, "\"min_feasible_bytes\": %lld,\n", (long long)f->min_feasible_bytes);
-    put(&b, "  \"micro_batches\": %d,\n", f->p->micro_batches > 1 ? f->p->micro_batches : 1);
+    put(&b, "  \"micro_batches\": %d, \"micro_batches_not_tried\": %d,\n", f->p->micro_batches > 1 ? f->p->micro_batches : 1,
+        f->p->parts_not_tried);
     put(&b, "  \"param_bytes\": %lld, \"grad_bytes\": %lld, \"input_bytes\": %lld,\n", (long long)f->param_bytes,
         (long long)f->grad_bytes, (long long)f->input_bytes);
     put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", f->flops_once,

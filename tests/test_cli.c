@@ -2576,6 +2576,49 @@ START_TEST(test_forced_parts_name_their_minimum)
 }
 END_TEST
 
+/* The minimum feasible budget is the least over the part counts the search tries, and it plans
+ * no split graph of more than MG_PARTS_AUTO_MAX_NODES operations by itself: where it stops there
+ * with more parts still wanted, the error, the text report and the JSON say so (they called the
+ * whole batch's minimum of a 400-layer perceptron "the minimum feasible budget", 8.1 MiB, where
+ * --micro-batches 8 meets 1.9 MiB). 250 layers: 5,294 operations in 4 parts; --micro-batches 4
+ * meets 11,712 bytes where the search's minimum is 15,744. */
+START_TEST(test_untried_part_counts_are_said)
+{
+    char src[1024];
+    snprintf(src, sizeof src,
+             "model deep\ninput x: f32[64, 16]\ninput y: i32[64]\nparam w_in: f32[16, 16] = he\n"
+             "h = relu(x @ w_in)\nrepeat 250 {\n  param w: f32[16, 16] = he\n  h = relu(h @ w)\n}\n"
+             "param w_out: f32[16, 4] = he\nlogits = h @ w_out\nloss = cross_entropy(logits, y)\n"
+             "output logits\nminimize loss\n");
+    const char *m = write_model("deep.mg", src);
+    char *out;
+    int rc = mg(&out, "plan '%s' --budget 4KiB --no-cache", m);
+    ck_assert_msg(rc == 1 && strstr(out, "below the minimum feasible budget of") &&
+                      strstr(out, "note: that minimum is of 1 to 2 micro-batches: in 4 parts the step makes ") &&
+                      strstr(out, "--micro-batches 4 (or more) may meet a smaller budget"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --budget 10%% --format json --no-cache", m);
+    ck_assert_msg(rc == 0 && tu_json_figure(out, "micro_batches_not_tried") == 4, "exited %d:\n%.600s", rc, out);
+    long long minf = tu_json_figure(out, "min_feasible_bytes");
+    free(out);
+#ifndef MG_TEST_SANITIZED /* (two plans more, seconds each under the sanitizers) */
+    rc = mg(&out, "plan '%s' --budget 10%% --no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "micro-batches       not tried from 4 parts up (4 parts: "), "exited %d:\n%s",
+                  rc, out);
+    free(out);
+    /* and the note is right: 4 parts meet less than that minimum */
+    rc = mg(&out, "plan '%s' --budget 10%% --micro-batches 4 --format json --no-cache", m);
+    ck_assert_msg(rc == 0 && tu_json_figure(out, "min_feasible_bytes") < minf &&
+                      tu_json_figure(out, "micro_batches_not_tried") == 0,
+                  "exited %d (the search's minimum %lld):\n%.600s", rc, minf, out);
+    free(out);
+#else
+    (void)minf;
+#endif
+}
+END_TEST
+
 /* Was a bug: sweep --format json wrote a --graph file's path into "model" unescaped, so a path
  * with a quote or a backslash made invalid JSON. */
 START_TEST(test_sweep_json_escapes_the_graph_path)
@@ -3657,6 +3700,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_unwritable_output_found_before_planning);
         tcase_add_test(b, test_graph_budget_errors_read_like_a_models);
         tcase_add_test(b, test_forced_parts_name_their_minimum);
+        tcase_add_test(b, test_untried_part_counts_are_said);
         tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
         tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
