@@ -636,6 +636,19 @@ static void no_plan_error(const char *path, mg_solver solver, int64_t want, int6
                 solver == MG_SOLVER_AUTO ? "" : "; --solver auto may find one");
 }
 
+/* Where the search over part counts stopped short (plan.h, MG_PARTS_AUTO_MAX_NODES), the minimum
+ * feasible budget is of the part counts tried: a note says so, and how to go on. */
+static void parts_not_tried_note(const char *path, const mg_planned *p)
+{
+    if (p->parts_not_tried <= 0) return;
+    char over[48] = "the whole batch's";
+    if (p->parts_not_tried > 2) snprintf(over, sizeof over, "of 1 to %d micro-batches", p->parts_not_tried / 2);
+    fprintf(stderr,
+            "%s: note: the minimum feasible budget is %s: in %d parts the step makes %d operations, more than "
+            "the %d the search plans by itself; --micro-batches %d (or more) may meet a smaller budget\n",
+            path, over, p->parts_not_tried, p->parts_not_tried_ops, MG_PARTS_AUTO_MAX_NODES, p->parts_not_tried);
+}
+
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an
  * error that names the budget, the minimum feasible one and the store-all workspace.
  * want_min: MG_MIN_YES for the commands that report the minimum feasible budget, MG_MIN_AS_PLANNED
@@ -701,15 +714,7 @@ static int run_planner(options *o, compiled *c, int want_min)
         }
         else if (p->unsplit.msg[0])
             fprintf(stderr, "%s: note: %s\n", c->src.path, p->unsplit.msg);
-        if (p->parts_not_tried > 0) { /* (the minimum is of the part counts tried) */
-            char over[48] = "the whole batch's";
-            if (p->parts_not_tried > 2) snprintf(over, sizeof over, "of 1 to %d micro-batches", p->parts_not_tried / 2);
-            fprintf(stderr,
-                    "%s: note: that minimum is %s: in %d parts the step makes %d operations, more than the %d "
-                    "the search plans by itself; --micro-batches %d (or more) may meet a smaller budget\n",
-                    c->src.path, over, p->parts_not_tried, p->parts_not_tried_ops, MG_PARTS_AUTO_MAX_NODES,
-                    p->parts_not_tried);
-        }
+        parts_not_tried_note(c->src.path, p);
         return 1;
     }
     c->prog.g = mg_planned_graph(p, c->g);
@@ -1054,6 +1059,7 @@ static int cmd_sweep(options *o)
         if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
         all = c.plan.store_all_bytes;
         minf = c.plan.min_feasible_bytes;
+        if (!rc) parts_not_tried_note(c.src.path, &c.plan);
         mg_planned_free(&c.plan);
     }
     /* the curve of the solver asked for (the table's); --svg adds auto's and sqrt's whatever it is

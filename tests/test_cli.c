@@ -2594,13 +2594,17 @@ START_TEST(test_untried_part_counts_are_said)
     char *out;
     int rc = mg(&out, "plan '%s' --budget 4KiB --no-cache", m);
     ck_assert_msg(rc == 1 && strstr(out, "below the minimum feasible budget of") &&
-                      strstr(out, "note: that minimum is of 1 to 2 micro-batches: in 4 parts the step makes ") &&
+                      strstr(out, "note: the minimum feasible budget is of 1 to 2 micro-batches: in 4 parts the step makes ") &&
                       strstr(out, "--micro-batches 4 (or more) may meet a smaller budget"),
                   "exited %d:\n%s", rc, out);
     free(out);
     rc = mg(&out, "plan '%s' --budget 10%% --format json --no-cache", m);
     ck_assert_msg(rc == 0 && tu_json_figure(out, "micro_batches_not_tried") == 4, "exited %d:\n%.600s", rc, out);
     long long minf = tu_json_figure(out, "min_feasible_bytes");
+    free(out);
+    rc = mg(&out, "sweep '%s' --points 2 --no-cache", m); /* (its lowest point is that minimum) */
+    ck_assert_msg(rc == 0 && strstr(out, "--micro-batches 4 (or more) may meet a smaller budget"), "exited %d:\n%s", rc,
+                  out);
     free(out);
 #ifndef MG_TEST_SANITIZED /* (two plans more, seconds each under the sanitizers) */
     rc = mg(&out, "plan '%s' --budget 10%% --no-cache", m);
