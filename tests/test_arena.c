@@ -460,6 +460,17 @@ static mg_buffer *read_placement(const char *name, mg_arena_csv *csv, int *nstep
     return bufs;
 }
 
+/* A plan of only those buffers, as the arena sees a plan (its offsets, to be placed) */
+static mg_plan placement_plan(mg_buffer *bufs, int n, int nsteps)
+{
+    mg_plan p;
+    memset(&p, 0, sizeof p);
+    p.bufs = bufs;
+    p.nbufs = n;
+    p.nsteps = nsteps;
+    return p;
+}
+
 START_TEST(test_assign_compacts_the_search)
 {
     mg_arena_csv csv;
@@ -467,11 +478,7 @@ START_TEST(test_assign_compacts_the_search)
     int nsteps;
     mg_buffer *bufs = read_placement("tests/data/arena_resnet18_64_25pct.csv", &csv, &nsteps);
     int n = csv.n;
-    mg_plan p;
-    memset(&p, 0, sizeof p);
-    p.bufs = bufs;
-    p.nbufs = n;
-    p.nsteps = nsteps;
+    mg_plan p = placement_plan(bufs, n, nsteps);
     const int64_t budget = 6951472;
     ck_assert_int_eq(mg_arena_assign_within(&p, budget, &d), MG_OK);
     for (int i = 0; i < n; i++) csv.iv[i].offset = bufs[i].offset;
@@ -498,11 +505,7 @@ START_TEST(test_assign_mlp_deep_32_parts)
     int nsteps;
     mg_buffer *bufs = read_placement("tests/data/arena_mlp_deep_32parts.csv", &csv, &nsteps);
     ck_assert_int_gt(csv.n, 20000);
-    mg_plan p;
-    memset(&p, 0, sizeof p);
-    p.bufs = bufs;
-    p.nbufs = csv.n;
-    p.nsteps = nsteps;
+    mg_plan p = placement_plan(bufs, csv.n, nsteps);
     const int64_t budget = 150779;
     ck_assert_int_eq(mg_arena_assign_within(&p, budget, &d), MG_OK);
     for (int i = 0; i < csv.n; i++) csv.iv[i].offset = bufs[i].offset;
@@ -555,11 +558,7 @@ START_TEST(test_assign_compacted_large)
     mg_buffer *bufs = read_placement("bench/data/arena_large/resnet18_64_16parts_c.csv", &csv, &nsteps);
     int n = csv.n;
     ck_assert_int_gt(n, MG_ARENA_PLAN_SEARCH_MAX);
-    mg_plan p;
-    memset(&p, 0, sizeof p);
-    p.bufs = bufs;
-    p.nbufs = n;
-    p.nsteps = nsteps;
+    mg_plan p = placement_plan(bufs, n, nsteps);
     ck_assert_int_eq(mg_arena_assign_within(&p, 5414675, &d), MG_OK);
     int64_t greedy = p.workspace_bytes;
     ck_assert_int_eq(mg_arena_assign_compacted(&p, 5414675, &d), MG_OK);
@@ -630,11 +629,7 @@ END_TEST
  * and at its ends and middle the very same offsets come out. Returns the workspace. */
 static int64_t check_same_range(mg_buffer *bufs, int n, int nsteps, int64_t cap, int64_t same[2], const char *what)
 {
-    mg_plan p;
-    memset(&p, 0, sizeof p);
-    p.bufs = bufs;
-    p.nbufs = n;
-    p.nsteps = nsteps;
+    mg_plan p = placement_plan(bufs, n, nsteps);
     mg_diag d;
     ck_assert_int_eq(mg_arena_assign_same(&p, cap, NULL, same, &d), MG_OK);
     ck_assert_msg(same[0] <= cap && cap <= same[1], "%s: capacity %lld outside [%lld, %lld]", what, (long long)cap,
