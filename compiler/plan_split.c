@@ -82,7 +82,8 @@ static int cheaper(const mg_planned *a, const mg_planned *b)
  * 86 ms a step against 60 ms with the whole batch's blocks, for 0.4 MiB of an 18 MiB workspace).
  * So the chosen part count is planned once more with the convolutions' whole scratch, and that
  * plan is kept when it meets the budget and executes no more FLOPs (within 1% of one step, as
- * `cheaper` says). The figures stay those of the search (the minimum is the capped graphs'). */
+ * `cheaper` says). The figures stay those of the search (the minimum is the capped graphs', and
+ * the part count it left out). */
 static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, double end, mg_planned *out,
                                  mg_diag *d)
 {
@@ -102,6 +103,8 @@ static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, d
     p.store_all_bytes = out->store_all_bytes;
     p.budget_bytes = out->budget_bytes;
     p.min_feasible_bytes = out->min_feasible_bytes;
+    p.parts_not_tried = out->parts_not_tried;
+    p.parts_not_tried_ops = out->parts_not_tried_ops;
     p.solve_seconds += out->solve_seconds;
     mg_planned_free(out);
     *out = p;

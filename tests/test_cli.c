@@ -2617,6 +2617,20 @@ START_TEST(test_untried_part_counts_are_said)
                       tu_json_figure(out, "micro_batches_not_tried") == 0,
                   "exited %d (the search's minimum %lld):\n%.600s", rc, minf, out);
     free(out);
+    /* and a plan in parts whose convolutions take back the whole batch's scratch (plan_split.c,
+     * prefer_uncapped) says it too: it lost the part count left out (141 convolutions, 2 parts at
+     * 15%, 5,817 operations in 8 parts) */
+    snprintf(src, sizeof src,
+             "model dcnn\ninput x: f32[32, 4, 8, 8]\ninput y: i32[32]\nparam w0: f32[4, 4, 3, 3] = he\n"
+             "h = relu(conv2d(x, w0, pad=1))\nrepeat 140 {\n  param w: f32[4, 4, 3, 3] = he\n"
+             "  h = relu(conv2d(h, w, pad=1))\n}\nparam wf: f32[256, 10] = he\nlogits = flatten(h) @ wf\n"
+             "loss = cross_entropy(logits, y)\noutput logits\nminimize loss\n");
+    m = write_model("dcnn.mg", src);
+    rc = mg(&out, "plan '%s' --budget 15%% --format json --no-cache", m);
+    ck_assert_msg(rc == 0 && tu_json_figure(out, "micro_batches") == 2 &&
+                      tu_json_figure(out, "micro_batches_not_tried") == 8,
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
 #else
     (void)minf;
 #endif
