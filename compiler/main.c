@@ -646,7 +646,7 @@ static void parts_not_tried_note(const char *path, const mg_planned *p)
     fprintf(stderr,
             "%s: note: the minimum feasible budget is %s: in %d parts the step makes %d operations, more than "
             "the %d the search plans by itself; --micro-batches %d (or more) may meet a smaller budget\n",
-            path, over, p->parts_not_tried, p->parts_not_tried_ops, MG_PARTS_AUTO_MAX_NODES, p->parts_not_tried);
+            path, over, p->parts_not_tried, p->parts_not_tried_ops, p->parts_max_nodes, p->parts_not_tried);
 }
 
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an

@@ -439,9 +439,12 @@ mg_status mg_solve_from(const mg_problem *prob, mg_solver solver, int64_t budget
 enum { MG_PLAN_MAX_NODES = 1 << 16 };
 /* The most operations of a split graph the search over part counts plans by itself (plan_split.c):
  * a bound on its time (mlp_deep with 400 hidden layers, 6,435 operations in 2 parts: 1.8 s of CPU,
- * 7.3 s in 8); more parts are planned when asked for (--micro-batches), up to
- * MG_PLAN_MAX_NODES, and the reports say which part count was left out (mg_planned). */
-enum { MG_PARTS_AUTO_MAX_NODES = 5000 };
+ * 7.3 s in 8); MG_PARTS_UNMET_MAX_NODES where no plan of the whole batch meets the budget, as
+ * the alternative is to refuse it (mlp_deep with 400 hidden layers under 3 MiB: 2 parts meet it
+ * in 3 s, where the whole batch's minimum is 8.1 MiB); more parts are planned when asked for
+ * (--micro-batches), up to MG_PLAN_MAX_NODES, and the reports say which part count was left out
+ * (mg_planned). */
+enum { MG_PARTS_AUTO_MAX_NODES = 5000, MG_PARTS_UNMET_MAX_NODES = 20000 };
 
 /* mg_plan_request.want_min_feasible: the minimum search's plans can be cheaper than the solve's at
  * a budget near the minimum (planner.c, solve_below), so a command that emits a plan (compile)
@@ -464,6 +467,10 @@ typedef struct mg_plan_request {
                                    the least minimum of the part counts tried so far); when it finds
                                    nothing there, min_feasible_bytes comes back as this value. 0: no bound.
                                    Not part of the cache key: plan_split.c sets it per part count. */
+    int parts_max_nodes[2];     /* the most operations of a split graph the search over part counts
+                                   plans by itself (plan_split.c), where the whole batch meets the
+                                   budget and where it misses it; 0: MG_PARTS_AUTO_MAX_NODES,
+                                   MG_PARTS_UNMET_MAX_NODES (the driver's; tests set smaller ones) */
 } mg_plan_request;
 
 typedef struct mg_planned {
@@ -485,9 +492,11 @@ typedef struct mg_planned {
                                      be split at all: why (msg empty otherwise) */
     int parts_not_tried;          /* plan_split.c without --micro-batches: the part count it stopped at
                                      with more parts still wanted (for a lower minimum or a cheaper
-                                     plan), as that graph has more than MG_PARTS_AUTO_MAX_NODES
-                                     operations (0: none was left out) */
+                                     plan), as that graph has more than parts_max_nodes operations
+                                     (0: none was left out) */
     int parts_not_tried_ops;      /* and that graph's operations */
+    int parts_max_nodes;          /* the search's limit then: MG_PARTS_AUTO_MAX_NODES, or
+                                     MG_PARTS_UNMET_MAX_NODES where the whole batch missed the budget */
 } mg_planned;
 
 /* The greatest common divisor of two non-negative sizes (0 with 0: the other). */

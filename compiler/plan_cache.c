@@ -40,7 +40,8 @@ uint64_t mg_plan_cache_key(const mg_graph *g, const mg_plan_request *rq)
     XXH64_reset(st, 0x706c616e63616368ULL);
     uint64_t parts[] = {mg_graph_hash(g), (uint64_t)g->n, (uint64_t)rq->solver, (uint64_t)rq->want_min_feasible,
                         (uint64_t)(rq->budget ? 1 + rq->budget->is_percent : 0), (uint64_t)(rq->budget ? rq->budget->bytes : 0),
-                        sizeof(mg_step), sizeof(mg_buffer), sizeof(mg_plan), sizeof(mg_planned)};
+                        sizeof(mg_step), sizeof(mg_buffer), sizeof(mg_plan), sizeof(mg_planned),
+                        (uint64_t)rq->parts_max_nodes[0], (uint64_t)rq->parts_max_nodes[1]};
     XXH64_update(st, parts, sizeof parts);
     double pct = rq->budget ? rq->budget->percent : 0, limit = rq->solver == MG_SOLVER_EXACT ? rq->time_limit : 0;
     XXH64_update(st, &pct, sizeof pct);
@@ -148,8 +149,8 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     wput(&b, &key, sizeof key);
     int64_t fig[4] = {pl->workspace_bytes, pl->budget_bytes, pl->store_all_bytes, pl->min_feasible_bytes};
     wput(&b, fig, sizeof fig);
-    int32_t opt[5] = {pl->optimal, pl->graph ? pl->micro_batches : 1, pl->graph && pl->convs_uncapped,
-                      pl->parts_not_tried, pl->parts_not_tried_ops};
+    int32_t opt[6] = {pl->optimal, pl->graph ? pl->micro_batches : 1, pl->graph && pl->convs_uncapped,
+                      pl->parts_not_tried, pl->parts_not_tried_ops, pl->parts_max_nodes};
     wput(&b, opt, sizeof opt);
     wput(&b, &pl->solve_seconds, sizeof pl->solve_seconds);
     wput(&b, &pl->flops_lower_bound, sizeof pl->flops_lower_bound);
@@ -284,7 +285,7 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     rget(&r, &stored_key, sizeof stored_key);
     int64_t fig[4];
     rget(&r, fig, sizeof fig);
-    int32_t opt[5];
+    int32_t opt[6];
     rget(&r, opt, sizeof opt);
     rget(&r, &out->solve_seconds, sizeof out->solve_seconds);
     rget(&r, &out->flops_lower_bound, sizeof out->flops_lower_bound);
@@ -293,11 +294,12 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     if (!r.bad && (opt[2] < 0 || opt[2] > 1)) r.bad = 1;
     if (!r.bad && opt[1] >= 2 && mg_microbatch_ex(g, opt[1], !opt[2], &out->graph, &md)) r.bad = 1;
     if (!r.bad && (opt[1] < 1 || (opt[1] == 1) != !out->graph)) r.bad = 1;
-    if (!r.bad && (opt[3] < 0 || opt[4] < 0)) r.bad = 1;
+    if (!r.bad && (opt[3] < 0 || opt[4] < 0 || opt[5] < 0)) r.bad = 1;
     out->micro_batches = opt[1];
     out->convs_uncapped = opt[2];
     out->parts_not_tried = opt[3];
     out->parts_not_tried_ops = opt[4];
+    out->parts_max_nodes = opt[5];
     g = mg_planned_graph(out, g);
     out->train = get_plan(&r, g);
     out->forward = get_plan(&r, g);

@@ -8,8 +8,9 @@
  * (FLOPs executed) that fits wins, fewer parts unless more are clearly cheaper: splitting costs
  * the slices and concatenations it adds, and smaller GEMMs. Percentages refer to the whole batch's store-all
  * workspace, and the minimum feasible budget is the least over k = 1, 2, 4, ... up to the first
- * k that does not lower it (whatever the budget). More parts are tried while they lower it, up to split graphs of MG_PARTS_AUTO_MAX_NODES nodes, a bound on
- * the planner's time only: the backend specialises each distinct step once (codegen.c's step
+ * k that does not lower it. More parts are tried while they lower it, up to split graphs of
+ * MG_PARTS_AUTO_MAX_NODES nodes (MG_PARTS_UNMET_MAX_NODES where the whole batch misses the
+ * budget), a bound on the planner's time only: the backend specialises each distinct step once (codegen.c's step
  * functions), so the k parts cost little more to compile than one (cnn_fmnist: 2.3 s whole,
  * 2.2 s in 8 parts of 189 nodes, 3.4 s in 32 parts of 677; unet_small in 4 parts of 588 nodes:
  * 4.7 s), and planning 128 parts of cnn_fmnist (2,629 nodes) takes under a second. */
@@ -47,6 +48,7 @@ static mg_status plan_parts(const mg_graph *g, int k, int cap_convs, const mg_pl
     if (gk->n > max_nodes) {
         out->parts_not_tried = k;
         out->parts_not_tried_ops = gk->n;
+        out->parts_max_nodes = max_nodes;
         mg_graph_free(gk);
         return MG_OK;
     }
@@ -68,6 +70,14 @@ static mg_status plan_parts(const mg_graph *g, int k, int cap_convs, const mg_pl
     out->micro_batches = k;
     out->convs_uncapped = !cap_convs;
     return MG_OK;
+}
+
+/* The most operations of a split graph the search over part counts plans by itself (plan.h), where
+ * the whole batch meets the budget (unmet 0) or misses it. */
+static int max_split_nodes(const mg_plan_request *rq, int unmet)
+{
+    int asked = rq->parts_max_nodes[unmet];
+    return asked > 0 ? asked : unmet ? MG_PARTS_UNMET_MAX_NODES : MG_PARTS_AUTO_MAX_NODES;
 }
 
 /* a's plan is worth more parts than b's: it executes fewer FLOPs by more than 1% of one step
@@ -105,6 +115,7 @@ static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, d
     p.min_feasible_bytes = out->min_feasible_bytes;
     p.parts_not_tried = out->parts_not_tried;
     p.parts_not_tried_ops = out->parts_not_tried_ops;
+    p.parts_max_nodes = out->parts_max_nodes;
     p.solve_seconds += out->solve_seconds;
     mg_planned_free(out);
     *out = p;
@@ -140,7 +151,7 @@ static mg_status least_below(const mg_graph *g, const mg_plan_request *rq, int p
         mg_plan_request r = *rq;
         r.min_feasible_below = minf > 0 ? minf : 0;
         mg_planned p;
-        if (plan_parts(g, k, 1, &r, INT64_MAX, MG_PARTS_AUTO_MAX_NODES, r.min_feasible_below, &floored, end, &p, d))
+        if (plan_parts(g, k, 1, &r, INT64_MAX, max_split_nodes(rq, 0), r.min_feasible_below, &floored, end, &p, d))
             return MG_ERR;
         if (!p.graph && !floored) break; /* (as mg_plan_split: too many nodes) */
         if (p.min_feasible_bytes >= 0 && (minf < 0 || p.min_feasible_bytes < minf)) minf = p.min_feasible_bytes;
@@ -216,10 +227,14 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
      * want_min_feasible). minimizing: the minimum is the
      * least over k = 1, 2, 4, ... up to the first k that does not lower it, whatever the budget
      * (each k's minimum search is independent of the budget, and a k tried only because it
-     * might be cheaper does not lower it), so every budget names the same minimum and the k
+     * might be cheaper does not lower it), so every budget names the same minimum (but where
+     * the whole batch misses the budget and more part counts are planned, max_nodes) and the k
      * that reached it meets any budget at or above it. A k's search looks only below the
      * minimum so far (mg_plan_request.min_feasible_below): nothing else could lower it. */
     int selecting = !out->train || recomputes; /* a plan of the whole batch that runs every op once is kept */
+    /* split graphs up to MG_PARTS_AUTO_MAX_NODES operations; where the whole batch misses the
+     * budget, up to MG_PARTS_UNMET_MAX_NODES, as the budget would be refused otherwise (plan.h) */
+    int max_nodes = max_split_nodes(rq, !out->train);
     int searching = rq->solver == MG_SOLVER_AUTO || rq->solver == MG_SOLVER_EXACT;
     int minimizing = 1;
     for (int i = 0; i < nk; i++) {
@@ -235,7 +250,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
          * wanted either, it is not planned, and ends the search as it would have (unet_small in 8
          * parts: 8,388,608 bytes a step against 2,883,648 in 4; cnn_fmnist in 32) */
         int floored = 0;
-        if (plan_parts(g, k, 1, &r, budget, MG_PARTS_AUTO_MAX_NODES, !selecting && minf > 0 ? minf : 0, &floored, end, &p, d)) {
+        if (plan_parts(g, k, 1, &r, budget, max_nodes, !selecting && minf > 0 ? minf : 0, &floored, end, &p, d)) {
             mg_planned_free(out);
             *out = (mg_planned){0};
             return MG_ERR;
@@ -243,6 +258,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         if (!p.graph) { /* too many nodes to plan in reasonable time (said), or floored */
             out->parts_not_tried = p.parts_not_tried;
             out->parts_not_tried_ops = p.parts_not_tried_ops;
+            out->parts_max_nodes = p.parts_max_nodes;
             break;
         }
         out->solve_seconds += p.solve_seconds;

@@ -2576,12 +2576,15 @@ START_TEST(test_forced_parts_name_their_minimum)
 }
 END_TEST
 
-/* The minimum feasible budget is the least over the part counts the search tries, and it plans
- * no split graph of more than MG_PARTS_AUTO_MAX_NODES operations by itself: where it stops there
- * with more parts still wanted, the error, the text report and the JSON say so (they called the
- * whole batch's minimum of a 400-layer perceptron "the minimum feasible budget", 8.1 MiB, where
- * --micro-batches 8 meets 1.9 MiB). 250 layers: 5,294 operations in 4 parts; --micro-batches 4
- * meets 11,712 bytes where the search's minimum is 15,744. */
+/* The minimum feasible budget is the least over the part counts the search tries, and where the
+ * whole batch meets the budget it plans no split graph of more than MG_PARTS_AUTO_MAX_NODES
+ * operations by itself: where it stops there with more parts still wanted, sweep, the text
+ * report and the JSON say so (they called the whole batch's minimum of a 400-layer perceptron
+ * "the minimum feasible budget", 8.1 MiB, where --micro-batches 8 meets 1.9 MiB). 250 layers:
+ * 5,294 operations in 4 parts; --micro-batches 4 meets 11,712 bytes where the search's minimum
+ * is 15,744. (Where the whole batch misses the budget the search goes on to 20,000 operations:
+ * test_planner.c's test_unmet_budget_plans_more_parts, with smaller limits, as a model that
+ * reaches those takes seconds a plan.) */
 START_TEST(test_untried_part_counts_are_said)
 {
     char src[1024];
@@ -2592,13 +2595,7 @@ START_TEST(test_untried_part_counts_are_said)
              "output logits\nminimize loss\n");
     const char *m = write_model("deep.mg", src);
     char *out;
-    int rc = mg(&out, "plan '%s' --budget 4KiB --no-cache", m);
-    ck_assert_msg(rc == 1 && strstr(out, "below the minimum feasible budget of") &&
-                      strstr(out, "note: the minimum feasible budget is of 1 to 2 micro-batches: in 4 parts the step makes ") &&
-                      strstr(out, "--micro-batches 4 (or more) may meet a smaller budget"),
-                  "exited %d:\n%s", rc, out);
-    free(out);
-    rc = mg(&out, "plan '%s' --budget 10%% --format json --no-cache", m);
+    int rc = mg(&out, "plan '%s' --budget 10%% --format json --no-cache", m);
     ck_assert_msg(rc == 0 && tu_json_figure(out, "micro_batches_not_tried") == 4, "exited %d:\n%.600s", rc, out);
     long long minf = tu_json_figure(out, "min_feasible_bytes");
     free(out);

@@ -230,6 +230,62 @@ START_TEST(test_min_feasible_consistent)
 }
 END_TEST
 
+/* plan_split.c plans split graphs of more operations where the whole batch misses the budget
+ * (MG_PARTS_UNMET_MAX_NODES) than where it meets it (MG_PARTS_AUTO_MAX_NODES): a budget the
+ * search would refuse is met in parts. The limits are set here around the 2 parts' operations,
+ * as the real ones need models of thousands. */
+START_TEST(test_unmet_budget_plans_more_parts)
+{
+    static const char *src = "model deep\ninput x: f32[64, 16]\ninput y: i32[64]\nparam w_in: f32[16, 16] = he\n"
+                             "h = relu(x @ w_in)\nrepeat 30 {\n  param w: f32[16, 16] = he\n  h = relu(h @ w)\n}\n"
+                             "param w_out: f32[16, 4] = he\nlogits = h @ w_out\nloss = cross_entropy(logits, y)\n"
+                             "output logits\nminimize loss\n";
+    mg_graph *g = parse_joint(src), *g2;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, 2, &g2, &d) == MG_OK, "%s", d.msg);
+    int n2 = g2->n;
+    mg_graph_free(g2);
+    /* the whole batch's minimum, and the 2 parts' (searched below it, as the search does) */
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10, .want_min_feasible = MG_MIN_YES};
+    mg_planned whole, two;
+    ck_assert_msg(mg_plan_split(g, &rq, 1, &whole, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(mg_plan_split(g, &rq, 2, &two, &d) == MG_OK, "%s", d.msg);
+    int64_t m1 = whole.min_feasible_bytes, m2 = two.min_feasible_bytes;
+    mg_planned_free(&whole);
+    mg_planned_free(&two);
+    ck_assert_msg(m2 > 0 && m2 < m1, "2 parts' minimum %lld, the whole batch's %lld", (long long)m2, (long long)m1);
+    mg_budget b = {0, 0, m2};
+    rq.budget = &b;
+    mg_planned p;
+    /* without more room for a missed budget: 2 parts not tried, the budget refused */
+    rq.parts_max_nodes[0] = rq.parts_max_nodes[1] = n2 - 1;
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(!p.train && p.min_feasible_bytes == m1 && p.parts_not_tried == 2 && p.parts_not_tried_ops == n2 &&
+                      p.parts_max_nodes == n2 - 1,
+                  "planned %d, minimum %lld, not tried %d (%d operations over %d)", p.train != NULL,
+                  (long long)p.min_feasible_bytes, p.parts_not_tried, p.parts_not_tried_ops, p.parts_max_nodes);
+    mg_planned_free(&p);
+    /* with it: planned in 2 parts within the budget, and 4 said to be left out at the larger limit */
+    rq.parts_max_nodes[1] = n2;
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(p.train && p.micro_batches == 2 && p.workspace_bytes <= m2 && p.min_feasible_bytes <= m2 &&
+                      p.parts_not_tried == 4 && p.parts_max_nodes == n2,
+                  "planned %d in %d parts, workspace %lld of %lld, minimum %lld, not tried %d (over %d)",
+                  p.train != NULL, p.micro_batches, (long long)p.workspace_bytes, (long long)m2,
+                  (long long)p.min_feasible_bytes, p.parts_not_tried, p.parts_max_nodes);
+    ck_assert_msg(mg_program_verify(mg_planned_graph(&p, g), &p, &d) == MG_OK, "%s", d.msg);
+    mg_planned_free(&p);
+    /* a budget the whole batch meets keeps the smaller limit: 2 parts left out */
+    b.bytes = m1;
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(p.train && p.micro_batches == 1 && p.parts_not_tried == 2 && p.parts_max_nodes == n2 - 1,
+                  "planned %d in %d parts, not tried %d (over %d)", p.train != NULL, p.micro_batches,
+                  p.parts_not_tried, p.parts_max_nodes);
+    mg_planned_free(&p);
+    mg_graph_free(g);
+}
+END_TEST
+
 static mg_graph *recomputing_plan(mg_planned *out)
 {
     static const char *src = "model c\ninput x: f32[16, 32]\nv = x\nrepeat 8 {\n param w: f32[32, 32] = xavier\n"
@@ -1519,6 +1575,7 @@ static Suite *planner_suite(void)
     TCase *mf = tcase_create("min_feasible");
     tcase_set_timeout(mf, 300);
     tcase_add_loop_test(mf, test_min_feasible_consistent, 0, MINFEAS_MODELS);
+    tcase_add_test(mf, test_unmet_budget_plans_more_parts);
     suite_add_tcase(s, mf);
     /* the end-to-end tests run as ctest entries of their own (test_planner_e2e and _cnn:
      * compiled models; test_planner_cli: the command line on benchmark graphs), each well
