@@ -637,16 +637,18 @@ static void no_plan_error(const char *path, mg_solver solver, int64_t want, int6
 }
 
 /* Where the search over part counts stopped short (plan.h, MG_PARTS_AUTO_MAX_NODES), the minimum
- * feasible budget is of the part counts tried: a note says so, and how to go on. */
-static void parts_not_tried_note(const char *path, const mg_planned *p)
+ * feasible budget (of_min: under a budget's error, sweep) or the plan (compile's, which says
+ * nothing else) is of the part counts tried: a note says so, and how to go on. */
+static void parts_not_tried_note(const char *path, const mg_planned *p, int of_min)
 {
     if (p->parts_not_tried <= 0) return;
     char over[48] = "the whole batch's";
-    if (p->parts_not_tried > 2) snprintf(over, sizeof over, "of 1 to %d micro-batches", p->parts_not_tried / 2);
+    if (p->parts_not_tried > 2) snprintf(over, sizeof over, "the best of 1 to %d micro-batches", p->parts_not_tried / 2);
     fprintf(stderr,
-            "%s: note: the minimum feasible budget is %s: in %d parts the step makes %d operations, more than "
-            "the %d the search plans by itself; --micro-batches %d (or more) may meet a smaller budget\n",
-            path, over, p->parts_not_tried, p->parts_not_tried_ops, p->parts_max_nodes, p->parts_not_tried);
+            "%s: note: the %s is %s: in %d parts the step makes %d operations, more than the %d the search plans "
+            "by itself; --micro-batches %d (or more) may %s\n",
+            path, of_min ? "minimum feasible budget" : "plan", over, p->parts_not_tried, p->parts_not_tried_ops,
+            p->parts_max_nodes, p->parts_not_tried, of_min ? "meet a smaller budget" : "recompute less");
 }
 
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an
@@ -714,9 +716,10 @@ static int run_planner(options *o, compiled *c, int want_min)
         }
         else if (p->unsplit.msg[0])
             fprintf(stderr, "%s: note: %s\n", c->src.path, p->unsplit.msg);
-        parts_not_tried_note(c->src.path, p);
+        parts_not_tried_note(c->src.path, p, 1);
         return 1;
     }
+    if (want_min == MG_MIN_AS_PLANNED) parts_not_tried_note(c->src.path, p, 0); /* (plan's report says it) */
     c->prog.g = mg_planned_graph(p, c->g);
     c->prog.model = c->g;
     c->prog.train = p->train;
@@ -1059,7 +1062,7 @@ static int cmd_sweep(options *o)
         if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
         all = c.plan.store_all_bytes;
         minf = c.plan.min_feasible_bytes;
-        if (!rc) parts_not_tried_note(c.src.path, &c.plan);
+        if (!rc) parts_not_tried_note(c.src.path, &c.plan, 1);
         mg_planned_free(&c.plan);
     }
     /* the curve of the solver asked for (the table's); --svg adds auto's and sqrt's whatever it is

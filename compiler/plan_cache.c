@@ -415,7 +415,7 @@ static mg_status cache_files(const char *dir, int look, int dfd_wanted, cache_fi
             f = realloc(f, (size_t)cap * sizeof *f);
             if (!f) abort();
         }
-        snprintf(f[*n].name, sizeof f->name, "%s", e->d_name);
+        memcpy(f[*n].name, e->d_name, strlen(e->d_name) + 1); /* (shorter than name: above) */
         f[*n].bytes = (int64_t)st.st_size;
         f[*n].used = st.st_mtim;
         f[*n].tmp = tmp;
