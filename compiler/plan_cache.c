@@ -313,10 +313,14 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
         out->min_feasible_bytes = fig[3];
         out->optimal = opt[0];
         mg_diag d = {0};
+        /* (the figures too: an entry made up with a right checksum named a budget of 1 byte and a
+         * store-all workspace of 0 for a 467,008-byte plan) */
         ok = mg_program_verify(g, out, &d) == MG_OK &&
              out->workspace_bytes == (out->train->workspace_bytes > out->forward->workspace_bytes
                                           ? out->train->workspace_bytes
-                                          : out->forward->workspace_bytes);
+                                          : out->forward->workspace_bytes) &&
+             out->budget_bytes >= out->workspace_bytes && out->store_all_bytes >= 0 &&
+             out->min_feasible_bytes >= -1 && out->optimal >= -1 && out->optimal <= 1;
     }
     /* a used entry is the most recently used: the bound removes the least recently used first
      * (no error if it cannot be touched: a read-only shared cache) */

@@ -84,7 +84,8 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *pr, mg_diag *d)
     if (p->g != g) st = mg_diag_set(d, none, "plan: the plan and the problem are of different models");
     for (int b = 0; b < nb && !st; b++) {
         const mg_buffer *bf = &p->bufs[b];
-        if (bf->offset < 0 || bf->bytes < 0 || bf->offset + bf->bytes > p->workspace_bytes)
+        if (bf->offset < 0 || bf->bytes < 0 || bf->bytes > p->workspace_bytes ||
+            bf->offset > p->workspace_bytes - bf->bytes) /* (no overflow on a cached plan made up) */
             st = mg_diag_set(d, none, "plan: buffer %d [%lld, +%lld) lies outside the %lld-byte workspace",
                              b, (long long)bf->offset, (long long)bf->bytes, (long long)p->workspace_bytes);
         else if (bf->first < 0 || bf->last < bf->first || bf->last >= p->nsteps)

@@ -1331,6 +1331,20 @@ START_TEST(test_plan_cache)
         mg_planned pl;
         uint64_t key = mg_plan_cache_key(g, &rq);
         ck_assert_msg(mg_plan_cache_load(cdir, key, g, &pl) == 1, "the rewritten entry does not load");
+        /* made-up figures or sizes with a right checksum: not loaded either (a budget of 1 byte was
+         * served for a 467,008-byte plan, and a buffer of 2^63 - 1 bytes overflowed the verifier's
+         * sum under UBSan) */
+        mg_planned back;
+        int64_t was = pl.budget_bytes;
+        pl.budget_bytes = 1;
+        ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
+        ck_assert_msg(mg_plan_cache_load(cdir, key, g, &back) == 0, "an entry whose plan exceeds its budget was loaded");
+        pl.budget_bytes = was;
+        was = pl.train->bufs[0].bytes;
+        pl.train->bufs[0].bytes = INT64_MAX;
+        ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
+        ck_assert_msg(mg_plan_cache_load(cdir, key, g, &back) == 0, "an entry with a 2^63-byte buffer was loaded");
+        pl.train->bufs[0].bytes = was;
         pl.train->bufs[1].offset = pl.train->bufs[0].offset; /* overlaps while both live, or not: */
         pl.train->bufs[0].first = 0;
         pl.train->bufs[0].last = pl.train->nsteps - 1; /* now it surely does */
