@@ -333,9 +333,16 @@ static int check_size(parser *p, mg_loc loc)
     return MG_OK;
 }
 
+/* The node of v, a literal made a scalar constant of type dt: -1 (diagnosed) where f32 cannot
+ * hold it (1e39 became inf and 1e-50 zero, unsaid: a loss of inf). */
 static int materialize(parser *p, ev v, mg_dtype dt)
 {
     if (!v.lit) return v.node;
+    if (dt == MG_F32 && (fabs(v.val) > FLT_MAX || (v.val != 0 && (float)v.val == 0))) {
+        mg_diag_set(p->d, v.loc, "the number %g is out of f32's range (%s)", v.val,
+                    fabs(v.val) > FLT_MAX ? "at most 3.4e38" : "it rounds to 0; at least 1.4e-45");
+        return -1;
+    }
     int id = mg_graph_add(p->g, MG_OP_CONST, 0, NULL, v.loc);
     p->g->nodes[id].fattr = v.val;
     p->g->nodes[id].type.dtype = dt;
@@ -973,7 +980,8 @@ static mg_status parse_primary(parser *p, ev *out)
         for (int i = 0; i < nargs; i++)
             if (!args[i].lit) dt = p->g->nodes[args[i].node].type.dtype == MG_I32 ? dt : p->g->nodes[args[i].node].type.dtype;
         int in[MAX_CALL_ARGS];
-        for (int i = 0; i < nargs; i++) in[i] = materialize(p, args[i], dt);
+        for (int i = 0; i < nargs; i++)
+            if ((in[i] = materialize(p, args[i], dt)) < 0) return MG_ERR;
         if (check_size(p, loc)) return MG_ERR;
         if (op == MG_OP_RESHAPE) {
             /* resolve the -1 against the operand's element count */
@@ -1135,6 +1143,7 @@ static mg_status binary(parser *p, char opc, mg_loc loc, ev *l, ev r)
     if (dt == MG_I32) dt = MG_F32;
     if (check_size(p, loc)) return MG_ERR;
     int in[2] = {materialize(p, *l, dt), materialize(p, r, dt)};
+    if (in[0] < 0 || in[1] < 0) return MG_ERR;
     l->node = mg_graph_add_op(p->g, op, 2, in, NULL, 1.0, loc, p->d);
     l->lit = 0;
     return l->node < 0 ? MG_ERR : MG_OK;
@@ -1468,6 +1477,7 @@ static mg_status parse_stmt(parser *p)
         ev v;
         if (parse_expr(p, &v)) return MG_ERR;
         int id = materialize(p, v, MG_F32);
+        if (id < 0) return MG_ERR;
         if (!g->nodes[id].name) g->nodes[id].name = mg_graph_intern(g, name);
         bind(p, name, id, loc);
         return expect_end(p);

@@ -344,6 +344,13 @@ static const err_case errors[] = {
      "attribute 'pad' of 'conv2d' must be at least 0, got -1", NULL, 1},
     {"attribute too large", CHDR "z = conv2d(im, k, dilation=2000000)\n", 7, 28,
      "attribute 'dilation' of 'conv2d' must be at most 1048576, got 2000000", NULL, 1},
+    /* (f32 turned them into inf and 0, unsaid: a loss of inf) */
+    {"number beyond f32", HDR "z = x * 1e39\n", 5, 9, "the number 1e+39 is out of f32's range (at most 3.4e38)",
+     NULL, 1},
+    {"number that rounds to 0 in f32", HDR "z = x + 1e-50\n", 5, 9,
+     "the number 1e-50 is out of f32's range (it rounds to 0; at least 1.4e-45)", NULL, 1},
+    {"folded number beyond f32", HDR "z = 1e20 * 1e20\n", 5, 5,
+     "the number 1e+40 is out of f32's range (at most 3.4e38)", NULL, 1},
     {"softmax axis out of range", HDR "z = softmax(x, axis=2)\n", 5, 21,
      "attribute 'axis' of 'softmax' is 2, out of range for an operand of rank 2 (-2..1)", NULL, 1},
     {"log_softmax axis out of range (negative)", HDR "z = log_softmax(x, axis=-3)\n", 5, 25,
