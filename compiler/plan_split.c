@@ -72,6 +72,15 @@ static mg_status plan_parts(const mg_graph *g, int k, int cap_convs, const mg_pl
     return MG_OK;
 }
 
+/* The part count the search left out, its operations and the limit they passed, from one plan to
+ * the one that replaces it. */
+static void carry_not_tried(mg_planned *to, const mg_planned *from)
+{
+    to->parts_not_tried = from->parts_not_tried;
+    to->parts_not_tried_ops = from->parts_not_tried_ops;
+    to->parts_max_nodes = from->parts_max_nodes;
+}
+
 /* The most operations of a split graph the search over part counts plans by itself (plan.h), where
  * the whole batch meets the budget (unmet 0) or misses it. */
 static int max_split_nodes(const mg_plan_request *rq, int unmet)
@@ -113,9 +122,7 @@ static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, d
     p.store_all_bytes = out->store_all_bytes;
     p.budget_bytes = out->budget_bytes;
     p.min_feasible_bytes = out->min_feasible_bytes;
-    p.parts_not_tried = out->parts_not_tried;
-    p.parts_not_tried_ops = out->parts_not_tried_ops;
-    p.parts_max_nodes = out->parts_max_nodes;
+    carry_not_tried(&p, out);
     p.solve_seconds += out->solve_seconds;
     mg_planned_free(out);
     *out = p;
@@ -256,9 +263,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
             return MG_ERR;
         }
         if (!p.graph) { /* too many nodes to plan in reasonable time (said), or floored */
-            out->parts_not_tried = p.parts_not_tried;
-            out->parts_not_tried_ops = p.parts_not_tried_ops;
-            out->parts_max_nodes = p.parts_max_nodes;
+            carry_not_tried(out, &p);
             break;
         }
         out->solve_seconds += p.solve_seconds;
