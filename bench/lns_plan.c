@@ -108,7 +108,7 @@ int main(int argc, char **argv)
             proven += r.proven && !r.improved;
             const char *what = !r.solved ? "no answer (CBC failed or overran)" : r.improved ? "cheaper" : r.proven && r.new_cost > 0 ? "none cheaper (proven)" : r.proven ? "none cheaper (proven; CBC's cutoff ruled out the current window too)" : "none found";
             if (r.improved) { /* placed and verified, or undone */
-                mg_plan *p = mg_lns_seq_plan(pr, seq, T);
+                mg_plan *p = mg_pb_replay(pr, seq, T, NULL);
                 int ok = p && !mg_arena_assign_within(p, budget, &d) && p->workspace_bytes <= budget &&
                          !mg_plan_verify(p, pr, &d);
                 if (ok) {

@@ -220,6 +220,16 @@ int mg_pb_release(mg_plan_builder *b, int v);                /* 1 if v was a res
 void mg_pb_reserve(mg_plan_builder *b, int64_t nsteps);
 mg_plan *mg_pb_finish(mg_plan_builder *b);                   /* the builder is spent after */
 void mg_pb_discard(mg_plan_builder *b);
+/* A plan is its compute steps replayed: a node computed again is a recomputation, its earlier
+ * instance released there (a buffer ends at its last read wherever the scheduler released it),
+ * and the problem's copies come after, as mg_pb_finish adds them. So a schedule can be kept as
+ * the nodes it computes, in order (4 bytes a step where its plan takes over 100), and rebuilt.
+ * mg_plan_compute_steps writes p's into seq (room for p->nsteps) and returns how many;
+ * mg_pb_replay builds the plan of seq[0..n), NULL where a step reads a target not computed
+ * before it; seen: scratch of pr->n bytes, or NULL (it allocates its own). The plan is
+ * not placed, and its peak live bytes not set. */
+int mg_plan_compute_steps(const mg_plan *p, int *seq);
+mg_plan *mg_pb_replay(const mg_problem *pr, const int *seq, int n, char *seen);
 
 /* sched_remat.c: simulates the function's targets in order under opts->cap, dropping
  * resident evictable values when over it and recomputing them (recursively, from whatever is

@@ -222,6 +222,37 @@ mg_plan *mg_pb_finish(mg_plan_builder *b)
     return p;
 }
 
+int mg_plan_compute_steps(const mg_plan *p, int *seq)
+{
+    int n = 0;
+    for (int s = 0; s < p->nsteps; s++)
+        if (p->steps[s].kind == MG_STEP_COMPUTE) seq[n++] = p->steps[s].node;
+    return n;
+}
+
+mg_plan *mg_pb_replay(const mg_problem *pr, const int *seq, int n, char *seen)
+{
+    char *own = seen ? NULL : mg_xcalloc((size_t)pr->n + 1, 1);
+    if (own) seen = own;
+    else memset(seen, 0, (size_t)pr->n);
+    mg_plan_builder b;
+    mg_pb_init(&b, pr);
+    for (int i = 0; i < n; i++) {
+        int v = seq[i];
+        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
+            if (!seen[pr->in[k]] && pr->target[pr->in[k]]) { /* (a value no step computes is resident: mg_pb_init) */
+                mg_pb_discard(&b);
+                free(own);
+                return NULL;
+            }
+        if (seen[v]) mg_pb_release(&b, v);
+        mg_pb_compute(&b, v, seen[v]);
+        seen[v] = 1;
+    }
+    free(own);
+    return mg_pb_finish(&b);
+}
+
 void mg_pb_discard(mg_plan_builder *b)
 {
     if (b->store) { /* its arrays stay in the store */

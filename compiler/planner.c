@@ -445,10 +445,52 @@ static mg_sched_opts variant_opts(int i, int64_t budget, mg_evict_policy policy)
     }
     return o;
 }
+/* A variant's schedule is kept as its compute steps (mg_pb_replay) until it is placed: a
+ * problem's ~25 variants are all scheduled before any is placed, and their plans take over 100
+ * bytes a step (a 60-layer perceptron in 32 parts, 13,739 operations: 394 of the 456 MB of heap
+ * `plan` peaked at were variants' plans waiting, 4.5 MB each, two threads' worth; now 133 MB). */
 typedef struct variant {
     mg_sched_opts o;
-    mg_plan *p; /* its schedule at cap budget (not yet placed), or NULL when it has none */
+    mg_plan *p;     /* its schedule at cap budget (not yet placed), or NULL when it has none; while
+                       seq is set, its figures only (no steps nor buffers: variant_take) */
+    int *seq, nseq; /* NULL, or p's compute steps */
+    uint64_t hash;  /* with seq: p's buffers' hash (mg_plan_buffers_hash) */
 } variant;
+
+/* Keeps v's schedule as its compute steps and its plan's figures. */
+static void variant_shrink(variant *v)
+{
+    v->hash = mg_plan_buffers_hash(v->p);
+    v->seq = mg_xcalloc((size_t)v->p->nsteps + 1, sizeof *v->seq);
+    v->nseq = mg_plan_compute_steps(v->p, v->seq);
+    free(v->p->steps);
+    free(v->p->bufs);
+    v->p->steps = NULL;
+    v->p->bufs = NULL;
+}
+
+/* v's schedule as a whole plan, which the caller takes over (v has none after). */
+static mg_plan *variant_take(const mg_problem *pr, variant *v)
+{
+    mg_plan *p = v->p;
+    if (v->seq) {
+        mg_plan *q = mg_pb_replay(pr, v->seq, v->nseq, NULL);
+        if (!q) abort(); /* (the steps of a plan: every value is computed before it is read) */
+        q->peak_live_bytes = p->peak_live_bytes;
+        mg_plan_free(p);
+        free(v->seq);
+        p = q;
+    }
+    *v = (variant){v->o, NULL, NULL, 0, 0};
+    return p;
+}
+
+static void variant_free(variant *v)
+{
+    mg_plan_free(v->p);
+    free(v->seq);
+    *v = (variant){v->o, NULL, NULL, 0, 0};
+}
 
 static int variant_cmp(const void *a, const void *b)
 {
@@ -515,6 +557,7 @@ static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v
         if (v[i].p && (best == 0 || v[i].p->flops_executed < best)) best = v[i].p->flops_executed;
         if (v[i].p) {
             set_unplaced_peak(v[i].p);
+            variant_shrink(&v[i]);
             n++;
         }
     }
@@ -523,9 +566,8 @@ static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v
     for (int i = 1, last = 0; i < n; i++) {
         const mg_plan *p = v[i].p, *q = v[last].p;
         if (p->flops_executed == q->flops_executed && p->peak_live_bytes == q->peak_live_bytes &&
-            p->nsteps == q->nsteps && p->nbufs == q->nbufs && mg_plan_buffers_hash(p) == mg_plan_buffers_hash(q)) {
-            mg_plan_free(v[i].p);
-            v[i].p = NULL;
+            p->nsteps == q->nsteps && p->nbufs == q->nbufs && v[i].hash == v[last].hash) {
+            variant_free(&v[i]);
         } else {
             last = i;
         }
@@ -533,7 +575,10 @@ static int schedule_variants_in(const mg_problem *pr, int64_t budget, variant *v
     int kept = 0;
     for (int i = 0; i < n; i++)
         if (v[i].p) v[kept++] = v[i];
-    for (int i = kept; i < nvariants; i++) v[i].p = NULL;
+    for (int i = kept; i < nvariants; i++) {
+        v[i].p = NULL;
+        v[i].seq = NULL;
+    }
     return kept;
 }
 
@@ -605,11 +650,11 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     mg_place_memo mm = {.n = 0}; /* the variants' placements that missed */
     for (int i = 0; i < nv; i++) {
         if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
-            mg_plan_free(v[i].p);
+            variant_free(&v[i]);
             continue;
         }
         int at_budget = 0;
-        if ((st = fit(pr, &v[i].o, budget, memo, v[i].p, 0, &mm, nm, &p, &at_budget, d))) continue;
+        if ((st = fit(pr, &v[i].o, budget, memo, variant_take(pr, &v[i]), 0, &mm, nm, &p, &at_budget, d))) continue;
         if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
             keep_better(out, p);
             if ((st = fit(pr, &v[i].o, budget, memo, NULL, 2, &mm, nm, &p, NULL, d))) continue;
@@ -687,7 +732,7 @@ static mg_status improve_below(const mg_problem *pr, int64_t at, search_memo *me
             spare += improve_schedules(pr);
             st = mg_improve_schedule_n(pr, &v[i].o, at, &spare, out, d);
         }
-        mg_plan_free(v[i].p);
+        variant_free(&v[i]);
     }
     /* a plan from the walks here: the polish at `at` too, as solve_at would have run it there
      * (resnet50 at 4.6 GB: 1.1543 from the walks at its minimum, 1.1518 polished) */
@@ -949,7 +994,7 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant
                     x = t;
                 }
             if (x.p && nkept < room) kept[nkept++] = x;
-            else mg_plan_free(x.p);
+            else variant_free(&x);
         }
         if (nv == 0 && k == 1 && !up && wastes(*least, DESCENT_TOL_WASTE)) { /* at the floor already: up */
             up = 1;
@@ -960,7 +1005,7 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, variant
         if (nv == 0) break; /* the floor: lower caps fail too, each run at a cost */
     }
     for (int i = 0; i < nkept; i++) {
-        mg_plan *p = kept[i].p;
+        mg_plan *p = variant_take(pr, &kept[i]);
         int64_t budget = (*least)->workspace_bytes - 1;
         if (!st && p->peak_live_bytes <= budget &&
             (st = mg_place_memo_place(mm, p, budget, budget, 1, 1.0, d)) == MG_OK && p->workspace_bytes <= budget) {
@@ -997,7 +1042,7 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
                 st = schedule(pr, &won[w], budget, memo, &p, d);
                 if (p) {
                     set_unplaced_peak(p);
-                    v[nv++] = (variant){won[w], p};
+                    v[nv++] = (variant){won[w], p, NULL, 0, 0};
                 }
             }
         }
@@ -1008,9 +1053,9 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, search
         for (int i = 0; i < nv; i++) {
             mg_plan *p = NULL;
             if (st || (least && v[i].p->peak_live_bytes >= least->workspace_bytes && nwon == DESCENT_KEEP))
-                mg_plan_free(v[i].p);
+                variant_free(&v[i]);
             else
-                st = place_below(pr, &v[i].o, v[i].p, budget, effort, memo, &mm, &p, d);
+                st = place_below(pr, &v[i].o, variant_take(pr, &v[i]), budget, effort, memo, &mm, &p, d);
             if (p && nwon < DESCENT_KEEP) won[nwon++] = v[i].o;
             if (p && (!least || p->workspace_bytes < least->workspace_bytes ||
                       (p->workspace_bytes == least->workspace_bytes && p->flops_executed < least->flops_executed))) {

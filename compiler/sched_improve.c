@@ -286,26 +286,6 @@ done:
  * polish that built and placed every edit and built every repair, from the first
  * recomputation again after each edit, had reached 1.1524 in 3,200, ~0.2 s.) */
 
-/* The plan of the compute steps seq[0..T), or NULL when a step reads a value not yet computed. */
-static mg_plan *build_seq(const mg_problem *pr, const int *seq, int T, char *seen)
-{
-    for (int v = 0; v < pr->n; v++) seen[v] = 0;
-    mg_plan_builder b;
-    mg_pb_init(&b, pr);
-    for (int i = 0; i < T; i++) {
-        int v = seq[i];
-        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
-            if (!seen[pr->in[k]] && pr->home[pr->in[k]].mem == MG_MEM_NONE) {
-                mg_pb_discard(&b);
-                return NULL;
-            }
-        if (seen[v]) mg_pb_release(&b, v);
-        mg_pb_compute(&b, v, seen[v]);
-        seen[v] = 1;
-    }
-    return mg_pb_finish(&b);
-}
-
 /* live[s]: the bytes of p's buffers live at step s; returns the first step over cap, or -1. */
 static int first_over(const mg_plan *p, int64_t cap, int64_t *live)
 {
@@ -451,7 +431,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
             for (int s = 0; s < n; s++) cand[s] = pick[s];
         }
         if (!fits) continue;
-        mg_plan *p = build_seq(pr, cand, n, seen);
+        mg_plan *p = mg_pb_replay(pr, cand, n, seen);
         if (!p) continue;
         if (p->flops_executed < bp->flops_executed && first_over(p, budget, live) < 0) {
             if (eager) { /* placed now, and kept only if it fits */
@@ -489,7 +469,7 @@ mg_status mg_polish_schedule(const mg_problem *pr, int64_t budget, int max_plans
      * placing is what is dear (resnet50 at its minimum: ~8 ms, against ~3 us for judging a
      * repair), and the peak of live bytes tells whether a schedule fits all but always */
     for (int i = 0; i < RING && i < nh && !st; i++) {
-        mg_plan *q = i == 0 ? cur : build_seq(pr, hist[(nh - 1 - i) % RING], hlen[(nh - 1 - i) % RING], seen);
+        mg_plan *q = i == 0 ? cur : mg_pb_replay(pr, hist[(nh - 1 - i) % RING], hlen[(nh - 1 - i) % RING], seen);
         if (i == 0) cur = NULL;
         if (q && !(st = mg_arena_assign_in(q, budget, scratch, d)) && q->workspace_bytes <= budget &&
             q->flops_executed < (*best)->flops_executed) {

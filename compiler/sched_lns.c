@@ -43,28 +43,6 @@ static int reads(const mg_problem *pr, int v, int u)
     return 0;
 }
 
-mg_plan *mg_lns_seq_plan(const mg_problem *pr, const int *seq, int T)
-{
-    char *seen = calloc((size_t)pr->n + 1, 1);
-    if (!seen) abort();
-    mg_plan_builder b;
-    mg_pb_init(&b, pr);
-    for (int i = 0; i < T; i++) {
-        int v = seq[i];
-        for (int k = pr->in_start[v]; k < pr->in_start[v + 1]; k++)
-            if (!seen[pr->in[k]] && pr->target[pr->in[k]]) {
-                mg_pb_discard(&b);
-                free(seen);
-                return NULL;
-            }
-        if (seen[v]) mg_pb_release(&b, v);
-        mg_pb_compute(&b, v, seen[v]);
-        seen[v] = 1;
-    }
-    free(seen);
-    return mg_pb_finish(&b);
-}
-
 /* 1 when the instance of v alive before step `from` (computed before it) is read at or after
  * from before v is computed again, or is kept to the end. */
 static int read_on(const mg_problem *pr, const int *seq, int T, int from, int v)

@@ -32,6 +32,4 @@ mg_status mg_lns_window(const mg_problem *pr, int *seq, int *T, int max_T, int a
                         double time_limit, int check, const char *free_vals, mg_lns_window_result *res,
                         mg_diag *d);
 
-/* The plan of seq[0..T) (not placed), or NULL when a step reads a value not computed before it. */
-mg_plan *mg_lns_seq_plan(const mg_problem *pr, const int *seq, int T);
 #endif

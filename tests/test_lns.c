@@ -48,7 +48,7 @@ START_TEST(test_windows_random)
                 mg_lns_window_result r;
                 ck_assert_int_eq(mg_lns_window(pr, seq, &T, room, a, a + 3, budget, 20, 0, NULL, &r, &d), MG_OK);
                 ck_assert_msg(r.solved, "problem %d at %d%%: window %d: no answer from CBC", k, pct, a);
-                mg_plan *p = mg_lns_seq_plan(pr, seq, T);
+                mg_plan *p = mg_pb_replay(pr, seq, T, NULL);
                 ck_assert_ptr_nonnull(p);
                 ck_assert_int_le(mg_plan_peak_live(p), budget);
                 ck_assert_int_eq(mg_arena_assign(p, &d), MG_OK);
@@ -66,7 +66,7 @@ START_TEST(test_windows_random)
             ck_assert_int_eq(mg_solve_exact(pr, budget, 30, HUGE_VAL, &ex, &d), MG_OK);
             mg_lns_window_result r;
             ck_assert_int_eq(mg_lns_window(pr, seq, &T, room, 0, ntg, budget, 30, 0, NULL, &r, &d), MG_OK);
-            mg_plan *p = mg_lns_seq_plan(pr, seq, T);
+            mg_plan *p = mg_pb_replay(pr, seq, T, NULL);
             ck_assert_ptr_nonnull(p);
             if (ex.proven && ex.plan && r.proven) {
                 ck_assert_msg(p->flops_executed <= ex.plan->flops_executed,

@@ -5,6 +5,7 @@
  *    never worse than `sqrt` or `store-all` where those fit; a refused budget is below the
  *    minimum feasible one, and the minimum feasible budget itself is met.
  *  - The plan verifier catches corrupted plans (it is the referee, so it must be able to fail).
+ *  - Every schedule is the replay of its compute steps (how the planner keeps its variants).
  *  - Gradients are bit-identical whatever the budget: models are compiled by the real binary
  *    at store-all, 50%, 25% and the minimum feasible budget and one training step is run at
  *    each, with the same parameters and inputs.
@@ -1574,6 +1575,74 @@ START_TEST(test_rc_store_changes_no_schedule)
 }
 END_TEST
 
+/* The planner keeps the variants' schedules as their compute steps until it places them
+ * (planner.c, variant_shrink) and rebuilds them with mg_pb_replay: every schedule of both
+ * schedulers, each policy, lazy and eager, with fit and with perturbed scores, on random models
+ * from their store-all peak down past where none is made, is the replay of its compute steps,
+ * step for step (every place read and written) and buffer for buffer. A sequence that reads a
+ * value before it is computed has no plan. */
+START_TEST(test_schedules_are_their_replay)
+{
+    int made = 0, failed = 0;
+    for (int seed = 0; seed < 6; seed++) {
+        sbuf *m = malloc(sizeof *m);
+        random_model((uint64_t)seed + 1000, m);
+        mg_graph *g = parse_joint(m->text);
+        mg_problem *pr = mg_problem_from_graph(g, MG_PLAN_TRAIN);
+        mg_diag d = {0};
+        mg_plan *all = NULL;
+        mg_sched_opts o0 = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
+        ck_assert_int_eq(mg_schedule(pr, &o0, &all, &d), MG_OK);
+        int64_t peak = mg_plan_peak_live(all);
+        mg_plan_free(all);
+        int *seq = NULL;
+        for (int pct = 100; pct >= 10; pct -= 15)
+            for (int k = 0; k < 4 * MG_EVICT_NPOLICIES + 2; k++) {
+                mg_sched_opts o = {.cap = peak * pct / 100, .policy = (mg_evict_policy)(k % MG_EVICT_NPOLICIES)};
+                int kind = k / MG_EVICT_NPOLICIES; /* lazy, eager, fit, perturbed; then sched_rc.c's */
+                o.lazy = kind == 0;
+                o.fit = kind == 2;
+                o.seed = kind == 3 ? (uint64_t)k : 0;
+                if (kind == 4) o.rc = 1 + k % 2;
+                mg_plan *p = NULL;
+                ck_assert_int_eq(o.rc ? mg_schedule_rc(pr, &o, &p, &d) : mg_schedule(pr, &o, &p, &d), MG_OK);
+                if (!p) {
+                    failed++;
+                    continue;
+                }
+                made++;
+                seq = realloc(seq, ((size_t)p->nsteps + 1) * sizeof *seq);
+                int n = mg_plan_compute_steps(p, seq);
+                mg_plan *r = mg_pb_replay(pr, seq, n, NULL);
+                ck_assert_ptr_nonnull(r);
+                ck_assert_msg(r->nsteps == p->nsteps && r->nbufs == p->nbufs && r->flops_executed == p->flops_executed &&
+                                  r->result_at.mem == p->result_at.mem && r->result_at.index == p->result_at.index,
+                              "seed %d at %d%%, variant %d: %d steps, %d buffers replayed as %d, %d", seed, pct, k,
+                              p->nsteps, p->nbufs, r->nsteps, r->nbufs);
+                for (int i = 0; i < p->nsteps; i++)
+                    ck_assert_msg(memcmp(&r->steps[i], &p->steps[i], sizeof p->steps[i]) == 0,
+                                  "seed %d at %d%%, variant %d: step %d differs", seed, pct, k, i);
+                for (int i = 0; i < p->nbufs; i++)
+                    ck_assert_msg(r->bufs[i].bytes == p->bufs[i].bytes && r->bufs[i].first == p->bufs[i].first &&
+                                      r->bufs[i].last == p->bufs[i].last && r->bufs[i].node == p->bufs[i].node,
+                                  "seed %d at %d%%, variant %d: buffer %d differs", seed, pct, k, i);
+                mg_plan_free(r);
+                /* the last step first: it reads what is computed before it */
+                int t = seq[0];
+                seq[0] = seq[n - 1];
+                seq[n - 1] = t;
+                ck_assert_ptr_null(mg_pb_replay(pr, seq, n, NULL));
+                mg_plan_free(p);
+            }
+        free(seq);
+        mg_problem_free(pr);
+        mg_graph_free(g);
+        free(m);
+    }
+    ck_assert_msg(made > 100 && failed > 0, "%d schedules made, %d failed: the caps test one kind only", made, failed);
+}
+END_TEST
+
 static Suite *planner_suite(void)
 {
     Suite *s = suite_create("planner");
@@ -1585,6 +1654,7 @@ static Suite *planner_suite(void)
     tcase_add_test(r, test_refill_keeps_recomputed_values);
     tcase_add_test(r, test_split_convs_capped_only_when_needed);
     tcase_add_test(r, test_rc_store_changes_no_schedule);
+    tcase_add_test(r, test_schedules_are_their_replay);
     suite_add_tcase(s, r);
     TCase *mf = tcase_create("min_feasible");
     tcase_set_timeout(mf, 300);
