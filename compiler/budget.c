@@ -35,11 +35,14 @@ int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, cha
     double v = strtod(s, &end);
     /* 0 is a budget like any other: met by a step that needs no workspace, else refused with
      * the minimum feasible budget, as 40% of a 0-byte store-all workspace and 1e-9% always were */
-    if (!mg_plain_decimal(s, end) || !isfinite(v) || signbit(v)) { /* (signbit: '-0' too, as '-5%') */
+    /* a space may stand between the number and its unit ('1 KiB'), but not before the number nor
+     * at the end ('10 ' was taken as 10 bytes while ' 10' was refused) */
+    size_t gap = strspn(end, " ");
+    if (!mg_plain_decimal(s, end) || !isfinite(v) || signbit(v) || (gap && !end[gap])) { /* (signbit: '-0' too, as '-5%') */
         snprintf(err, (size_t)errlen, "budget '%s' is not a size (try 48MiB, 2GB or 40%%)", s);
         return refuse(why, MG_BUDGET_NOT_POSITIVE);
     }
-    while (*end == ' ') end++;
+    end += gap;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(end, units[i].unit)) continue;
         if (units[i].mult < 0) {

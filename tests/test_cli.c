@@ -1041,6 +1041,8 @@ START_TEST(test_bad_budget_values)
         /* strtod's hex and leading spaces are not budgets a user writes: 0x10MiB was 16 MiB */
         {"0x10MiB", "budget '0x10MiB' is not a size"},
         {" 4MiB", "budget ' 4MiB' is not a size"},
+        {"10 ", "budget '10 ' is not a size"}, /* (was 10 bytes) */
+        {"40% ", "budget '40% ' has an unknown unit '% '"},
     };
     const char *m = write_model("mlp.mg", mlp_src);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
