@@ -57,8 +57,8 @@ typedef struct mg_plan {
 
 /* The cap to schedule under again when p, scheduled under cap, was placed `over` bytes above its
  * budget: lowered by the miss, by at most max_step (INT64_MAX: none) and at least MG_ALIGN, and
- * below p's peak (every cap from the peak up gives this very schedule). planner.c's fit,
- * chain_fit and descent, and sched_improve.c's start, all aim a schedule that missed this way. */
+ * below p's peak (every cap from the peak up gives this very schedule). sched_variants.c's
+ * fits, min_search.c's descent and sched_improve.c's start, all aim a schedule that missed this way. */
 static inline int64_t mg_cap_after_miss(int64_t cap, const mg_plan *p, int64_t over, int64_t max_step)
 {
     int64_t step = over < max_step ? over : max_step;
