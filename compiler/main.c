@@ -84,8 +84,8 @@ static const char *usage_text =
     "                       1 never; gradients are bit-identical either way\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
-    "                       command but cache, which takes --cache-dir; check, arena, sweep\n"
-    "                       and plan --graph cache nothing)\n"
+    "                       command but cache, which takes --cache-dir; check, arena and\n"
+    "                       --graph cache nothing)\n"
     "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
     "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
@@ -651,6 +651,68 @@ static void parts_not_tried_note(const char *path, const mg_planned *p, int of_m
             p->parts_max_nodes, p->parts_not_tried, of_min ? "meet a smaller budget" : "recompute less");
 }
 
+/* The plan cache as one command uses it: its directory and memgrad's build id, each found once
+ * (and each warning said once). use 0: nothing is read or written; unwritable: a plan could not
+ * be written (said once; sweep's later points are still looked up, not written). */
+typedef struct plan_cache {
+    int use, unwritable;
+    char dir[4096];
+    uint64_t build_id;
+} plan_cache;
+
+static void plan_cache_open(const options *o, plan_cache *pc)
+{
+    pc->build_id = 0;
+    pc->unwritable = 0;
+    pc->use = cache_dir(o, pc->dir, sizeof pc->dir);
+    /* A plan is kept for the very executable that made it; one that cannot read itself (no /proc
+     * in a chroot or a container) caches nothing rather than key its plans by a build id of 0,
+     * under which two different builds would serve each other theirs (review21). */
+    if (pc->use && !(pc->build_id = mg_plan_cache_build_id_self())) {
+        fprintf(stderr, "memgrad: warning: cannot read the memgrad executable (through /proc/self/maps) to tell "
+                "its build from others: plans are not cached\n");
+        pc->use = 0;
+    }
+}
+
+/* rq's plans of g in micro_batches parts (--micro-batches): from the cache where it holds them,
+ * else planned (mg_plan_split) and kept there; *from_cache says which. MG_ERR (d filled) when
+ * planning fails. */
+static mg_status plan_with_cache(plan_cache *pc, const mg_graph *g, mg_plan_request rq, int micro_batches,
+                                 mg_planned *out, int *from_cache, mg_diag *d)
+{
+    rq.build_id = pc->build_id;
+    uint64_t key = mg_plan_split_cache_key(g, &rq, micro_batches);
+    /* compile takes the plan that `plan` made under the same budget, solver and options too (the
+     * same plan, not planned a second time); `plan` never takes compile's, whose minimum may be
+     * partial */
+    mg_plan_request with_min = rq;
+    with_min.want_min_feasible = MG_MIN_YES;
+    uint64_t key_min = mg_plan_split_cache_key(g, &with_min, micro_batches);
+    *from_cache = pc->use && (mg_plan_cache_load(pc->dir, key, g, out) ||
+                              (key_min != key && mg_plan_cache_load(pc->dir, key_min, g, out)));
+    if (*from_cache) return MG_OK;
+    if (mg_plan_split(g, &rq, micro_batches, out, d)) return MG_ERR;
+    if (pc->use && !pc->unwritable && out->train && !out->note) {
+        /* (a cache that cannot be written is no error but a warning: it cached nothing, unsaid,
+         * and the user took the plans for cached; a plan with a note — CBC failed or was
+         * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
+         * printed no note, and a later run never gave CBC another chance) */
+        if (mg_plan_cache_store(pc->dir, key, out) != MG_OK) {
+            fprintf(stderr, "memgrad: warning: cannot write the plan cache in '%s': %s (the plan is not cached)\n",
+                    pc->dir, strerror(errno));
+            pc->unwritable = 1;
+        } else {
+            /* the bound, as ccache keeps its: least recently used entries out (a prune that
+             * cannot read the directory is no error either) */
+            mg_plan_cache_usage gone;
+            mg_diag pd = {0};
+            mg_plan_cache_prune(pc->dir, cache_max_bytes(), key, &gone, &pd);
+        }
+    }
+    return MG_OK;
+}
+
 /* Plans both functions under the options' budget and solver. A budget no plan meets is an
  * error that names the budget, the minimum feasible one and the store-all workspace.
  * want_min: MG_MIN_YES for the commands that report the minimum feasible budget, MG_MIN_AS_PLANNED
@@ -664,44 +726,11 @@ static int run_planner(options *o, compiled *c, int want_min)
     if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) return usage_error("%s", err);
     mg_plan_request rq = {.solver = o->solver, .budget = o->budget ? &b : NULL, .time_limit = o->time_limit,
                           .want_min_feasible = want_min};
-    char dir[4096];
-    int use_cache = cache_dir(o, dir, sizeof dir);
-    /* A plan is kept for the very executable that made it; one that cannot read itself (no /proc
-     * in a chroot or a container) caches nothing rather than key its plans by a build id of 0,
-     * under which two different builds would serve each other theirs (review21). */
-    if (use_cache && !(rq.build_id = mg_plan_cache_build_id_self())) {
-        fprintf(stderr, "memgrad: warning: cannot read the memgrad executable (through /proc/self/maps) to tell "
-                "its build from others: plans are not cached\n");
-        use_cache = 0;
-    }
-    uint64_t key = mg_plan_split_cache_key(c->g, &rq, o->micro_batches);
-    /* compile takes the plan that `plan` made under the same budget, solver and options too (the
-     * same plan, not planned a second time); `plan` never takes compile's, whose minimum may be
-     * partial */
-    mg_plan_request with_min = rq;
-    with_min.want_min_feasible = MG_MIN_YES;
-    uint64_t key_min = mg_plan_split_cache_key(c->g, &with_min, o->micro_batches);
-    if (use_cache && (mg_plan_cache_load(dir, key, c->g, &c->plan) ||
-                      (key_min != key && mg_plan_cache_load(dir, key_min, c->g, &c->plan)))) {
-        o->from_cache = 1;
-    } else if (mg_plan_split(c->g, &rq, o->micro_batches, &c->plan, &d)) {
+    plan_cache pc;
+    plan_cache_open(o, &pc);
+    if (plan_with_cache(&pc, c->g, rq, o->micro_batches, &c->plan, &o->from_cache, &d)) {
         print_diag(&c->src, &d);
         return 1;
-    } else if (use_cache && c->plan.train && !c->plan.note) {
-        /* (a cache that cannot be written is no error but a warning: it cached nothing, unsaid,
-         * and the user took the plans for cached; a plan with a note — CBC failed or was
-         * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
-         * printed no note, and a later run never gave CBC another chance) */
-        if (mg_plan_cache_store(dir, key, &c->plan) != MG_OK) {
-            fprintf(stderr, "memgrad: warning: cannot write the plan cache in '%s': %s (the plan is not cached)\n", dir,
-                    strerror(errno));
-        } else {
-            /* the bound, as ccache keeps its: least recently used entries out (a prune that
-             * cannot read the directory is no error either) */
-            mg_plan_cache_usage gone;
-            mg_diag pd = {0};
-            mg_plan_cache_prune(dir, cache_max_bytes(), key, &gone, &pd);
-        }
     }
     const mg_planned *p = &c->plan;
     if (p->note) fprintf(stderr, "%s: note: %s\n", c->src.path, p->note);
@@ -972,7 +1001,7 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
                 printf(", \"recompute_overhead\": %.6f", mg_recompute_overhead(pt[i].once, pt[i].executed));
             }
             if (pt[i].fits && !o->graph) printf(", \"micro_batches\": %d", parts_of(&pt[i]));
-            printf(", \"solve_seconds\": %.6f}", pt[i].seconds);
+            printf(", \"solve_seconds\": %.6f, \"from_cache\": %s}", pt[i].seconds, pt[i].from_cache ? "true" : "false");
         }
         printf("]}\n");
         return;
@@ -980,22 +1009,24 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
     int csv = !strcmp(fmt, "csv");
     if (csv)
         printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds,"
-               "micro_batches\n");
+               "micro_batches,from_cache\n");
     else
         printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s%s\n", what,
                solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
                "workspace", "peak live", "overhead", "seconds", o->graph ? "" : "  parts");
+    int cached = 0;
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
+        cached += q->from_cache;
         /* (a store-all workspace of 0 bytes, a step that keeps nothing in the workspace: its one
          * budget is all of it, 100%, not 0%) */
         double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
         double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
-            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f,%d\n", (long long)q->budget, pct, (long long)q->workspace,
-                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q));
+            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f,%d,%d\n", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q), q->from_cache);
         else if (csv)
-            printf("%lld,%.2f,0,,,,%.6f,\n", (long long)q->budget, pct, q->seconds);
+            printf("%lld,%.2f,0,,,,%.6f,,%d\n", (long long)q->budget, pct, q->seconds, q->from_cache);
         else if (q->fits) {
             printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f", (long long)q->budget, pct, (long long)q->workspace,
                    (long long)q->peak, ovh, q->seconds);
@@ -1004,6 +1035,9 @@ static void sweep_print(const options *o, const char *what, int64_t all, int64_t
         } else
             printf("%14lld %6.1f%% %14s %14s %10s %9.3f\n", (long long)q->budget, pct, "no plan", "", "", q->seconds);
     }
+    if (!csv && cached)
+        printf("(%d of %d points from the plan cache: their seconds are those of the planning that made them; "
+               "--no-cache plans afresh)\n", cached, n);
 }
 
 typedef struct sweep_svg_ctx {
@@ -1049,6 +1083,8 @@ static int cmd_sweep(options *o)
         return 1;
     }
     const source *where = o->graph ? &src : &c.src;
+    plan_cache pc = {0}; /* (a model's plans are cached as plan's are; a --graph's are not) */
+    if (!o->graph) plan_cache_open(o, &pc);
     /* the ends of the curve: store-all and the minimum feasible budget (of auto) */
     int64_t all = 0, minf = 0;
     if (pr) {
@@ -1059,7 +1095,8 @@ static int cmd_sweep(options *o)
         mg_plan_free(s.plan);
     } else {
         mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = o->time_limit, .want_min_feasible = MG_MIN_YES};
-        if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
+        int cached; /* (`plan MODEL`'s plan) */
+        if (plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &cached, &d)) rc = 1;
         all = c.plan.store_all_bytes;
         minf = c.plan.min_feasible_bytes;
         if (!rc) parts_not_tried_note(c.src.path, &c.plan, 1);
@@ -1095,7 +1132,7 @@ static int cmd_sweep(options *o)
             sweep_point *q = &pts[k * o->points + i];
             q->budget = budgets[i];
             mg_budget b = {0, 0, q->budget};
-            double t0 = mg_seconds();
+            double t0 = mg_seconds(), made_in = 0; /* made_in: a cached plan's, when it was planned */
             if (pr) {
                 mg_solution s;
                 if (mg_solve_from(pr, solvers[k], q->budget, 0, o->time_limit, prev, &s, &d)) rc = 1;
@@ -1109,7 +1146,10 @@ static int cmd_sweep(options *o)
                 }
             } else {
                 mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
-                if (mg_plan_split(c.g, &rq, o->micro_batches, &c.plan, &d)) rc = 1;
+                if (plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &q->from_cache, &d)) rc = 1;
+                made_in = c.plan.solve_seconds;
+                if (rc)
+                    mg_planned_free(&c.plan);
                 else if (prevp.train && (!c.plan.train || overhead_below(prevp.train, c.plan.train)))
                     mg_planned_free(&c.plan); /* (prevp's workspace is under the smaller budget before) */
                 else {
@@ -1125,7 +1165,7 @@ static int cmd_sweep(options *o)
                     q->parts = prevp.micro_batches;
                 }
             }
-            q->seconds = mg_seconds() - t0;
+            q->seconds = q->from_cache ? made_in : mg_seconds() - t0;
         }
         mg_plan_free(prev);
         mg_planned_free(&prevp);
@@ -1135,7 +1175,7 @@ static int cmd_sweep(options *o)
     else if (!o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
-        sweep_point sa = {all, all, all, 1, 1, 0, 1, 1};
+        sweep_point sa = {all, all, all, 1, 1, 0, 1, 1, 0};
         mg_sweep_curve curves[4];
         int n = 0;
         for (int k = 0; k < ncurves; k++)

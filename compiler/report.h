@@ -97,6 +97,7 @@ typedef struct mg_sweep_point {
     double once, executed, seconds;
     int fits;
     int parts; /* into how many micro-batches the plan splits the batch (0 or 1: whole) */
+    int from_cache; /* the point's plan came from the plan cache (seconds: of the planning that made it) */
 } mg_sweep_point;
 typedef struct mg_sweep_curve {
     const char *solver;

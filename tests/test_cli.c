@@ -1927,6 +1927,112 @@ START_TEST(test_sweep_output_matches_its_docs)
 }
 END_TEST
 
+/* sweep keeps its plans in the plan cache as plan does (the issue: an unchanged model never
+ * solves twice): a second sweep takes every point from it, with the same figures, and says so in
+ * each format; its plan without a budget is `plan MODEL`'s; another solver's points, or
+ * --no-cache, are planned afresh. (It cached nothing: each sweep planned every point again.) */
+static int sweep_dir_entries(const char *cdir)
+{
+    DIR *d = opendir(cdir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".plan") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* The points of a sweep --format json, from_cache of each (-1: mixed) and, the seconds and
+ * from_cache taken out, its text. */
+static int sweep_points(const char *json, char *figures, size_t cap, int *from_cache)
+{
+    cJSON *j = cJSON_Parse(json);
+    ck_assert_msg(j, "not JSON:\n%s", json);
+    const cJSON *p;
+    int n = 0;
+    *from_cache = -2;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "points"))
+    {
+        int c = cJSON_IsTrue(cJSON_GetObjectItem(p, "from_cache"));
+        ck_assert_msg(cJSON_IsBool(cJSON_GetObjectItem(p, "from_cache")), "no from_cache:\n%s", json);
+        *from_cache = *from_cache == -2 || *from_cache == c ? c : -1;
+        n++;
+    }
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "points"))
+    {
+        cJSON_DeleteItemFromObject((cJSON *)p, "solve_seconds");
+        cJSON_DeleteItemFromObject((cJSON *)p, "from_cache");
+    }
+    char *t = cJSON_PrintUnformatted(j);
+    snprintf(figures, cap, "%s", t);
+    free(t);
+    cJSON_Delete(j);
+    return n;
+}
+
+START_TEST(test_sweep_uses_the_plan_cache)
+{
+    char m[4200], cdir[4300], first[8192], again[8192], *out;
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    snprintf(cdir, sizeof cdir, "%s", path("c"));
+    int rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --format json", m, cdir);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    int cached, n = sweep_points(out, first, sizeof first, &cached);
+    ck_assert_msg(n == 4 && cached == 0, "a first sweep from the cache (%d points, from_cache %d):\n%s", n, cached, out);
+    free(out);
+    /* every point's plan, and the plan without a budget that names the minimum */
+    ck_assert_int_eq(sweep_dir_entries(cdir), 5);
+
+    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --format json", m, cdir);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    n = sweep_points(out, again, sizeof again, &cached);
+    ck_assert_msg(n == 4 && cached == 1, "the second sweep planned again (from_cache %d):\n%s", cached, out);
+    ck_assert_msg(!strcmp(first, again), "the cached sweep differs:\n%s\n%s", first, again);
+    free(out);
+    ck_assert_int_eq(sweep_dir_entries(cdir), 5);
+
+    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s'", m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "(4 of 4 points from the plan cache: their seconds are those of the "
+                                         "planning that made them; --no-cache plans afresh)"),
+                  "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --format csv", m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, ",micro_batches,from_cache\n") && !strstr(out, ",0\n"), "exited %d:\n%s",
+                  rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --cache-dir '%s'", m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "plan after sweep exited %d:\n%s", rc, out);
+    free(out);
+
+    /* a cache that cannot be written: one warning for the sweep, not one a point (the entries'
+     * own names made non-empty directories, as in test_cache_dir_unwritable_warns) */
+    DIR *dp = opendir(cdir);
+    ck_assert_ptr_nonnull(dp);
+    for (struct dirent *e; (e = readdir(dp));) {
+        if (!strstr(e->d_name, ".plan")) continue;
+        char cmd[9000], *o2;
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s/x/%s' && echo mine > '%s/x/%s/keep'", dir, e->d_name, dir, e->d_name);
+        ck_assert_int_eq(tu_run(cmd, &o2), 0);
+        free(o2);
+    }
+    closedir(dp);
+    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s/x'", m, dir);
+    const char *w1 = strstr(out, "warning: cannot write the plan cache");
+    ck_assert_msg(rc == 0 && w1 && !strstr(w1 + 1, "warning") && !strstr(out, "from the plan cache"),
+                  "not one warning, exit %d:\n%s", rc, out);
+    free(out);
+
+    /* another solver's points are not auto's; --no-cache reads nothing */
+    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --solver sqrt --format json", m, cdir);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    sweep_points(out, again, sizeof again, &cached);
+    ck_assert_msg(cached == 0, "sqrt's sweep took cached plans:\n%s", out);
+    free(out);
+    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --no-cache", m, cdir);
+    ck_assert_msg(rc == 0 && !strstr(out, "from the plan cache"), "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* The header is for C and C++ programs: its size macros compile in C99 with -pedantic, under
  * clang's -Weverything, and in C++ under -Wold-style-cast -Werror (a C cast in a macro made
  * every use an error there), and a program of each kind links against the object and runs.
@@ -3755,6 +3861,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_plan_json_matches_its_docs);
         tcase_add_test(b, test_help_lists_every_option);
         tcase_add_test(b, test_sweep_output_matches_its_docs);
+        tcase_add_test(b, test_sweep_uses_the_plan_cache);
         tcase_add_test(b, test_graph_text_after_the_json);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
