@@ -685,10 +685,12 @@ static mg_status plan_with_cache(plan_cache *pc, const mg_graph *g, mg_plan_requ
     uint64_t key = mg_plan_split_cache_key(g, &rq, micro_batches);
     /* compile takes the plan that `plan` made under the same budget, solver and options too (the
      * same plan, not planned a second time); `plan` never takes compile's, whose minimum may be
-     * partial */
+     * partial, nor sweep's points `plan`'s (which may be cheaper, from the minimum search: a
+     * sweep then depended on what was planned before it) */
     mg_plan_request with_min = rq;
     with_min.want_min_feasible = MG_MIN_YES;
-    uint64_t key_min = mg_plan_split_cache_key(g, &with_min, micro_batches);
+    uint64_t key_min = rq.want_min_feasible == MG_MIN_AS_PLANNED ? mg_plan_split_cache_key(g, &with_min, micro_batches)
+                                                                 : key;
     *from_cache = pc->use && (mg_plan_cache_load(pc->dir, key, g, out) ||
                               (key_min != key && mg_plan_cache_load(pc->dir, key_min, g, out)));
     if (*from_cache) return MG_OK;
@@ -1132,8 +1134,8 @@ static int cmd_sweep(options *o)
             sweep_point *q = &pts[k * o->points + i];
             q->budget = budgets[i];
             mg_budget b = {0, 0, q->budget};
-            double t0 = mg_seconds(), made_in = 0; /* made_in: a cached plan's, when it was planned */
             if (pr) {
+                double t0 = mg_seconds();
                 mg_solution s;
                 if (mg_solve_from(pr, solvers[k], q->budget, 0, o->time_limit, prev, &s, &d)) rc = 1;
                 else if ((q->fits = s.plan != NULL)) {
@@ -1144,10 +1146,13 @@ static int cmd_sweep(options *o)
                     mg_plan_free(prev);
                     prev = s.plan; /* (no plan on an error) */
                 }
+                q->seconds = mg_seconds() - t0;
             } else {
                 mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
                 if (plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &q->from_cache, &d)) rc = 1;
-                made_in = c.plan.solve_seconds;
+                /* its planning's seconds, as `plan` reports them (from the cache: those of the
+                 * planning that made it), whichever plan the point keeps */
+                q->seconds = c.plan.solve_seconds;
                 if (rc)
                     mg_planned_free(&c.plan);
                 else if (prevp.train && (!c.plan.train || overhead_below(prevp.train, c.plan.train)))
@@ -1165,7 +1170,6 @@ static int cmd_sweep(options *o)
                     q->parts = prevp.micro_batches;
                 }
             }
-            q->seconds = q->from_cache ? made_in : mg_seconds() - t0;
         }
         mg_plan_free(prev);
         mg_planned_free(&prevp);

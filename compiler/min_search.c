@@ -1,9 +1,11 @@
 /* min_search.c — the minimum feasible budget: a bisection over budgets (the first variant that
  * fits at each), then a descent that places every variant just below the least budget found, and
  * a ladder of schedules made under caps below (or above) the least plan's peak. It depends on
- * the problem alone, never on the budget asked, so every budget names the same minimum; the
- * solve (planner.c) runs it beside the solve at the budget, on a thread of its own. */
+ * the problem (and `below`, `floor`) alone, never on the budget asked, so every budget names the
+ * same minimum; the solve (planner.c) runs it beside the solve at the budget, on a thread of its
+ * own. */
 #include "min_search.h"
+#include "sched_variants.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* min_search.h — the minimum feasible budget's search (min_search.c), which planner.c runs. */
 #ifndef MG_MIN_SEARCH_H
 #define MG_MIN_SEARCH_H
-#include "sched_variants.h"
+#include "plan.h"
 
 /* The minimum search's inputs and results (mg_min_search), apart so that it may run on a thread
  * of its own beside the solve at the budget, which it does not depend on. */

@@ -27,6 +27,7 @@
  * "infeasible" is only ever said of budgets below a budget we have a verified plan for. */
 #include "clock.h"
 #include "min_search.h"
+#include "sched_variants.h"
 
 #include <math.h>
 #include <pthread.h>

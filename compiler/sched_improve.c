@@ -109,7 +109,7 @@ static mg_status place(mg_plan *p, int64_t budget, mg_plan **best, int *taken, m
 
 /* Schedules under o->cap with the current weights and places the schedule within budget; while
  * it misses by at most 1/FAR of the budget, lowers o->cap by the miss, at most 1/STEP of the
- * budget at a time (a schedule a little below often places, as in planner.c's fit), and tries
+ * budget at a time (a schedule a little below often places, as in sched_variants.c's mg_sv_fit), and tries
  * again, at most FIT schedules (each counted in *left). *out: the placed schedule that fits, or
  * NULL. */
 static mg_status start_fit(const mg_problem *pr, mg_sched_opts *o, int64_t budget, int *left, mg_plan **out,

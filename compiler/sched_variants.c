@@ -58,8 +58,8 @@ mg_status mg_sv_build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
     return MG_OK;
 }
 
-/* The cheapest schedules whose placements missed the budget by a little (fit keeps them, in the
- * solve at the budget), placed again with compaction at the end of the whole solve
+/* The cheapest schedules whose placements missed the budget by a little (mg_sv_fit keeps them, in
+ * the solve at the budget), placed again with compaction at the end of the whole solve
  * (mg_sv_rescue_near_misses, from planner.c's solve_below). The planner's placements of more than
  * MG_ARENA_PLAN_SEARCH_MAX buffers are greedy ones only; compacting them where they are made
  * moved plans both ways (arena.c: the caps and first fits that follow depend on the sizes of the
@@ -106,7 +106,7 @@ static void near_miss_keep(mg_near_misses *nm, mg_plan *p, int64_t budget)
 
 /* A plan under opts (NULL: the exact search) whose workspace, allocator waste included, is at
  * most budget. first, when not NULL, is the (unplaced) schedule under opts at cap budget,
- * already made by the caller; fit takes it over. aim: the arena, when it misses the peak live
+ * already made by the caller; mg_sv_fit takes it over. aim: the arena, when it misses the peak live
  * bytes, searches again for a placement within the budget before the cap is lowered (else the
  * cap is lowered at once: the scheduler is not monotone in its cap, so that is sometimes
  * cheaper; auto tries both); aim 2 also lowers the cap in small steps (1/400 of the budget), as

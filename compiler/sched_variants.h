@@ -78,7 +78,8 @@ typedef struct mg_near_misses {
     int n;
 } mg_near_misses;
 
-/* The target for workspace / peak live bytes: 1.02. */
+/* The waste allowed over a plan's peak live bytes, as a share of them: 0.02, the issue's target of
+ * workspace / peak live at most 1.02. */
 extern const double mg_waste_target;
 /* A plan the arena placed with more waste than `share` of its peak live bytes. */
 int mg_plan_wastes(const mg_plan *p, double share);

@@ -546,8 +546,8 @@ START_TEST(test_place_compacts_large)
 END_TEST
 
 /* The planner's placements of more than MG_ARENA_PLAN_SEARCH_MAX buffers are greedy ones, not
- * searched; the near misses it rescues at the end of a solve are compacted (planner.c,
- * rescue_near_misses): the placement resnet18_64_16parts_c.csv above, made by the planner at
+ * searched; the near misses it rescues at the end of a solve are compacted (sched_variants.c,
+ * mg_sv_rescue_near_misses): the placement resnet18_64_16parts_c.csv above, made by the planner at
  * 11.33% above its peak of live bytes, compacted within 7%, every buffer still apart from the
  * buffers live beside it. */
 START_TEST(test_assign_compacted_large)
@@ -573,7 +573,7 @@ START_TEST(test_assign_compacted_large)
 }
 END_TEST
 
-/* The planner remembers placements that missed by the class of their target (planner.c,
+/* The planner remembers placements that missed by the class of their target (place_memo.c,
  * placement_key): every offset and top the arena compares with its target is a sum of buffer
  * sizes, so targets strictly between the same two multiples of the sizes' gcd must give the very
  * same placement, offset for offset. resnet18_64's plan at 25% (above), whose search meets its

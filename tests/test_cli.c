@@ -1928,9 +1928,10 @@ START_TEST(test_sweep_output_matches_its_docs)
 END_TEST
 
 /* sweep keeps its plans in the plan cache as plan does (the issue: an unchanged model never
- * solves twice): a second sweep takes every point from it, with the same figures, and says so in
- * each format; its plan without a budget is `plan MODEL`'s; another solver's points, or
- * --no-cache, are planned afresh. (It cached nothing: each sweep planned every point again.) */
+ * solves twice): a second sweep takes every point from it, with the same figures and seconds, and
+ * says so in each format; its plan without a budget is `plan MODEL`'s; another solver's points,
+ * `plan --budget`'s plan at one of its budgets, or --no-cache, are not taken. (It cached nothing:
+ * each sweep planned every point again.) */
 static int sweep_dir_entries(const char *cdir)
 {
     DIR *d = opendir(cdir);
@@ -1941,8 +1942,8 @@ static int sweep_dir_entries(const char *cdir)
     return n;
 }
 
-/* The points of a sweep --format json, from_cache of each (-1: mixed) and, the seconds and
- * from_cache taken out, its text. */
+/* The points of a sweep --format json, from_cache of each (-1: mixed) and, from_cache taken out,
+ * its text. */
 static int sweep_points(const char *json, char *figures, size_t cap, int *from_cache)
 {
     cJSON *j = cJSON_Parse(json);
@@ -1957,11 +1958,7 @@ static int sweep_points(const char *json, char *figures, size_t cap, int *from_c
         *from_cache = *from_cache == -2 || *from_cache == c ? c : -1;
         n++;
     }
-    cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "points"))
-    {
-        cJSON_DeleteItemFromObject((cJSON *)p, "solve_seconds");
-        cJSON_DeleteItemFromObject((cJSON *)p, "from_cache");
-    }
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "points")) cJSON_DeleteItemFromObject((cJSON *)p, "from_cache");
     char *t = cJSON_PrintUnformatted(j);
     snprintf(figures, cap, "%s", t);
     free(t);
@@ -2019,6 +2016,21 @@ START_TEST(test_sweep_uses_the_plan_cache)
     const char *w1 = strstr(out, "warning: cannot write the plan cache");
     ck_assert_msg(rc == 0 && w1 && !strstr(w1 + 1, "warning") && !strstr(out, "from the plan cache"),
                   "not one warning, exit %d:\n%s", rc, out);
+    free(out);
+
+    /* plan --budget at one of the sweep's budgets: its plan (made with the minimum search) is not
+     * the sweep's */
+    cJSON *j = cJSON_Parse(first);
+    long long b1 = (long long)cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "points"), 1),
+                                                  "budget_bytes")->valuedouble;
+    cJSON_Delete(j);
+    rc = mg(&out, "plan '%s' --budget %lldB --cache-dir '%s/c3'", m, b1, dir);
+    ck_assert_msg(rc == 0, "plan exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s/c3' --format json", m, dir);
+    ck_assert_msg(rc == 0, "sweep exited %d:\n%s", rc, out);
+    sweep_points(out, again, sizeof again, &cached);
+    ck_assert_msg(cached == 0, "the sweep took plan --budget %lldB's plan:\n%s", b1, out);
     free(out);
 
     /* another solver's points are not auto's; --no-cache reads nothing */

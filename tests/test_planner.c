@@ -160,7 +160,7 @@ START_TEST(test_random_dags)
 END_TEST
 
 /* A plan for corruption: a random model at a budget that makes it recompute. */
-/* The minimum feasible budget (plan_split.c over part counts, planner.c's bisection): the same
+/* The minimum feasible budget (plan_split.c over part counts, min_search.c's bisection): the same
  * whichever budget was asked, met by a plan at itself and at every budget above it, and named by
  * a budget that fails (also when only the plan, not the minimum, was asked for: compile). */
 static void plan_split_or_fail(const mg_graph *g, int64_t budget, int want_min, mg_planned *out, const char *src)
@@ -831,7 +831,7 @@ static double arena_waste(const char *model, const char *budget, double bound, l
  * parts) 1.000; resnet18_64 at 25% (4 parts, its convolutions' scratch capped) 1.012 (1.029 before
  * the polish got more edits where the arena wastes more than 2%; 1.046 before the search's placement
  * was compacted), and at its minimum (16 parts, 5,300 buffers: only the greedy placements run)
- * 1.0004 (1.128 before the minimum search's descent, planner.c's descend, 1.067 before the descent's
+ * 1.0004 (1.128 before the minimum search's descent, min_search.c's descend, 1.067 before the descent's
  * ladder, 1.043 before sched_refill.c kept recomputed values in the arena's holes: every placement
  * of its schedules wastes 4-20%); both outside the sanitizers (5-10 s a plan). */
 START_TEST(test_arena_waste_on_examples)
@@ -992,7 +992,7 @@ END_TEST
  * 99.96%, 87.94% and 99.96% recomputed when the rungs were a third and two thirds of the way to
  * the budget and ran up to 1.05 times, 63.88% at all four since they are fixed steps above the
  * minimum and run past 1.05 times where the plan is little cheaper than the minimum's. And 1.10
- * times: 69.76% until the near misses were rescued (planner.c, rescue_near_misses), 52.42% since.
+ * times: 69.76% until the near misses were rescued (sched_variants.c, mg_sv_rescue_near_misses), 52.42% since.
  * Outside the sanitizers (several seconds a plan). */
 START_TEST(test_no_dearer_above_the_minimum_in_parts)
 {
@@ -1576,7 +1576,7 @@ START_TEST(test_rc_store_changes_no_schedule)
 END_TEST
 
 /* The planner keeps the variants' schedules as their compute steps until it places them
- * (planner.c, variant_shrink) and rebuilds them with mg_pb_replay: every schedule of both
+ * (sched_variants.c, variant_shrink) and rebuilds them with mg_pb_replay: every schedule of both
  * schedulers, each policy, lazy and eager, with fit and with perturbed scores, on random models
  * from their store-all peak down past where none is made, is the replay of its compute steps,
  * step for step (every place read and written) and buffer for buffer. A sequence that reads a
