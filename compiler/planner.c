@@ -40,7 +40,7 @@ const char *const mg_solver_names[] = {"auto", "store-all", "sqrt", "exact"};
  * (resnet50 at its minimum: 0.06 s); the solve waits for it before the walks (memo_bound). The
  * thread then also analyses the chain and fills the chain DP's tables for the cap mg_sv_chain_fit
  * will ask at the end of the solve (0.03 s there), when they are handed to the solve's memo. */
-struct mg_bound_job {
+typedef struct bound_job {
     const mg_problem *pr;
     int64_t budget, store_all;
     double once, bound; /* in: every op once; out: that and the larger of the two arguments */
@@ -48,9 +48,9 @@ struct mg_bound_job {
     int64_t table_cap;
     pthread_t th;
     int running;
-};
+} bound_job;
 
-static void bound_compute(mg_bound_job *b)
+static void bound_compute(bound_job *b)
 {
     double forced = mg_step_bound(b->pr, b->budget), cut = mg_cut_bound(b->pr, b->budget);
     b->bound = b->once + (forced > cut ? forced : cut);
@@ -58,7 +58,7 @@ static void bound_compute(mg_bound_job *b)
 
 static void *bound_thread(void *job)
 {
-    mg_bound_job *b = job;
+    bound_job *b = job;
     bound_compute(b);
     b->chain = mg_chain_analyse(b->pr);
     if (b->chain) {
@@ -68,16 +68,23 @@ static void *bound_thread(void *job)
     return NULL;
 }
 
+/* What one solve knows beside the searches' memo: the lower bound. */
+typedef struct solve_memo {
+    mg_search_memo s;   /* the exact search's findings, the chain DP's tables (sched_variants.c) */
+    double lower_bound; /* proven for every plan under the budget solved for (0: none) */
+    bound_job *pending; /* lower_bound is still being computed there (memo_bound) */
+} solve_memo;
+
 /* memo->lower_bound, once its thread (if any) has finished. */
-static double memo_bound(mg_search_memo *memo)
+static double memo_bound(solve_memo *memo)
 {
     if (memo->pending && memo->pending->running) {
         if (pthread_join(memo->pending->th, NULL)) abort();
         memo->pending->running = 0;
         memo->lower_bound = memo->pending->bound;
-        memo->chain_tried = 1; /* (as mg_sv_chain_fit would analyse it, and fill the tables for its cap) */
-        memo->chain = memo->pending->chain;
-        memo->chain_table_cap = memo->chain ? memo->pending->table_cap : 0;
+        memo->s.chain_tried = 1; /* (as mg_sv_chain_fit would analyse it, and fill the tables for its cap) */
+        memo->s.chain = memo->pending->chain;
+        memo->s.chain_table_cap = memo->s.chain ? memo->pending->table_cap : 0;
     }
     return memo->lower_bound;
 }
@@ -146,7 +153,7 @@ static char *sqrt_checkpoints(const mg_problem *pr)
  * is set when the exact search's plan, found under the budget itself, is among the candidates:
  * then the cheapest candidate is optimal. */
 static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
-                          mg_search_memo *memo, mg_near_misses *nm, mg_plan **out, int *optimal, mg_diag *d)
+                          solve_memo *memo, mg_near_misses *nm, mg_plan **out, int *optimal, mg_diag *d)
 {
     *out = NULL;
     *optimal = 0;
@@ -188,11 +195,11 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
             continue;
         }
         int at_budget = 0;
-        if ((st = mg_sv_fit(pr, &v[i].o, budget, memo, mg_variant_take(pr, &v[i]), 0, &mm, nm, &p, &at_budget, d)))
+        if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, mg_variant_take(pr, &v[i]), 0, &mm, nm, &p, &at_budget, d)))
             continue;
         if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
             mg_sv_keep_better(out, p);
-            if ((st = mg_sv_fit(pr, &v[i].o, budget, memo, NULL, 2, &mm, nm, &p, NULL, d))) continue;
+            if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, NULL, 2, &mm, nm, &p, NULL, d))) continue;
         }
         mg_sv_keep_better(out, p);
     }
@@ -217,11 +224,11 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         improve_polish_plans(pr, *out, memo->lower_bound) > 0)
         st = mg_polish_schedule(pr, budget, improve_polish_plans(pr, *out, memo->lower_bound), out, d);
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
-        if ((st = mg_sv_chain_fit(pr, budget, memo, *out, 1, &p, d)) == MG_OK) mg_sv_keep_better(out, p);
+        if ((st = mg_sv_chain_fit(pr, budget, &memo->s, *out, 1, &p, d)) == MG_OK) mg_sv_keep_better(out, p);
     }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
-        if (!(st = mg_sv_fit(pr, NULL, budget, memo, NULL, 1, NULL, NULL, &p, &at_budget, d))) {
+        if (!(st = mg_sv_fit(pr, NULL, budget, &memo->s, NULL, 1, NULL, NULL, &p, &at_budget, d))) {
             if (p && at_budget) *optimal = 1;
             mg_sv_keep_better(out, p);
         }
@@ -236,13 +243,13 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
 
 /* Whether the walks could gain anything on *out (as solve_at: none without a search, or without a
  * plan above the bound by more than IMPROVE_GAP). */
-static int walks_can_gain(const mg_problem *pr, const mg_search_memo *memo, const mg_plan *out)
+static int walks_can_gain(const mg_problem *pr, const solve_memo *memo, const mg_plan *out)
 {
     return improve_schedules(pr) > 0 && out && out->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
 }
 
 /* The polish at `at` of *out where walks there made it cheaper than `before`. */
-static mg_status polish_walked(const mg_problem *pr, int64_t at, double before, mg_search_memo *memo, mg_plan **out,
+static mg_status polish_walked(const mg_problem *pr, int64_t at, double before, solve_memo *memo, mg_plan **out,
                                mg_diag *d)
 {
     if ((*out)->flops_executed < before && (*out)->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP) &&
@@ -253,7 +260,7 @@ static mg_status polish_walked(const mg_problem *pr, int64_t at, double before, 
 
 /* The improvement search of solve_at at a smaller budget `at` (from the variants there), into
  * *out (a plan within a budget of at least `at`). */
-static mg_status improve_below(const mg_problem *pr, int64_t at, mg_search_memo *memo, mg_plan **out, mg_diag *d)
+static mg_status improve_below(const mg_problem *pr, int64_t at, solve_memo *memo, mg_plan **out, mg_diag *d)
 {
     if (!walks_can_gain(pr, memo, *out)) return MG_OK;
     mg_variant v[MG_VARIANTS_MAX];
@@ -276,7 +283,7 @@ static mg_status improve_below(const mg_problem *pr, int64_t at, mg_search_memo 
 
 /* The walk of improve_below from one variant o (not sched_rc.c's) whose schedule under its cap
  * places within `at`, and the polish. */
-static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int64_t at, mg_search_memo *memo,
+static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int64_t at, solve_memo *memo,
                               mg_plan **out, mg_diag *d)
 {
     if (o->rc || !walks_can_gain(pr, memo, *out)) return MG_OK;
@@ -290,7 +297,7 @@ static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int6
  * bytes; when the arena adds waste on top, the cap is lowered and the program solved again, and
  * then optimality is no longer proven. lower_bound is the bound at the budget itself. */
 static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double time_limit, const char *sqrt_keep,
-                                mg_search_memo *memo, mg_solution *out, mg_diag *d)
+                                solve_memo *memo, mg_solution *out, mg_diag *d)
 {
     double end = mg_seconds() + time_limit;
     mg_plan *best = NULL;
@@ -401,8 +408,8 @@ typedef struct rung_job {
     const mg_problem *pr;
     int64_t budget;
     const char *keep;
-    mg_search_memo *memo;
-    mg_search_memo own;
+    solve_memo *memo;
+    solve_memo own;
     mg_plan *plan;
     mg_status st;
     mg_diag d;
@@ -423,7 +430,7 @@ static void *rung_solve(void *arg)
  * by side where cores are free; sharing one core, they take as long as in turn), their plans
  * taken in order of budget. */
 static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, int64_t budget, const char *keep,
-                                mg_search_memo *memo, mg_plan **out, mg_diag *d)
+                                solve_memo *memo, mg_plan **out, mg_diag *d)
 {
     rung_job job[NEAR_MIN_RUNGS_MAX];
     int n = 0;
@@ -440,8 +447,8 @@ static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, 
         job[r].memo = memo;
         if (r == 0) continue;
         job[r].own = *memo;
-        job[r].own.chain_tried = 0;
-        job[r].own.chain = NULL;
+        job[r].own.s.chain_tried = 0;
+        job[r].own.s.chain = NULL;
         job[r].memo = &job[r].own;
         job[r].threaded = pthread_create(&job[r].th, NULL, rung_solve, &job[r]) == 0;
     }
@@ -452,7 +459,7 @@ static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, 
         if (r > 0) {
             if (!job[r].threaded) rung_solve(&job[r]);
             else if (pthread_join(job[r].th, NULL)) abort();
-            mg_chain_free(job[r].own.chain);
+            mg_chain_free(job[r].own.s.chain);
         }
         mg_plan *p = job[r].plan;
         if (!st && job[r].st) {
@@ -488,18 +495,18 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
-    mg_search_memo memo = {-1, 0, 0, NULL, 0, 0, 0, NULL};
+    solve_memo memo = {{-1, 0, 0, NULL, 0, 0}, 0, NULL};
     mg_near_misses nm = {.n = 0}; /* the solve at the budget's, rescued last */
     mg_min_search_job job = {0};
     pthread_t th;
     int threaded = 0; /* the minimum search is running on thread th */
     if ((st = mg_sv_build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
-    memo.store_all = sa->workspace_bytes;
+    memo.s.store_all = sa->workspace_bytes;
     /* every op at least once, and what no schedule within the budget avoids (nothing where
      * store-all fits: then every op once is the optimum) */
     out->lower_bound = sa->flops_once;
-    mg_bound_job bj = {.pr = pr, .budget = budget, .store_all = memo.store_all, .once = out->lower_bound,
+    bound_job bj = {.pr = pr, .budget = budget, .store_all = memo.s.store_all, .once = out->lower_bound,
                     .bound = out->lower_bound};
     if (sa->workspace_bytes > budget) { /* two different arguments (bound_step.c, bound_cut.c): the larger holds */
         if (solver == MG_SOLVER_AUTO && pthread_create(&bj.th, NULL, bound_thread, &bj) == 0) {
@@ -512,7 +519,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     }
     memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
     int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
-    job = (mg_min_search_job){.pr = pr, .budget = budget, .below = below, .floor = floor, .store_all = memo.store_all,
+    job = (mg_min_search_job){.pr = pr, .budget = budget, .below = below, .floor = floor, .store_all = memo.s.store_all,
                            .searching = searching, .keep = keep};
     /* where the minimum is asked for anyway, its search runs on a thread of its own beside auto's
      * solve at the budget (neither reads what the other writes: the same plans, in about the
@@ -626,7 +633,7 @@ done:
         mg_plan_free(job.cheap);
     }
     mg_sv_near_misses_free(&nm);
-    mg_chain_free(memo.chain);
+    mg_chain_free(memo.s.chain);
     mg_plan_free(sa);
     free(keep);
     if (st) {

@@ -15,8 +15,8 @@ enum { MG_VARIANTS_RC = 5, MG_VARIANTS_BASE = 2 * MG_EVICT_NPOLICIES, MG_VARIANT
        MG_VARIANTS = MG_VARIANTS_BASE + MG_VARIANTS_RC + MG_VARIANTS_FIT, MG_RESTARTS_MAX = 64,
        MG_VARIANTS_MAX = MG_VARIANTS + MG_RESTARTS_MAX };
 
-typedef struct mg_bound_job mg_bound_job; /* (planner.c) */
-/* What one mg_solve has learnt from the exact search, so it does not search in vain twice. */
+/* What one solve has learnt from the exact search, so it does not search in vain twice, and the
+ * chain DP's analysis and tables. */
 typedef struct mg_search_memo {
     int64_t infeasible_cap; /* a finished search found no schedule under this cap (-1: none) */
     int too_big;            /* the search ran out of states: the problem is left to the heuristics */
@@ -24,8 +24,6 @@ typedef struct mg_search_memo {
     mg_chain *chain;        /* its stages and tables (NULL: the problem is not a chain), */
     int64_t chain_table_cap;/* and the largest cap its tables are built for (0: none yet) */
     int64_t store_all;      /* the store-all workspace */
-    double lower_bound;     /* proven for every plan under the budget solved for (0: none) */
-    mg_bound_job *pending;  /* lower_bound is still being computed there (planner.c's memo_bound) */
 } mg_search_memo;
 
 /* A variant's schedule is kept as its compute steps (mg_pb_replay) until it is placed: a
