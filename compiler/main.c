@@ -687,10 +687,12 @@ static mg_status plan_with_cache(plan_cache *pc, const mg_graph *g, mg_plan_requ
      * same plan, not planned a second time); `plan` never takes compile's, whose minimum may be
      * partial, nor sweep's points `plan`'s (which may be cheaper, from the minimum search: a
      * sweep then depended on what was planned before it) */
-    mg_plan_request with_min = rq;
-    with_min.want_min_feasible = MG_MIN_YES;
-    uint64_t key_min = rq.want_min_feasible == MG_MIN_AS_PLANNED ? mg_plan_split_cache_key(g, &with_min, micro_batches)
-                                                                 : key;
+    uint64_t key_min = key;
+    if (rq.want_min_feasible == MG_MIN_AS_PLANNED) {
+        mg_plan_request with_min = rq;
+        with_min.want_min_feasible = MG_MIN_YES;
+        key_min = mg_plan_split_cache_key(g, &with_min, micro_batches);
+    }
     *from_cache = pc->use && (mg_plan_cache_load(pc->dir, key, g, out) ||
                               (key_min != key && mg_plan_cache_load(pc->dir, key_min, g, out)));
     if (*from_cache) return MG_OK;

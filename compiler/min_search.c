@@ -250,7 +250,7 @@ void mg_min_search(mg_min_search_job *r)
     int searching = a->searching;
     const char *keep = a->keep;
     r->st = MG_OK;
-    mg_search_memo mmemo = {-1, 0, 0, NULL, 0, a->store_all};
+    mg_search_memo mmemo = {.infeasible_cap = -1, .store_all = a->store_all};
     int64_t ws = mg_working_set_bound(pr), lo = ws, hi = a->store_all;
     int found = 1; /* store-all */
     mg_plan *best = NULL;

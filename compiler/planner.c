@@ -495,7 +495,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
-    solve_memo memo = {{-1, 0, 0, NULL, 0, 0}, 0, NULL};
+    solve_memo memo = {.s = {.infeasible_cap = -1}};
     mg_near_misses nm = {.n = 0}; /* the solve at the budget's, rescued last */
     mg_min_search_job job = {0};
     pthread_t th;
