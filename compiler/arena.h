@@ -65,8 +65,4 @@ typedef struct mg_arena_csv {
 mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_arena_csv *out, mg_diag *d);
 mg_status mg_arena_csv_read(const char *path, mg_arena_csv *out, mg_diag *d);
 void mg_arena_csv_free(mg_arena_csv *c);
-
-/* cmd_arena.c (driver code, in the memgrad executable): `memgrad arena FILE.csv ...`.
- * argv[0] is "arena"; returns the exit code (0 placed, fits or not; 1 bad input; 2 usage). */
-int mg_cmd_arena(int argc, char **argv);
 #endif

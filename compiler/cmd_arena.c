@@ -5,6 +5,8 @@
  * own buffer lists can use it without a model. Driver code: it parses options, prints, and
  * chooses exit codes (0 placed — the answer is the output, fits or not; 1 bad input; 2 usage);
  * the reading and the placing are library code (arena_csv.c, arena.c). */
+#include "driver.h"
+
 #include "clock.h"
 #include "arena.h"
 #include "budget.h"
@@ -15,14 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int arena_usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "memgrad: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry 'memgrad --help'.\n");
-    return 2;
-}
 
 int mg_cmd_arena(int argc, char **argv)
 {
@@ -35,19 +29,19 @@ int mg_cmd_arena(int argc, char **argv)
         else if (!strcmp(a, "--time-limit")) slot = &time_text;
         else if (!strcmp(a, "--no-cache")) continue; /* accepted as on every command: nothing here is cached */
         else if (!strcmp(a, "--cache-dir")) slot = &cache_dir;
-        else if (a[0] == '-' && a[1]) return arena_usage_error("arena: unknown option '%s'", a);
-        else if (file) return arena_usage_error("arena: unexpected argument '%s' (one buffer file at a time)", a);
+        else if (a[0] == '-' && a[1]) return mg_drv_unknown_option(a, "arena");
+        else if (file) return mg_drv_usage_error("arena: unexpected argument '%s' (one buffer file at a time)", a);
         else {
             file = a;
             continue;
         }
-        if (i + 1 >= argc || !argv[i + 1][0]) return arena_usage_error("arena: option '%s' needs a value", a);
+        if (i + 1 >= argc || !argv[i + 1][0]) return mg_drv_usage_error("arena: option '%s' needs a value", a);
         *slot = argv[++i];
     }
     (void)cache_dir;
-    if (!file) return arena_usage_error("%s", "arena: no buffer file given (FILE.csv)");
+    if (!file) return mg_drv_usage_error("%s", "arena: no buffer file given (FILE.csv)");
     if (strcmp(format, "text") && strcmp(format, "json"))
-        return arena_usage_error("arena: --format wants text or json, got '%s'", format);
+        return mg_drv_usage_error("arena: --format wants text or json, got '%s'", format);
     int64_t capacity = INT64_MAX;
     if (capacity_text) {
         mg_budget b;
@@ -66,7 +60,7 @@ int mg_cmd_arena(int argc, char **argv)
             char msg[512];
             snprintf(msg, sizeof msg, "arena: --capacity wants a number of bytes (1048576, 1MiB), got '%s'%s",
                      capacity_text, why);
-            return arena_usage_error("%s", msg);
+            return mg_drv_usage_error("%s", msg);
         }
         capacity = b.bytes;
     }
@@ -75,7 +69,7 @@ int mg_cmd_arena(int argc, char **argv)
         char *end;
         time_limit = strtod(time_text, &end);
         if (!mg_plain_decimal(time_text, end) || *end || !(time_limit > 0) || time_limit > 1e6)
-            return arena_usage_error("arena: --time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", time_text);
+            return mg_drv_usage_error("arena: --time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", time_text);
     }
 
     if (!strcmp(file, "-")) file = "/dev/stdin"; /* as for a model and --graph ("cannot open -"; review19) */

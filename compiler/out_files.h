@@ -1,6 +1,6 @@
 /* out_files.h — the files the driver writes (compile's object, header and IR; plan's and sweep's
  * reports): checked before any work, written whole or not at all. Driver code (it prints its
- * errors), like main.c and cmd_arena.c. */
+ * errors), like main.c, driver.c and the cmd_*.c files. */
 #ifndef MG_OUT_FILES_H
 #define MG_OUT_FILES_H
 #include <limits.h>

@@ -303,7 +303,7 @@ static const char *in_repeat(const parser *p, char *buf, size_t n)
 /* Limits that keep every later sum safe and `check` quick: the forward graph's tensors add up
  * to at most 2^50 bytes (1 PiB; each is at most 2^40 elements, 8 TiB) and it has at most
  * MAX_NODES operations (a few seconds to parse and differentiate; the planner takes fewer, and
- * the joint graph's bytes are checked again before planning: main.c, plannable). Sizes are
+ * the joint graph's bytes are checked again before planning: driver.c, plannable). Sizes are
  * counted as nodes appear; the error is at the tensor that passes the limit. */
 static mg_status count_bytes(parser *p)
 {

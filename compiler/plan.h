@@ -444,8 +444,9 @@ mg_status mg_solve_from(const mg_problem *prob, mg_solver solver, int64_t budget
                         const mg_plan *incumbent, mg_solution *out, mg_diag *d);
 
 /* The most operations a training step may have to be planned (README, "Limits"): planning time
- * grows faster than the graph, about a minute at 60,000. main.c holds models to it, and
- * mg_plan_split the graph split into the --micro-batches parts asked for. */
+ * grows faster than the graph, about a minute at 60,000. The driver holds models to it
+ * (driver.c, plannable), and mg_plan_split the graph split into the --micro-batches parts asked
+ * for. */
 enum { MG_PLAN_MAX_NODES = 1 << 16 };
 /* The most operations of a split graph the search over part counts plans by itself (plan_split.c):
  * a bound on its time (mlp_deep with 400 hidden layers, 6,435 operations in 2 parts: 1.8 s of CPU,

@@ -15,6 +15,7 @@
  *  - The reader names the line of every kind of bad input.
  *  - The command: its text and JSON reports and exit codes. */
 #include "arena.h"
+#include "driver.h" /* mg_cmd_arena */
 #include "plan.h"
 #include "testutil.h"
 

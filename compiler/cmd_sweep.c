@@ -1,0 +1,247 @@
+/* cmd_sweep.c — the `memgrad sweep` command: the trade-off curve of budget against recompute
+ * overhead, from the minimum feasible budget to store-all, for a model or a benchmark graph.
+ *
+ * Why it exists: users choose a budget from the curve; each point is a plan as `plan` makes
+ * it (from the plan cache where it holds one). Driver code: it prints and picks exit codes. */
+#include "driver.h"
+
+#include "budget.h"
+#include "clock.h"
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef mg_sweep_point sweep_point;
+
+/* s as a JSON string: what names a --graph file, whose path may hold quotes and backslashes */
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    putchar('"');
+}
+
+/* A point's part count as the reports give it: 1 for a plan of the whole batch (and a --graph's) */
+static int parts_of(const sweep_point *q) { return q->parts > 1 ? q->parts : 1; }
+
+static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt, int n)
+{
+    const char *fmt = o->format ? o->format : "text";
+    const char *solver = mg_solver_names[o->solver];
+    if (!strcmp(fmt, "json")) {
+        printf("{\"format\": \"memgrad-sweep\", \"version\": 1, \"model\": ");
+        json_string(what);
+        printf(", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, \"min_feasible_bytes\": %lld, "
+               "\"points\": [",
+               solver, (long long)all, (long long)minf);
+        for (int i = 0; i < n; i++) {
+            printf("%s\n  {\"budget_bytes\": %lld, \"fits\": %s", i ? "," : "", (long long)pt[i].budget,
+                   pt[i].fits ? "true" : "false");
+            if (pt[i].fits) {
+                printf(", \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"flops_once\": ",
+                       (long long)pt[i].workspace, (long long)pt[i].peak);
+                mg_drv_print_cost(pt[i].once);
+                printf(", \"flops_executed\": ");
+                mg_drv_print_cost(pt[i].executed);
+                printf(", \"recompute_overhead\": %.6f", mg_recompute_overhead(pt[i].once, pt[i].executed));
+            }
+            if (pt[i].fits && !o->graph) printf(", \"micro_batches\": %d", parts_of(&pt[i]));
+            printf(", \"solve_seconds\": %.6f, \"from_cache\": %s}", pt[i].seconds, pt[i].from_cache ? "true" : "false");
+        }
+        printf("]}\n");
+        return;
+    }
+    int csv = !strcmp(fmt, "csv");
+    if (csv)
+        printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds,"
+               "micro_batches,from_cache\n");
+    else
+        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s%s\n", what,
+               solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
+               "workspace", "peak live", "overhead", "seconds", o->graph ? "" : "  parts");
+    int cached = 0;
+    for (int i = 0; i < n; i++) {
+        const sweep_point *q = &pt[i];
+        cached += q->from_cache;
+        /* (a store-all workspace of 0 bytes, a step that keeps nothing in the workspace: its one
+         * budget is all of it, 100%, not 0%) */
+        double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
+        double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
+        if (csv && q->fits)
+            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f,%d,%d\n", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q), q->from_cache);
+        else if (csv)
+            printf("%lld,%.2f,0,,,,%.6f,,%d\n", (long long)q->budget, pct, q->seconds, q->from_cache);
+        else if (q->fits) {
+            printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh, q->seconds);
+            if (!o->graph) printf(" %6d", parts_of(q)); /* (a --graph has no batch to split) */
+            putchar('\n');
+        } else
+            printf("%14lld %6.1f%% %14s %14s %10s %9.3f\n", (long long)q->budget, pct, "no plan", "", "", q->seconds);
+    }
+    if (!csv && cached)
+        printf("(%d of %d points from the plan cache: their seconds are those of the planning that made them; "
+               "--no-cache plans afresh)\n", cached, n);
+}
+
+typedef struct sweep_svg_ctx {
+    const char *what;
+    int64_t all, minf;
+    const mg_sweep_curve *curves;
+    int n;
+} sweep_svg_ctx;
+
+static void write_sweep_svg(FILE *out, const void *ctx)
+{
+    const sweep_svg_ctx *s = ctx;
+    mg_sweep_svg(out, s->what, s->all, s->minf, s->curves, s->n);
+}
+
+/* a recomputes less than b, relative to each one's own FLOPs of running every op once: the
+ * overhead the sweep prints. Plans of different part counts count their ops' FLOPs differently
+ * (resnet18_64's batch norms in parts, 0.17% fewer), so a plan in parts that recomputes can
+ * execute fewer FLOPs than the whole batch's store-all plan, which recomputes nothing. */
+static int overhead_below(const mg_plan *a, const mg_plan *b)
+{
+    return a->flops_executed * b->flops_once < b->flops_executed * a->flops_once;
+}
+
+int mg_cmd_sweep(mg_drv_options *o)
+{
+    mg_out_file svg_out = {.flag = "--svg", .path = o->svg};
+    int rc = mg_out_check(o->model ? o->model : o->graph, &svg_out, 1);
+    if (rc) return rc;
+    mg_drv_source src = {0};
+    mg_drv_compiled c = {0};
+    mg_problem *pr = NULL;
+    mg_diag d = {0};
+    if (o->graph) {
+        if (mg_drv_read_source(o->graph, &src)) return 1;
+        if (mg_problem_from_json(src.path, src.text, src.len, &pr, &d)) {
+            mg_drv_print_diag(&src, &d);
+            free(src.text);
+            return 1;
+        }
+    } else if (mg_drv_run_frontend(o->model, &c, 1)) {
+        mg_drv_compiled_free(&c);
+        return 1;
+    }
+    const mg_drv_source *where = o->graph ? &src : &c.src;
+    mg_drv_plan_cache pc = {0}; /* (a model's plans are cached as plan's are; a --graph's are not) */
+    if (!o->graph) mg_drv_plan_cache_open(o, &pc);
+    /* the ends of the curve: store-all and the minimum feasible budget (of auto) */
+    int64_t all = 0, minf = 0;
+    if (pr) {
+        mg_solution s;
+        if (mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, 0, &s, &d)) rc = 1;
+        all = s.store_all_bytes;
+        minf = s.min_feasible_bytes;
+        mg_plan_free(s.plan);
+    } else {
+        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = o->time_limit, .want_min_feasible = MG_MIN_YES};
+        int cached; /* (`plan MODEL`'s plan) */
+        if (mg_drv_plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &cached, &d)) rc = 1;
+        all = c.plan.store_all_bytes;
+        minf = c.plan.min_feasible_bytes;
+        if (!rc) mg_drv_parts_not_tried_note(c.src.path, &c.plan, 1);
+        mg_planned_free(&c.plan);
+    }
+    /* the curve of the solver asked for (the table's); --svg adds auto's and sqrt's whatever it is
+     * (with --solver store-all or exact it drew no auto or no sqrt curve), and the store-all point */
+    mg_solver solvers[3] = {o->solver, MG_SOLVER_AUTO, MG_SOLVER_AUTO};
+    int ncurves = 1;
+    for (int k = 0; k < 2 && o->svg; k++) {
+        mg_solver s = k ? MG_SOLVER_SQRT : MG_SOLVER_AUTO;
+        if (s != o->solver) solvers[ncurves++] = s;
+    }
+    /* the budgets, evenly from the minimum to store-all; where they are fewer bytes apart than
+     * points (a model whose minimum is its store-all workspace, a tiny graph) each is planned and
+     * printed once, not --points times over */
+    int npoints = 0;
+    int64_t *budgets = malloc((size_t)o->points * sizeof *budgets);
+    if (!budgets) abort();
+    for (int i = 0; i < o->points; i++) {
+        int64_t b = minf + (int64_t)((double)(all - minf) * i / (o->points - 1));
+        if (!npoints || b != budgets[npoints - 1]) budgets[npoints++] = b;
+    }
+    sweep_point *pts = calloc((size_t)o->points * 3, sizeof *pts), *pt = pts;
+    if (!pts) abort();
+    for (int k = 0; k < ncurves; k++) {
+        /* each point's plan passes on to the next, which takes it where it is cheaper (a benchmark
+         * graph's through mg_solve_from; a model's program, whose part count may differ, whole,
+         * where its recompute overhead is lower): the overhead never rises with the budget */
+        mg_plan *prev = NULL;
+        mg_planned prevp = {0};
+        for (int i = 0; i < npoints && !rc; i++) {
+            sweep_point *q = &pts[k * o->points + i];
+            q->budget = budgets[i];
+            mg_budget b = {0, 0, q->budget};
+            if (pr) {
+                double t0 = mg_seconds();
+                mg_solution s;
+                if (mg_solve_from(pr, solvers[k], q->budget, 0, o->time_limit, prev, &s, &d)) rc = 1;
+                else if ((q->fits = s.plan != NULL)) {
+                    q->workspace = s.plan->workspace_bytes;
+                    q->peak = s.plan->peak_live_bytes;
+                    q->once = s.plan->flops_once;
+                    q->executed = s.plan->flops_executed;
+                    mg_plan_free(prev);
+                    prev = s.plan; /* (no plan on an error) */
+                }
+                q->seconds = mg_seconds() - t0;
+            } else {
+                mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
+                if (mg_drv_plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &q->from_cache, &d)) rc = 1;
+                /* its planning's seconds, as `plan` reports them (from the cache: those of the
+                 * planning that made it), whichever plan the point keeps */
+                q->seconds = c.plan.solve_seconds;
+                if (rc)
+                    mg_planned_free(&c.plan);
+                else if (prevp.train && (!c.plan.train || overhead_below(prevp.train, c.plan.train)))
+                    mg_planned_free(&c.plan); /* (prevp's workspace is under the smaller budget before) */
+                else {
+                    mg_planned_free(&prevp);
+                    prevp = c.plan;
+                }
+                c.plan = (mg_planned){0};
+                if (!rc && (q->fits = prevp.train != NULL)) {
+                    q->workspace = prevp.workspace_bytes;
+                    q->peak = prevp.train->peak_live_bytes;
+                    q->once = prevp.train->flops_once;
+                    q->executed = prevp.train->flops_executed;
+                    q->parts = prevp.micro_batches;
+                }
+            }
+        }
+        mg_plan_free(prev);
+        mg_planned_free(&prevp);
+    }
+    const char *what = pr ? src.path : c.g->model_name;
+    if (rc) mg_drv_print_diag(where, &d);
+    else if (!o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
+    if (!rc && o->svg) {
+        /* the store-all point: no recomputation at the store-all workspace */
+        sweep_point sa = {all, all, all, 1, 1, 0, 1, 1, 0};
+        mg_sweep_curve curves[4];
+        int n = 0;
+        for (int k = 0; k < ncurves; k++)
+            if (solvers[k] != MG_SOLVER_STORE_ALL) /* (store-all's curve is its one point, drawn below) */
+                curves[n++] = (mg_sweep_curve){mg_solver_names[solvers[k]], pts + k * o->points, npoints};
+        curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
+        sweep_svg_ctx ctx = {what, all, minf, curves, n};
+        const mg_drv_report_writer writer = write_sweep_svg;
+        rc = mg_drv_write_report_outs(&svg_out, &writer, &ctx, 1);
+    }
+    free(pts);
+    free(budgets);
+    mg_problem_free(pr);
+    free(src.text);
+    mg_drv_compiled_free(&c);
+    return rc;
+}

@@ -1,0 +1,199 @@
+/* driver.c — what the `memgrad` command files share: reading the model or graph, printing
+ * diagnostics with the source line and a caret, writing report files whole, running the
+ * frontend, and the plan cache as one command uses it (driver.h).
+ *
+ * Why it exists: main.c, cmd_sweep.c and cmd_arena.c must say things the same way; this is
+ * driver code (it prints), kept out of the library. */
+#include "driver.h"
+
+#include "autodiff.h"
+#include "budget.h"
+#include "excerpt.h"
+#include "frontend.h"
+#include "read_file.h"
+#include "write_all.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mg_drv_usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "memgrad: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'memgrad --help'.\n");
+    return 2;
+}
+
+/* Which commands take an option ("compile, plan and dot"); NULL: none. */
+static const char *commands_taking(const char *a)
+{
+    static const struct { const char *opt, *cmds; } tab[] = {
+        {"-o", "compile"}, {"--header", "compile"}, {"--target", "compile"}, {"--cpu", "compile"},
+        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"--name", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
+        {"-O2", "compile"}, {"-O3", "compile"}, {"--budget", "compile, plan and dot"},
+        {"--verify", "compile, plan and dot"}, {"--solver", "compile, plan, sweep and dot"},
+        {"--micro-batches", "compile, plan, sweep and dot"}, {"--time-limit", "compile, plan, sweep, dot and arena"},
+        {"--points", "sweep"}, {"--format", "plan, sweep and arena"}, {"--graph", "plan and sweep"},
+        {"--svg", "plan and sweep"}, {"--trace", "plan"}, {"--bytes", "plan"}, {"--print-ir", "check"},
+        {"--print-joint", "check"}, {"--capacity", "arena"}, {"--clear", "cache"},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (!strcmp(a, tab[i].opt)) return tab[i].cmds;
+    return NULL;
+}
+
+/* An option the command cmd does not take: the commands that do are named ("unknown option
+ * '--budget' for sweep" alone read as if memgrad had no such option). Returns 2 (usage). */
+int mg_drv_unknown_option(const char *a, const char *cmd)
+{
+    const char *takers = commands_taking(a);
+    if (!takers) {
+        fprintf(stderr, "memgrad: %s: unknown option '%s'\nTry 'memgrad --help'.\n", cmd, a);
+        return 2;
+    }
+    fprintf(stderr, "memgrad: unknown option '%s' for %s (%s %s it)\nTry 'memgrad --help'.\n", a, cmd, takers,
+            strchr(takers, ' ') ? "take" : "takes");
+    return 2;
+}
+
+/* The file read (a model or a graph; "-" was made /dev/stdin), named in messages as cc names it:
+ * "<stdin>:3:7: error: ..." rather than /dev/stdin (review19). */
+int mg_drv_read_source(const char *path, mg_drv_source *s)
+{
+    s->path = strcmp(path, "/dev/stdin") ? path : "<stdin>";
+    mg_diag d = {0};
+    /* at most 256 MiB: no model or graph is that large */
+    if (mg_read_file(path, (size_t)1 << 28, &s->text, &s->len, &d)) {
+        fprintf(stderr, "memgrad: %s\n", d.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* file:line:col: KIND: message (KIND error or warning), then the source line and a caret under
+ * the column. */
+void mg_drv_print_diag_as(const mg_drv_source *src, const mg_diag *d, const char *kind)
+{
+    if (d->loc.line <= 0) {
+        fprintf(stderr, "%s: %s: %s\n", src ? src->path : "memgrad", kind, d->msg);
+        return;
+    }
+    fprintf(stderr, "%s:%d:%d: %s: %s\n", src->path, d->loc.line, d->loc.col, kind, d->msg);
+    mg_print_excerpt(stderr, src->text, src->len, d->loc.line, d->loc.col);
+}
+
+void mg_drv_print_diag(const mg_drv_source *src, const mg_diag *d) { mg_drv_print_diag_as(src, d, "error"); }
+
+/* Writes n bytes of text to the file tmp; errors name path, the file the user asked for, and the
+ * reason: write(2)'s own errno (through stdio a failed write left only the stream's error flag,
+ * and errno could be anything by the fclose that found nothing left to write). */
+int mg_drv_write_file(const char *path, const char *tmp, const char *text, size_t n)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666), err = fd < 0 ? errno : mg_write_all(fd, text, n);
+    if (fd >= 0 && close(fd) != 0 && !err) err = errno;
+    if (err) fprintf(stderr, "memgrad: cannot write %s: %s\n", path, strerror(err));
+    return err != 0;
+}
+
+int mg_drv_write_report_outs(mg_out_file *f, const mg_drv_report_writer *write, const void *ctx, int n)
+{
+    int rc = mg_out_begin(f, n);
+    for (int i = 0; i < n && !rc; i++) {
+        if (!f[i].path) continue;
+        /* in memory first, then write_file: a failed write says why */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        if (!fp) abort();
+        write[i](fp, ctx);
+        if (fclose(fp) != 0) abort(); /* (memory only) */
+        rc = mg_drv_write_file(f[i].path, f[i].tmp, text, len);
+        free(text);
+    }
+    if (!rc) rc = mg_out_commit(f, n);
+    mg_out_end(f, n);
+    return rc;
+}
+
+void mg_drv_compiled_free(mg_drv_compiled *c)
+{
+    mg_planned_free(&c->plan);
+    mg_graph_free(c->g);
+    free(c->src.text);
+}
+
+/* What the planner takes (README, "Limits"): a training step of at most MG_PLAN_MAX_NODES
+ * operations, forward and backward, whose values add up to at most 2^52 bytes. Planning time
+ * grows faster than the graph (about a minute at 60,000 operations), and with these limits
+ * every int64_t sum of sizes stays below 2^63 with each value counted 2,000 times over. `check`
+ * takes larger models (the parser's limits). The error is at the operation past the limit (a
+ * backward one at the forward operation it differentiates). A batch split into parts is held to
+ * the same count (plan_split.c). */
+static int plannable(const mg_drv_compiled *c)
+{
+    const mg_graph *g = c->g;
+    double bytes = 0;
+    int at = g->n > MG_PLAN_MAX_NODES ? MG_PLAN_MAX_NODES : -1;
+    for (int i = 0; i < g->n && at < 0; i++)
+        if ((bytes += (double)mg_node_bytes(g, i)) > 0x1p52) at = i;
+    if (at < 0) return 0;
+    mg_diag d = {0};
+    if (g->n > MG_PLAN_MAX_NODES)
+        mg_diag_set(&d, g->nodes[at].loc, "model too large to plan: its training step has %d operations (%d forward, "
+                    "%d backward), more than %d; the first one past the limit comes from here", g->n, g->nforward,
+                    g->n - g->nforward, MG_PLAN_MAX_NODES);
+    else
+        mg_diag_set(&d, g->nodes[at].loc, "model too large to plan: the values of its training step add up to "
+                    "more than 2^52 bytes (4 PiB) with this '%s'%s", mg_ops[g->nodes[at].op].name,
+                    at < g->nforward ? "" : " (in its gradient)");
+    mg_drv_print_diag(&c->src, &d);
+    return 1;
+}
+
+/* Parses and differentiates; to_plan: the model must be one the planner takes. */
+int mg_drv_run_frontend(const char *path, mg_drv_compiled *c, int to_plan)
+{
+    mg_diag d = {0};
+    memset(c, 0, sizeof *c);
+    if (mg_drv_read_source(path, &c->src)) return 1;
+    int parsed = 0;
+    if (!(parsed = !mg_parse(c->src.path, c->src.text, c->src.len, &c->g, &d)) || mg_autodiff(c->g, &d)) {
+        mg_drv_print_diag(&c->src, &d);
+        size_t i = 0; /* a JSON file where a model was expected: most likely a benchmark graph */
+        while (!parsed && i < c->src.len && strchr(" \t\r\n", c->src.text[i])) i++;
+        if (!parsed && i < c->src.len && c->src.text[i] == '{')
+            fprintf(stderr, "%s: note: this looks like JSON, not a model (.mg); `plan --graph FILE` and `sweep "
+                            "--graph FILE` take a benchmark graph (node-link JSON)\n", c->src.path);
+        return 1;
+    }
+    return to_plan ? plannable(c) : 0;
+}
+
+/* Where the search over part counts stopped short (plan.h, MG_PARTS_AUTO_MAX_NODES), the minimum
+ * feasible budget (of_min: under a budget's error, sweep) or the plan (compile's, which says
+ * nothing else) is of the part counts tried: a note says so, and how to go on. */
+void mg_drv_parts_not_tried_note(const char *path, const mg_planned *p, int of_min)
+{
+    if (p->parts_not_tried <= 0) return;
+    char over[48] = "the whole batch's";
+    if (p->parts_not_tried > 2) snprintf(over, sizeof over, "the best of 1 to %d micro-batches", p->parts_not_tried / 2);
+    fprintf(stderr,
+            "%s: note: the %s is %s: in %d parts the step makes %d operations, more than the %d the search plans "
+            "by itself; --micro-batches %d (or more) may %s\n",
+            path, of_min ? "minimum feasible budget" : "plan", over, p->parts_not_tried, p->parts_not_tried_ops,
+            p->parts_max_nodes, p->parts_not_tried, of_min ? "meet a smaller budget" : "recompute less");
+}
+
+/* A cost that reads back as the same double (as report_json.c writes them): a --graph's costs
+ * are its own unit and may have a fraction, which "%.0f" rounded (0.4 + 0.4 printed as 1) */
+void mg_drv_print_cost(double v)
+{
+    char s[320]; /* (the longest "%.0f" of a double: 309 digits) */
+    snprintf(s, sizeof s, "%.0f", v);
+    for (int prec = 15; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, sizeof s, "%.*g", prec, v);
+    fputs(s, stdout);
+}
