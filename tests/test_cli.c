@@ -362,6 +362,17 @@ START_TEST(test_unknown_option)
     ck_assert_int_eq(mg(&out, "sweep '%s' --budget 40%%", m), 2);
     ck_assert_msg(strstr(out, "unknown option '--budget' for sweep (compile, plan and dot take it)"), "%s", out);
     free(out);
+    /* arena and cache, which parse their own options, say it the same way (arena said only
+     * "unknown option '--budget'") */
+    ck_assert_int_eq(mg(&out, "arena x.csv --budget 40%%"), 2);
+    ck_assert_msg(strstr(out, "unknown option '--budget' for arena (compile, plan and dot take it)"), "%s", out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "cache --points 3"), 2);
+    ck_assert_msg(strstr(out, "unknown option '--points' for cache (sweep takes it)"), "%s", out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "arena x.csv --frob"), 2);
+    ck_assert_msg(strstr(out, "arena: unknown option '--frob'"), "%s", out);
+    free(out);
     ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' -O4", m, path("m.o")), 2);
     ck_assert_msg(strstr(out, "unknown option '-O4'"), "%s", out);
     free(out);
