@@ -5,7 +5,7 @@
  * it (from the plan cache where it holds one). Driver code: it prints and picks exit codes. */
 #include "driver.h"
 
-#include "budget.h"
+#include "budget.h" /* mg_bytes_word */
 #include "clock.h"
 #include "report.h"
 

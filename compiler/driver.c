@@ -1,13 +1,12 @@
-/* driver.c — what the `memgrad` command files share: reading the model or graph, printing
- * diagnostics with the source line and a caret, writing report files whole, running the
- * frontend, and the plan cache as one command uses it (driver.h).
+/* driver.c — what the `memgrad` command files share: usage errors, reading the model or graph,
+ * printing diagnostics with the source line and a caret, writing report files whole, and
+ * running the frontend (driver.h).
  *
- * Why it exists: main.c, cmd_sweep.c and cmd_arena.c must say things the same way; this is
- * driver code (it prints), kept out of the library. */
+ * Why it exists: main.c and the cmd_*.c files must say things the same way; this is driver code
+ * (it prints), kept out of the library. */
 #include "driver.h"
 
 #include "autodiff.h"
-#include "budget.h"
 #include "excerpt.h"
 #include "frontend.h"
 #include "read_file.h"
@@ -17,7 +16,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 int mg_drv_usage_error(const char *fmt, const char *arg)
