@@ -39,7 +39,10 @@ int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, cha
      * at the end ('10 ' was taken as 10 bytes while ' 10' was refused) */
     size_t gap = strspn(end, " ");
     if (!mg_plain_decimal(s, end) || !isfinite(v) || signbit(v) || (gap && !end[gap])) { /* (signbit: '-0' too, as '-5%') */
-        snprintf(err, (size_t)errlen, "budget '%s' is not a size (try 48MiB, 2GB or 40%%)", s);
+        if (mg_plain_decimal(s, end) && v < 0 && isfinite(v))
+            snprintf(err, (size_t)errlen, "budget '%s' is negative: a budget is a size (48MiB, 2GB or 40%%)", s);
+        else
+            snprintf(err, (size_t)errlen, "budget '%s' is not a size (try 48MiB, 2GB or 40%%)", s);
         return refuse(why, MG_BUDGET_NOT_POSITIVE);
     }
     end += gap;

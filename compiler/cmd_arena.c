@@ -35,7 +35,7 @@ int mg_cmd_arena(int argc, char **argv)
             file = a;
             continue;
         }
-        if (i + 1 >= argc || !argv[i + 1][0]) return mg_drv_usage_error("arena: option '%s' needs a value", a);
+        if (mg_drv_needs_value(argc, argv, i)) return 2;
         *slot = argv[++i];
     }
     (void)cache_dir;

@@ -140,7 +140,7 @@ int mg_cmd_cache(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--clear")) clear = 1;
         else if (!strcmp(argv[i], "--cache-dir")) {
-            if (i + 1 >= argc || !argv[i + 1][0]) return mg_drv_usage_error("option '%s' needs a value", argv[i]);
+            if (mg_drv_needs_value(argc, argv, i)) return 2;
             given = argv[++i];
         } else if (!strcmp(argv[i], "--no-cache"))
             return mg_drv_usage_error("%s", "cache: --no-cache turns the cache off for the commands that plan; "

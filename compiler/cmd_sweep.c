@@ -224,7 +224,9 @@ int mg_cmd_sweep(mg_drv_options *o)
     }
     const char *what = pr ? src.path : c.g->model_name;
     if (rc) mg_drv_print_diag(where, &d);
-    else if (!o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
+    /* the --svg file before the table: `sweep --svg s.svg | head` ends by SIGPIPE in the table
+     * and left no s.svg (as `plan`'s reports) */
+    int svg_rc = 0;
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
         sweep_point sa = {all, all, all, 1, 1, 0, 1, 1, 0};
@@ -236,8 +238,10 @@ int mg_cmd_sweep(mg_drv_options *o)
         curves[n++] = (mg_sweep_curve){"store-all", &sa, 1};
         sweep_svg_ctx ctx = {what, all, minf, curves, n};
         const mg_drv_report_writer writer = write_sweep_svg;
-        rc = mg_drv_write_report_outs(&svg_out, &writer, &ctx, 1);
+        svg_rc = mg_drv_write_report_outs(&svg_out, &writer, &ctx, 1);
     }
+    if (!rc && !o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
+    if (!rc) rc = svg_rc;
     free(pts);
     free(budgets);
     mg_problem_free(pr);

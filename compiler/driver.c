@@ -26,36 +26,110 @@ int mg_drv_usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
-/* Which commands take an option ("compile, plan and dot"); NULL: none. */
-static const char *commands_taking(const char *a)
+/* Every option of every command: the commands that take it (NULL: all of them) and whether it
+ * takes a value. For the errors: an option another command takes, a typo, a value left out. */
+static const struct option_row {
+    const char *opt, *cmds;
+    int value;
+} options[] = {
+    {"-o", "compile", 1}, {"--header", "compile", 1}, {"--target", "compile", 1}, {"--cpu", "compile", 1},
+    {"--emit-llvm", "compile", 1}, {"--no-fuse", "compile", 0}, {"--name", "compile", 1}, {"-O0", "compile", 0},
+    {"-O1", "compile", 0}, {"-O2", "compile", 0}, {"-O3", "compile", 0}, {"--budget", "compile, plan and dot", 1},
+    {"--verify", "compile, plan and dot", 0}, {"--solver", "compile, plan, sweep and dot", 1},
+    {"--micro-batches", "compile, plan, sweep and dot", 1}, {"--time-limit", "compile, plan, sweep, dot and arena", 1},
+    {"--points", "sweep", 1}, {"--format", "plan, sweep and arena", 1}, {"--graph", "plan and sweep", 1},
+    {"--svg", "plan and sweep", 1}, {"--trace", "plan", 1}, {"--bytes", "plan", 0}, {"--print-ir", "check", 0},
+    {"--print-joint", "check", 0}, {"--capacity", "arena", 1}, {"--clear", "cache", 0},
+    {"--cache-dir", NULL, 1}, {"--no-cache", NULL, 0}, {"--help", NULL, 0}, {"--version", NULL, 0},
+};
+enum { NOPTIONS = sizeof options / sizeof options[0] };
+
+/* The option whose name is the len bytes at a; NULL: none is. */
+static const struct option_row *option_named(const char *a, size_t len)
 {
-    static const struct { const char *opt, *cmds; } tab[] = {
-        {"-o", "compile"}, {"--header", "compile"}, {"--target", "compile"}, {"--cpu", "compile"},
-        {"--emit-llvm", "compile"}, {"--no-fuse", "compile"}, {"--name", "compile"}, {"-O0", "compile"}, {"-O1", "compile"},
-        {"-O2", "compile"}, {"-O3", "compile"}, {"--budget", "compile, plan and dot"},
-        {"--verify", "compile, plan and dot"}, {"--solver", "compile, plan, sweep and dot"},
-        {"--micro-batches", "compile, plan, sweep and dot"}, {"--time-limit", "compile, plan, sweep, dot and arena"},
-        {"--points", "sweep"}, {"--format", "plan, sweep and arena"}, {"--graph", "plan and sweep"},
-        {"--svg", "plan and sweep"}, {"--trace", "plan"}, {"--bytes", "plan"}, {"--print-ir", "check"},
-        {"--print-joint", "check"}, {"--capacity", "arena"}, {"--clear", "cache"},
-    };
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (!strcmp(a, tab[i].opt)) return tab[i].cmds;
+    for (int i = 0; i < NOPTIONS; i++)
+        if (strlen(options[i].opt) == len && !strncmp(a, options[i].opt, len)) return &options[i];
     return NULL;
 }
 
-/* An option the command cmd does not take: the commands that do are named ("unknown option
- * '--budget' for sweep" alone read as if memgrad had no such option). Returns 2 (usage). */
+/* The edit distance of a and b (insertions, deletions, substitutions) up to 2; 3 for anything
+ * further: options are short, and a suggestion further off is no help. */
+static int edits(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    if (na > 40 || nb > 40 || (na > nb ? na - nb : nb - na) > 2) return 3;
+    int row[41], prev[41];
+    for (size_t j = 0; j <= nb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        row[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]), del = prev[j] + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, row, sizeof row);
+    }
+    return prev[nb] < 3 ? prev[nb] : 3;
+}
+
 int mg_drv_unknown_option(const char *a, const char *cmd)
 {
-    const char *takers = commands_taking(a);
-    if (!takers) {
-        fprintf(stderr, "memgrad: %s: unknown option '%s'\nTry 'memgrad --help'.\n", cmd, a);
-        return 2;
+    const struct option_row *r = option_named(a, strlen(a));
+    if (r && r->cmds) {
+        fprintf(stderr, "memgrad: unknown option '%s' for %s (%s %s it)\n", a, cmd, r->cmds,
+                strchr(r->cmds, ' ') ? "take" : "takes");
+    } else {
+        /* the nearest option, where it is 1 edit away (2 for a longer name) and nearer than any
+         * other ("--budegt", "-budget", "--point"); none for a short one */
+        const char *near = NULL;
+        int best = 3, ties = 0;
+        for (int i = 0; i < NOPTIONS && !r; i++) {
+            int e = edits(a, options[i].opt);
+            if (e < best) best = e, near = options[i].opt, ties = 0;
+            else if (e == best) ties++;
+        }
+        size_t len = strlen(a);
+        if (near && !ties && len >= 4 && best <= (len > 5 ? 2 : 1)) /* ("-v" is no typo of "-o") */
+            fprintf(stderr, "memgrad: %s: unknown option '%s' (did you mean '%s'?)\n", cmd, a, near);
+        else
+            fprintf(stderr, "memgrad: %s: unknown option '%s'\n", cmd, a);
     }
-    fprintf(stderr, "memgrad: unknown option '%s' for %s (%s %s it)\nTry 'memgrad --help'.\n", a, cmd, takers,
-            strchr(takers, ' ') ? "take" : "takes");
+    fprintf(stderr, "Try 'memgrad --help'.\n");
     return 2;
+}
+
+int mg_drv_needs_value(int argc, char **argv, int i)
+{
+    const char *v = i + 1 < argc ? argv[i + 1] : "";
+    if (v[0] && !option_named(v, strlen(v))) return 0;
+    fprintf(stderr, "memgrad: option '%s' needs a value%s\nTry 'memgrad --help'.\n", argv[i],
+            v[0] ? " (the next argument is an option)" : "");
+    return 2;
+}
+
+int mg_drv_split_equals(int argc, char **argv, char ***out)
+{
+    *out = NULL;
+    char **v = malloc(((size_t)argc * 2 + 1) * sizeof *v);
+    if (!v) abort();
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *eq = strchr(a, '=');
+        const struct option_row *r = a[0] == '-' && a[1] == '-' && eq ? option_named(a, (size_t)(eq - a)) : NULL;
+        if (!r) {
+            v[n++] = argv[i];
+            continue;
+        }
+        if (!r->value) {
+            fprintf(stderr, "memgrad: option '%s' takes no value (given '%s')\nTry 'memgrad --help'.\n", r->opt, a);
+            free(v);
+            return 2;
+        }
+        v[n++] = (char *)r->opt; /* (the table's name; the value is argv's own bytes after the '=') */
+        v[n++] = (char *)eq + 1;
+    }
+    v[n] = NULL;
+    *out = v;
+    return 0;
 }
 
 /* The file read (a model or a graph; "-" was made /dev/stdin), named in messages as cc names it:

@@ -60,9 +60,17 @@ typedef struct mg_drv_plan_cache {
 
 /* "memgrad: MESSAGE" (fmt with one %s of arg) and the --help hint on stderr; returns 2 (usage). */
 int mg_drv_usage_error(const char *fmt, const char *arg);
-/* The usage error for an option the command cmd does not take, naming the commands that take
- * it; returns 2. */
+/* The usage error for an option a the command cmd does not take: it names the commands that
+ * take it, or the option a typo most likely meant. Returns 2. */
 int mg_drv_unknown_option(const char *a, const char *cmd);
+/* 0 when argv[i], an option that takes a value, has one after it; else the usage error (nothing
+ * follows, it is empty, or it is an option: `--solver --no-cache`) and 2. */
+int mg_drv_needs_value(int argc, char **argv, int i);
+/* argv with every "--option=value" of an option that takes a value made two arguments, as
+ * getopt_long takes them, into *out (malloc'd, NULL-terminated; its strings are argv's and the
+ * option table's; the caller frees the array). 2 after the usage error for a flag given a value
+ * ("--verify=1"). An option no command has is left whole, for its command's error. */
+int mg_drv_split_equals(int argc, char **argv, char ***out);
 /* Reads path (at most 256 MiB) into s; 1 after an error message. */
 int mg_drv_read_source(const char *path, mg_drv_source *s);
 /* file:line:col: KIND: message, then the source line and a caret (src NULL or no line: no excerpt) */

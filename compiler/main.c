@@ -60,9 +60,11 @@ static const char *usage_text =
     "                       $MEMGRAD_CACHE_MAX_SIZE: 1GiB, 0 for none; the least recently used\n"
     "                       entries are removed beyond it); --clear removes its entries\n"
     "\n"
+    "An option's value is the next argument or follows '=' (--budget 40% or --budget=40%).\n"
+    "\n"
     "planning options (compile, plan, sweep, dot):\n"
-    "  --budget B           workspace cap (not sweep): bytes with a unit (B, KiB, MiB, GiB, KB, MB,\n"
-    "                       GB) or a percentage of the store-all workspace (40%)\n"
+    "  --budget B           workspace cap (not sweep): bytes (200000, or with a unit: B, KiB, MiB,\n"
+    "                       GiB, KB, MB, GB) or a percentage of the store-all workspace (40%)\n"
     "  --solver S           auto (default: the cheapest plan found fast), store-all, sqrt (Chen\n"
     "                       et al. checkpoints), exact (Checkmate's MILP solved by CBC: a proven\n"
     "                       optimum for small graphs, else the best plan and bound in the time)\n"
@@ -251,7 +253,7 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         } else {
             return mg_drv_usage_error("unexpected argument '%s' (one model file at a time)", a);
         }
-        if (i + 1 >= argc || !argv[i + 1][0]) return mg_drv_usage_error("option '%s' needs a value", a);
+        if (mg_drv_needs_value(argc, argv, i)) return 2;
         /* An option given twice: the last wins, as with cc (a script may append an override), but
          * not for a file: two outputs named for one option would write only the last (a build
          * expecting the first would find it missing or stale), and two --graph files are two
@@ -291,6 +293,9 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
     if (o->graph && o->model) return mg_drv_usage_error("%s", "plan: give a model file or --graph FILE.json, not both");
     if (is_plan_only && o->graph && (o->svg || o->trace))
         return mg_drv_usage_error("%s", "plan: --svg and --trace report on models, not on --graph");
+    if (o->exact_bytes && o->format && !strcmp(o->format, "json"))
+        return mg_drv_usage_error("%s", "plan: --bytes is for the text report; --format json gives the exact numbers "
+                                        "already");
     if (is_plan_only && o->graph && o->exact_bytes)
         return mg_drv_usage_error("%s", "plan: --bytes is for a model's report; --graph's gives the exact numbers already");
     if (o->graph && o->micro_text)
@@ -603,6 +608,11 @@ static int cmd_plan(mg_drv_options *o)
     mg_drv_compiled c;
     mg_report_figures f = {0};
     rc = plan_figures(o, &c, &f);
+    /* the report files (once the plan is verified) before the report itself: `plan --svg m.svg |
+     * head` ended by SIGPIPE in the report and left no m.svg, where a full standard output (an
+     * error said at the end) left it written */
+    int verify_rc = !rc && o->verify ? verify_again(&c) : 0;
+    int files_rc = !rc && !verify_rc ? mg_drv_write_report_outs(outs, writers, &f, 2) : 0;
     if (!rc && !o->report_file_to_stdout) {
         if (o->format && !strcmp(o->format, "json")) {
             char *j = mg_plan_json(&f);
@@ -612,8 +622,7 @@ static int cmd_plan(mg_drv_options *o)
             mg_report_text(stdout, &f, terminal_width(), o->exact_bytes);
         }
     }
-    if (!rc && o->verify) rc = verify_again(&c);
-    if (!rc) rc = mg_drv_write_report_outs(outs, writers, &f, 2);
+    if (!rc) rc = verify_rc ? verify_rc : files_rc;
     mg_report_figures_free(&f);
     mg_drv_compiled_free(&c);
     return rc;
@@ -766,6 +775,28 @@ static int print_version(void)
     return 0;
 }
 
+/* The command cmd with its arguments a[0..n) (a[0] is cmd; "--option=value" already split). */
+static int run_command(const char *cmd, int n, char **a)
+{
+    for (int i = 1; i < n; i++) /* (after a command as before one, as cc and git take them) */
+        if (!strcmp(a[i], "-h") || !strcmp(a[i], "--help")) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (!strcmp(a[i], "--version")) {
+            return print_version();
+        }
+    mg_drv_options o;
+    if (!strcmp(cmd, "arena")) return mg_cmd_arena(n, a);
+    if (!strcmp(cmd, "cache")) return mg_cmd_cache(n - 1, a + 1);
+    int rc = parse_options(n - 1, a + 1, &o, cmd);
+    if (rc) return rc;
+    if (!strcmp(cmd, "compile")) return cmd_compile(&o);
+    if (!strcmp(cmd, "check")) return cmd_check(&o);
+    if (!strcmp(cmd, "sweep")) return mg_cmd_sweep(&o);
+    if (!strcmp(cmd, "dot")) return cmd_dot(&o);
+    return cmd_plan(&o);
+}
+
 static int run(int argc, char **argv)
 {
     if (argc < 2) {
@@ -779,25 +810,25 @@ static int run(int argc, char **argv)
     }
     if (!strcmp(cmd, "--version")) return print_version();
     if (strcmp(cmd, "compile") && strcmp(cmd, "check") && strcmp(cmd, "plan") && strcmp(cmd, "sweep") &&
-        strcmp(cmd, "dot") && strcmp(cmd, "arena") && strcmp(cmd, "cache"))
-        return mg_drv_usage_error("unknown command '%s'", cmd); /* (before --help: `memgrad bogus --help` is an error) */
-    for (int i = 2; i < argc; i++) /* (after a command as before one, as cc and git take them) */
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--version")) {
-            return print_version();
+        strcmp(cmd, "dot") && strcmp(cmd, "arena") && strcmp(cmd, "cache")) {
+        /* (before --help: `memgrad bogus --help` is an error) */
+        size_t len = strlen(cmd);
+        if (cmd[0] != '-' && ((len > 3 && !strcmp(cmd + len - 3, ".mg")) || access(cmd, F_OK) == 0)) {
+            /* a model where the command goes: `memgrad m.mg` */
+            fprintf(stderr, "memgrad: unknown command '%s': the command comes first, as in 'memgrad plan %s'\n"
+                            "Try 'memgrad --help'.\n", cmd, cmd);
+            return 2;
         }
-    mg_drv_options o;
-    if (!strcmp(cmd, "arena")) return mg_cmd_arena(argc - 1, argv + 1);
-    if (!strcmp(cmd, "cache")) return mg_cmd_cache(argc - 2, argv + 2);
-    int rc = parse_options(argc - 2, argv + 2, &o, cmd);
+        return mg_drv_usage_error("unknown command '%s'", cmd);
+    }
+    char **args;
+    int rc = mg_drv_split_equals(argc - 1, argv + 1, &args);
     if (rc) return rc;
-    if (!strcmp(cmd, "compile")) return cmd_compile(&o);
-    if (!strcmp(cmd, "check")) return cmd_check(&o);
-    if (!strcmp(cmd, "sweep")) return mg_cmd_sweep(&o);
-    if (!strcmp(cmd, "dot")) return cmd_dot(&o);
-    return cmd_plan(&o);
+    int n = 0;
+    while (args[n]) n++;
+    rc = run_command(cmd, n, args);
+    free(args);
+    return rc;
 }
 
 int main(int argc, char **argv)

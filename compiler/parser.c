@@ -369,7 +369,7 @@ static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int dept
     char buf[64], name[128];
     mg_token *t = peek(p);
     mg_loc loc = here(p);
-    if (depth > IEXPR_MAX_DEPTH) return mg_diag_set(p->d, loc, "integer expression nested too deeply");
+    if (depth > IEXPR_MAX_DEPTH) return mg_diag_set(p->d, loc, "integer expression nested too deeply (more than %d levels)", IEXPR_MAX_DEPTH);
     if (is_punct(t, '-')) {
         p->pos++;
         if (parse_ifactor(p, v, what, depth + 1)) return MG_ERR;

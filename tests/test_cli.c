@@ -417,6 +417,43 @@ START_TEST(test_option_missing_value)
 }
 END_TEST
 
+/* The spellings users type: "--option=value" as getopt_long takes it; a value left out before
+ * the next option; a typo of an option; a model where the command goes; a flag the output
+ * format has no use for. */
+START_TEST(test_option_spellings)
+{
+    const char *m = write_model("m.mg", mlp_src);
+    char *a, *b;
+    ck_assert_int_eq(mg(&a, "plan '%s' --no-cache --budget 40%% --format json", m), 0);
+    ck_assert_int_eq(mg(&b, "plan '%s' --no-cache --budget=40%% --format=json", m), 0);
+    const char *ba = strstr(a, "\"budget_bytes\""), *bb = strstr(b, "\"budget_bytes\"");
+    ck_assert_msg(ba && bb && !strncmp(ba, bb, 40), "--budget=40%% planned another budget:\n%.60s\n%.60s", ba, bb);
+    free(a);
+    free(b);
+    static const char *const cases[][2] = {
+        {"plan '%s' --verify=1", "option '--verify' takes no value (given '--verify=1')"},
+        {"plan '%s' --solver --no-cache", "option '--solver' needs a value (the next argument is an option)"},
+        {"plan '%s' --budget=", "option '--budget' needs a value"},
+        {"plan '%s' --budegt 40%%", "plan: unknown option '--budegt' (did you mean '--budget'?)"},
+        {"sweep '%s' --point 3", "sweep: unknown option '--point' (did you mean '--points'?)"},
+        {"plan '%s' --frob=2", "plan: unknown option '--frob=2'\n"},
+        {"plan '%s' -v", "plan: unknown option '-v'\n"}, /* (no "did you mean '-o'") */
+        {"'%s'", "the command comes first, as in 'memgrad plan "},
+        {"plan '%s' --bytes --format json", "plan: --bytes is for the text report"},
+        {"arena x.csv --capacity --format json", "option '--capacity' needs a value (the next argument is an option)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        char fmt[128];
+        snprintf(fmt, sizeof fmt, "%s", cases[i][0]);
+        int rc = strstr(fmt, "%s") ? mg(&out, fmt, m) : mg(&out, "%s", fmt);
+        ck_assert_msg(rc == 2 && strstr(out, cases[i][1]), "%s: exited %d, no \"%s\" in:\n%s", cases[i][0], rc,
+                      cases[i][1], out);
+        free(out);
+    }
+}
+END_TEST
+
 START_TEST(test_no_model_and_two_models)
 {
     char *out;
@@ -1044,8 +1081,8 @@ START_TEST(test_bad_budget_values)
         {"0.0001B", "budget '0.0001B' is not a whole number of bytes"},
         {"1e400", "budget '1e400' is not a size"},
         {"nan", "budget 'nan' is not a size"},
-        {"-1", "budget '-1' is not a size"},
-        {"-0.5%", "budget '-0.5%' is not a size"},
+        {"-1", "budget '-1' is negative: a budget is a size"},
+        {"-0.5%", "budget '-0.5%' is negative: a budget is a size"},
         {"-0", "budget '-0' is not a size"}, /* (was planned as 0 bytes while -1 was refused) */
         {"-0%", "budget '-0%' is not a size"},
         {"100.5%", "budget '100.5%' is more than 100% of the store-all workspace"},
@@ -2549,6 +2586,34 @@ START_TEST(test_closed_pipe_leaves_no_temporaries)
 }
 END_TEST
 
+/* Was a bug: `plan m.mg --svg m.svg | head` ended by SIGPIPE in the report and left no m.svg,
+ * while a full standard output (said at the end, exit 1) left it written. The report files are
+ * now put in place before the report on the standard output is written, for sweep too. */
+START_TEST(test_closed_pipe_keeps_the_report_files)
+{
+    write_model("mlp.mg", mlp_src);
+    static const char *const cmds[][2] = {{"plan mlp.mg --budget 50%% --svg m.svg", "m.svg"},
+                                          {"plan mlp.mg --budget 50%% --format json --trace t.json", "t.json"},
+                                          {"sweep mlp.mg --points 3 --svg s.svg", "s.svg"}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[256], cmd[9000], *out;
+        snprintf(args, sizeof args, cmds[i][0]);
+        snprintf(cmd, sizeof cmd, "cd '%s' && ('%s' %s --no-cache; echo \"status $?\" >&2) | true", dir, MG_MEMGRAD,
+                 args);
+        int rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && !strcmp(out, "status 141\n"), "%s | true: exited %d:\n%s", args, rc, out);
+        free(out);
+        char *f = tu_read(path(cmds[i][1]));
+        ck_assert_msg(f, "%s | true left no %s", args, cmds[i][1]);
+        size_t n = strlen(f);
+        const char *end = strstr(cmds[i][1], ".svg") ? "</svg>\n" : "]}\n";
+        ck_assert_msg(n > strlen(end) && !strcmp(f + n - strlen(end), end), "%s | true: %s is cut short", args,
+                      cmds[i][1]);
+        free(f);
+    }
+}
+END_TEST
+
 /* Was a bug: the outputs were put in place in the order given, so with the standard output full
  * `compile m.mg -o new.o --header -` exited 1 and left new.o in place without its header, and
  * `-o old.o` replaced old.o; `plan --svg new.svg --trace -` left new.svg. What is written into
@@ -3780,6 +3845,7 @@ static Suite *cli_suite(void)
     tcase_add_test(u, test_unknown_option);
     tcase_add_test(u, test_missing_output_option);
     tcase_add_test(u, test_option_missing_value);
+    tcase_add_test(u, test_option_spellings);
     tcase_add_test(u, test_no_model_and_two_models);
     tcase_add_test(u, test_nonexistent_model);
     suite_add_tcase(s, u);
@@ -3841,6 +3907,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_print_ir_and_joint_together);
         tcase_add_test(b, test_stdout_write_error);
         tcase_add_test(b, test_closed_pipe_leaves_no_temporaries);
+        tcase_add_test(b, test_closed_pipe_keeps_the_report_files);
         tcase_add_test(b, test_full_stdout_leaves_the_files_as_they_were);
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
