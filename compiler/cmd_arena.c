@@ -21,22 +21,27 @@
 int mg_cmd_arena(int argc, char **argv)
 {
     const char *file = NULL, *capacity_text = NULL, *format = "text", *time_text = NULL, *cache_dir = NULL;
+    int operands = 0; /* after "--" every argument is the file, as POSIX utilities take it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char **slot = NULL;
-        if (!strcmp(a, "--capacity")) slot = &capacity_text;
-        else if (!strcmp(a, "--format")) slot = &format;
-        else if (!strcmp(a, "--time-limit")) slot = &time_text;
-        else if (!strcmp(a, "--no-cache")) continue; /* accepted as on every command: nothing here is cached */
-        else if (!strcmp(a, "--cache-dir")) slot = &cache_dir;
-        else if (a[0] == '-' && a[1]) return mg_drv_unknown_option(a, "arena");
-        else if (file) return mg_drv_usage_error("arena: unexpected argument '%s' (one buffer file at a time)", a);
-        else {
-            file = a;
+        if (!operands && !strcmp(a, "--")) {
+            operands = 1;
             continue;
         }
-        if (mg_drv_needs_value(argc, argv, i)) return 2;
-        *slot = argv[++i];
+        if (!operands && a[0] == '-' && a[1]) {
+            const char **slot = NULL;
+            if (!strcmp(a, "--capacity")) slot = &capacity_text;
+            else if (!strcmp(a, "--format")) slot = &format;
+            else if (!strcmp(a, "--time-limit")) slot = &time_text;
+            else if (!strcmp(a, "--cache-dir")) slot = &cache_dir;
+            else if (!strcmp(a, "--no-cache")) continue; /* accepted as on every command: nothing here is cached */
+            else return mg_drv_unknown_option(a, "arena");
+            if (mg_drv_needs_value(argc, argv, i)) return 2;
+            *slot = argv[++i];
+            continue;
+        }
+        if (file) return mg_drv_usage_error("arena: unexpected argument '%s' (one buffer file at a time)", a);
+        file = a;
     }
     (void)cache_dir;
     if (!file) return mg_drv_usage_error("%s", "arena: no buffer file given (FILE.csv)");

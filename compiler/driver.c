@@ -88,7 +88,10 @@ int mg_drv_unknown_option(const char *a, const char *cmd)
             else if (e == best) ties++;
         }
         size_t len = strlen(a);
-        if (near && !ties && len >= 4 && best <= (len > 5 ? 2 : 1)) /* ("-v" is no typo of "-o") */
+        if (access(a, F_OK) == 0) /* a file whose name begins with '-' */
+            fprintf(stderr, "memgrad: %s: unknown option '%s' (for the file of that name: memgrad %s -- %s)\n", cmd,
+                    a, cmd, a);
+        else if (near && !ties && len >= 4 && best <= (len > 5 ? 2 : 1)) /* ("-v" is no typo of "-o") */
             fprintf(stderr, "memgrad: %s: unknown option '%s' (did you mean '%s'?)\n", cmd, a, near);
         else
             fprintf(stderr, "memgrad: %s: unknown option '%s'\n", cmd, a);
@@ -112,9 +115,11 @@ int mg_drv_split_equals(int argc, char **argv, char ***out)
     char **v = malloc(((size_t)argc * 2 + 1) * sizeof *v);
     if (!v) abort();
     int n = 0;
+    int operands = 0; /* (after "--" nothing is an option) */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eq = strchr(a, '=');
-        const struct option_row *r = a[0] == '-' && a[1] == '-' && eq ? option_named(a, (size_t)(eq - a)) : NULL;
+        operands |= !strcmp(a, "--");
+        const struct option_row *r = !operands && a[0] == '-' && a[1] == '-' && eq ? option_named(a, (size_t)(eq - a)) : NULL;
         if (!r) {
             v[n++] = argv[i];
             continue;

@@ -69,7 +69,8 @@ int mg_drv_needs_value(int argc, char **argv, int i);
 /* argv with every "--option=value" of an option that takes a value made two arguments, as
  * getopt_long takes them, into *out (malloc'd, NULL-terminated; its strings are argv's and the
  * option table's; the caller frees the array). 2 after the usage error for a flag given a value
- * ("--verify=1"). An option no command has is left whole, for its command's error. */
+ * ("--verify=1"). An option no command has is left whole, for its command's error; nothing after
+ * "--" is split. */
 int mg_drv_split_equals(int argc, char **argv, char ***out);
 /* Reads path (at most 256 MiB) into s; 1 after an error message. */
 int mg_drv_read_source(const char *path, mg_drv_source *s);

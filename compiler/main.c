@@ -60,7 +60,8 @@ static const char *usage_text =
     "                       $MEMGRAD_CACHE_MAX_SIZE: 1GiB, 0 for none; the least recently used\n"
     "                       entries are removed beyond it); --clear removes its entries\n"
     "\n"
-    "An option's value is the next argument or follows '=' (--budget 40% or --budget=40%).\n"
+    "An option's value is the next argument or follows '=' (--budget 40% or --budget=40%); --\n"
+    "ends the options (memgrad plan -- -m.mg).\n"
     "\n"
     "planning options (compile, plan, sweep, dot):\n"
     "  --budget B           workspace cap (not sweep): bytes (200000, or with a unit: B, KiB, MiB,\n"
@@ -201,9 +202,19 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
     int is_compile = !strcmp(cmd, "compile"), is_check = !strcmp(cmd, "check"), is_sweep = !strcmp(cmd, "sweep");
     int is_dot = !strcmp(cmd, "dot"), is_plan = !strcmp(cmd, "plan") || is_sweep || is_dot;
     int is_plan_only = !strcmp(cmd, "plan");
+    int operands = 0; /* after "--" every argument is the model, as POSIX utilities take it */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
+        if (!operands && !strcmp(a, "--")) {
+            operands = 1;
+            continue;
+        }
+        if (operands || a[0] != '-' || !a[1]) { /* the model ("-": the standard input) */
+            if (o->model) return mg_drv_usage_error("unexpected argument '%s' (one model file at a time)", a);
+            o->model = a;
+            continue;
+        }
         if (is_compile && !strcmp(a, "-o")) slot = &o->out;
         else if (is_compile && !strcmp(a, "--header")) slot = &o->header;
         else if ((is_compile || (is_plan && !is_sweep)) && !strcmp(a, "--budget")) slot = &o->budget;
@@ -245,13 +256,8 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         } else if (is_check && !strcmp(a, "--print-joint")) {
             o->print_joint = 1;
             continue;
-        } else if (a[0] == '-' && a[1]) {
-            return mg_drv_unknown_option(a, cmd);
-        } else if (!o->model) {
-            o->model = a;
-            continue;
         } else {
-            return mg_drv_usage_error("unexpected argument '%s' (one model file at a time)", a);
+            return mg_drv_unknown_option(a, cmd);
         }
         if (mg_drv_needs_value(argc, argv, i)) return 2;
         /* An option given twice: the last wins, as with cc (a script may append an override), but
@@ -778,7 +784,7 @@ static int print_version(void)
 /* The command cmd with its arguments a[0..n) (a[0] is cmd; "--option=value" already split). */
 static int run_command(const char *cmd, int n, char **a)
 {
-    for (int i = 1; i < n; i++) /* (after a command as before one, as cc and git take them) */
+    for (int i = 1; i < n && strcmp(a[i], "--"); i++) /* (after a command as before one, as cc and git take them) */
         if (!strcmp(a[i], "-h") || !strcmp(a[i], "--help")) {
             fputs(usage_text, stdout);
             return 0;

@@ -442,8 +442,17 @@ START_TEST(test_option_spellings)
         {"plan '%s' --bytes --format json", "plan: --bytes is for the text report"},
         {"arena x.csv --capacity --format json", "option '--capacity' needs a value (the next argument is an option)"},
     };
+    /* "--" ends the options, for a model whose name begins with '-' */
+    write_model("-m.mg", mlp_src);
+    char cmd[9000], *out;
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check -- -m.mg", dir, MG_MEMGRAD);
+    ck_assert_msg(tu_run(cmd, &out) == 0 && strstr(out, "-m.mg: ok: model"), "check -- -m.mg:\n%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check -m.mg", dir, MG_MEMGRAD);
+    ck_assert_msg(tu_run(cmd, &out) == 2 && strstr(out, "(for the file of that name: memgrad check -- -m.mg)"),
+                  "check -m.mg:\n%s", out);
+    free(out);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *out;
         char fmt[128];
         snprintf(fmt, sizeof fmt, "%s", cases[i][0]);
         int rc = strstr(fmt, "%s") ? mg(&out, fmt, m) : mg(&out, "%s", fmt);
