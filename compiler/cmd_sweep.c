@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef mg_sweep_point sweep_point;
 
@@ -135,6 +136,10 @@ int mg_cmd_sweep(mg_drv_options *o)
     const mg_drv_source *where = o->graph ? &src : &c.src;
     mg_drv_plan_cache pc = {0}; /* (a model's plans are cached as plan's are; a --graph's are not) */
     if (!o->graph) mg_drv_plan_cache_open(o, &pc);
+    /* on a terminal, a line on stderr says how far the sweep is (1000 points of mlp take over a
+     * minute, with nothing shown until the table); cleared before the table */
+    int progress = isatty(STDERR_FILENO);
+    if (progress) fprintf(stderr, "memgrad: sweep: the minimum feasible budget...");
     /* the ends of the curve: store-all and the minimum feasible budget (of auto) */
     int64_t all = 0, minf = 0;
     if (pr) {
@@ -149,6 +154,7 @@ int mg_cmd_sweep(mg_drv_options *o)
         if (mg_drv_plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &cached, &d)) rc = 1;
         all = c.plan.store_all_bytes;
         minf = c.plan.min_feasible_bytes;
+        if (!rc && progress && c.plan.parts_not_tried > 0) fprintf(stderr, "\r\033[K"); /* (the note on a line of its own) */
         if (!rc) mg_drv_parts_not_tried_note(c.src.path, &c.plan, 1);
         mg_planned_free(&c.plan);
     }
@@ -181,6 +187,9 @@ int mg_cmd_sweep(mg_drv_options *o)
         for (int i = 0; i < npoints && !rc; i++) {
             sweep_point *q = &pts[k * o->points + i];
             q->budget = budgets[i];
+            if (progress)
+                fprintf(stderr, "\r\033[Kmemgrad: sweep: %s, budget %d of %d...", mg_solver_names[solvers[k]], i + 1,
+                        npoints);
             mg_budget b = {0, 0, q->budget};
             if (pr) {
                 double t0 = mg_seconds();
@@ -222,6 +231,7 @@ int mg_cmd_sweep(mg_drv_options *o)
         mg_plan_free(prev);
         mg_planned_free(&prevp);
     }
+    if (progress) fprintf(stderr, "\r\033[K"); /* (the line cleared: the cursor back at its start) */
     const char *what = pr ? src.path : c.g->model_name;
     if (rc) mg_drv_print_diag(where, &d);
     /* the --svg file before the table: `sweep --svg s.svg | head` ends by SIGPIPE in the table
