@@ -14,15 +14,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int mg_drv_usage_error(const char *fmt, const char *arg)
+int mg_drv_usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "memgrad: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\nTry 'memgrad --help'.\n");
+    va_end(ap);
     return 2;
 }
 
@@ -74,39 +78,32 @@ static int edits(const char *a, const char *b)
 int mg_drv_unknown_option(const char *a, const char *cmd)
 {
     const struct option_row *r = option_named(a, strlen(a));
-    if (r && r->cmds) {
-        fprintf(stderr, "memgrad: unknown option '%s' for %s (%s %s it)\n", a, cmd, r->cmds,
-                strchr(r->cmds, ' ') ? "take" : "takes");
-    } else {
-        /* the nearest option, where it is 1 edit away (2 for a longer name) and nearer than any
-         * other ("--budegt", "-budget", "--point"); none for a short one */
-        const char *near = NULL;
-        int best = 3, ties = 0;
-        for (int i = 0; i < NOPTIONS && !r; i++) {
-            int e = edits(a, options[i].opt);
-            if (e < best) best = e, near = options[i].opt, ties = 0;
-            else if (e == best) ties++;
-        }
-        size_t len = strlen(a);
-        if (access(a, F_OK) == 0) /* a file whose name begins with '-' */
-            fprintf(stderr, "memgrad: %s: unknown option '%s' (for the file of that name: memgrad %s -- %s)\n", cmd,
-                    a, cmd, a);
-        else if (near && !ties && len >= 4 && best <= (len > 5 ? 2 : 1)) /* ("-v" is no typo of "-o") */
-            fprintf(stderr, "memgrad: %s: unknown option '%s' (did you mean '%s'?)\n", cmd, a, near);
-        else
-            fprintf(stderr, "memgrad: %s: unknown option '%s'\n", cmd, a);
+    if (r && r->cmds)
+        return mg_drv_usage_error("unknown option '%s' for %s (%s %s it)", a, cmd, r->cmds,
+                                  strchr(r->cmds, ' ') ? "take" : "takes");
+    if (access(a, F_OK) == 0) /* a file whose name begins with '-' */
+        return mg_drv_usage_error("%s: unknown option '%s' (for the file of that name: memgrad %s -- %s)", cmd, a,
+                                  cmd, a);
+    /* the nearest option, where it is 1 edit away (2 for a longer name) and nearer than any
+     * other ("--budegt", "-budget", "--point"); none for a short one */
+    const char *near = NULL;
+    int best = 3, ties = 0;
+    for (int i = 0; i < NOPTIONS && !r; i++) { /* (none for an option every command takes) */
+        int e = edits(a, options[i].opt);
+        if (e < best) best = e, near = options[i].opt, ties = 0;
+        else if (e == best) ties++;
     }
-    fprintf(stderr, "Try 'memgrad --help'.\n");
-    return 2;
+    size_t len = strlen(a);
+    if (near && !ties && len >= 4 && best <= (len > 5 ? 2 : 1)) /* ("-v" is no typo of "-o") */
+        return mg_drv_usage_error("%s: unknown option '%s' (did you mean '%s'?)", cmd, a, near);
+    return mg_drv_usage_error("%s: unknown option '%s'", cmd, a);
 }
 
 int mg_drv_needs_value(int argc, char **argv, int i)
 {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
     if (v[0] && !option_named(v, strlen(v))) return 0;
-    fprintf(stderr, "memgrad: option '%s' needs a value%s\nTry 'memgrad --help'.\n", argv[i],
-            v[0] ? " (the next argument is an option)" : "");
-    return 2;
+    return mg_drv_usage_error("option '%s' needs a value%s", argv[i], v[0] ? " (the next argument is an option)" : "");
 }
 
 int mg_drv_split_equals(int argc, char **argv, char ***out)
@@ -125,9 +122,8 @@ int mg_drv_split_equals(int argc, char **argv, char ***out)
             continue;
         }
         if (!r->value) {
-            fprintf(stderr, "memgrad: option '%s' takes no value (given '%s')\nTry 'memgrad --help'.\n", r->opt, a);
             free(v);
-            return 2;
+            return mg_drv_usage_error("option '%s' takes no value (given '%s')", r->opt, a);
         }
         v[n++] = (char *)r->opt; /* (the table's name; the value is argv's own bytes after the '=') */
         v[n++] = (char *)eq + 1;

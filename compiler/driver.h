@@ -58,8 +58,8 @@ typedef struct mg_drv_plan_cache {
     uint64_t build_id;
 } mg_drv_plan_cache;
 
-/* "memgrad: MESSAGE" (fmt with one %s of arg) and the --help hint on stderr; returns 2 (usage). */
-int mg_drv_usage_error(const char *fmt, const char *arg);
+/* "memgrad: MESSAGE" (printf's fmt and arguments) and the --help hint on stderr; returns 2 (usage). */
+int mg_drv_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The usage error for an option a the command cmd does not take: it names the commands that
  * take it, or the option a typo most likely meant. Returns 2. */
 int mg_drv_unknown_option(const char *a, const char *cmd);

@@ -184,13 +184,11 @@ static int bad_model_name(const char *name)
         return mg_drv_usage_error("--name '%s' is not a C identifier: a model's name is letters, digits and '_', not "
                            "beginning with a digit", name) != 0;
     if (n > 127) {
-        fprintf(stderr, "memgrad: --name: name too long (%zu characters; at most 127)\nTry 'memgrad --help'.\n", n);
-        return 1;
+        return mg_drv_usage_error("--name: name too long (%zu characters; at most 127)", n) != 0;
     }
     if (mg_model_name_reserved(name)) {
-        fprintf(stderr, "memgrad: --name '%s' would give the generated code reserved C names such as '%s_forward': a "
-                "model's name may not begin or end with '_' or contain '__'\nTry 'memgrad --help'.\n", name, name);
-        return 1;
+        return mg_drv_usage_error("--name '%s' would give the generated code reserved C names such as '%s_forward': "
+                                  "a model's name may not begin or end with '_' or contain '__'", name, name) != 0;
     }
     return 0;
 }
@@ -267,10 +265,8 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         int is_file = slot == &o->out || slot == &o->header || slot == &o->emit_llvm || slot == &o->svg ||
                       slot == &o->trace || slot == &o->graph;
         if (is_file && *slot && strcmp(*slot, argv[i + 1])) {
-            fprintf(stderr, "memgrad: %s given twice ('%s', then '%s'): it names one file; give it once\n", a, *slot,
-                    argv[i + 1]);
-            fprintf(stderr, "Try 'memgrad --help'.\n");
-            return 2;
+            return mg_drv_usage_error("%s given twice ('%s', then '%s'): it names one file; give it once", a, *slot,
+                                      argv[i + 1]);
         }
         *slot = argv[++i];
     }
@@ -821,9 +817,7 @@ static int run(int argc, char **argv)
         size_t len = strlen(cmd);
         if (cmd[0] != '-' && ((len > 3 && !strcmp(cmd + len - 3, ".mg")) || access(cmd, F_OK) == 0)) {
             /* a model where the command goes: `memgrad m.mg` */
-            fprintf(stderr, "memgrad: unknown command '%s': the command comes first, as in 'memgrad plan %s'\n"
-                            "Try 'memgrad --help'.\n", cmd, cmd);
-            return 2;
+            return mg_drv_usage_error("unknown command '%s': the command comes first, as in 'memgrad plan %s'", cmd, cmd);
         }
         return mg_drv_usage_error("unknown command '%s'", cmd);
     }
