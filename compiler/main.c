@@ -328,6 +328,10 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         if (!mg_plain_decimal(o->time_limit_text, end) || *end || !(o->time_limit > 0) || o->time_limit > 1e6)
             /* (the upper limit said: 1e7 was refused as not "a positive number of seconds") */
             return mg_drv_usage_error("--time-limit wants a number of seconds above 0 and at most 1e6, got '%s'", o->time_limit_text);
+        /* only exact's search has a time to spend: auto, sqrt and store-all took it and ignored it */
+        if (o->solver != MG_SOLVER_EXACT)
+            return mg_drv_usage_error("%s: --time-limit is --solver exact's time; %s takes no time limit", cmd,
+                                      mg_solver_names[o->solver]);
     }
     if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && (!is_sweep || strcmp(o->format, "csv")))
         return mg_drv_usage_error(is_sweep ? "unknown format '%s' (use text, csv or json)" : "unknown format '%s' (use text or json)",

@@ -1121,6 +1121,10 @@ START_TEST(test_bad_budget_values)
         {"sweep '%s' --no-cache --points 0x4", "--points wants a whole number from 2 to 1000, got '0x4'"},
         {"plan '%s' --no-cache --svg ''", "option '--svg' needs a value"},
         {"compile '%s' --no-cache -o ''", "option '-o' needs a value"},
+        /* only exact has a time to spend: auto took --time-limit and ignored it */
+        {"plan '%s' --no-cache --time-limit 5", "plan: --time-limit is --solver exact's time; auto takes no time limit"},
+        {"sweep '%s' --no-cache --solver sqrt --time-limit 5", "sweep: --time-limit is --solver exact's time; sqrt takes"},
+        {"compile '%s' --no-cache -o x.o --budget 50%% --time-limit 5", "compile: --time-limit is --solver exact's time"},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char *out;
