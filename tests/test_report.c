@@ -255,6 +255,37 @@ START_TEST(test_trace_events)
 }
 END_TEST
 
+/* A param the loss does not read gets its gradient zeroed: that step writes d_u, in the backward
+ * phase. The trace named it after the param, "u", in the forward phase. */
+START_TEST(test_trace_zero_step_is_the_gradient)
+{
+    ck_assert_int_eq(tu_write(path("z.mg"), "model z\ninput x: f32[4]\nparam w: f32[4] = ones\n"
+                                            "param u: f32[4] = ones\nloss = sum(x * w)\nminimize loss\n"),
+                     0);
+    char *out;
+    int rc = tu_memgrad(&out, "plan '%s' --trace '%s' --no-cache", path("z.mg"), path("z.json"));
+    ck_assert_msg(rc == 0, "%s", out);
+    free(out);
+    char *text = tu_read(path("z.json"));
+    ck_assert_msg(text != NULL, "no trace written");
+    cJSON *tr = parse_json(text);
+    free(text);
+    const cJSON *e;
+    int zeros = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(tr, "traceEvents"))
+    {
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
+        if (!cJSON_IsString(cat) || strcmp(cat->valuestring, "zero")) continue;
+        zeros++;
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "d_u");
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(args, "phase")->valuestring, "backward");
+    }
+    ck_assert_int_eq(zeros, 1);
+    cJSON_Delete(tr);
+}
+END_TEST
+
 /* expat: well-formed, root <svg>; counts elements and <title>s. */
 typedef struct xml_count {
     int depth, elements, titles, rects;
@@ -575,6 +606,7 @@ int main(void)
     tcase_add_test(tc, test_text_matches_json);
     tcase_add_test(tc, test_json_tensors_match_schedule);
     tcase_add_test(tc, test_trace_events);
+    tcase_add_test(tc, test_trace_zero_step_is_the_gradient);
     tcase_add_test(tc, test_svg_well_formed);
     tcase_add_test(tc, test_svg_renders_in_chromium);
     tcase_add_test(tc, test_outputs_are_safe);
