@@ -320,6 +320,8 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
                                           ? out->train->workspace_bytes
                                           : out->forward->workspace_bytes) &&
              out->budget_bytes >= out->workspace_bytes && out->store_all_bytes >= 0 &&
+             (out->store_all_bytes > 0 || out->workspace_bytes == 0) && /* (a store-all workspace of 0
+                                                                          bytes beside a plan of some) */
              out->min_feasible_bytes >= -1 && out->optimal >= -1 && out->optimal <= 1;
     }
     /* a used entry is the most recently used: the bound removes the least recently used first

@@ -1038,8 +1038,8 @@ START_TEST(test_exact_no_dearer_than_auto_near_the_minimum)
     const char *m = example("examples/transformer.mg");
     long long b = min_feasible(m, "") * 103 / 100, exec[2];
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --solver %s --time-limit 2 --format json --no-cache",
-                                    m, b, i ? "exact" : "auto"),
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --solver %s --format json --no-cache", m, b,
+                                    i ? "exact --time-limit 2" : "auto"),
                          0);
         exec[i] = tu_json_figure(out, "flops_executed");
         free(out);
@@ -1341,6 +1341,11 @@ START_TEST(test_plan_cache)
         ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
         ck_assert_msg(mg_plan_cache_load(cdir, key, g, &back) == 0, "an entry whose plan exceeds its budget was loaded");
         pl.budget_bytes = was;
+        was = pl.store_all_bytes;
+        pl.store_all_bytes = 0;
+        ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
+        ck_assert_msg(mg_plan_cache_load(cdir, key, g, &back) == 0, "an entry with a store-all workspace of 0 was loaded");
+        pl.store_all_bytes = was;
         was = pl.train->bufs[0].bytes;
         pl.train->bufs[0].bytes = INT64_MAX;
         ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
