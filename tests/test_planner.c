@@ -993,12 +993,13 @@ END_TEST
  * the budget and ran up to 1.05 times, 63.88% at all four since they are fixed steps above the
  * minimum and run past 1.05 times where the plan is little cheaper than the minimum's. And 1.10
  * times: 69.76% until the near misses were rescued (sched_variants.c, mg_sv_rescue_near_misses), 52.42% since.
- * Outside the sanitizers (several seconds a plan). */
+ * 1.07 and 1.08 times: 72.64% and 69.76% until 2026-12-05, 63.88% since the rung at 1.02 times
+ * runs there too (planner.c, NEAR_MIN_RUNG_ONE). Outside the sanitizers (several seconds a plan). */
 START_TEST(test_no_dearer_above_the_minimum_in_parts)
 {
 #ifndef MG_TEST_SANITIZED
-    static const int pct[] = {1020, 1035, 1050, 1060, 1100};
-    no_dearer_above_the_minimum("examples/resnet18_64.mg", pct, 5);
+    static const int pct[] = {1020, 1035, 1050, 1060, 1070, 1080, 1100};
+    no_dearer_above_the_minimum("examples/resnet18_64.mg", pct, 7);
 #endif
 }
 END_TEST
