@@ -641,12 +641,6 @@ double mg_cut_bound_chain_steps(const mg_problem *pr, int64_t budget, int iters,
     return cut_bound(pr, budget, iters, starts, nstarts);
 }
 
-double mg_bound_over_graphs(double sofar, const mg_planned *p)
-{
-    if (!p->train || p->flops_lower_bound < 0) return sofar;
-    return p->flops_lower_bound < sofar ? p->flops_lower_bound : sofar;
-}
-
 /* ---- the chained windows (mg_cut_bound_chained) ------------------------------------------
  * The windows above are independent: what a window keeps live at its start step costs only
  * bytes there, even when nothing could have kept it live since the previous window's start.

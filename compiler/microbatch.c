@@ -534,6 +534,13 @@ static int add_like(mb_build *b, const mg_node *t, mg_op op, int nin, const int 
     return id;
 }
 
+/* id, a value of micro-batch c alone (mg_node.micro_batch). */
+static int of_part(mb_build *b, int id, int c)
+{
+    if (id >= 0) b->ng->nodes[id].micro_batch = c + 1;
+    return id;
+}
+
 static const char *chunk_name(const mg_node *t, int c, char *buf, size_t len)
 {
     if (!t->name) return NULL;
@@ -571,7 +578,7 @@ static int chunk(mb_build *b, int c, int u, mg_phase ph)
     s.iattr[3] = 1;
     s.fattr = s.fattr2 = 0;
     s.index = -1;
-    return b->sl[c * n + u] = add_like(b, &s, MG_OP_SLICE, 1, &src, 0, chunk_name(t, c, nm, sizeof nm), ph);
+    return b->sl[c * n + u] = of_part(b, add_like(b, &s, MG_OP_SLICE, 1, &src, 0, chunk_name(t, c, nm, sizeof nm), ph), c);
 }
 
 /* Copy of node v of g for micro-batch c (R or B), or its partial sum (a reduction). */
@@ -585,18 +592,18 @@ static void emit_chunk(mb_build *b, int c, int v, mg_phase ph)
         in[k] = m->bat[(size_t)v * MG_MAX_INPUTS + k] ? chunk(b, c, t->in[k], ph) : whole(b, t->in[k]);
     char nm[300];
     if (!m->acc[v]) {
-        b->cl[c * g->n + v] = add_like(b, t, t->op, t->ninputs, in, b->part, chunk_name(t, c, nm, sizeof nm), ph);
+        b->cl[c * g->n + v] = of_part(b, add_like(b, t, t->op, t->ninputs, in, b->part, chunk_name(t, c, nm, sizeof nm), ph), c);
         return;
     }
     const char *name = c == b->k - 1 ? t->name : chunk_name(t, c, nm, sizeof nm);
     int id;
     if (c == 0) {
-        id = add_like(b, t, t->op, t->ninputs, in, 0, name, ph);
+        id = of_part(b, add_like(b, t, t->op, t->ninputs, in, 0, name, ph), c);
     } else {
         in[t->ninputs] = b->map[v]; /* the partial sum of the micro-batches before */
         mg_op acc = t->op == MG_OP_SUM_TO ? MG_OP_SUM_TO_ACC
                     : t->op == MG_OP_MATMUL ? MG_OP_MATMUL_ACC : MG_OP_CONV2D_GRAD_WEIGHT_ACC;
-        id = add_like(b, t, acc, t->ninputs + 1, in, 0, name, ph);
+        id = of_part(b, add_like(b, t, acc, t->ninputs + 1, in, 0, name, ph), c);
     }
     b->map[v] = id;
 }
@@ -639,7 +646,8 @@ static void emit_bn_stats(mb_build *b, int c, int v, int pass)
     s.index = -1;
     int in[2] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), b->st[v]};
     int first = pass == 0 && c == 0;
-    b->st[v] = add_like(b, &s, first ? MG_OP_BN_STATS : MG_OP_BN_STATS_ACC, first ? 1 : 2, in, 0, NULL, MG_PHASE_FORWARD);
+    b->st[v] = of_part(b, add_like(b, &s, first ? MG_OP_BN_STATS : MG_OP_BN_STATS_ACC, first ? 1 : 2, in, 0, NULL, MG_PHASE_FORWARD),
+                       c);
 }
 
 /* Part c of batch_norm v of R normalised with the batch's statistics. */
@@ -653,8 +661,8 @@ static void emit_bn_apply(mb_build *b, int c, int v)
     s.iattr[2] = c;
     int in[4] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), whole(b, t->in[1]), whole(b, t->in[2]), b->st[v]};
     char nm[300];
-    b->cl[c * b->m->g->n + v] = add_like(b, &s, MG_OP_BN_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm),
-                                         MG_PHASE_FORWARD);
+    b->cl[c * b->m->g->n + v] = of_part(
+        b, add_like(b, &s, MG_OP_BN_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm), MG_PHASE_FORWARD), c);
 }
 
 /* The backward sums of the batch_norm that backward node v differentiates, over part c (once per
@@ -673,7 +681,7 @@ static void emit_bn_grad_sums(mb_build *b, int c, int v)
     s.index = -1;
     int in[3] = {chunk(b, c, g->nodes[f].in[0], MG_PHASE_BACKWARD), chunk(b, c, dy, MG_PHASE_BACKWARD),
                  c == 0 ? b->st[f] : b->gs[f]};
-    b->gs[f] = add_like(b, &s, MG_OP_BN_GRAD_SUMS, 3, in, 0, NULL, MG_PHASE_BACKWARD);
+    b->gs[f] = of_part(b, add_like(b, &s, MG_OP_BN_GRAD_SUMS, 3, in, 0, NULL, MG_PHASE_BACKWARD), c);
     b->gs_part[f] = c;
 }
 
@@ -687,8 +695,8 @@ static void emit_bn_grad_apply(mb_build *b, int c, int v)
     int in[4] = {chunk(b, c, t->in[0], MG_PHASE_BACKWARD), whole(b, t->in[1]), chunk(b, c, t->in[2], MG_PHASE_BACKWARD),
                  b->gs[b->m->bn[v]]};
     char nm[300];
-    b->cl[c * b->m->g->n + v] = add_like(b, &s, MG_OP_BN_GRAD_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm),
-                                         MG_PHASE_BACKWARD);
+    b->cl[c * b->m->g->n + v] = of_part(
+        b, add_like(b, &s, MG_OP_BN_GRAD_APPLY, 4, in, b->part, chunk_name(t, c, nm, sizeof nm), MG_PHASE_BACKWARD), c);
 }
 
 /* batch_norm_grad_scale or _shift v: a row of the sums over every part. */

@@ -106,6 +106,8 @@ typedef struct mg_problem {
     const mg_graph *g;     /* the model graph the problem comes from, or NULL */
     mg_plan_kind kind;
     char **names;          /* node names of imported graphs (owned), or NULL */
+    int *part;             /* per node, the part of the batch its value is of, from 1, in a step in
+                              parts (mg_node.micro_batch); 0: of no one part. NULL: not in parts */
 } mg_problem;
 
 /* problem.c: the problem of one generated function of g (the joint graph for TRAIN). */
@@ -368,6 +370,10 @@ int64_t mg_working_set_bound(const mg_problem *prob);
  * every target once), from the steps where what is live across does not fit: what the next
  * steps read must then be rebuilt from what fits (a minimum cut per window of steps). */
 double mg_cut_bound(const mg_problem *prob, int64_t budget);
+/* bound_parts.c: a lower bound on the cost a training step in parts (microbatch.c) recomputes
+ * within budget: the sum over its parts (prob->part) of what each part's own problem must
+ * recompute (0 for a step not in parts). It holds for any labelling of the nodes. */
+double mg_parts_bound(const mg_problem *prob, int64_t budget);
 /* bound_cut.c: mg_cut_bound over more candidate steps, and its best sum's windows linked by
  * what each keeps live at its start (iters subgradient steps): the larger. Costlier (resnet50
  * at its minimum: ~0.45 s with 100), so only solve_exact.c's relaxed bound runs it. */
@@ -376,14 +382,6 @@ double mg_cut_bound_chained(const mg_problem *prob, int64_t budget, int iters);
  * target of prob; none when it gives no bound: *nstarts = 0). solve_exact.c solves that chain
  * in integers. */
 double mg_cut_bound_chain_steps(const mg_problem *prob, int64_t budget, int iters, int *starts, int *nstarts);
-struct mg_planned;
-/* bound_cut.c: a bound over the plans of several graphs of one program (plan_split.c: the whole
- * batch and each part count planned under one budget, each its own graph with its own bound):
- * the least of sofar (HUGE_VAL at first) and p's training-step bound, in FLOPs; a graph whose
- * planning met no plan adds none. The bound of the graph whose plan is emitted holds for that
- * graph's schedules only (mlp_deep at 25%: whole batch >= 28.4% over its FLOPs once, its plan
- * in 4 parts 25.3%); this one holds for every plan the planner could have emitted. */
-double mg_bound_over_graphs(double sofar, const struct mg_planned *p);
 /* solve_exact.c: a lower bound on the cost (every target once, plus recomputations) of every
  * schedule of prob whose steps fit cap (peak live bytes), from a relaxation of the memory model
  * solved by CBC within time_limit seconds (proven even when stopped early), or from

@@ -52,8 +52,10 @@ typedef struct bound_job {
 
 static void bound_compute(bound_job *b)
 {
-    double forced = mg_step_bound(b->pr, b->budget), cut = mg_cut_bound(b->pr, b->budget);
-    b->bound = b->once + (forced > cut ? forced : cut);
+    double forced = mg_step_bound(b->pr, b->budget), cut = mg_cut_bound(b->pr, b->budget),
+           parts = mg_parts_bound(b->pr, b->budget);
+    if (cut > forced) forced = cut;
+    b->bound = b->once + (parts > forced ? parts : forced);
 }
 
 static void *bound_thread(void *job)

@@ -47,6 +47,7 @@ void mg_problem_free(mg_problem *p)
     free(p->keep_to_end);
     free(p->home);
     free(p->final);
+    free(p->part);
     if (p->names)
         for (int i = 0; i < p->n; i++) free(p->names[i]);
     free(p->names);
@@ -69,6 +70,8 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
         const mg_node *nd = &g->nodes[i];
         p->in_start[i + 1] = p->in_start[i] + nd->ninputs;
         for (int k = 0; k < nd->ninputs; k++) p->in[p->in_start[i] + k] = nd->in[k];
+        if (nd->micro_batch && !p->part) p->part = mg_xcalloc((size_t)n, sizeof *p->part);
+        if (p->part) p->part[i] = nd->micro_batch;
     }
 
     /* roots: what the function must produce; then everything they depend on */

@@ -80,6 +80,9 @@ typedef struct mg_node {
     mg_loc loc;
     mg_phase phase;
     int index;        /* INPUT/PARAM: position in the model's input/param list */
+    int micro_batch;  /* the part of the batch this value is of, counted from 1, in a graph in
+                         parts (microbatch.c); 0: of no one part. The planner's bound takes each
+                         part's values apart (bound_parts.c) */
     mg_init init;     /* PARAM: initializer and its argument */
     double init_arg;
 } mg_node;

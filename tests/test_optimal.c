@@ -713,6 +713,84 @@ START_TEST(test_cut_bound_random)
 }
 END_TEST
 
+/* A random step in two parts, as micro-batching makes them: a shared leaf, then the forward
+ * values of part 1 and of part 2 (each reading the previous one and often one further back, some
+ * kept from recomputation), then the gradients of part 1 and of part 2 (each reading the
+ * previous gradient and a forward value of its part, the last kept to the end); the parts
+ * labelled 1 and 2, the leaf 0. Its cost of every op once and its store-all workspace. */
+static mg_problem *two_part_problem(uint64_t *seed, int k, double *once, int64_t *store_all)
+{
+    int nf = 3 + k % 3, nb = 3 + k % 2, n = 1 + 2 * (nf + nb);
+    trow base[12], t[24] = {{0, 0, 0, 0, 0, -1, -1}};
+    for (int v = 1; v <= nf + nb; v++) {
+        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t r = *seed >> 20;
+        base[v] = (trow){64 * (int64_t)(1 + r / 11 % 6), r / 5003 % 5 == 0 ? 64 : 0, (double)(1 + r / 101 % 40),
+                         v <= nf && r / 7 % 8 != 0, v == nf + nb, v - 1, -1};
+        if (v <= nf && v > 2 && r % 2 == 0) base[v].in1 = 1 + (int)(r / 3 % (uint64_t)(v - 2));
+        if (v > nf) base[v].in1 = 1 + (int)(r / 13 % (uint64_t)nf);
+    }
+    int id[2][12] = {{0}};
+    for (int c = 0; c < 2; c++)
+        for (int v = 1; v <= nf + nb; v++) id[c][v] = v <= nf ? 1 + c * nf + (v - 1) : 1 + 2 * nf + c * nb + (v - nf - 1);
+    *once = 0;
+    for (int c = 0; c < 2; c++)
+        for (int v = 1; v <= nf + nb; v++) {
+            trow r = base[v];
+            r.in0 = r.in0 >= 0 ? id[c][r.in0] : -1;
+            r.in1 = r.in1 >= 0 ? id[c][r.in1] : -1;
+            t[id[c][v]] = r;
+            *once += r.cost;
+        }
+    mg_problem *p = table_problem(t, n);
+    p->part = calloc((size_t)n, sizeof *p->part);
+    ck_assert(p->part != NULL);
+    for (int c = 0; c < 2; c++)
+        for (int v = 1; v <= nf + nb; v++) p->part[id[c][v]] = c + 1;
+    *store_all = store_all_of(p);
+    return p;
+}
+
+/* The bound of a step in parts (bound_parts.c) against the brute force, on random steps in two
+ * parts, at caps from 90% of store-all down to where nothing fits: never above the optimum's
+ * recomputation, and above 0 on many. Its argument holds for any labelling of the nodes: the
+ * problems of test_cut_bound_random labelled at random (among none and parts 1-3) too. */
+START_TEST(test_parts_bound_random)
+{
+    uint64_t seed = 2718;
+    int compared = 0, hits = 0;
+    for (int k = 0; k < 64; k++) {
+        double once = 0;
+        int64_t store_all;
+        mg_problem *p;
+        if (k % 4 == 3) {
+            p = k % 8 == 3 ? residual_problem(&seed, k, &once, &store_all)
+                           : random_scratch_problem(&seed, k, &once, &store_all);
+            p->part = calloc((size_t)p->n, sizeof *p->part);
+            ck_assert(p->part != NULL);
+            for (int v = 0; v < p->n; v++) {
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                p->part[v] = (int)(seed >> 33) % 4;
+            }
+        } else {
+            p = two_part_problem(&seed, k, &once, &store_all);
+        }
+        for (int pct = 90; pct >= 20; pct -= 3) {
+            int64_t cap = store_all * pct / 100;
+            double opt = reference_optimum(p, cap);
+            if (isinf(opt)) break;
+            double parts = mg_parts_bound(p, cap);
+            ck_assert_msg(parts >= 0 && once + parts <= opt + 1e-6,
+                          "problem %d at %d%%: parts' bound %.3f + %.0f, optimum %.0f", k, pct, parts, once, opt);
+            compared++;
+            hits += parts > 0.5;
+        }
+        mg_problem_free(p);
+    }
+    ck_assert_msg(compared >= 400 && hits >= 25, "%d comparisons, %d with a bound above every op once", compared, hits);
+}
+END_TEST
+
 /* The cut bound's windows in integers: leaf x0; v1 = f(x0) (64 bytes, kept to the end),
  * b1 = f(v1) and b2 = f(v1) (384 each, cost 10), h = f(v1) (640), g1 = f(h, v1),
  * g2 = f(g1, b1), g3 = f(g2, b2) (64 each, g3 to the end; all but b1 and b2 kept from
@@ -1372,6 +1450,7 @@ static Suite *optimal_suite(void)
     tcase_add_test(b, test_relaxed_paths_prove);
     tcase_add_test(b, test_relaxed_lp_random);
     tcase_add_test(b, test_cut_bound_random);
+    tcase_add_test(b, test_parts_bound_random);
     tcase_add_test(b, test_cut_bound_integral);
     tcase_add_test(b, test_cut_bound_unet);
     tcase_add_test(b, test_cut_bound_chained_random);
