@@ -26,6 +26,8 @@ static mg_status push(mg_tokens *t, int *cap, mg_token tok)
 mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks, mg_diag *d)
 {
     int cap = 0, line = 1, depth = 0;
+    mg_loc open[64];     /* where the open '(' and '[' are (the first 64 levels) */
+    char open_ch[64];
     const char *p = src, *end = src + len, *bol = src;
     toks->tok = NULL;
     toks->n = 0;
@@ -102,7 +104,17 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
             continue;
         }
         if (*p && strchr(":[](){},=@+-*/", *p)) { /* (strchr finds a NUL byte: the terminator) */
-            if (*p == '(' || *p == '[') depth++;
+            /* no brace belongs inside brackets: one there means a bracket left open, and newlines
+             * skipped since then ran the rest of the block into one line ("expected end of
+             * line" at the statement after the block, for a ')' missing in a def body) */
+            if ((*p == '{' || *p == '}') && depth > 0) {
+                int k = depth <= 64 ? depth - 1 : 63;
+                return mg_diag_set(d, open[k], "'%c' is never closed (a '%c' follows at line %d)", open_ch[k], *p, line);
+            }
+            if (*p == '(' || *p == '[') {
+                if (depth < 64) open[depth] = loc, open_ch[depth] = *p;
+                depth++;
+            }
             if ((*p == ')' || *p == ']') && depth > 0) depth--;
             tok.kind = MG_TOK_PUNCT;
             tok.len = 1;

@@ -363,6 +363,20 @@ static mg_status irange(parser *p, mg_loc loc, double v, const char *what)
     return MG_OK;
 }
 
+/* Whether the tokens at p can begin a positive integer expression that ends before `end1` or
+ * `end2`: a literal or a '-' that is the whole expression (0, 2.5, -1) is refused as written. */
+static int starts_iexpr(parser *p, char end1, char end2)
+{
+    const mg_token *t = peek(p), *next = t->kind == MG_TOK_EOF ? t : t + 1;
+    int alone = is_punct(next, end1) || is_punct(next, end2) || next->kind == MG_TOK_NEWLINE;
+    if (t->kind == MG_TOK_NUMBER) return !alone || (t->is_int && t->num >= 1);
+    if (is_punct(t, '-')) { /* -1 alone; anything longer by its value */
+        const mg_token *after = next->kind == MG_TOK_EOF ? next : next + 1;
+        return next->kind != MG_TOK_NUMBER || !(is_punct(after, end1) || is_punct(after, end2));
+    }
+    return t->kind == MG_TOK_IDENT || is_punct(t, '(');
+}
+
 /* ifactor = "-" ifactor | INT | CONST | "(" iexpr ")" */
 static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int depth)
 {
@@ -1195,9 +1209,9 @@ static mg_status parse_type(parser *p, mg_type *t)
     while (!is_punct(peek(p), ']')) {
         tk = peek(p);
         mg_loc dloc = here(p);
-        /* a literal is checked as written; an expression of constants by its value */
-        if ((tk->kind == MG_TOK_NUMBER && (!tk->is_int || tk->num < 1)) ||
-            (tk->kind != MG_TOK_NUMBER && tk->kind != MG_TOK_IDENT && !is_punct(tk, '(')))
+        /* a literal alone is checked as written; an expression by its value (0 + 4 was refused
+         * as "got '0'") */
+        if (!starts_iexpr(p, ',', ']'))
             return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %s",
                                describe(tk, buf, sizeof buf));
         int64_t v;
@@ -1322,8 +1336,7 @@ static mg_status parse_repeat(parser *p)
     p->pos++;
     mg_token *tk = peek(p);
     mg_loc cloc = here(p);
-    if ((tk->kind == MG_TOK_NUMBER && (!tk->is_int || tk->num < 1)) ||
-        (tk->kind != MG_TOK_NUMBER && tk->kind != MG_TOK_IDENT && !is_punct(tk, '(')))
+    if (!starts_iexpr(p, '{', '{'))
         return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %s",
                            describe(tk, buf, sizeof buf));
     int64_t cnt;

@@ -87,6 +87,16 @@ static const err_case errors[] = {
      NULL, 0},
     {"repeat count 0", HDR "repeat 0 {\n}\n", 5, 8, "expected a repeat count (a positive integer), got '0'",
      NULL, 0},
+    {"repeat count 0 - 2", HDR "repeat 0 - 2 {\n}\n", 5, 8, "expected a repeat count (a positive integer), got -2",
+     NULL, 0},
+    /* a bracket left open in a block joined the rest of the block into one line: the error was
+     * "expected end of line" at the statement after the block, or nothing for a block never called */
+    {"missing ')' in a def body", HDR "def b(a) {\n  h = relu(a @ w\n  return h\n}\nz = b(x)\n", 6, 11,
+     "'(' is never closed (a '}' follows at line 8)", NULL, 0},
+    {"missing ')' in a def body never called", HDR "def b(a) {\n  return relu(a\n}\n", 6, 14,
+     "'(' is never closed (a '}' follows at line 7)", NULL, 0},
+    {"missing ']' in a repeat body", HDR "repeat 2 {\n  param q: f32[3\n}\n", 6, 15,
+     "'[' is never closed (a '}' follows at line 7)", NULL, 0},
     {"repeat count not an integer", HDR "repeat 2.5 {\n}\n", 5, 8, "expected a repeat count", NULL, 0},
     {"repeat without '{'", HDR "repeat 2\n{\n}\n", 5, 9, "expected '{' to open the repeated block, got end of line",
      NULL, 0},
@@ -1024,14 +1034,15 @@ START_TEST(test_constants_and_attributes)
                            "const K = C\n"
                            "const HALF = (C * 4 + 1) / 2\n" /* 13 / 2 = 6 */
                            "input x: f32[B, C, HALF + 2, 8]\n"
-                           "param w: f32[2 * C, C / K, K, K]\n"
+                           "param w: f32[0 + 2 * C, -1 + C / K + 1, K, K]\n" /* (a literal 0 or a '-' first
+                                                                                 was refused as written) */
                            "z = conv2d(x, w, stride=K - 1, pad=1, dilation=1, groups=C)\n"
                            "p = max_pool2d(z, kernel=2)\n"
                            "a = avg_pool2d(z, kernel=3, stride=1, pad=1)\n"
                            "r = reshape(p, shape=[B, -1])\n"
                            "f = flatten(a)\n"
                            "h = x\n"
-                           "repeat B * 2 - 1 {\n"
+                           "repeat 0 + B * 2 - 1 {\n"
                            "  h = h * C\n"
                            "}\n"
                            "l = sum(r) + mean(f) + sum(h) + sum(global_avg_pool(z))\n"
