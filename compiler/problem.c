@@ -3,7 +3,8 @@
  * recomputed (forward values only: every backward op runs exactly once), and which values the
  * caller's memory holds. Parameter gradients are written straight into the grads blob and
  * forward outputs straight into the caller's output buffers, with an explicit copy (or zero
- * fill) after the last op where that is not possible. */
+ * fill) after the last op where that is not possible. A problem's hash (what the solvers read of
+ * it) keys the plan cache's entries of imported graphs, which have no model to hash. */
 #include "plan.h"
 
 #include <stdlib.h>
