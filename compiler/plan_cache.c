@@ -450,17 +450,19 @@ int mg_solution_cache_load(const char *dir, uint64_t key, const mg_problem *pr, 
     mg_plan *p = get_plan(&r, pr->g);
     int ok = !r.bad && r.at == r.n && p && plan_shape_ok(p, pr->n, 0) && p->result == pr->result && p->kind == pr->kind;
     free(data);
-    /* the figures too, as a model's: the store-all workspace resolves a percentage (and must
-     * stay where that cannot overflow), every op once is what the problem's targets cost (the
-     * report's overhead is from it), a bound is no more than the plan executes */
+    /* the figures too, as a model's, as mg_solve leaves them: the store-all workspace resolves a
+     * percentage (and must stay where that cannot overflow) and is no less than the minimum;
+     * every op once is what the problem's targets cost (the report's overhead is from it); the
+     * bound starts there and is at most what the plan executes, which it is when optimality was
+     * proven for every plan */
     if (ok) {
         double once = 0;
         for (int v = 0; v < pr->n; v++)
             if (pr->target[v]) once += pr->cost[v]; /* (mg_pb_init's sum, in its order) */
         ok = fig[0] >= 0 && fig[0] <= (int64_t)1 << 62 && (fig[0] > 0 || p->workspace_bytes == 0) && fig[1] >= -1 &&
-             opt[0] >= -1 && opt[0] <= 1 && (opt[1] == 0 || opt[1] == 1) &&
-             (fl[0] == -1 || (fl[0] >= 0 && fl[0] <= p->flops_executed)) && fl[1] >= 0 && fl[1] <= 1e9 &&
-             p->flops_once == once;
+             fig[1] <= fig[0] && opt[0] >= -1 && opt[0] <= 1 && (opt[1] == 0 || opt[1] == 1) &&
+             p->flops_once == once && fl[0] >= once && fl[0] <= p->flops_executed &&
+             (opt[0] != 1 || opt[1] || fl[0] == p->flops_executed) && fl[1] >= 0 && fl[1] <= 1e9;
     }
     mg_diag d = {0};
     ok = ok && p->workspace_bytes <= (budget ? mg_budget_bytes(budget, fig[0]) : INT64_MAX) &&

@@ -1474,6 +1474,8 @@ START_TEST(test_graph_plan_cache)
         {"a store-all workspace past 2^62", &s.store_all_bytes, INT64_MAX, NULL, 0},
         {"a bound above what the plan executes", NULL, 0, &s.lower_bound, s.plan->flops_executed + 1},
         {"a bound that is NaN", NULL, 0, &s.lower_bound, NAN},
+        {"a bound below every op once", NULL, 0, &s.lower_bound, s.plan->flops_once - 1},
+        {"a minimum above the store-all workspace", &s.min_feasible_bytes, s.store_all_bytes + 64, NULL, 0},
         {"every op once cheaper than it is", NULL, 0, &s.plan->flops_once, s.plan->flops_once - 1},
         {"a buffer of 2^63 - 1 bytes", &s.plan->bufs[0].bytes, INT64_MAX, NULL, 0},
         {"a buffer moved onto another", &s.plan->bufs[1].offset, s.plan->bufs[0].offset, NULL, 0},
