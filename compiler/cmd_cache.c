@@ -1,6 +1,7 @@
 /* cmd_cache.c — the plan cache from the driver's side: where it is (--cache-dir,
  * $XDG_CACHE_HOME/memgrad, ~/.cache/memgrad), how plan, compile and sweep take plans from it and
- * keep theirs in it, and the `memgrad cache` command that shows and clears it.
+ * keep theirs in it (a model's plans, and a --graph's solutions), and the `memgrad cache` command
+ * that shows and clears it.
  *
  * Why it exists: an unchanged model never solves twice; the entries themselves (keys, format,
  * integrity, pruning) are library code (plan_cache.c), what to warn about and when is the
@@ -8,6 +9,7 @@
 #include "driver.h"
 
 #include "budget.h"
+#include "clock.h"
 #include "microbatch.h"
 
 #include <errno.h>
@@ -88,6 +90,23 @@ void mg_drv_plan_cache_open(const mg_drv_options *o, mg_drv_plan_cache *pc)
     }
 }
 
+/* After an entry of key was written (st MG_OK) or could not be (errno saying why): a cache that
+ * cannot be written is no error but a warning, said once (it cached nothing, unsaid, and the user
+ * took the plans for cached); one written is held to its bound, as ccache keeps its: least
+ * recently used entries out (a prune that cannot read the directory is no error either). */
+static void stored(mg_drv_plan_cache *pc, uint64_t key, mg_status st)
+{
+    if (st != MG_OK) {
+        fprintf(stderr, "memgrad: warning: cannot write the plan cache in '%s': %s (the plan is not cached)\n", pc->dir,
+                strerror(errno));
+        pc->unwritable = 1;
+        return;
+    }
+    mg_plan_cache_usage gone;
+    mg_diag pd = {0};
+    mg_plan_cache_prune(pc->dir, cache_max_bytes(), key, &gone, &pd);
+}
+
 /* rq's plans of g in micro_batches parts (--micro-batches): from the cache where it holds them,
  * else planned (mg_plan_split) and kept there; *from_cache says which. MG_ERR (d filled) when
  * planning fails. */
@@ -110,23 +129,37 @@ mg_status mg_drv_plan_with_cache(mg_drv_plan_cache *pc, const mg_graph *g, mg_pl
                               (key_min != key && mg_plan_cache_load(pc->dir, key_min, g, out)));
     if (*from_cache) return MG_OK;
     if (mg_plan_split(g, &rq, micro_batches, out, d)) return MG_ERR;
-    if (pc->use && !pc->unwritable && out->train && !out->note) {
-        /* (a cache that cannot be written is no error but a warning: it cached nothing, unsaid,
-         * and the user took the plans for cached; a plan with a note — CBC failed or was
-         * stopped, so exact fell back to auto's plan — is not kept: served from the cache it
-         * printed no note, and a later run never gave CBC another chance) */
-        if (mg_plan_cache_store(pc->dir, key, out) != MG_OK) {
-            fprintf(stderr, "memgrad: warning: cannot write the plan cache in '%s': %s (the plan is not cached)\n",
-                    pc->dir, strerror(errno));
-            pc->unwritable = 1;
-        } else {
-            /* the bound, as ccache keeps its: least recently used entries out (a prune that
-             * cannot read the directory is no error either) */
-            mg_plan_cache_usage gone;
-            mg_diag pd = {0};
-            mg_plan_cache_prune(pc->dir, cache_max_bytes(), key, &gone, &pd);
-        }
+    /* (a plan with a note — CBC failed or was stopped, so exact fell back to auto's plan — is not
+     * kept: served from the cache it printed no note, and a later run never gave CBC another
+     * chance) */
+    if (pc->use && !pc->unwritable && out->train && !out->note) stored(pc, key, mg_plan_cache_store(pc->dir, key, out));
+    return MG_OK;
+}
+
+mg_status mg_drv_solve_with_cache(mg_drv_plan_cache *pc, const mg_problem *pr, mg_solve_request rq, double started,
+                                  mg_solution *out, int64_t *budget, double *seconds, int *from_cache, mg_diag *d)
+{
+    rq.build_id = pc->build_id;
+    uint64_t key = mg_solution_cache_key(pr, &rq);
+    *from_cache = pc->use && mg_solution_cache_load(pc->dir, key, pr, rq.budget, out, seconds);
+    if (*from_cache) {
+        *budget = rq.budget ? mg_budget_bytes(rq.budget, out->store_all_bytes) : INT64_MAX;
+        return MG_OK;
     }
+    /* a percentage is of the store-all workspace, a solve of its own (only where the cache did
+     * not serve the solution: layered_n1000's takes 0.5 s) */
+    *budget = INT64_MAX;
+    if (rq.budget && rq.budget->is_percent) {
+        mg_solution all;
+        if (mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &all, d)) return MG_ERR;
+        mg_plan_free(all.plan);
+        *budget = mg_budget_bytes(rq.budget, all.store_all_bytes);
+    } else if (rq.budget)
+        *budget = rq.budget->bytes;
+    if (mg_solve_from(pr, rq.solver, *budget, rq.want_min, rq.time_limit, rq.incumbent, out, d)) return MG_ERR;
+    *seconds = mg_seconds() - started;
+    if (pc->use && !pc->unwritable && out->plan && !out->note) /* (a note: as a model's plan, above) */
+        stored(pc, key, mg_solution_cache_store(pc->dir, key, out, *seconds));
     return MG_OK;
 }
 

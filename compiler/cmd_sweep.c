@@ -134,8 +134,8 @@ int mg_cmd_sweep(mg_drv_options *o)
         return 1;
     }
     const mg_drv_source *where = o->graph ? &src : &c.src;
-    mg_drv_plan_cache pc = {0}; /* (a model's plans are cached as plan's are; a --graph's are not) */
-    if (!o->graph) mg_drv_plan_cache_open(o, &pc);
+    mg_drv_plan_cache pc = {0}; /* (a model's plans are cached as plan's are, a --graph's solutions as plan --graph's) */
+    mg_drv_plan_cache_open(o, &pc);
     /* on a terminal, a line on stderr says how far the sweep is (1000 points of mlp take over a
      * minute, with nothing shown until the table); cleared before the table */
     int progress = isatty(STDERR_FILENO);
@@ -143,8 +143,12 @@ int mg_cmd_sweep(mg_drv_options *o)
     /* the ends of the curve: store-all and the minimum feasible budget (of auto) */
     int64_t all = 0, minf = 0;
     if (pr) {
-        mg_solution s;
-        if (mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, 0, &s, &d)) rc = 1;
+        mg_solution s = {0};
+        mg_solve_request rq = {.solver = MG_SOLVER_AUTO, .want_min = 1}; /* (`plan --graph FILE`'s solve) */
+        int64_t none;
+        double secs;
+        int cached;
+        if (mg_drv_solve_with_cache(&pc, pr, rq, mg_seconds(), &s, &none, &secs, &cached, &d)) rc = 1;
         all = s.store_all_bytes;
         minf = s.min_feasible_bytes;
         mg_plan_free(s.plan);
@@ -192,9 +196,15 @@ int mg_cmd_sweep(mg_drv_options *o)
                         npoints);
             mg_budget b = {0, 0, q->budget};
             if (pr) {
-                double t0 = mg_seconds();
-                mg_solution s;
-                if (mg_solve_from(pr, solvers[k], q->budget, 0, o->time_limit, prev, &s, &d)) rc = 1;
+                /* the point's solution keyed by the plan it was solved from too (mg_solve_from
+                 * returns that one where it is cheaper), so a sweep served from the cache is the
+                 * sweep solved; its seconds, from the cache, those of the solve that made it */
+                mg_solution s = {0};
+                mg_solve_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit,
+                                       .incumbent = prev};
+                int64_t at;
+                if (mg_drv_solve_with_cache(&pc, pr, rq, mg_seconds(), &s, &at, &q->seconds, &q->from_cache, &d))
+                    rc = 1;
                 else if ((q->fits = s.plan != NULL)) {
                     q->workspace = s.plan->workspace_bytes;
                     q->peak = s.plan->peak_live_bytes;
@@ -203,7 +213,6 @@ int mg_cmd_sweep(mg_drv_options *o)
                     mg_plan_free(prev);
                     prev = s.plan; /* (no plan on an error) */
                 }
-                q->seconds = mg_seconds() - t0;
             } else {
                 mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
                 if (mg_drv_plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &q->from_cache, &d)) rc = 1;

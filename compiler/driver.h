@@ -98,6 +98,13 @@ void mg_drv_plan_cache_open(const mg_drv_options *o, mg_drv_plan_cache *pc);
 mg_status mg_drv_plan_with_cache(mg_drv_plan_cache *pc, const mg_graph *g, mg_plan_request rq, int micro_batches,
                                  mg_planned *out, int *from_cache, mg_diag *d);
 
+/* plan --graph's and sweep --graph's solution of pr under rq (mg_solve_from, the budget resolved
+ * into *budget: a percentage against the store-all workspace): from the cache (*from_cache 1;
+ * *seconds those of the solve that made it) or solved and kept there (*seconds since started,
+ * the caller's start of its planning). MG_ERR: d filled. */
+mg_status mg_drv_solve_with_cache(mg_drv_plan_cache *pc, const mg_problem *pr, mg_solve_request rq, double started,
+                                  mg_solution *out, int64_t *budget, double *seconds, int *from_cache, mg_diag *d);
+
 /* The commands that live in files of their own; each returns the exit code (0 ok, 1 error, 2 usage). */
 int mg_cmd_sweep(mg_drv_options *o);         /* cmd_sweep.c */
 int mg_cmd_cache(int argc, char **argv);      /* cmd_cache.c; argv[0] is its first option */

@@ -83,8 +83,8 @@ static const char *usage_text =
     "                       1 never; gradients are bit-identical either way\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
-    "                       command but cache, which takes --cache-dir; check, arena and\n"
-    "                       --graph cache nothing)\n"
+    "                       command but cache, which takes --cache-dir; check and arena\n"
+    "                       cache nothing)\n"
     "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
     "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
@@ -500,7 +500,8 @@ static int cmd_check(mg_drv_options *o)
     return rc;
 }
 
-/* plan --graph: a benchmark graph instead of a model; one schedule, costs in the graph's units. */
+/* plan --graph: a benchmark graph instead of a model; one schedule, costs in the graph's units,
+ * cached as a model's plans are. */
 static int cmd_plan_graph(mg_drv_options *o)
 {
     mg_drv_source src;
@@ -515,35 +516,35 @@ static int cmd_plan_graph(mg_drv_options *o)
         mg_drv_print_diag(&src, &d);
         rc = 1;
     }
-    mg_solution all = {0}, sol = {0};
-    double t0 = mg_seconds();
-    if (!rc && mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &all, &d)) {
-        mg_drv_print_diag(&src, &d);
-        rc = 1;
-    }
+    mg_solution sol = {0};
     int64_t budget = INT64_MAX;
+    double secs = 0;
+    int from_cache = 0;
     if (!rc) {
-        budget = o->budget ? mg_budget_bytes(&b, all.store_all_bytes) : INT64_MAX;
-        if (mg_solve(pr, o->solver, budget, 1, o->time_limit, &sol, &d)) {
+        /* from the plan cache as a model's plan (an exact solve takes up to its time limit) */
+        mg_drv_plan_cache pc;
+        mg_drv_plan_cache_open(o, &pc);
+        mg_solve_request rq = {.solver = o->solver, .budget = o->budget ? &b : NULL, .want_min = 1,
+                               .time_limit = o->time_limit};
+        if (mg_drv_solve_with_cache(&pc, pr, rq, mg_seconds(), &sol, &budget, &secs, &from_cache, &d)) {
             mg_drv_print_diag(&src, &d);
             rc = 1;
         }
     }
-    double secs = mg_seconds() - t0;
     if (!rc && sol.note) fprintf(stderr, "%s: note: %s\n", src.path, sol.note);
     if (!rc && !sol.plan) {
-        no_plan_error(src.path, o->solver, budget, sol.min_feasible_bytes, all.store_all_bytes, 0);
+        no_plan_error(src.path, o->solver, budget, sol.min_feasible_bytes, sol.store_all_bytes, 0);
         rc = 1;
     } else if (!rc && o->format && !strcmp(o->format, "json")) {
-        char *j = mg_problem_plan_json(pr, &sol, budget, secs, mg_solver_names[o->solver]);
+        char *j = mg_problem_plan_json(pr, &sol, budget, secs, from_cache, mg_solver_names[o->solver]);
         fputs(j, stdout);
         free(j);
     } else if (!rc) {
         const mg_plan *t = sol.plan;
         int edges = pr->in_start[pr->n];
-        printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s)\n", src.path, pr->n, mg_plural(pr->n),
+        printf("graph %s: %d node%s, %d edge%s  solver %s (%s, %.3f s%s)\n", src.path, pr->n, mg_plural(pr->n),
                edges, mg_plural(edges), mg_solver_names[o->solver],
-               sol.optimal == 1 ? "optimal" : "optimality unknown", secs);
+               sol.optimal == 1 ? "optimal" : "optimality unknown", secs, from_cache ? ", from the plan cache" : "");
         if (budget != INT64_MAX)
             printf("  budget              %s (%lld %s)\n", mg_human_bytes(budget, h, sizeof h), (long long)budget,
                    mg_bytes_word(budget));
@@ -551,8 +552,8 @@ static int cmd_plan_graph(mg_drv_options *o)
                (long long)t->workspace_bytes, mg_bytes_word(t->workspace_bytes));
         printf("  peak live           %s (%lld %s)\n", mg_human_bytes(t->peak_live_bytes, h, sizeof h),
                (long long)t->peak_live_bytes, mg_bytes_word(t->peak_live_bytes));
-        printf("  store-all           %s (%lld %s)\n", mg_human_bytes(all.store_all_bytes, h, sizeof h),
-               (long long)all.store_all_bytes, mg_bytes_word(all.store_all_bytes));
+        printf("  store-all           %s (%lld %s)\n", mg_human_bytes(sol.store_all_bytes, h, sizeof h),
+               (long long)sol.store_all_bytes, mg_bytes_word(sol.store_all_bytes));
         printf("  minimum feasible    %s (%lld %s)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
                (long long)sol.min_feasible_bytes, mg_bytes_word(sol.min_feasible_bytes));
         fputs("  cost                ", stdout);
@@ -578,7 +579,6 @@ static int cmd_plan_graph(mg_drv_options *o)
                     (long long)sol.plan->workspace_bytes, mg_bytes_word(sol.plan->workspace_bytes));
         }
     }
-    mg_plan_free(all.plan);
     mg_plan_free(sol.plan);
     mg_problem_free(pr);
     free(src.text);

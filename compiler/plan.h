@@ -115,6 +115,10 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind);
 /* problem.c: an empty problem of n nodes with nedges input slots, all arrays zeroed. */
 mg_problem *mg_problem_alloc(int n, int nedges);
 void mg_problem_free(mg_problem *p);
+/* problem.c: an xxHash of everything the solvers read of p (the nodes' sizes, scratch, costs,
+ * inputs and flags, the places, the final steps, the model's hash where there is one; not the
+ * names): the plan cache's key of an imported graph (mg_solution_cache_key). */
+uint64_t mg_problem_hash(const mg_problem *p);
 /* graph_import.c: a benchmark graph (Checkmate node-link JSON or Moccasin's layered DAGs). */
 mg_status mg_problem_from_json(const char *file, const char *text, size_t len, mg_problem **out, mg_diag *d);
 
@@ -561,6 +565,27 @@ mg_status mg_plan_cache_prune(const char *dir, int64_t max_bytes, uint64_t keep,
                               mg_diag *d);
 /* Removes every entry and temporary of memgrad's; MG_ERR with d at the first it cannot. */
 mg_status mg_plan_cache_clear(const char *dir, mg_plan_cache_usage *removed, mg_diag *d);
+
+/* plan_cache.c: the solutions of imported graphs (plan --graph, sweep --graph) in the same
+ * directory, as KEY.plan entries of their own format and key (which a model's key never equals):
+ * what mg_solve_from(pr, solver, budget, want_min, time_limit, incumbent) returned. */
+typedef struct mg_solve_request {
+    mg_solver solver;
+    const mg_budget *budget;  /* bytes or a percentage of the store-all workspace; NULL: none */
+    int want_min;
+    double time_limit;        /* keyed for exact only (the others take none) */
+    const mg_plan *incumbent; /* mg_solve_from's (keyed by its content); NULL: none */
+    uint64_t build_id;        /* as mg_plan_request's */
+} mg_solve_request;
+uint64_t mg_solution_cache_key(const mg_problem *pr, const mg_solve_request *rq);
+/* 1 and *out (its plan the caller's), *seconds (of the solve that made it) for an entry whose
+ * checksum matches, whose plan the verifier accepts against pr and whose figures agree with it
+ * and with budget (resolved against the entry's store-all workspace); else 0, *out empty. */
+int mg_solution_cache_load(const char *dir, uint64_t key, const mg_problem *pr, const mg_budget *budget,
+                           mg_solution *out, double *seconds);
+/* As mg_plan_cache_store: MG_ERR (errno saying why) when it cannot be written; a solution
+ * without a plan is not stored (EINVAL). */
+mg_status mg_solution_cache_store(const char *dir, uint64_t key, const mg_solution *s, double seconds);
 
 /* How a matmul node maps onto GEMM calls: one call over M = all rows when B is a matrix and A
  * is not transposed (stacks of A rows are contiguous), else one call per batch entry. */

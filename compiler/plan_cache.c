@@ -4,7 +4,9 @@
  * plan structs) and carries its own XXH64 checksum. A loaded entry is trusted only after its
  * checksum matches and the plan verifier accepts both plans against the model at hand; a
  * corrupt, truncated or stale entry is ignored (and replaced by the next store). Entries are
- * written through a temporary file and renamed, so readers never see half an entry.
+ * written through a temporary file and renamed, so readers never see half an entry. Imported
+ * graphs' solutions (plan --graph, sweep --graph: a solve can take CBC's whole time limit) are
+ * entries too, of a format and key of their own, through the same writing and checks.
  *
  * The directory is bounded like ccache's: after each store the least recently used entries (a
  * load that serves an entry sets its time to now) are removed until the rest fit the maximum
@@ -138,6 +140,8 @@ static void put_plan(wbuf *b, const mg_plan *p)
 /* MG_ERR leaves errno saying why (plan.h's prototype is shared with tests that pass no mg_diag):
  * the driver warns with it, as a cache that cannot be written cached nothing, unsaid. The first
  * directory mkdir -p could not make is the reason, not the ENOENT of the file under it. */
+static mg_status write_entry(const char *dir, uint64_t key, wbuf *bp);
+
 mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *pl)
 {
     if (!pl->train || !pl->forward) {
@@ -156,6 +160,15 @@ mg_status mg_plan_cache_store(const char *dir, uint64_t key, const mg_planned *p
     wput(&b, &pl->flops_lower_bound, sizeof pl->flops_lower_bound);
     put_plan(&b, pl->train);
     put_plan(&b, pl->forward);
+    return write_entry(dir, key, &b);
+}
+
+/* Writes the entry b holds (its fields after the magic and key; the checksum is added here) as
+ * the entry of key in dir, and frees b's bytes. What mg_plan_cache_store returns. */
+static mg_status write_entry(const char *dir, uint64_t key, wbuf *bp)
+{
+    wbuf b = *bp;
+    *bp = (wbuf){0};
     uint64_t sum = XXH64(b.p, b.n, 0);
     wput(&b, &sum, sizeof sum);
 
@@ -218,6 +231,30 @@ static void rget(rbuf *r, void *out, size_t n)
     r->at += n;
 }
 
+/* The entry of key in dir read whole into *data (the caller frees it; NULL: there is none, or
+ * none that large: a corrupt one), r over its fields after the magic and the key, and path its
+ * name. r is bad unless the entry begins with mark, its checksum matches and it names key. */
+static void read_entry(const char *dir, uint64_t key, const char *mark, char *path, size_t cap,
+                       unsigned char **data, rbuf *r)
+{
+    *data = NULL;
+    *r = (rbuf){NULL, 0, 0, 1};
+    char *text;
+    size_t n;
+    mg_diag rd = {0};
+    if (!entry_path(dir, key, path, cap) || mg_read_file(path, (size_t)1 << 30, &text, &n, &rd)) return;
+    *data = (unsigned char *)text;
+    uint64_t sum = 0, stored_key = 0;
+    int ok = n > sizeof magic + 16 && !memcmp(text, mark, sizeof magic);
+    if (ok) {
+        memcpy(&sum, text + n - sizeof sum, sizeof sum);
+        ok = XXH64(text, n - sizeof sum, 0) == sum;
+    }
+    *r = (rbuf){*data, ok ? n - sizeof sum : 0, sizeof magic, !ok};
+    rget(r, &stored_key, sizeof stored_key);
+    if (stored_key != key) r->bad = 1;
+}
+
 static mg_plan *get_plan(rbuf *r, const mg_graph *g)
 {
     int32_t head[4];
@@ -251,17 +288,18 @@ static mg_plan *get_plan(rbuf *r, const mg_graph *g)
     return p;
 }
 
-/* Validates the place fields a verifier indexes with before it runs. */
-static int plan_shape_ok(const mg_plan *p, const mg_graph *g)
+/* Validates the place fields a verifier indexes with before it runs (of a problem of n nodes;
+ * need_result: the plan returns a node's value, as a model's training step does). */
+static int plan_shape_ok(const mg_plan *p, int n, int need_result)
 {
     for (int s = 0; s < p->nsteps; s++) {
         const mg_step *st = &p->steps[s];
-        if ((int)st->kind < 0 || st->kind > MG_STEP_ZERO || st->node < 0 || st->node >= g->n) return 0;
+        if ((int)st->kind < 0 || st->kind > MG_STEP_ZERO || st->node < 0 || st->node >= n) return 0;
         if (st->scratch >= p->nbufs || st->scratch < -1) return 0;
     }
-    if (p->result >= g->n || (p->kind == MG_PLAN_TRAIN && p->result < 0)) return 0;
+    if (p->result >= n || (need_result && p->result < 0)) return 0;
     for (int b = 0; b < p->nbufs; b++)
-        if (p->bufs[b].node >= g->n || p->bufs[b].node < -1) return 0;
+        if (p->bufs[b].node >= n || p->bufs[b].node < -1) return 0;
     return 1;
 }
 
@@ -269,20 +307,10 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
 {
     memset(out, 0, sizeof *out);
     char path[4096];
-    if (!entry_path(dir, key, path, sizeof path)) return 0;
-    char *text;
-    size_t n;
-    mg_diag rd = {0};
-    if (mg_read_file(path, (size_t)1 << 30, &text, &n, &rd)) return 0; /* none, or none that large: a corrupt one */
-    unsigned char *data = (unsigned char *)text;
-    uint64_t sum = 0, stored_key = 0;
-    int ok = n > sizeof magic + 16 && !memcmp(data, magic, sizeof magic);
-    if (ok) {
-        memcpy(&sum, data + n - sizeof sum, sizeof sum);
-        ok = XXH64(data, n - sizeof sum, 0) == sum;
-    }
-    rbuf r = {data, ok ? n - sizeof sum : 0, sizeof magic, !ok};
-    rget(&r, &stored_key, sizeof stored_key);
+    unsigned char *data;
+    rbuf r;
+    read_entry(dir, key, magic, path, sizeof path, &data, &r);
+    if (!data) return 0;
     int64_t fig[4];
     rget(&r, fig, sizeof fig);
     int32_t opt[6];
@@ -303,8 +331,9 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     g = mg_planned_graph(out, g);
     out->train = get_plan(&r, g);
     out->forward = get_plan(&r, g);
-    ok = !r.bad && r.at == r.n && stored_key == key && out->train && out->forward && plan_shape_ok(out->train, g) &&
-         plan_shape_ok(out->forward, g);
+    int ok = !r.bad && r.at == r.n && out->train && out->forward &&
+             plan_shape_ok(out->train, g->n, out->train->kind == MG_PLAN_TRAIN) &&
+             plan_shape_ok(out->forward, g->n, out->forward->kind == MG_PLAN_TRAIN);
     free(data);
     if (ok) {
         out->workspace_bytes = fig[0];
@@ -332,6 +361,125 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
         memset(out, 0, sizeof *out);
     }
     return ok;
+}
+
+/* Entries of imported graphs' solutions (plan --graph, sweep --graph): a format of their own
+ * under a mark of their own, which the directory's listing and bound take as memgrad's ("MGPLAN"). */
+static const char solution_magic[8] = {'M', 'G', 'P', 'L', 'A', 'N', 'G', '1'};
+
+/* A hash of p's content (its steps, buffers and figures), field by field where a struct has
+ * padding: the incumbent a sweep's point was solved from is part of the point's key. */
+static uint64_t plan_hash(const mg_plan *p)
+{
+    XXH64_state_t *st = XXH64_createState();
+    if (!st) abort();
+    XXH64_reset(st, 0);
+    int64_t head[6] = {(int64_t)p->kind, p->nsteps, p->nbufs, p->result, p->workspace_bytes, p->peak_live_bytes};
+    XXH64_update(st, head, sizeof head);
+    double fl[2] = {p->flops_once, p->flops_executed};
+    XXH64_update(st, fl, sizeof fl);
+    XXH64_update(st, &p->result_at, sizeof p->result_at);
+    XXH64_update(st, p->steps, (size_t)p->nsteps * sizeof *p->steps); /* (no padding: problem.c) */
+    for (int b = 0; b < p->nbufs; b++) {
+        const mg_buffer *bf = &p->bufs[b];
+        int64_t f[5] = {bf->bytes, bf->first, bf->last, bf->offset, bf->node};
+        XXH64_update(st, f, sizeof f);
+    }
+    uint64_t h = XXH64_digest(st);
+    XXH64_freeState(st);
+    return h;
+}
+
+uint64_t mg_solution_cache_key(const mg_problem *pr, const mg_solve_request *rq)
+{
+    XXH64_state_t *st = XXH64_createState();
+    if (!st) abort();
+    XXH64_reset(st, 0x736f6c7574696f6eULL); /* (not the model key's seed; and the tag below) */
+    const mg_budget *b = rq->budget;
+    uint64_t parts[] = {0x67726170682d736fULL, mg_problem_hash(pr), (uint64_t)pr->n, (uint64_t)rq->solver,
+                        (uint64_t)rq->want_min, (uint64_t)(b ? 1 + b->is_percent : 0), (uint64_t)(b ? b->bytes : 0),
+                        rq->incumbent ? plan_hash(rq->incumbent) : 0, sizeof(mg_step), sizeof(mg_buffer),
+                        sizeof(mg_plan), sizeof(mg_solution)};
+    XXH64_update(st, parts, sizeof parts);
+    double pct = b ? b->percent : 0, limit = rq->solver == MG_SOLVER_EXACT ? rq->time_limit : 0;
+    XXH64_update(st, &pct, sizeof pct);
+    XXH64_update(st, &limit, sizeof limit);
+    XXH64_update(st, solution_magic, sizeof solution_magic); /* (the layout of what is stored) */
+    XXH64_update(st, MG_VERSION, strlen(MG_VERSION));
+    XXH64_update(st, &rq->build_id, sizeof rq->build_id);
+    uint64_t h = XXH64_digest(st);
+    XXH64_freeState(st);
+    return h;
+}
+
+mg_status mg_solution_cache_store(const char *dir, uint64_t key, const mg_solution *s, double seconds)
+{
+    if (!s->plan) {
+        errno = EINVAL;
+        return MG_ERR;
+    }
+    wbuf b = {0};
+    wput(&b, solution_magic, sizeof solution_magic);
+    wput(&b, &key, sizeof key);
+    int64_t fig[2] = {s->store_all_bytes, s->min_feasible_bytes};
+    wput(&b, fig, sizeof fig);
+    int32_t opt[2] = {s->optimal, s->optimal_in_class};
+    wput(&b, opt, sizeof opt);
+    double fl[2] = {s->lower_bound, seconds};
+    wput(&b, fl, sizeof fl);
+    put_plan(&b, s->plan);
+    return write_entry(dir, key, &b);
+}
+
+int mg_solution_cache_load(const char *dir, uint64_t key, const mg_problem *pr, const mg_budget *budget,
+                           mg_solution *out, double *seconds)
+{
+    *out = (mg_solution){.min_feasible_bytes = -1, .optimal = -1, .lower_bound = -1};
+    *seconds = 0;
+    char path[4096];
+    unsigned char *data;
+    rbuf r;
+    read_entry(dir, key, solution_magic, path, sizeof path, &data, &r);
+    if (!data) return 0;
+    int64_t fig[2];
+    rget(&r, fig, sizeof fig);
+    int32_t opt[2];
+    rget(&r, opt, sizeof opt);
+    double fl[2];
+    rget(&r, fl, sizeof fl);
+    mg_plan *p = get_plan(&r, pr->g);
+    int ok = !r.bad && r.at == r.n && p && plan_shape_ok(p, pr->n, 0) && p->result == pr->result && p->kind == pr->kind;
+    free(data);
+    /* the figures too, as a model's, as mg_solve leaves them: the store-all workspace resolves a
+     * percentage (and must stay where that cannot overflow) and is no less than the minimum;
+     * every op once is what the problem's targets cost (the report's overhead is from it); the
+     * bound starts there and is at most what the plan executes, which it is when optimality was
+     * proven for every plan */
+    if (ok) {
+        double once = 0;
+        for (int v = 0; v < pr->n; v++)
+            if (pr->target[v]) once += pr->cost[v]; /* (mg_pb_init's sum, in its order) */
+        ok = fig[0] >= 0 && fig[0] <= (int64_t)1 << 62 && (fig[0] > 0 || p->workspace_bytes == 0) && fig[1] >= -1 &&
+             fig[1] <= fig[0] && opt[0] >= -1 && opt[0] <= 1 && (opt[1] == 0 || opt[1] == 1) &&
+             p->flops_once == once && fl[0] >= once && fl[0] <= p->flops_executed &&
+             (opt[0] != 1 || opt[1] || fl[0] == p->flops_executed) && fl[1] >= 0 && fl[1] <= 1e9;
+    }
+    mg_diag d = {0};
+    ok = ok && p->workspace_bytes <= (budget ? mg_budget_bytes(budget, fig[0]) : INT64_MAX) &&
+         mg_plan_verify(p, pr, &d) == MG_OK;
+    if (!ok) {
+        mg_plan_free(p);
+        return 0;
+    }
+    utimensat(AT_FDCWD, path, NULL, 0); /* (the most recently used now, as a model's entry) */
+    out->plan = p;
+    out->store_all_bytes = fig[0];
+    out->min_feasible_bytes = fig[1];
+    out->optimal = opt[0];
+    out->optimal_in_class = opt[1];
+    out->lower_bound = fl[0];
+    *seconds = fl[1];
+    return 1;
 }
 
 /* 1 when name is one of memgrad's cache files: an entry (16 hex digits, ".plan") or, with tmp

@@ -3,10 +3,12 @@
  * recomputed (forward values only: every backward op runs exactly once), and which values the
  * caller's memory holds. Parameter gradients are written straight into the grads blob and
  * forward outputs straight into the caller's output buffers, with an explicit copy (or zero
- * fill) after the last op where that is not possible. */
+ * fill) after the last op where that is not possible. A problem's hash (what the solvers read of
+ * it) keys the plan cache's entries of imported graphs, which have no model to hash. */
 #include "plan.h"
 
 #include <stdlib.h>
+#include <xxhash.h>
 
 static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
 
@@ -52,6 +54,37 @@ void mg_problem_free(mg_problem *p)
         for (int i = 0; i < p->n; i++) free(p->names[i]);
     free(p->names);
     free(p);
+}
+
+/* Steps are hashed as they lie in memory: every field is written (mg_pb_compute, the problems'
+ * final copies) and the struct has no padding to hold stray bytes. */
+_Static_assert(sizeof(mg_step) == 2 * sizeof(int) + (MG_MAX_INPUTS + 1) * sizeof(mg_place) + 2 * sizeof(int),
+               "mg_step has padding: hash it field by field");
+_Static_assert(sizeof(mg_place) == 2 * sizeof(int) + sizeof(int64_t), "mg_place has padding");
+
+uint64_t mg_problem_hash(const mg_problem *pr)
+{
+    XXH64_state_t *st = XXH64_createState();
+    if (!st) abort();
+    XXH64_reset(st, 0x70726f626c656d31ULL);
+    int n = pr->n;
+    int64_t head[6] = {n, pr->nfwd, pr->result, pr->nfinal, (int64_t)pr->kind, pr->in_start[n]};
+    XXH64_update(st, head, sizeof head);
+    uint64_t model = pr->g ? mg_graph_hash(pr->g) : 0; /* (imported graphs have none) */
+    XXH64_update(st, &model, sizeof model);
+    XXH64_update(st, pr->in_start, ((size_t)n + 1) * sizeof *pr->in_start);
+    XXH64_update(st, pr->in, (size_t)pr->in_start[n] * sizeof *pr->in);
+    XXH64_update(st, pr->bytes, (size_t)n * sizeof *pr->bytes);
+    XXH64_update(st, pr->scratch, (size_t)n * sizeof *pr->scratch);
+    XXH64_update(st, pr->cost, (size_t)n * sizeof *pr->cost);
+    XXH64_update(st, pr->target, (size_t)n);
+    XXH64_update(st, pr->evictable, (size_t)n);
+    XXH64_update(st, pr->keep_to_end, (size_t)n);
+    XXH64_update(st, pr->home, (size_t)n * sizeof *pr->home);
+    XXH64_update(st, pr->final, (size_t)pr->nfinal * sizeof *pr->final);
+    uint64_t h = XXH64_digest(st);
+    XXH64_freeState(st);
+    return h;
 }
 
 static int64_t align_up(int64_t x) { return (x + MG_ALIGN - 1) / MG_ALIGN * MG_ALIGN; }

@@ -74,9 +74,10 @@ const char *mg_report_tensor_name(const mg_graph *g, int node, char *buf, size_t
 
 /* report_json.c: the whole plan as JSON (docs/plan-json.md), malloc'd. */
 char *mg_plan_json(const mg_report_figures *f);
-/* report_json.c: the plan of an imported graph (one schedule, named "train") as JSON. */
+/* report_json.c: the plan of an imported graph (one schedule, named "train") as JSON; from_cache:
+ * it was read from the plan cache (seconds are then those of the solve that made it). */
 char *mg_problem_plan_json(const mg_problem *pr, const mg_solution *sol, int64_t budget, double seconds,
-                           const char *solver);
+                           int from_cache, const char *solver);
 
 /* report_text.c: the report for a terminal: summary, one row per tensor, a memory strip
  * `width` columns wide. exact_bytes: byte counts instead of human units. */

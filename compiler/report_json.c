@@ -198,14 +198,15 @@ char *mg_plan_json(const mg_report_figures *f)
 }
 
 char *mg_problem_plan_json(const mg_problem *pr, const mg_solution *sol, int64_t budget, double seconds,
-                           const char *solver)
+                           int from_cache, const char *solver)
 {
     sbuf b = {0};
     const mg_plan *t = sol->plan;
     double fo = t->flops_once, fe = t->flops_executed;
     put(&b, "{\n  \"format\": \"memgrad-plan\", \"version\": 1, \"graph\": true,\n");
-    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f,\n", solver,
-        sol->optimal == 1 ? "true" : sol->optimal == 0 ? "false" : "\"unknown\"", seconds);
+    put(&b, "  \"solver\": \"%s\", \"optimal\": %s, \"solve_seconds\": %.6f, \"from_cache\": %s,\n", solver,
+        sol->optimal == 1 ? "true" : sol->optimal == 0 ? "false" : "\"unknown\"", seconds,
+        from_cache ? "true" : "false");
     if (budget == INT64_MAX) put(&b, "  \"budget_bytes\": null,");
     else put(&b, "  \"budget_bytes\": %lld,", (long long)budget);
     put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld,\n", (long long)t->workspace_bytes,

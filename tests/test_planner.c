@@ -1382,6 +1382,156 @@ START_TEST(test_plan_cache)
 }
 END_TEST
 
+/* flips the byte at offset at of the file path */
+static void flip_byte(const char *path, long at)
+{
+    FILE *f = fopen(path, "r+b");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, at, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ 0x40, f);
+    fclose(f);
+}
+
+/* plan --graph and sweep --graph use the plan cache as plans of models do: a second run under the
+ * same options is served from it with the same figures and says so; another budget or solver is
+ * not; a corrupt entry, or one made up with a right checksum, is ignored; --no-cache skips it. On
+ * vgg16 (45 nodes; exact proves its optimum at 90% in 0.4 s), so it stays fast under ASan. */
+START_TEST(test_graph_plan_cache)
+{
+    char *dir = tu_tmpdir(), *out, cdir[4300], entry[4400] = "";
+    snprintf(cdir, sizeof cdir, "%s/c", dir);
+    const char *g = example("bench/data/checkmate/vgg16.json");
+    static const char *const runs[] = {"--budget 90%%", "--budget 90%% --solver exact --time-limit 60",
+                                       "--budget 13153337344B"};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "plan --graph '%%s' %s --cache-dir '%%s'", runs[i]);
+        ck_assert_int_eq(tu_memgrad(&out, cmd, g, cdir), 0);
+        ck_assert_msg(!strstr(out, "from the plan cache"), "%s: served before it was planned:\n%s", runs[i], out);
+        char *first = out;
+        ck_assert_int_eq(tu_memgrad(&out, cmd, g, cdir), 0);
+        ck_assert_msg(strstr(out, "from the plan cache"), "%s: planned again:\n%s", runs[i], out);
+        /* the same figures (the solve time line aside: its seconds are the first run's) */
+        ck_assert_msg(!strcmp(strchr(first, '\n'), strchr(out, '\n')), "%s: cached plan differs:\n%s\n%s", runs[i],
+                      first, out);
+        ck_assert_msg(!strncmp(first, out, strcspn(first, ")")), "%s: not the first run's seconds:\n%s\n%s", runs[i],
+                      first, out);
+        free(first);
+        free(out);
+    }
+    /* another budget or solver is not served the entry */
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 95%% --cache-dir '%s'", g, cdir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "another budget served:\n%s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --solver sqrt --cache-dir '%s'", g, cdir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "another solver served:\n%s", out);
+    free(out);
+    /* JSON says it, and --no-cache neither reads nor writes */
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --cache-dir '%s' --format json", g, cdir), 0);
+    ck_assert_msg(strstr(out, "\"from_cache\": true"), "%.400s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --no-cache --format json", g), 0);
+    ck_assert_msg(strstr(out, "\"from_cache\": false"), "%.400s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 91%% --no-cache --cache-dir '%s' && "
+                                      "'%s' plan --graph '%s' --budget 91%% --cache-dir '%s'",
+                                g, cdir, MG_MEMGRAD, g, cdir),
+                     0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "--no-cache wrote an entry:\n%s", out);
+    free(out);
+
+    /* the entry of plan --graph --budget 90%, as memgrad keys it */
+    mg_problem *pr = tu_load_graph("checkmate/vgg16.json");
+    mg_budget b90 = {1, 90, 0};
+    mg_solve_request rq = {.solver = MG_SOLVER_AUTO, .budget = &b90, .want_min = 1, .time_limit = 60,
+                           .build_id = mg_plan_cache_build_id(MG_MEMGRAD)};
+    uint64_t key = mg_solution_cache_key(pr, &rq);
+    snprintf(entry, sizeof entry, "%s/%016llx.plan", cdir, (unsigned long long)key);
+    mg_solution s, back;
+    double secs;
+    ck_assert_msg(mg_solution_cache_load(cdir, key, pr, &b90, &s, &secs) == 1, "memgrad's entry does not load");
+    ck_assert(s.plan && secs >= 0);
+    /* a flipped byte: the checksum fails, the entry is ignored and the next run replaces it */
+    flip_byte(entry, 100);
+    ck_assert_msg(mg_solution_cache_load(cdir, key, pr, &b90, &back, &secs) == 0, "a corrupt entry loaded");
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --cache-dir '%s'", g, cdir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "corrupt entry used:\n%s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --cache-dir '%s'", g, cdir), 0);
+    ck_assert_msg(strstr(out, "from the plan cache"), "the corrupt entry was not replaced:\n%s", out);
+    free(out);
+    /* made-up figures or plans with a right checksum: not loaded either */
+    struct {
+        const char *what;
+        int64_t *i64;
+        int64_t i64_to;
+        double *dbl;
+        double dbl_to;
+    } lies[] = {
+        {"a store-all workspace of 0", &s.store_all_bytes, 0, NULL, 0},
+        {"a store-all workspace that puts 90% under the plan", &s.store_all_bytes, s.plan->workspace_bytes, NULL, 0},
+        {"a store-all workspace past 2^62", &s.store_all_bytes, INT64_MAX, NULL, 0},
+        {"a bound above what the plan executes", NULL, 0, &s.lower_bound, s.plan->flops_executed + 1},
+        {"a bound that is NaN", NULL, 0, &s.lower_bound, NAN},
+        {"a bound below every op once", NULL, 0, &s.lower_bound, s.plan->flops_once - 1},
+        {"a minimum above the store-all workspace", &s.min_feasible_bytes, s.store_all_bytes + 64, NULL, 0},
+        {"every op once cheaper than it is", NULL, 0, &s.plan->flops_once, s.plan->flops_once - 1},
+        {"a buffer of 2^63 - 1 bytes", &s.plan->bufs[0].bytes, INT64_MAX, NULL, 0},
+        {"a buffer moved onto another", &s.plan->bufs[1].offset, s.plan->bufs[0].offset, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        int64_t was_i = lies[i].i64 ? *lies[i].i64 : 0;
+        double was_d = lies[i].dbl ? *lies[i].dbl : 0;
+        if (lies[i].i64) *lies[i].i64 = lies[i].i64_to;
+        if (lies[i].dbl) *lies[i].dbl = lies[i].dbl_to;
+        ck_assert(mg_solution_cache_store(cdir, key, &s, secs) == MG_OK);
+        ck_assert_msg(mg_solution_cache_load(cdir, key, pr, &b90, &back, &secs) == 0, "an entry with %s was loaded",
+                      lies[i].what);
+        if (lies[i].i64) *lies[i].i64 = was_i;
+        if (lies[i].dbl) *lies[i].dbl = was_d;
+    }
+    /* (and the true one loads again: the lies were what was refused) */
+    ck_assert(mg_solution_cache_store(cdir, key, &s, secs) == MG_OK);
+    ck_assert_msg(mg_solution_cache_load(cdir, key, pr, &b90, &back, &secs) == 1, "the true entry does not load");
+    mg_plan_free(back.plan);
+    mg_plan_free(s.plan);
+    mg_problem_free(pr);
+
+    /* sweep --graph: every point of a second run from the cache, the same table */
+    ck_assert_int_eq(tu_memgrad(&out, "sweep --graph '%s' --points 3 --cache-dir '%s'", g, cdir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache"), "%s", out);
+    char *first = out;
+    ck_assert_int_eq(tu_memgrad(&out, "sweep --graph '%s' --points 3 --cache-dir '%s'", g, cdir), 0);
+    ck_assert_msg(strstr(out, "(3 of 3 points from the plan cache"), "%s", out);
+    ck_assert_msg(!strncmp(first, out, strlen(first)), "the cached sweep differs:\n%s\n%s", first, out);
+    free(first);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "sweep --graph '%s' --points 3 --cache-dir '%s' --format json", g, cdir), 0);
+    ck_assert_msg(strstr(out, "\"from_cache\": true") && !strstr(out, "\"from_cache\": false"), "%s", out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "sweep --graph '%s' --points 3 --no-cache --format json", g), 0);
+    ck_assert_msg(!strstr(out, "\"from_cache\": true"), "%s", out);
+    free(out);
+    /* memgrad cache counts the graphs' entries, and --clear removes them */
+    ck_assert_int_eq(tu_memgrad(&out, "cache --cache-dir '%s' && ls '%s' | wc -l", cdir, cdir), 0);
+    long long listed = -1, files = -1;
+    const char *at = strstr(out, "entries");
+    ck_assert_msg(at && sscanf(at, "entries %lld", &listed) == 1, "%s", out);
+    const char *last = strrchr(out, '\n');
+    while (last > out && last[-1] != '\n') last--; /* (the line ls | wc printed: the last) */
+    ck_assert(last && sscanf(last, "%lld", &files) == 1);
+    ck_assert_msg(listed == files && listed >= 8, "cache lists %lld of %lld entries:\n%s", listed, files, out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "cache --cache-dir '%s' --clear && ls '%s' | wc -l", cdir, cdir), 0);
+    ck_assert_msg(strstr(out, "removed") && out[strlen(out) - 2] == '0', "%s", out);
+    free(out);
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* compile emits the plan plan reports, without the cache too: unet_small at 2,941,320 bytes, 2% above
  * its minimum, where the minimum search finds a plan cheaper than the solve at the budget; compile
  * did not search the minimum and emitted 2,917,056 workspace bytes where plan reported 2,883,648. */
@@ -1705,6 +1855,12 @@ static Suite *planner_suite(void)
     tcase_add_test(c, test_polish_edits_the_schedule);
     tcase_add_test(c, test_polish_far_above_the_bound);
     suite_add_tcase(s, c);
+    /* plan --graph and sweep --graph through the plan cache: a few seconds, in test_planner's own
+     * ctest entry (CK_RUN_CASE=graph_cache runs it alone) */
+    TCase *gc = tcase_create("graph_cache");
+    tcase_set_timeout(gc, 300);
+    tcase_add_test(gc, test_graph_plan_cache);
+    suite_add_tcase(s, gc);
     /* the large models, one tag each (ctest: test_planner_models, _unet, _transformer) */
     TCase *m = tcase_create("models");
     tcase_set_tags(m, "models");
