@@ -13,14 +13,12 @@
  * a step run more freely, so the part's problem without it is a relaxation. The parts' steps
  * are disjoint, so the whole schedule recomputes at least the sum over the parts of what their
  * own bounds prove. Parts with the same problem (all but the first and last, typically) are
- * bounded once: an xxHash of the part's problem. Nothing in it depends on what the parts are:
+ * bounded once (mg_problem_hash). Nothing in it depends on what the parts are:
  * it holds for any labelling of the nodes (tests/test_optimal.c checks it so against the
  * brute force). */
 #include "plan.h"
 
 #include <stdlib.h>
-#include <string.h>
-#include <xxhash.h>
 
 /* Part c's problem (the nodes labelled c + 1): NULL when it has none. */
 static mg_problem *part_problem(const mg_problem *pr, int c, int *map)
@@ -57,27 +55,6 @@ static mg_problem *part_problem(const mg_problem *pr, int c, int *map)
     return q;
 }
 
-static uint64_t problem_hash(const mg_problem *q)
-{
-    XXH64_state_t *st = XXH64_createState();
-    if (!st) abort();
-    XXH64_reset(st, 0);
-    int head[3] = {q->n, q->nfwd, q->result};
-    XXH64_update(st, head, sizeof head);
-    XXH64_update(st, q->in_start, ((size_t)q->n + 1) * sizeof *q->in_start);
-    XXH64_update(st, q->in, (size_t)q->in_start[q->n] * sizeof *q->in);
-    XXH64_update(st, q->bytes, (size_t)q->n * sizeof *q->bytes);
-    XXH64_update(st, q->scratch, (size_t)q->n * sizeof *q->scratch);
-    XXH64_update(st, q->cost, (size_t)q->n * sizeof *q->cost);
-    XXH64_update(st, q->target, (size_t)q->n);
-    XXH64_update(st, q->evictable, (size_t)q->n);
-    XXH64_update(st, q->keep_to_end, (size_t)q->n);
-    for (int v = 0; v < q->n; v++) XXH64_update(st, &q->home[v].mem, sizeof q->home[v].mem);
-    uint64_t h = XXH64_digest(st);
-    XXH64_freeState(st);
-    return h;
-}
-
 double mg_parts_bound(const mg_problem *pr, int64_t budget)
 {
     if (budget == INT64_MAX || !pr->part) return 0;
@@ -94,7 +71,7 @@ double mg_parts_bound(const mg_problem *pr, int64_t budget)
     for (int c = 0; c < parts; c++) {
         mg_problem *q = part_problem(pr, c, map);
         if (!q) continue;
-        uint64_t h = problem_hash(q);
+        uint64_t h = mg_problem_hash(q);
         int k = 0;
         while (k < nseen && seen[k] != h) k++;
         if (k == nseen) {
