@@ -938,6 +938,9 @@ static mg_status parse_primary(parser *p, ev *out)
             if (mg_ops[i].callable && !strcmp(mg_ops[i].name, name)) op = i;
         if (op < 0) {
             char list[512];
+            if (lookup(p, name) || find_const(p, name)) /* (it listed every function) */
+                return mg_diag_set(p->d, loc, "'%s' is a %s, not a function", name,
+                                   lookup(p, name) ? "tensor" : "constant");
             const char *best = NULL;
             int bestd = 3;
             for (int i = 0; i < MG_OP_COUNT; i++)

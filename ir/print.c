@@ -106,9 +106,12 @@ char *mg_graph_print(const mg_graph *g)
     for (int i = 0; i < g->noutputs; i++)
         sb_printf(&b, "output %s = %%%d\n", g->outputs[i].name, g->outputs[i].node);
     if (g->loss >= 0) sb_printf(&b, "minimize %%%d\n", g->loss);
-    if (g->param_grads)
-        for (int i = 0; i < g->nparams; i++)
+    for (int i = 0; g->param_grads && i < g->nparams; i++) {
+        if (g->param_grads[i] < 0) /* (the loss does not read it: it printed "= %-1") */
+            sb_printf(&b, "grad %s = zeros\n", g->nodes[g->params[i]].name);
+        else
             sb_printf(&b, "grad %s = %%%d\n", g->nodes[g->params[i]].name, g->param_grads[i]);
+    }
     if (!b.s) sb_printf(&b, "%s", "");
     return b.s;
 }

@@ -682,6 +682,12 @@ START_TEST(test_check_print_ir)
     ck_assert_msg(strstr(out, "%11 = cross_entropy") && strstr(out, "# backward\n%12 = "), "%s", out);
     ck_assert_msg(strstr(out, "grad w1 = %") && strstr(out, "grad b2 = %"), "%s", out);
     free(out);
+    /* a param the loss does not read has a zero gradient: it printed "grad v = %-1" */
+    const char *z = write_model("unused.mg", "model a\ninput x: f32[4]\nparam w: f32[4] = ones\n"
+                                             "param v: f32[4] = ones\nl = sum(x * w)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "check '%s' --print-joint", z), 0);
+    ck_assert_msg(strstr(out, "grad v = zeros\n") && !strstr(out, "%-1"), "%s", out);
+    free(out);
 }
 END_TEST
 

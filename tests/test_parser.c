@@ -87,6 +87,7 @@ static const err_case errors[] = {
      NULL, 0},
     {"repeat count 0", HDR "repeat 0 {\n}\n", 5, 8, "expected a repeat count (a positive integer), got '0'",
      NULL, 0},
+    {"a tensor called as a function", HDR "h = relu(x)\nz = h(x)\n", 6, 5, "'h' is a tensor, not a function", NULL, 0},
     {"repeat count 0 - 2", HDR "repeat 0 - 2 {\n}\n", 5, 8, "expected a repeat count (a positive integer), got -2",
      NULL, 0},
     /* a bracket left open in a block joined the rest of the block into one line: the error was
