@@ -167,10 +167,16 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(argv[i], "--seed") && seed_value(argv[i + 1], &seed))
             i++;
         else {
-            static const char *const valued[] = {"--epochs", "--lr", "--optimizer", "--schedule", "--seed"};
-            for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-                if (i + 1 < argc && !strcmp(argv[i], valued[k]))
-                    fprintf(stderr, "train: bad value '%s' for %s\n", argv[i + 1], argv[i]);
+            static const char *const valued[] = {"--epochs", "--lr", "--optimizer", "--schedule", "--seed",
+                                                 "--data", "--save"};
+            size_t k = 0;
+            while (k < sizeof valued / sizeof valued[0] && strcmp(argv[i], valued[k])) k++;
+            if (k == sizeof valued / sizeof valued[0]) /* (only the usage line was printed) */
+                fprintf(stderr, "train: unknown option '%s'\n", argv[i]);
+            else if (i + 1 == argc)
+                fprintf(stderr, "train: %s needs a value\n", argv[i]);
+            else
+                fprintf(stderr, "train: bad value '%s' for %s\n", argv[i + 1], argv[i]);
             fprintf(stderr, "usage: %s [--epochs N (1 or more)] [--optimizer adam|sgd] [--lr X (positive)] "
                             "[--schedule cosine|constant] [--data DIR] [--save FILE] [--seed S]\n", argv[0]);
             return 2;
