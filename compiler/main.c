@@ -708,29 +708,30 @@ static int cmd_compile(mg_drv_options *o)
     if (!rc && o->name) c.g->model_name = mg_graph_intern(c.g, o->name);
     if (!rc) rc = run_planner(o, &c, MG_MIN_AS_PLANNED);
     if (!rc && o->verify) rc = verify_again(&c);
-    /* Every output goes to a temporary file first; all are put in place only when all are
-     * written, so a failure leaves the user's old files as they were and no partial set behind. */
-    if (!rc) rc = mg_out_begin(outs, 3);
+    mg_emitted e = {0};
+    char *h = NULL;
     if (!rc) {
         mg_diag d = {0};
         mg_target t = {o->triple, o->cpu, NULL, o->opt_level, o->no_fuse};
-        mg_emitted e;
         if (mg_emit_object(&c.prog, &t, o->emit_llvm != NULL, &e, &d)) {
             mg_drv_print_diag(&c.src, &d);
             rc = 1;
-        } else {
-            rc = mg_drv_write_file(o->out, outs[0].tmp, e.obj, e.obj_len);
-            if (!rc && o->emit_llvm) rc = mg_drv_write_file(o->emit_llvm, outs[2].tmp, e.ll, e.ll_len);
-            mg_emitted_free(&e);
         }
     }
-    if (!rc && o->header) {
-        char *h = mg_header_text(&c.prog, o->out, o->header);
-        rc = mg_drv_write_file(o->header, outs[1].tmp, h, strlen(h));
-        free(h);
-    }
+    if (!rc && o->header) h = mg_header_text(&c.prog, o->out, o->header);
+    /* Every output goes to a temporary file first; all are put in place only when all are
+     * written, so a failure leaves the user's old files as they were and no partial set behind.
+     * The temporary files are made once everything is in memory: made before the code
+     * generation (a minute for a model of 5,000 params at -O3), an interrupted compile left them
+     * behind, empty (review). */
+    if (!rc) rc = mg_out_begin(outs, 3);
+    if (!rc) rc = mg_drv_write_file(o->out, outs[0].tmp, e.obj, e.obj_len);
+    if (!rc && o->emit_llvm) rc = mg_drv_write_file(o->emit_llvm, outs[2].tmp, e.ll, e.ll_len);
+    if (!rc && o->header) rc = mg_drv_write_file(o->header, outs[1].tmp, h, strlen(h));
     if (!rc) rc = mg_out_commit(outs, 3);
     mg_out_end(outs, 3);
+    free(h);
+    mg_emitted_free(&e);
     mg_drv_compiled_free(&c);
     return rc;
 }

@@ -2633,6 +2633,25 @@ START_TEST(test_closed_pipe_keeps_the_report_files)
 }
 END_TEST
 
+/* A compile stopped by a signal while it generates code leaves no temporary files: they were made
+ * before the code generation and left behind, empty, one set a run (r.o.tmp.PID.0, r.h.tmp...;
+ * review). A model of 6,000 params takes a few seconds to generate code for; stopped after 1 s.
+ * (Where it is done sooner, nothing is left either.) */
+START_TEST(test_stopped_compile_leaves_no_temporaries)
+{
+    write_model("many.mg", "model m\ninput x: f32[3]\nh = x\nrepeat 6000 {\n  param b: f32[3] = zeros\n"
+                           "  h = h + b\n}\nl = sum(h * h)\nminimize l\n");
+    char cmd[9000], *out;
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && ('%s' compile many.mg -o r.o --header r.h --emit-llvm r.ll --no-cache & p=$!; sleep 1; "
+             "kill -TERM $p; wait $p; true) && ls",
+             dir, MG_MEMGRAD);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    ck_assert_msg(!strstr(out, ".tmp."), "a stopped compile left:\n%s", out);
+    free(out);
+}
+END_TEST
+
 /* Was a bug: the outputs were put in place in the order given, so with the standard output full
  * `compile m.mg -o new.o --header -` exited 1 and left new.o in place without its header, and
  * `-o old.o` replaced old.o; `plan --svg new.svg --trace -` left new.svg. What is written into
@@ -3927,6 +3946,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_stdout_write_error);
         tcase_add_test(b, test_closed_pipe_leaves_no_temporaries);
         tcase_add_test(b, test_closed_pipe_keeps_the_report_files);
+        tcase_add_test(b, test_stopped_compile_leaves_no_temporaries);
         tcase_add_test(b, test_full_stdout_leaves_the_files_as_they_were);
         tcase_add_test(b, test_outputs_to_fifos_and_symlinks);
         tcase_add_test(b, test_unwritable_output_found_before_planning);
