@@ -357,8 +357,9 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
 
 /* check and compile: a warning at each param the minimized loss does not depend on (declared
  * and never used, or used only by outputs): its gradient is zero at every step, which a model
- * author meant rarely, like a C compiler's unused variable. The model is still valid. */
-static void warn_unused_params(const mg_drv_compiled *c)
+ * author meant rarely, like a C compiler's unused variable; and at each input nothing reads.
+ * The model is still valid. */
+static void warn_unused(const mg_drv_compiled *c)
 {
     const mg_graph *g = c->g;
     if (g->loss < 0) return;
@@ -374,6 +375,19 @@ static void warn_unused_params(const mg_drv_compiled *c)
         mg_diag d = {.loc = p->loc};
         snprintf(d.msg, sizeof d.msg, "the loss does not depend on param '%s': its gradient is zero at every step",
                  p->name ? p->name : "?");
+        mg_drv_print_diag_as(&c->src, &d, "warning");
+    }
+    /* and an input neither the loss nor an output reads (it said nothing; review) */
+    for (int i = 0; i < g->noutputs; i++) used[g->outputs[i].node] = 1;
+    for (int v = g->nforward - 1; v >= 0; v--)
+        if (used[v])
+            for (int k = 0; k < g->nodes[v].ninputs; k++) used[g->nodes[v].in[k]] = 1;
+    for (int i = 0; i < g->ninputs; i++) {
+        const mg_node *x = &g->nodes[g->inputs[i]];
+        if (used[g->inputs[i]]) continue;
+        mg_diag d = {.loc = x->loc};
+        snprintf(d.msg, sizeof d.msg, "neither the loss nor an output reads input '%s': the step ignores it",
+                 x->name ? x->name : "?");
         mg_drv_print_diag_as(&c->src, &d, "warning");
     }
     free(used);
@@ -470,7 +484,7 @@ static int cmd_check(mg_drv_options *o)
 {
     mg_drv_compiled c;
     int rc = mg_drv_run_frontend(o->model, &c, 0);
-    if (!rc) warn_unused_params(&c);
+    if (!rc) warn_unused(&c);
     if (!rc && (o->print_ir || o->print_joint)) {
         int saved = c.g->n;
         if (o->print_ir) c.g->n = c.g->nforward; /* the forward graph is a prefix of the joint one */
@@ -701,7 +715,7 @@ static int cmd_compile(mg_drv_options *o)
     if (target_rc) return target_rc;
     mg_drv_compiled c;
     rc = mg_drv_run_frontend(o->model, &c, 1);
-    if (!rc) warn_unused_params(&c);
+    if (!rc) warn_unused(&c);
     /* --name renames the model before planning, so that a micro-batched graph made from it (and
      * so the object's symbols and the header) take the new name; the structural hash, and so the
      * plan cache's key, leave the name out */

@@ -3351,6 +3351,14 @@ START_TEST(test_unused_param_warns)
     ck_assert_msg(rc == 0 && strstr(out, "warning: the loss does not depend on param 'v'") && exists(path("u.o")),
                   "compile exited %d:\n%s", rc, out);
     free(out);
+    /* an input neither the loss nor an output reads: the same (it said nothing; review) */
+    const char *in = write_model("ui.mg", "model u\ninput x: f32[2, 2]\ninput z: f32[2, 2]\ninput o: f32[2]\n"
+                                          "param w: f32[2, 2] = he\nloss = sum(x @ w)\nq = o * 2\noutput q\nminimize loss\n");
+    rc = mg(&out, "check '%s'", in);
+    ck_assert_msg(rc == 0 && strstr(out, "ui.mg:3:7: warning: neither the loss nor an output reads input 'z': the step "
+                                         "ignores it\n") && !strstr(out, "input 'x'") && !strstr(out, "input 'o'"),
+                  "check exited %d:\n%s", rc, out);
+    free(out);
     /* the examples use every param */
     rc = mg(&out, "check '%s/examples/mlp.mg'", MG_SOURCE_DIR);
     ck_assert_msg(rc == 0 && !strstr(out, "warning"), "check mlp exited %d:\n%s", rc, out);
