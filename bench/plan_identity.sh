@@ -3,7 +3,7 @@
 # A refactor or a speed-up of a pass should not move any plan; this plans a fixed set of 41
 # (Checkmate graphs at 90/60/40%, resnet50 at its minimum and at 4.4 GB, layered DAGs at 0.8 of
 # their peak, and every example at 75/33/25% and with no budget) and prints one line per plan:
-# its name and the MD5 of its JSON with solve_seconds left out.
+# its name and the MD5 of its JSON with solve_seconds and from_cache left out.
 #   bash bench/plan_identity.sh BIN > before.txt; ...; bash bench/plan_identity.sh BIN > after.txt
 #   diff before.txt after.txt    # nothing: the same plans
 # Takes about 40 s. BENCHMARKS (default bench/data) holds the public graphs.
@@ -18,7 +18,7 @@ one() { # name, then memgrad plan's arguments; a refused budget: the MD5 of the 
     local out rc=0
     out=$("$bin" plan "$@" --format json --no-cache 2>&1) || rc=$?
     if [ $rc -eq 0 ]; then
-        out=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("solve_seconds",None); print(json.dumps(d,sort_keys=True))')
+        out=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("solve_seconds",None); d.pop("from_cache",None); print(json.dumps(d,sort_keys=True))')
     fi
     echo "$name rc=$rc $(printf '%s' "$out" | md5sum | cut -d' ' -f1)"
 }
