@@ -6,16 +6,16 @@
  * Yet each part alone is a deep chain planned in a few of its activations.
  *
  * The argument: take any schedule of the whole step within the budget and keep only the steps
- * of part c's values (mg_problem.part, from mg_node.micro_batch). What part c holds at a step is at most what the
- * whole holds, so those steps are a schedule of part c's own problem within the budget — its
- * values, its ops in the same order, with the values of other parts and of no part (slices'
- * sources, weights, the partial sums of earlier parts) taken as given: such an input only lets
- * a step run more freely, so the part's problem without it is a relaxation. The parts' steps
- * are disjoint, so the whole schedule recomputes at least the sum over the parts of what their
- * own bounds prove. Parts with the same problem (all but the first and last, typically) are
- * bounded once (mg_problem_hash). Nothing in it depends on what the parts are:
- * it holds for any labelling of the nodes (tests/test_optimal.c checks it so against the
- * brute force). */
+ * of part c's values (mg_problem.part, from mg_node.micro_batch). What part c holds at a step is
+ * at most what the whole holds, so those steps are a schedule of part c's own problem within the
+ * budget — its values, its ops in the same order, with the values of other parts and of no part
+ * (slices' sources, weights, the partial sums of earlier parts) taken as given: such an input
+ * only lets a step run more freely, so the part's problem without it is a relaxation. The
+ * parts' steps are disjoint, so the whole schedule recomputes at least the sum over the parts of
+ * what their own bounds prove. Parts with the same problem (all but the first and last,
+ * typically) are bounded once (mg_problem_hash). Nothing in it depends on what the parts are:
+ * it holds for any labelling of the nodes (tests/test_optimal.c checks it so against the brute
+ * force). */
 #include "plan.h"
 
 #include <stdlib.h>

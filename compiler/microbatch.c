@@ -578,7 +578,8 @@ static int chunk(mb_build *b, int c, int u, mg_phase ph)
     s.iattr[3] = 1;
     s.fattr = s.fattr2 = 0;
     s.index = -1;
-    return b->sl[c * n + u] = of_part(b, add_like(b, &s, MG_OP_SLICE, 1, &src, 0, chunk_name(t, c, nm, sizeof nm), ph), c);
+    int id = add_like(b, &s, MG_OP_SLICE, 1, &src, 0, chunk_name(t, c, nm, sizeof nm), ph);
+    return b->sl[c * n + u] = of_part(b, id, c);
 }
 
 /* Copy of node v of g for micro-batch c (R or B), or its partial sum (a reduction). */
@@ -592,7 +593,8 @@ static void emit_chunk(mb_build *b, int c, int v, mg_phase ph)
         in[k] = m->bat[(size_t)v * MG_MAX_INPUTS + k] ? chunk(b, c, t->in[k], ph) : whole(b, t->in[k]);
     char nm[300];
     if (!m->acc[v]) {
-        b->cl[c * g->n + v] = of_part(b, add_like(b, t, t->op, t->ninputs, in, b->part, chunk_name(t, c, nm, sizeof nm), ph), c);
+        int id = add_like(b, t, t->op, t->ninputs, in, b->part, chunk_name(t, c, nm, sizeof nm), ph);
+        b->cl[c * g->n + v] = of_part(b, id, c);
         return;
     }
     const char *name = c == b->k - 1 ? t->name : chunk_name(t, c, nm, sizeof nm);
@@ -646,8 +648,8 @@ static void emit_bn_stats(mb_build *b, int c, int v, int pass)
     s.index = -1;
     int in[2] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), b->st[v]};
     int first = pass == 0 && c == 0;
-    b->st[v] = of_part(b, add_like(b, &s, first ? MG_OP_BN_STATS : MG_OP_BN_STATS_ACC, first ? 1 : 2, in, 0, NULL, MG_PHASE_FORWARD),
-                       c);
+    int id = add_like(b, &s, first ? MG_OP_BN_STATS : MG_OP_BN_STATS_ACC, first ? 1 : 2, in, 0, NULL, MG_PHASE_FORWARD);
+    b->st[v] = of_part(b, id, c);
 }
 
 /* Part c of batch_norm v of R normalised with the batch's statistics. */

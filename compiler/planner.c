@@ -377,7 +377,8 @@ static const double NEAR_MIN = 0.05;
  * every budget there they found nothing on unet_small, mlp_deep and the transformer at 1.08 and
  * 1.10 times, nor on layered_n1000 at 0.8 of its peak (1.074 times its minimum; 2.6 -> 7.9 s of
  * CPU, 1.193 where its minimum's plan costs 1.4136). They do improve resnet18_64 at 1.07-1.10
- * times (72.64 / 69.76% -> 63.88%): the one rung that does runs there anyway (NEAR_MIN_RUNG_ONE). */
+ * times (72.64 / 69.76% -> 63.88%): the one rung that does that runs there anyway
+ * (NEAR_MIN_RUNG_ONE). */
 static const double NEAR_MIN_RUNGS_UP_TO = 0.10, NEAR_MIN_RUNGS_SAVED = 0.9;
 
 /* Near the minimum the solve's plan swings with the budget: the schedules are fitted to caps that
@@ -403,10 +404,10 @@ enum { NEAR_MIN_RUNGS_MAX = 1 + sizeof NEAR_MIN_RUNG_AT / sizeof NEAR_MIN_RUNG_A
 /* Past NEAR_MIN, where the rungs do not all run (NEAR_MIN_RUNGS_SAVED), the one at 2% above the
  * minimum does: every budget from 2% to 10% above the minimum then has its plan to choose from
  * (resnet18_64 in 16 parts: 72.64% at 1.07 times its minimum, 69.76% at 1.08 and 1.09 times,
- * against 63.88% from 1.02 to 1.06 times; now 63.88% at 1.02-1.09 times). One solve more: +0.1-0.3
- * s of CPU on mlp_deep, unet_small and the transformer at 1.06-1.10 times their minimum, 1.9 -> 2.9
- * s on layered_n1000 at 0.8 of its peak (1.073 times its minimum), none of them cheaper for it
- * (2026-12-05). The rung at 4% gave resnet18_64 nothing there. */
+ * against 63.88% from 1.02 to 1.06 times; now 63.88% at 1.02-1.09 times). One solve more:
+ * +0.1-0.3 s of CPU on mlp_deep, unet_small and the transformer at 1.06-1.10 times their
+ * minimum, 1.9 -> 2.9 s on layered_n1000 at 0.8 of its peak (1.073 times its minimum), none of
+ * them cheaper for it (2026-12-05). The rung at 4% gave resnet18_64 nothing there. */
 enum { NEAR_MIN_RUNG_ONE = 2 };
 static const double NEAR_MIN_RUNG_GAP = 0.02;
 
@@ -599,10 +600,12 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         double above = (double)(budget - hi) / (double)hi;
         int every_rung = !out->plan || above <= NEAR_MIN ||
                          (min_exec > out->plan->flops_once &&
-                          out->plan->flops_executed - out->plan->flops_once >= NEAR_MIN_RUNGS_SAVED * (min_exec - out->plan->flops_once));
+                          out->plan->flops_executed - out->plan->flops_once >=
+                              NEAR_MIN_RUNGS_SAVED * (min_exec - out->plan->flops_once));
         if (!st && found && walks && out->optimal != 1 && hi < budget && above <= NEAR_MIN_RUNGS_UP_TO &&
             (!out->plan || out->plan->flops_executed > memo.lower_bound * (1 + NEAR_MIN_RUNG_GAP)))
-            st = near_min_rungs(pr, hi, from, budget, keep, every_rung ? -1 : NEAR_MIN_RUNG_ONE, &memo, &out->plan, d);
+            st = near_min_rungs(pr, hi, from, budget, keep, every_rung ? -1 : NEAR_MIN_RUNG_ONE, &memo, &out->plan,
+                                d);
         if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && out->optimal != 1) {
             mg_plan_free(out->plan); /* (an optimal plan cannot be beaten; the test is for safety) */
             out->plan = cheap;
