@@ -359,6 +359,14 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
  * and never used, or used only by outputs): its gradient is zero at every step, which a model
  * author meant rarely, like a C compiler's unused variable; and at each input nothing reads.
  * The model is still valid. */
+static void warn_at(const mg_drv_compiled *c, int node, const char *fmt)
+{
+    const mg_node *n = &c->g->nodes[node];
+    mg_diag d = {.loc = n->loc};
+    snprintf(d.msg, sizeof d.msg, fmt, n->name ? n->name : "?");
+    mg_drv_print_diag_as(&c->src, &d, "warning");
+}
+
 static void warn_unused(const mg_drv_compiled *c)
 {
     const mg_graph *g = c->g;
@@ -366,30 +374,16 @@ static void warn_unused(const mg_drv_compiled *c)
     char *used = calloc((size_t)g->n + 1, 1);
     if (!used) abort();
     used[g->loss] = 1;
-    for (int v = g->loss; v >= 0; v--) /* inputs precede their users */
-        if (used[v])
-            for (int k = 0; k < g->nodes[v].ninputs; k++) used[g->nodes[v].in[k]] = 1;
-    for (int i = 0; i < g->nparams; i++) {
-        const mg_node *p = &g->nodes[g->params[i]];
-        if (used[g->params[i]]) continue;
-        mg_diag d = {.loc = p->loc};
-        snprintf(d.msg, sizeof d.msg, "the loss does not depend on param '%s': its gradient is zero at every step",
-                 p->name ? p->name : "?");
-        mg_drv_print_diag_as(&c->src, &d, "warning");
-    }
+    mg_graph_mark_needed(g, g->loss + 1, used);
+    for (int i = 0; i < g->nparams; i++)
+        if (!used[g->params[i]])
+            warn_at(c, g->params[i], "the loss does not depend on param '%s': its gradient is zero at every step");
     /* and an input neither the loss nor an output reads (it said nothing; review) */
     for (int i = 0; i < g->noutputs; i++) used[g->outputs[i].node] = 1;
-    for (int v = g->nforward - 1; v >= 0; v--)
-        if (used[v])
-            for (int k = 0; k < g->nodes[v].ninputs; k++) used[g->nodes[v].in[k]] = 1;
-    for (int i = 0; i < g->ninputs; i++) {
-        const mg_node *x = &g->nodes[g->inputs[i]];
-        if (used[g->inputs[i]]) continue;
-        mg_diag d = {.loc = x->loc};
-        snprintf(d.msg, sizeof d.msg, "neither the loss nor an output reads input '%s': the step ignores it",
-                 x->name ? x->name : "?");
-        mg_drv_print_diag_as(&c->src, &d, "warning");
-    }
+    mg_graph_mark_needed(g, g->nforward, used);
+    for (int i = 0; i < g->ninputs; i++)
+        if (!used[g->inputs[i]])
+            warn_at(c, g->inputs[i], "neither the loss nor an output reads input '%s': the step ignores it");
     free(used);
 }
 
