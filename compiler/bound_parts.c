@@ -20,41 +20,6 @@
 
 #include <stdlib.h>
 
-/* Part c's problem (the nodes labelled c + 1): NULL when it has none. */
-static mg_problem *part_problem(const mg_problem *pr, int c, int *map)
-{
-    int n = 0, nedges = 0, nfwd = 0;
-    for (int v = 0; v < pr->n; v++) {
-        map[v] = -1;
-        if (pr->part[v] != c + 1) continue;
-        map[v] = n++;
-        nfwd += v < pr->nfwd;
-        for (int e = pr->in_start[v]; e < pr->in_start[v + 1]; e++) nedges += map[pr->in[e]] >= 0;
-    }
-    if (n == 0) return NULL;
-    mg_problem *q = mg_problem_alloc(n, nedges);
-    int e2 = 0;
-    for (int v = 0; v < pr->n; v++) {
-        int w = map[v];
-        if (w < 0) continue;
-        q->in_start[w] = e2;
-        for (int e = pr->in_start[v]; e < pr->in_start[v + 1]; e++)
-            if (map[pr->in[e]] >= 0) q->in[e2++] = map[pr->in[e]];
-        q->bytes[w] = pr->bytes[v];
-        q->scratch[w] = pr->scratch[v];
-        q->cost[w] = pr->cost[v];
-        q->target[w] = pr->target[v];
-        q->evictable[w] = pr->evictable[v];
-        q->keep_to_end[w] = pr->keep_to_end[v];
-        q->home[w] = pr->home[v];
-    }
-    q->in_start[n] = e2;
-    q->nfwd = nfwd;
-    q->result = pr->result >= 0 ? map[pr->result] : -1;
-    q->kind = pr->kind;
-    return q;
-}
-
 double mg_parts_bound(const mg_problem *pr, int64_t budget)
 {
     if (budget == INT64_MAX || !pr->part) return 0;
@@ -69,7 +34,7 @@ double mg_parts_bound(const mg_problem *pr, int64_t budget)
     int nseen = 0;
     double sum = 0;
     for (int c = 0; c < parts; c++) {
-        mg_problem *q = part_problem(pr, c, map);
+        mg_problem *q = mg_part_problem(pr, c, map);
         if (!q) continue;
         uint64_t h = mg_problem_hash(q);
         int k = 0;

@@ -115,6 +115,10 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind);
 /* problem.c: an empty problem of n nodes with nedges input slots, all arrays zeroed. */
 mg_problem *mg_problem_alloc(int n, int nedges);
 void mg_problem_free(mg_problem *p);
+/* problem.c: part c's own problem in a step in parts (the nodes labelled c + 1 in p->part, in
+ * order; edges from other nodes dropped: their values are taken as given), and map[v] its index
+ * of each node of p (-1: not in it); NULL when the part has no nodes. */
+mg_problem *mg_part_problem(const mg_problem *pr, int c, int *map);
 /* problem.c: an xxHash of everything the solvers read of p (the nodes' sizes, scratch, costs,
  * inputs and flags, the places, the final steps, the model's hash where there is one; not the
  * names): the plan cache's key of an imported graph (mg_solution_cache_key). */
@@ -378,6 +382,18 @@ double mg_cut_bound(const mg_problem *prob, int64_t budget);
  * within budget: the sum over its parts (prob->part) of what each part's own problem must
  * recompute (0 for a step not in parts). It holds for any labelling of the nodes. */
 double mg_parts_bound(const mg_problem *prob, int64_t budget);
+/* sched_parts.c: a schedule of a step in parts within budget, part by part: each part's backward
+ * block replaced by the plan `solve` gives for the part's own problem under the budget less what
+ * the step holds across the block (solve: MG_OK with *out NULL when it has none). Placed, not
+ * verified; *out NULL where it does not apply (not in parts, the blocks not contiguous) or
+ * found nothing within budget. */
+typedef mg_status (*mg_part_solver)(void *ctx, const mg_problem *q, int64_t cap, mg_plan **out, mg_diag *d);
+mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver solve, void *ctx, mg_plan **out,
+                            mg_diag *d);
+/* planner.c: mg_parts_schedule's solver of a part's own problem under cap, as auto uses it:
+ * store-all where it fits, else auto's solve at cap (placed, not verified: a part's problem
+ * has no graph of its own), its walks stopping at the part's own lower bound. ctx unused. */
+mg_status mg_solve_part(void *ctx, const mg_problem *q, int64_t cap, mg_plan **out, mg_diag *d);
 /* bound_cut.c: mg_cut_bound over more candidate steps, and its best sum's windows linked by
  * what each keeps live at its start (iters subgradient steps): the larger. Costlier (resnet50
  * at its minimum: ~0.45 s with 100), so only solve_exact.c's relaxed bound runs it. */

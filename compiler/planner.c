@@ -13,8 +13,9 @@
  *              bound, a local search over the eviction score weights of the cheapest variants
  *              (sched_improve.c). All are scheduled first (cheap); only the cheapest are
  *              placed, each fitted to the budget by lowering the scheduler's cap below its peak
- *              by whatever the arena added on top of the live bytes; and, where the problem
- *              is small enough, the exact search over (stage, resident set) (sched_search.c),
+ *              by whatever the arena added on top of the live bytes; for a step in parts, the
+ *              plan part by part (sched_parts.c); and, where the problem is small enough, the
+ *              exact search over (stage, resident set) (sched_search.c),
  *              whose plan is optimal. Never worse than sqrt or store-all where they fit.
  *   exact      store-all when it fits; otherwise Checkmate's MILP (solve_exact.c) within the
  *              time limit, started from auto's plan: the better of the two is returned, and it
@@ -228,6 +229,9 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     if (!st && solver == MG_SOLVER_AUTO) { /* the chain DP: optimal checkpointing where the graph is a chain */
         if ((st = mg_sv_chain_fit(pr, budget, &memo->s, *out, 1, &p, d)) == MG_OK) mg_sv_keep_better(out, p);
     }
+    if (!st && solver == MG_SOLVER_AUTO && pr->part) { /* a step in parts, part by part (sched_parts.c) */
+        if ((st = mg_parts_schedule(pr, budget, mg_solve_part, NULL, &p, d)) == MG_OK) mg_sv_keep_better(out, p);
+    }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
         if (!(st = mg_sv_fit(pr, NULL, budget, &memo->s, NULL, 1, NULL, NULL, &p, &at_budget, d))) {
@@ -240,6 +244,29 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         mg_plan_free(*out);
         *out = NULL;
     }
+    return st;
+}
+
+mg_status mg_solve_part(void *ctx, const mg_problem *q, int64_t cap, mg_plan **out, mg_diag *d)
+{
+    (void)ctx;
+    *out = NULL;
+    mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
+    mg_plan *sa = NULL;
+    if (mg_sv_build(q, &all, &sa, d)) return MG_ERR;
+    if (sa->workspace_bytes <= cap) {
+        *out = sa;
+        return MG_OK;
+    }
+    double forced = mg_step_bound(q, cap), cut = mg_cut_bound(q, cap);
+    solve_memo memo = {.s = {.infeasible_cap = -1, .store_all = sa->workspace_bytes},
+                       .lower_bound = sa->flops_once + (cut > forced ? cut : forced)};
+    char *keep = sqrt_checkpoints(q);
+    int optimal = 0;
+    mg_status st = solve_at(q, MG_SOLVER_AUTO, cap, keep, &memo, NULL, out, &optimal, d);
+    mg_chain_free(memo.s.chain);
+    mg_plan_free(sa);
+    free(keep);
     return st;
 }
 
