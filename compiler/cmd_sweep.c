@@ -181,7 +181,10 @@ int mg_cmd_sweep(mg_drv_options *o)
         if (!npoints || b != budgets[npoints - 1]) budgets[npoints++] = b;
     }
     sweep_point *pts = calloc((size_t)o->points * 3, sizeof *pts), *pt = pts;
-    if (!pts) abort();
+    /* each point's note (CBC stopped at --time-limit or failed, exact fell back to auto's plan),
+     * said as `plan` says it: a point planned with one had nothing to tell it from the others */
+    const char **notes = calloc((size_t)o->points * 3, sizeof *notes);
+    if (!pts || !notes) abort();
     for (int k = 0; k < ncurves; k++) {
         /* each point's plan passes on to the next, which takes it where it is cheaper (a benchmark
          * graph's through mg_solve_from; a model's program, whose part count may differ, whole,
@@ -205,7 +208,9 @@ int mg_cmd_sweep(mg_drv_options *o)
                 int64_t at;
                 if (mg_drv_solve_with_cache(&pc, pr, rq, mg_seconds(), &s, &at, &q->seconds, &q->from_cache, &d))
                     rc = 1;
-                else if ((q->fits = s.plan != NULL)) {
+                else
+                    notes[k * o->points + i] = s.note;
+                if (!rc && (q->fits = s.plan != NULL)) {
                     q->workspace = s.plan->workspace_bytes;
                     q->peak = s.plan->peak_live_bytes;
                     q->once = s.plan->flops_once;
@@ -219,6 +224,7 @@ int mg_cmd_sweep(mg_drv_options *o)
                 /* its planning's seconds, as `plan` reports them (from the cache: those of the
                  * planning that made it), whichever plan the point keeps */
                 q->seconds = c.plan.solve_seconds;
+                if (!rc) notes[k * o->points + i] = c.plan.note;
                 if (rc)
                     mg_planned_free(&c.plan);
                 else if (prevp.train && (!c.plan.train || overhead_below(prevp.train, c.plan.train)))
@@ -242,6 +248,11 @@ int mg_cmd_sweep(mg_drv_options *o)
     }
     if (progress) fprintf(stderr, "\r\033[K"); /* (the line cleared: the cursor back at its start) */
     const char *what = pr ? src.path : c.g->model_name;
+    for (int k = 0; k < ncurves; k++)
+        for (int i = 0; i < npoints; i++)
+            if (notes[k * o->points + i])
+                fprintf(stderr, "%s: note: %s at budget %lld %s: %s\n", where->path, mg_solver_names[solvers[k]],
+                        (long long)budgets[i], mg_bytes_word(budgets[i]), notes[k * o->points + i]);
     if (rc) mg_drv_print_diag(where, &d);
     /* the --svg file before the table: `sweep --svg s.svg | head` ends by SIGPIPE in the table
      * and left no s.svg (as `plan`'s reports) */
@@ -262,6 +273,7 @@ int mg_cmd_sweep(mg_drv_options *o)
     if (!rc && !o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
     if (!rc) rc = svg_rc;
     free(pts);
+    free(notes);
     free(budgets);
     mg_problem_free(pr);
     free(src.text);
