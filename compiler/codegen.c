@@ -461,9 +461,15 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         int axis = s0->rank - 1 - n->iattr[0];
         int64_t C = s0->dim[axis], inner = 1;
         for (int i = axis + 1; i < s0->rank; i++) inner *= s0->dim[i];
-        LLVMValueRef a[7] = {ci64(c, mg_shape_numel(s0) / (C * inner)), ci64(c, C), ci64(c, inner), x, y, z, out};
-        if (n->op == MG_OP_CROSS_ENTROPY) a[5] = out;
-        call(c, n->op == MG_OP_CROSS_ENTROPY ? "mgk_xent" : "mgk_xent_grad", dt, a, n->op == MG_OP_CROSS_ENTROPY ? 6 : 7);
+        int64_t outer = mg_shape_numel(s0) / (C * inner);
+        if (n->op == MG_OP_CROSS_ENTROPY) {
+            LLVMValueRef a[6] = {ci64(c, outer), ci64(c, C), ci64(c, inner), x, y, out};
+            call(c, "mgk_xent", dt, a, 6);
+        } else { /* (iattr[1]: the whole batch's positions, where x is one part of it) */
+            LLVMValueRef a[8] = {ci64(c, outer), ci64(c, C), ci64(c, inner), ci64(c, n->iattr[1] ? n->iattr[1] : outer * inner),
+                                 x, y, z, out};
+            call(c, "mgk_xent_grad", dt, a, 8);
+        }
         return;
     }
     case MG_OP_CONCAT:

@@ -19,7 +19,10 @@
  * 4 of a 16-wide tile), and allowing them made resnet18_64's plans 2-3x slower to find for no
  * lower minimum (5.38 MiB when at least 16 columns were kept, 5.31 with any cut, 5.25 as is).
  * The block B: backward ops of the same per-sample kind that read a value of R or B (dy @ w^T
- * among them), and the parameter-gradient reductions over the batch that read them (sum_to,
+ * among them; xent_grad, whose parts divide by the whole batch's positions, iattr[1]: it was
+ * computed whole, and the whole batch's logit gradient held across every part's block, 10 KiB
+ * of mlp_deep's, where a part has room for 4 activations of 32 KiB near its minimum), and the
+ * parameter-gradient reductions over the batch that read them (sum_to,
  * conv2d_grad_weight, x^T @ dy: a GEMM whose K is the batch);
  * then, back from B, the per-sample backward ops that only B reads (unet_small: the input
  * gradient of the 1x1 output convolution, which reads xent_grad's whole result; computed whole
@@ -114,6 +117,12 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
     case MG_OP_SOFTMAX_GRAD:
     case MG_OP_LOG_SOFTMAX_GRAD:
         if (o->rank - 1 - n->iattr[0] == 0) return 0;
+        break;
+    case MG_OP_XENT_GRAD: /* each position's gradient reads its logits and label, and the loss's
+                           * gradient over the whole batch's positions (emit_chunk sets them) */
+        if (o->rank - 1 - n->iattr[0] == 0 || mg_shape_numel(o) / o->dim[o->rank - 1 - n->iattr[0]] > INT32_MAX)
+            return 0;
+        batched[2] = 0;
         break;
     case MG_OP_CONCAT:
     case MG_OP_SLICE:
@@ -593,7 +602,10 @@ static void emit_chunk(mb_build *b, int c, int v, mg_phase ph)
         in[k] = m->bat[(size_t)v * MG_MAX_INPUTS + k] ? chunk(b, c, t->in[k], ph) : whole(b, t->in[k]);
     char nm[300];
     if (!m->acc[v]) {
-        int id = add_like(b, t, t->op, t->ninputs, in, b->part, chunk_name(t, c, nm, sizeof nm), ph);
+        mg_node s = *t;
+        if (t->op == MG_OP_XENT_GRAD && !s.iattr[1]) /* the mean stays over the whole batch */
+            s.iattr[1] = (int)(mg_shape_numel(&t->type.shape) / t->type.shape.dim[t->type.shape.rank - 1 - t->iattr[0]]);
+        int id = add_like(b, &s, t->op, t->ninputs, in, b->part, chunk_name(t, c, nm, sizeof nm), ph);
         b->cl[c * g->n + v] = of_part(b, id, c);
         return;
     }

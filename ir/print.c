@@ -70,6 +70,7 @@ char *mg_graph_print(const mg_graph *g)
         if ((n->op == MG_OP_SOFTMAX || n->op == MG_OP_LOG_SOFTMAX || n->op == MG_OP_SOFTMAX_GRAD ||
              n->op == MG_OP_LOG_SOFTMAX_GRAD) && n->iattr[0])
             sb_printf(&b, " axis=%d", -1 - n->iattr[0]);
+        if (n->op == MG_OP_XENT_GRAD && n->iattr[1]) sb_printf(&b, " positions=%d", n->iattr[1]);
         if ((n->op == MG_OP_GELU || n->op == MG_OP_GELU_GRAD) && n->iattr[0]) sb_printf(&b, " approx=tanh");
         if (n->op == MG_OP_LAYER_NORM || n->op == MG_OP_LAYER_NORM_GRAD_INPUT || n->op == MG_OP_LAYER_NORM_GRAD_SCALE)
             sb_printf(&b, " eps=%.17g", n->fattr);

@@ -192,7 +192,6 @@ static mg_status unet_shape(const mg_node *n, const mg_type **t, mg_type *r, mg_
         /* slice: x -> part; slice_grad: dy -> x's shape (preset) */
         const mg_shape *full = n->op == MG_OP_SLICE ? xs : &n->type.shape;
         int ax = n->iattr[0], start = n->iattr[1], end = n->iattr[2], step = n->iattr[3];
-        if (n->op == MG_OP_SLICE && need_float(n, t[0], "tensor", d)) return MG_ERR;
         if (ax < 0 || ax >= full->rank)
             return mg_diag_set(d, n->loc, "slice axis %d out of range for %s", ax, mg_shape_str(full, sa, sizeof sa));
         if (start < 0 || end > full->dim[ax] || step < 1 || slice_len(start, end, step) < 1)
@@ -588,6 +587,9 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
     case MG_OP_MSE_GRAD:
         if (n->op == MG_OP_XENT_GRAD && (n->iattr[0] < 0 || n->iattr[0] >= t[0]->shape.rank))
             return mg_diag_set(d, n->loc, "'%s' class axis out of range", opname(n));
+        if (n->op == MG_OP_XENT_GRAD && n->iattr[1] != 0 &&
+            (int64_t)n->iattr[1] * t[0]->shape.dim[t[0]->shape.rank - 1 - n->iattr[0]] < mg_shape_numel(&t[0]->shape))
+            return mg_diag_set(d, n->loc, "'%s' over %d positions, fewer than its logits have", opname(n), n->iattr[1]);
         if (t[2]->shape.rank != 0)
             return mg_diag_set(d, n->loc, "'%s' needs a scalar upstream gradient", opname(n));
         r = *t[0];

@@ -107,9 +107,9 @@ START_TEST(test_rewrite_cnn)
 END_TEST
 
 /* unet_small (batch 8): the whole network is per-sample up to the cross-entropy. In 4 parts
- * every input gradient is computed per part, the one of the 1x1 output convolution too (it
- * reads xent_grad's whole gradient as slices); xent_grad and the gradient of the output bias,
- * which mix or sum the samples outside the parts, stay whole. 8 parts would cut the 2 images
+ * every input gradient is computed per part, the one of the 1x1 output convolution too, and
+ * xent_grad (each position's gradient over the whole batch's positions); the gradient of the
+ * output bias, which sums the samples outside the parts, stays whole. 8 parts would cut the 2 images
  * the bottleneck's 8x8 convolutions take per GEMM: the parts end before it. */
 START_TEST(test_rewrite_unet)
 {
@@ -128,11 +128,12 @@ START_TEST(test_rewrite_unet)
             dx++;
         }
         if (n->op == MG_OP_XENT_GRAD) {
-            ck_assert_int_eq(n->type.shape.dim[0], 8);
+            ck_assert_int_eq(n->type.shape.dim[0], 2);
+            ck_assert_int_eq(n->iattr[1], 8 * 64 * 64); /* (the positions of the whole batch) */
             xent++;
         }
     }
-    ck_assert_int_eq(xent, 1);
+    ck_assert_int_eq(xent, 4);
     ck_assert_int_eq(dx, 4 * 14); /* the 14 convolutions but the first, in each part */
     mg_graph_free(s);
     ck_assert_msg(mg_microbatch(g, 8, &s, &d) == MG_OK, "%s", d.msg);

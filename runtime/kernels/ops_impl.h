@@ -315,10 +315,12 @@ void SFX(mgk_xent)(int64_t outer, int64_t C, int64_t inner, const T *restrict x,
     out[0] = (T)(total / (double)(outer * inner));
 }
 
-void SFX(mgk_xent_grad)(int64_t outer, int64_t C, int64_t inner, const T *restrict x,
+/* count: the positions the loss is the mean over (outer * inner, or the whole batch's where x is
+ * one part of it: microbatch.c) */
+void SFX(mgk_xent_grad)(int64_t outer, int64_t C, int64_t inner, int64_t count, const T *restrict x,
                         const int32_t *restrict labels, const T *restrict dloss, T *restrict dx)
 {
-    double g = (double)dloss[0] / (double)(outer * inner);
+    double g = (double)dloss[0] / (double)count;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             const T *px = x + o * C * inner + i;
