@@ -1029,6 +1029,34 @@ START_TEST(test_nul_byte_in_model)
 }
 END_TEST
 
+/* A model saved as UTF-16 (Notepad's "Unicode", PowerShell's `>`) was "unexpected byte 0xff" at
+ * 1:1; it must say what the file is and what memgrad reads. A UTF-8 byte order mark is skipped
+ * (test_byte_order_mark). */
+START_TEST(test_utf16_model_is_named)
+{
+    static const char *const heads[] = {"\xFF\xFE", "\xFE\xFF"};
+    for (int k = 0; k < 2; k++) {
+        const char *m = path(k ? "be.mg" : "le.mg");
+        FILE *f = fopen(m, "wb");
+        ck_assert_ptr_nonnull(f);
+        fputs(heads[k], f);
+        for (const char *c = "model m\ninput x: f32[4]\n"; *c; c++) { /* each character as 2 bytes */
+            if (k) fputc(0, f);
+            fputc(*c, f);
+            if (!k) fputc(0, f);
+        }
+        ck_assert_int_eq(fclose(f), 0);
+        char *out, head[4400];
+        ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+        snprintf(head, sizeof head, "%s:1:1: error: the file is UTF-16 (byte-order mark %s at its start); memgrad "
+                 "reads UTF-8", m, k ? "FE FF" : "FF FE");
+        ck_assert_msg(strstr(out, head) == out, "expected '%s' in:\n%s", head, out);
+        ck_assert_msg(!strstr(out, "unexpected byte"), "%s", out);
+        free(out);
+    }
+}
+END_TEST
+
 /* A repeat block with 30000 iterations declares 60000 parameters: the duplicate-name check was
  * quadratic (19 s of CPU, 87 s at load, in a Release build; minutes under ASan); it must take seconds, and a
  * real duplicate is still caught. (This test case's timeout is what fails a quadratic check.) */
@@ -3902,6 +3930,7 @@ static Suite *cli_suite(void)
     tcase_add_test(d, test_diagnostic_caret_positions);
     tcase_add_test(d, test_matmul_mismatch_message);
     tcase_add_test(d, test_long_line_excerpt);
+    tcase_add_test(d, test_utf16_model_is_named);
     suite_add_tcase(s, d);
     TCase *c = tcase_create("commands");
     tcase_add_unchecked_fixture(c, root_setup, root_teardown);

@@ -49,6 +49,13 @@ static const err_case errors[] = {
     /* --- lexical --- */
     {"bad character", HDR "z = x $ w\n", 5, 7, "unexpected character '$'", NULL, 0},
     {"non-ASCII byte", HDR "z = x \xc3\xa9\n", 5, 7, "unexpected byte 0xc3", NULL, 0},
+    /* was "unexpected byte 0xff": a UTF-16 file (Windows editors' "Unicode") said nothing of what it is */
+    {"UTF-16 LE byte-order mark", "\xFF\xFE" "m", 1, 1,
+     "the file is UTF-16 (byte-order mark FF FE at its start); memgrad reads UTF-8", NULL, 0},
+    {"UTF-16 BE byte-order mark", "\xFE\xFF", 1, 1,
+     "the file is UTF-16 (byte-order mark FE FF at its start); memgrad reads UTF-8", NULL, 0},
+    {"UTF-8 byte-order mark past the start", HDR "\xEF\xBB\xBF" "model n\n", 5, 1,
+     "a UTF-8 byte-order mark (EF BB BF) here: it may only begin the file", NULL, 0},
     {"malformed number (letter)", "model m\ninput x: f32[4, 3a]\n", 2, 17, "malformed number '3a'", NULL, 0},
     {"malformed number (bare exponent)", HDR "z = x * 1e\n", 5, 9, "malformed number '1e'", NULL, 0},
     /* was a bug: CR was whitespace, so old Mac line ends made the whole file one line */
