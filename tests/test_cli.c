@@ -691,6 +691,25 @@ START_TEST(test_check_print_ir)
 }
 END_TEST
 
+/* --print-ir printed momentum=0.2 as 0.20000000000000001 (%.17g): each number in the fewest
+ * digits that read back as the same double, and 17 where that takes them (0.1 + 0.2, folded). */
+START_TEST(test_print_ir_numbers_read_back)
+{
+    const char *m = write_model("bn.mg", "model a\ninput x: f32[4, 3]\nparam s: f32[3] = normal(0.0123456789)\n"
+                                         "param t: f32[3]\nh = batch_norm(x, s, t, momentum=0.2)\n"
+                                         "d = dropout(h, p=0.3) * (0.1 + 0.2) - 0.1\nl = sum(d)\nminimize l\n");
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s' --print-ir", m), 0);
+    ck_assert_msg(strstr(out, " eps=1e-05 momentum=0.2 : f32[4,3]"), "%s", out);
+    ck_assert_msg(strstr(out, " p=0.3 seed=0 : "), "%s", out);
+    ck_assert_msg(strstr(out, "= const 0.30000000000000004 : f32[]"), "%s", out);
+    ck_assert_msg(strstr(out, "= const 0.1 : f32[]"), "%s", out);
+    ck_assert_msg(strstr(out, "param s : f32[3] = normal(0.0123456789)"), "%s", out);
+    ck_assert_msg(!strstr(out, "00000001"), "%s", out);
+    free(out);
+}
+END_TEST
+
 /* The "(N bytes)" figure on the line starting with label. */
 static long long figure(const char *out, const char *label)
 {
@@ -3938,6 +3957,7 @@ static Suite *cli_suite(void)
     tcase_set_timeout(c, 300);
     tcase_add_test(c, test_check_ok);
     tcase_add_test(c, test_check_print_ir);
+    tcase_add_test(c, test_print_ir_numbers_read_back);
     tcase_add_test(c, test_plan);
     tcase_add_test(c, test_compile_writes_object_and_header);
     tcase_add_test(c, test_compile_budget);
