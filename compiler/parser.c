@@ -493,7 +493,7 @@ static const attr_spec attrs[] = {
     /* axes count from 0 or, negative, from the end; resolved against the operand's rank */
     {MG_OP_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
     {MG_OP_LOG_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
-    {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, 0, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0, 0},
+    {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0, 0},
     {MG_OP_GELU, "approx", ATTR_INT, 0, 0, 1, 0, 0, -1, NULL, 0, 0, 0},
     {MG_OP_LAYER_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0, 0},
     {MG_OP_CROSS_ENTROPY, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
@@ -541,6 +541,7 @@ typedef struct call_attrs {
     mg_shape shape;
     int minus_one; /* index of the -1 in shape, or -1 */
     mg_loc shape_loc;
+    mg_loc dim_loc[MG_MAX_RANK]; /* where each entry of the list starts */
     double fattr;            /* the ATTR_FLOAT value (layer_norm's eps), else 1 */
     double fattr2;           /* the ATTR_FLOAT of slot 1 (batch_norm's momentum) */
     mg_loc vloc[NATTRS];     /* where each given attribute's value starts */
@@ -609,8 +610,8 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
             if (a->kind == ATTR_PERM) {
                 if (v < a->lo || v > a->hi)
-                    return mg_diag_set(p->d, dloc, "%s lists axes, numbered from 0 to at most %d, got %lld", what,
-                                       a->hi, (long long)v);
+                    return mg_diag_set(p->d, dloc, "%s lists axes, numbered from 0 to at most %d (or from the end, "
+                                       "-1 to -%d), got %lld", what, a->hi, -a->lo, (long long)v);
             } else if (v == -1) {
                 if (ca->minus_one >= 0)
                     return mg_diag_set(p->d, dloc, "%s may contain -1 (the inferred dimension) only once", what);
@@ -626,6 +627,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
                 if (numel > (double)(1LL << 40))
                     return mg_diag_set(p->d, dloc, "%s has more than 2^40 elements", what);
             }
+            ca->dim_loc[ca->shape.rank] = dloc;
             ca->shape.dim[ca->shape.rank++] = v;
             if (is_punct(peek(p), ',')) {
                 p->pos++;
@@ -1019,18 +1021,22 @@ static mg_status parse_primary(parser *p, ev *out)
             return out->node < 0 ? MG_ERR : MG_OK;
         }
         if ((mg_op)op == MG_OP_TRANSPOSE) {
-            /* perm must name every axis of the operand once */
-            char sa[128];
+            /* perm must name every axis of the operand once; a negative entry counts from the end,
+             * as every other axis attribute does (and NumPy's and PyTorch's transpose) */
+            char sa[128], as[48];
             const mg_shape *xs = &p->g->nodes[in[0]].type.shape;
             int seen[MG_MAX_RANK] = {0};
             if (ca.shape.rank != xs->rank)
                 return mg_diag_set(p->d, ca.shape_loc, "transpose perm has %d entries but the operand %s has %d axes",
                                    ca.shape.rank, mg_shape_str(xs, sa, sizeof sa), xs->rank);
             for (int i = 0; i < ca.shape.rank; i++) {
-                int ax = (int)ca.shape.dim[i];
-                if (ax >= xs->rank || seen[ax])
-                    return mg_diag_set(p->d, ca.shape_loc, "transpose perm must list each axis 0..%d once; axis %d %s",
-                                       xs->rank - 1, ax, ax >= xs->rank ? "does not exist" : "is repeated");
+                int given = (int)ca.shape.dim[i], ax = given < 0 ? given + xs->rank : given;
+                as[0] = 0;
+                if (given < 0 && ax >= 0) snprintf(as, sizeof as, " (that is, axis %d)", ax);
+                if (ax < 0 || ax >= xs->rank || seen[ax])
+                    return mg_diag_set(p->d, ca.dim_loc[i], "transpose perm must list each axis 0..%d (or -%d..-1) "
+                                       "once; axis %d%s %s", xs->rank - 1, xs->rank, given, as,
+                                       ax < 0 || ax >= xs->rank ? "does not exist" : "is repeated");
                 seen[ax] = 1;
                 ca.iattr[i] = ax;
             }

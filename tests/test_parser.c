@@ -433,12 +433,21 @@ static const err_case errors[] = {
      "'transpose' needs the attribute 'perm' (e.g. transpose(x, perm=[0, 2, 1, 3]))", NULL, 1},
     {"transpose perm too short", HDR "z = transpose(x, perm=[0])\n", 5, 23,
      "transpose perm has 1 entries but the operand [4,3] has 2 axes", NULL, 1},
-    {"transpose perm repeats an axis", HDR "z = transpose(x, perm=[1, 1])\n", 5, 23,
-     "transpose perm must list each axis 0..1 once; axis 1 is repeated", NULL, 1},
-    {"transpose perm names a missing axis", HDR "z = transpose(x, perm=[0, 2])\n", 5, 23,
-     "transpose perm must list each axis 0..1 once; axis 2 does not exist", NULL, 1},
-    {"transpose perm negative", HDR "z = transpose(x, perm=[-1, 0])\n", 5, 24,
-     "attribute 'perm' of 'transpose' lists axes, numbered from 0 to at most 7, got -1", NULL, 1},
+    /* at the entry (they were at the list's '[') */
+    {"transpose perm repeats an axis", HDR "z = transpose(x, perm=[1, 1])\n", 5, 27,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis 1 is repeated", NULL, 1},
+    {"transpose perm names a missing axis", HDR "z = transpose(x, perm=[0, 2])\n", 5, 27,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis 2 does not exist", NULL, 1},
+    /* negative entries count from the end (perm=[-1, 0] was refused) */
+    {"transpose perm negative, repeated", HDR "z = transpose(x, perm=[-1, 1])\n", 5, 28,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis 1 is repeated", NULL, 1},
+    {"transpose perm negative, repeats an earlier one", HDR "z = transpose(x, perm=[1, -1])\n", 5, 27,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis -1 (that is, axis 1) is repeated", NULL, 1},
+    {"transpose perm negative, missing", HDR "z = transpose(x, perm=[-3, 0])\n", 5, 24,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis -3 does not exist", NULL, 1},
+    {"transpose perm beyond any rank", HDR "z = transpose(x, perm=[-9, 0])\n", 5, 24,
+     "attribute 'perm' of 'transpose' lists axes, numbered from 0 to at most 7 (or from the end, -1 to -8), got -9",
+     NULL, 1},
     {"transpose perm not a list", HDR "z = transpose(x, perm=1)\n", 5, 23,
      "attribute 'perm' of 'transpose' must be a list of integers like [0, 2, 1, 3], got '1'", NULL, 1},
     {"cross_entropy sequence labels of the wrong shape", HDR "input s: f32[2, 5, 3]\ninput l: i32[2, 3]\n"
@@ -1149,6 +1158,29 @@ START_TEST(test_def_returning_a_def_call)
 }
 END_TEST
 
+/* transpose's perm counts negative entries from the end, as every other axis attribute does
+ * (and NumPy and PyTorch): perm=[-1, 0] was refused. It makes the very graph perm=[1, 0] makes. */
+START_TEST(test_transpose_negative_perm)
+{
+    const char *fmt = "model m\ninput x: f32[2, 3, 4]\nz = transpose(x, perm=%s)\nl = sum(z)\nminimize l\n";
+    const char *same[][2] = {{"[-1, 0, 1]", "[2, 0, 1]"}, {"[0, -1, -2]", "[0, 2, 1]"}, {"[-3, -2, -1]", "[0, 1, 2]"}};
+    for (int i = 0; i < 3; i++) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, fmt, same[i][0]);
+        snprintf(b, sizeof b, fmt, same[i][1]);
+        mg_graph *ga = parse_ok(a), *gb = parse_ok(b);
+        const mg_node *z = &ga->nodes[ga->nodes[ga->loss].in[0]];
+        ck_assert_int_eq(z->op, MG_OP_TRANSPOSE);
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(z->type.shape.dim[k], ga->nodes[0].type.shape.dim[gb->nodes[z - ga->nodes].iattr[k]]);
+        ck_assert_msg(mg_graph_hash(ga) == mg_graph_hash(gb), "perm=%s and perm=%s give different graphs", same[i][0],
+                      same[i][1]);
+        mg_graph_free(ga);
+        mg_graph_free(gb);
+    }
+}
+END_TEST
+
 /* Attributes are part of the structural hash. */
 START_TEST(test_attributes_change_the_hash)
 {
@@ -1221,6 +1253,7 @@ static Suite *parser_suite(void)
     tcase_add_test(p, test_positions_recorded_on_nodes);
     tcase_add_test(p, test_constants_and_attributes);
     tcase_add_test(p, test_attributes_change_the_hash);
+    tcase_add_test(p, test_transpose_negative_perm);
     tcase_add_test(p, test_def_blocks);
     tcase_add_test(p, test_def_returning_a_def_call);
     suite_add_tcase(s, p);
