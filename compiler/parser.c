@@ -351,15 +351,18 @@ static int materialize(parser *p, ev v, mg_dtype dt)
 }
 
 /* Integer expressions over literals and named constants. `what` names what is being read,
- * for messages ("a dimension", "attribute 'stride' of 'conv2d'"). Values stay within 2^53. */
+ * for messages ("a dimension", "attribute 'stride' of 'conv2d'"), and `most` the largest value
+ * it takes ("10^12"; NULL: a constant's 2^53), which the caller checks once the value is known.
+ * Values stay within 2^53; one beyond is reported with `most`, the limit that applies to what is
+ * read (a dimension of 2^60 said "at most 2^53", where dimensions end at 10^12). */
 enum { IEXPR_MAX_DEPTH = 64 };
 static const double IEXPR_LIMIT = 9007199254740992.0;
-static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth);
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, const char *most, int depth);
 
-static mg_status irange(parser *p, mg_loc loc, double v, const char *what)
+static mg_status irange(parser *p, mg_loc loc, double v, const char *what, const char *most)
 {
     if (v > IEXPR_LIMIT || v < -IEXPR_LIMIT)
-        return mg_diag_set(p->d, loc, "integer value too large in %s (at most 2^53)", what);
+        return mg_diag_set(p->d, loc, "integer value too large in %s (at most %s)", what, most ? most : "2^53");
     return MG_OK;
 }
 
@@ -378,7 +381,7 @@ static int starts_iexpr(parser *p, char end1, char end2)
 }
 
 /* ifactor = "-" ifactor | INT | CONST | "(" iexpr ")" */
-static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int depth)
+static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, const char *most, int depth)
 {
     char buf[64], name[128];
     mg_token *t = peek(p);
@@ -386,19 +389,21 @@ static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int dept
     if (depth > IEXPR_MAX_DEPTH) return mg_diag_set(p->d, loc, "integer expression nested too deeply (more than %d levels)", IEXPR_MAX_DEPTH);
     if (is_punct(t, '-')) {
         p->pos++;
-        if (parse_ifactor(p, v, what, depth + 1)) return MG_ERR;
+        if (parse_ifactor(p, v, what, most, depth + 1)) return MG_ERR;
         *v = -*v;
         return MG_OK;
     }
     if (is_punct(t, '(')) {
         p->pos++;
-        if (parse_iexpr(p, v, what, depth + 1)) return MG_ERR;
+        if (parse_iexpr(p, v, what, most, depth + 1)) return MG_ERR;
         return expect_punct(p, ')', "to close '('");
     }
     if (t->kind == MG_TOK_NUMBER) {
         if (!t->is_int)
             return mg_diag_set(p->d, loc, "expected an integer for %s, got %s", what, describe(t, buf, sizeof buf));
-        if (irange(p, loc, t->num, what)) return MG_ERR;
+        if (t->num > IEXPR_LIMIT)
+            return mg_diag_set(p->d, loc, "%.*s is too large for %s (at most %s)", t->len > 40 ? 40 : t->len, t->start,
+                               what, most ? most : "2^53");
         *v = (int64_t)t->num;
         p->pos++;
         return MG_OK;
@@ -426,20 +431,20 @@ static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int dept
 }
 
 /* iterm = ifactor { ("*" | "/") ifactor } */
-static mg_status parse_iterm(parser *p, int64_t *v, const char *what, int depth)
+static mg_status parse_iterm(parser *p, int64_t *v, const char *what, const char *most, int depth)
 {
-    if (parse_ifactor(p, v, what, depth)) return MG_ERR;
+    if (parse_ifactor(p, v, what, most, depth)) return MG_ERR;
     while (is_punct(peek(p), '*') || is_punct(peek(p), '/')) {
         char opc = peek(p)->start[0];
         mg_loc loc = here(p);
         int64_t r;
         p->pos++;
-        if (parse_ifactor(p, &r, what, depth)) return MG_ERR;
+        if (parse_ifactor(p, &r, what, most, depth)) return MG_ERR;
         if (opc == '/') {
             if (r == 0) return mg_diag_set(p->d, loc, "division by zero in %s", what);
             *v /= r;
         } else {
-            if (irange(p, loc, (double)*v * (double)r, what)) return MG_ERR;
+            if (irange(p, loc, (double)*v * (double)r, what, most)) return MG_ERR;
             *v *= r;
         }
     }
@@ -447,17 +452,17 @@ static mg_status parse_iterm(parser *p, int64_t *v, const char *what, int depth)
 }
 
 /* iexpr = iterm { ("+" | "-") iterm } */
-static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth)
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, const char *most, int depth)
 {
-    if (parse_iterm(p, v, what, depth)) return MG_ERR;
+    if (parse_iterm(p, v, what, most, depth)) return MG_ERR;
     while (is_punct(peek(p), '+') || is_punct(peek(p), '-')) {
         char opc = peek(p)->start[0];
         mg_loc loc = here(p);
         int64_t r;
         p->pos++;
-        if (parse_iterm(p, &r, what, depth)) return MG_ERR;
+        if (parse_iterm(p, &r, what, most, depth)) return MG_ERR;
         double sum = opc == '+' ? (double)*v + (double)r : (double)*v - (double)r;
-        if (irange(p, loc, sum, what)) return MG_ERR;
+        if (irange(p, loc, sum, what, most)) return MG_ERR;
         *v = opc == '+' ? *v + r : *v - r;
     }
     return MG_OK;
@@ -550,7 +555,7 @@ typedef struct call_attrs {
 /* IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]") inside the call of op */
 static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
 {
-    char name[128], buf[64], what[192], list[256];
+    char name[128], buf[64], what[192], list[256], most[16];
     const char *opn = mg_ops[op].name;
     mg_loc loc = here(p);
     if (expect_ident(p, "an attribute name", name, sizeof name)) return MG_ERR;
@@ -576,6 +581,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
     if (ca->given[k]) return mg_diag_set(p->d, loc, "attribute '%s' of '%s' given twice", name, opn);
     ca->given[k] = 1;
     snprintf(what, sizeof what, "attribute '%s' of '%s'", name, opn);
+    snprintf(most, sizeof most, "%d", a->hi);
     mg_loc vloc = here(p);
     ca->vloc[k] = vloc;
     if (a->kind == ATTR_FLOAT) {
@@ -607,7 +613,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             int64_t v;
             if (ca->shape.rank == MG_MAX_RANK)
                 return mg_diag_set(p->d, dloc, "%s has more than %d dimensions", what, MG_MAX_RANK);
-            if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+            if (parse_iexpr(p, &v, what, a->kind == ATTR_PERM ? most : "10^12", 0)) return MG_ERR;
             if (a->kind == ATTR_PERM) {
                 if (v < a->lo || v > a->hi)
                     return mg_diag_set(p->d, dloc, "%s lists axes, numbered from 0 to at most %d (or from the end, "
@@ -643,7 +649,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
     if (is_punct(peek(p), '['))
         return mg_diag_set(p->d, vloc, "%s must be an integer, got a list", what);
     int64_t v;
-    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    if (parse_iexpr(p, &v, what, most, 0)) return MG_ERR;
     if (v < a->lo) return mg_diag_set(p->d, vloc, "%s must be at least %d, got %lld", what, a->lo, (long long)v);
     if (v > a->hi) return mg_diag_set(p->d, vloc, "%s must be at most %d, got %lld", what, a->hi, (long long)v);
     ca->iattr[a->slot] = (int)v;
@@ -1224,7 +1230,7 @@ static mg_status parse_type(parser *p, mg_type *t)
             return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %s",
                                describe(tk, buf, sizeof buf));
         int64_t v;
-        if (parse_iexpr(p, &v, "a dimension", 0)) return MG_ERR;
+        if (parse_iexpr(p, &v, "a dimension", "10^12", 0)) return MG_ERR;
         if (v < 1)
             return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %lld", (long long)v);
         if (v > 1000000000000LL)
@@ -1349,7 +1355,7 @@ static mg_status parse_repeat(parser *p)
         return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %s",
                            describe(tk, buf, sizeof buf));
     int64_t cnt;
-    if (parse_iexpr(p, &cnt, "a repeat count", 0)) return MG_ERR;
+    if (parse_iexpr(p, &cnt, "a repeat count", "1000000", 0)) return MG_ERR;
     if (cnt < 1)
         return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %lld", (long long)cnt);
     if (cnt > 1000000)
@@ -1400,7 +1406,7 @@ static mg_status parse_const(parser *p)
     if (expect_punct(p, '=', "after the constant's name")) return MG_ERR;
     snprintf(what, sizeof what, "constant '%s'", name);
     int64_t v;
-    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    if (parse_iexpr(p, &v, what, NULL, 0)) return MG_ERR;
     constant *cs = realloc(p->consts, (size_t)(p->nconsts + 1) * sizeof *cs);
     if (!cs) abort();
     p->consts = cs;
