@@ -42,6 +42,7 @@
  */
 #include "frontend.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -53,10 +54,15 @@
 enum { MAX_NODES = 1 << 20, MAX_REPEAT_DEPTH = 16 };
 static const double MAX_MODEL_BYTES = 0x1p50;
 
+/* What bound a name: `NAME = expr`, a declaration, or a def block's tensor argument. */
+typedef enum { BOUND_VALUE, BOUND_INPUT, BOUND_PARAM, BOUND_ARG } bound_by;
+
 typedef struct binding {
     const char *name; /* interned in the graph */
     int node;
     mg_loc loc;       /* where it was bound */
+    bound_by by;
+    int stmt;         /* the token that starts the statement that bound it (-1: an argument) */
 } binding;
 
 typedef struct constant {
@@ -130,6 +136,7 @@ typedef struct parser {
     double bytes;      /* their sizes' sum (count_bytes) */
     mg_loc repeat_loc; /* the outermost repeat block being expanded */
     int repeat_it;     /* and its iteration */
+    int repeat_body, repeat_close; /* and its body's tokens [repeat_body, repeat_close) */
 } parser;
 
 static size_t name_hash(const char *s)
@@ -253,7 +260,7 @@ static mg_status not_const(parser *p, const char *name, mg_loc loc)
     return MG_OK;
 }
 
-static void bind(parser *p, const char *name, int node, mg_loc loc)
+static void bind(parser *p, const char *name, int node, mg_loc loc, bound_by by, int stmt)
 {
     binding *b = lookup(p, name);
     if (!b) {
@@ -268,6 +275,8 @@ static void bind(parser *p, const char *name, int node, mg_loc loc)
     }
     b->node = node;
     b->loc = loc;
+    b->by = by;
+    b->stmt = stmt;
 }
 
 /* Edit distance, for "did you mean" hints on misspelt names. */
@@ -789,6 +798,7 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     int saved_n = p->nsyms, saved_cap = p->capsyms, saved_nconsts = p->nconsts, saved_pos = p->pos;
     int saved_base = p->const_base;
     int saved_repeat = p->repeat_depth, saved_returned = p->returned;
+    int saved_body = p->repeat_body, saved_close = p->repeat_close;
     ev saved_ret = p->ret;
     char saved_suffix[sizeof p->suffix], saved_prefix[sizeof p->prefix];
     memcpy(saved_suffix, p->suffix, sizeof saved_suffix);
@@ -808,7 +818,7 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
             p->consts = cs;
             cs[p->nconsts++] = (constant){db->params[i], (int64_t)args[i].val, db->param_loc[i]};
         } else {
-            bind(p, db->params[i], args[i].node, db->param_loc[i]);
+            bind(p, db->params[i], args[i].node, db->param_loc[i], BOUND_ARG, -1);
         }
     }
     db->active = 1;
@@ -844,6 +854,8 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     p->const_base = saved_base;
     p->pos = saved_pos;
     p->repeat_depth = saved_repeat;
+    p->repeat_body = saved_body;
+    p->repeat_close = saved_close;
     p->returned = saved_returned;
     p->ret = saved_ret;
     memcpy(p->suffix, saved_suffix, sizeof saved_suffix);
@@ -1253,10 +1265,47 @@ static mg_status parse_type(parser *p, mg_type *t)
     return MG_OK;
 }
 
+/* A warning at loc, kept in the graph for the driver (once per place: a def body is parsed
+ * again at each call). */
+static void warn(parser *p, mg_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn(parser *p, mg_loc loc, const char *fmt, ...)
+{
+    mg_graph *g = p->g;
+    for (int i = 0; i < g->nwarnings; i++)
+        if (g->warnings[i].loc.line == loc.line && g->warnings[i].loc.col == loc.col) return;
+    if (g->nwarnings == MG_MAX_WARNINGS) {
+        g->warnings_dropped = 1;
+        return;
+    }
+    mg_diag *w = &g->warnings[g->nwarnings++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg, sizeof w->msg, fmt, ap);
+    va_end(ap);
+    w->loc = loc;
+}
+
+/* A declaration that takes a name in use hides what the name was bound to, with nothing said
+ * (`param h` after `h = ...`; a `param w` in a repeat body made the top-level `w` unreachable
+ * after the block): a warning that names both places. Rebinding a value with '=' says nothing,
+ * and neither does a repeated `param w` taking over the name from the same declaration in the
+ * previous iteration: a binding made in the outermost repeat body being expanded, at or after
+ * this statement, was made in an earlier iteration. */
+static void warn_hiding(parser *p, mg_op op, const char *name, mg_loc loc, int stmt)
+{
+    static const char *const what[] = {"the value", "the input", "the param", "the argument"};
+    const binding *b = lookup(p, name);
+    if (!b || (p->repeat_depth && b->stmt >= stmt && b->stmt >= p->repeat_body && b->stmt < p->repeat_close)) return;
+    warn(p, loc, "%s '%s' hides %s '%s' %s at %d:%d: from here on '%s' names this %s (rename one of them if that "
+         "is not meant)", op == MG_OP_INPUT ? "input" : "param", name, what[b->by], name,
+         b->by == BOUND_VALUE ? "bound" : b->by == BOUND_ARG ? "of the def block" : "declared", b->loc.line,
+         b->loc.col, name, op == MG_OP_INPUT ? "input" : "param");
+}
+
 static mg_status declare(parser *p, mg_op op)
 {
     char name[128], full[1024];
-    mg_loc kw = here(p);
+    int stmt = p->pos;
     p->pos++;
     mg_loc loc = here(p);
     if (expect_ident(p, op == MG_OP_INPUT ? "an input name" : "a parameter name", name, sizeof name))
@@ -1269,6 +1318,7 @@ static mg_status declare(parser *p, mg_op op)
     if (dup >= 0)
         return mg_diag_set(p->d, loc, "duplicate declaration of '%s' (first declared at line %d)", full,
                            g->nodes[dup].loc.line);
+    warn_hiding(p, op, name, loc, stmt);
     if (expect_punct(p, ':', "after the name")) return MG_ERR;
     mg_type t;
     if (parse_type(p, &t)) return MG_ERR;
@@ -1328,8 +1378,7 @@ static mg_status declare(parser *p, mg_op op)
     n->index = *count;
     (*list)[(*count)++] = id;
     index_add(&p->decls, p, node_name, id);
-    (void)kw;
-    bind(p, name, id, loc);
+    bind(p, name, id, loc, op == MG_OP_INPUT ? BOUND_INPUT : BOUND_PARAM, stmt);
     if (count_bytes(p)) return MG_ERR;
     return expect_end(p);
 }
@@ -1371,7 +1420,7 @@ static mg_status parse_repeat(parser *p)
     }
     if (close < 0) return mg_diag_set(p->d, kw, "'repeat' block is never closed with '}'");
     size_t keep = strlen(p->suffix);
-    if (!p->repeat_depth) p->repeat_loc = kw;
+    if (!p->repeat_depth) p->repeat_loc = kw, p->repeat_body = start, p->repeat_close = close;
     p->repeat_depth++;
     for (int it = 0; it < count; it++) {
         if (p->repeat_depth == 1) p->repeat_it = it;
@@ -1484,7 +1533,7 @@ static mg_status parse_stmt(parser *p)
     mg_token *t = peek(p);
     mg_graph *g = p->g;
     mg_loc loc = here(p);
-    int in_repeat = p->repeat_depth > 0;
+    int in_repeat = p->repeat_depth > 0, stmt = p->pos;
     if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
                                     is_word(t, "minimize") || is_word(t, "const")) &&
         in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
@@ -1507,7 +1556,7 @@ static mg_status parse_stmt(parser *p)
         int id = materialize(p, v, MG_F32);
         if (id < 0) return MG_ERR;
         if (!g->nodes[id].name) g->nodes[id].name = mg_graph_intern(g, name);
-        bind(p, name, id, loc);
+        bind(p, name, id, loc, BOUND_VALUE, stmt);
         return expect_end(p);
     }
     if (is_word(t, "model")) {

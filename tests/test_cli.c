@@ -710,6 +710,22 @@ START_TEST(test_print_ir_numbers_read_back)
 }
 END_TEST
 
+/* `param h` after `h = ...` replaced h with nothing said: check (and compile) warn at the
+ * declaration, naming where h was bound, and the model is still valid. */
+START_TEST(test_hiding_declaration_warns)
+{
+    const char *m = write_model("hide.mg", "model a\ninput x: f32[4, 3]\nparam w: f32[3, 3]\nh = x @ w\n"
+                                           "param h: f32[3]\nl = sum(h * h)\nminimize l\n");
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 0);
+    char want[4400];
+    snprintf(want, sizeof want, "%s:5:7: warning: param 'h' hides the value 'h' bound at 4:1: from here on 'h' names "
+             "this param (rename one of them if that is not meant)\n  param h: f32[3]\n        ^\n", m);
+    ck_assert_msg(strstr(out, want), "expected\n%s\nin:\n%s", want, out);
+    free(out);
+}
+END_TEST
+
 /* The "(N bytes)" figure on the line starting with label. */
 static long long figure(const char *out, const char *label)
 {
@@ -3958,6 +3974,7 @@ static Suite *cli_suite(void)
     tcase_add_test(c, test_check_ok);
     tcase_add_test(c, test_check_print_ir);
     tcase_add_test(c, test_print_ir_numbers_read_back);
+    tcase_add_test(c, test_hiding_declaration_warns);
     tcase_add_test(c, test_plan);
     tcase_add_test(c, test_compile_writes_object_and_header);
     tcase_add_test(c, test_compile_budget);

@@ -1194,6 +1194,46 @@ START_TEST(test_transpose_negative_perm)
 }
 END_TEST
 
+/* A declaration that takes a name in use hides what it named, which was silent: a warning in
+ * the graph (the driver prints it) at the declaration, naming the earlier place as line:col.
+ * Rebinding with '=' and a repeated param taking over its own name say nothing. */
+START_TEST(test_declaration_hiding_warns)
+{
+    static const struct {
+        const char *src;
+        int line, col;
+        const char *msg; /* NULL: no warning */
+    } cases[] = {
+        {HDR "h = x @ w\nparam h: f32[2]\nl = sum(h)\nminimize l\n", 6, 7,
+         "param 'h' hides the value 'h' bound at 5:1: from here on 'h' names this param"},
+        {HDR "h = x @ w\nrepeat 2 {\n  param w: f32[2, 2]\n  h = h @ w\n}\nl = sum(h)\nminimize l\n", 7, 9,
+         "param 'w' hides the param 'w' declared at 4:7"},
+        {HDR "x2 = x * 2\ninput x2: f32[3]\nl = sum(x2)\nminimize l\n", 6, 7,
+         "input 'x2' hides the value 'x2' bound at 5:1: from here on 'x2' names this input"},
+        {HDR "def f(a) {\n  param a: f32[2]\n  return a\n}\nl = sum(f(x) + f(x))\nminimize l\n", 6, 9,
+         "param 'a' hides the argument 'a' of the def block at 5:7"},
+        /* nothing to say */
+        {HDR "h = x @ w\nh = relu(h)\nx = x / 2\nl = sum(h) + sum(x)\nminimize l\n", 0, 0, NULL},
+        {HDR "h = x\nrepeat 3 {\n  param v: f32[3, 3]\n  repeat 2 {\n    param u: f32[3, 3]\n    h = h @ u\n  }\n"
+             "  h = h @ v\n}\nl = sum(h)\nminimize l\n", 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mg_graph *g = parse_ok(cases[i].src);
+        if (!cases[i].msg) {
+            ck_assert_msg(g->nwarnings == 0, "case %zu: warning '%s'", i, g->nwarnings ? g->warnings[0].msg : "");
+        } else {
+            ck_assert_msg(g->nwarnings == 1, "case %zu: %d warnings, expected 1", i, g->nwarnings);
+            const mg_diag *w = &g->warnings[0];
+            ck_assert_msg(w->loc.line == cases[i].line && w->loc.col == cases[i].col, "case %zu: warning at %d:%d: %s", i,
+                          w->loc.line, w->loc.col, w->msg);
+            ck_assert_msg(strstr(w->msg, cases[i].msg), "case %zu: '%s' lacks '%s'", i, w->msg, cases[i].msg);
+            ck_assert_str_eq(w->loc.file, "ok.mg");
+        }
+        mg_graph_free(g);
+    }
+}
+END_TEST
+
 /* Attributes are part of the structural hash. */
 START_TEST(test_attributes_change_the_hash)
 {
@@ -1267,6 +1307,7 @@ static Suite *parser_suite(void)
     tcase_add_test(p, test_constants_and_attributes);
     tcase_add_test(p, test_attributes_change_the_hash);
     tcase_add_test(p, test_transpose_negative_perm);
+    tcase_add_test(p, test_declaration_hiding_warns);
     tcase_add_test(p, test_def_blocks);
     tcase_add_test(p, test_def_returning_a_def_call);
     suite_add_tcase(s, p);
