@@ -3,7 +3,9 @@
  * exponent), one-character punctuation, and NEWLINE, which ends a statement. `#` starts a
  * comment to the end of the line. Inside parentheses and brackets newlines are skipped so
  * long expressions may span lines. A UTF-8 byte order mark at the very start of the file
- * (some editors write one) is skipped; columns on line 1 count from after it. */
+ * (some editors write one) is skipped; columns on line 1 count from after it. A UTF-16 byte
+ * order mark (Windows editors' "Unicode") is an error that says so at line 1 (it was
+ * "unexpected byte 0xff"), and so is a UTF-8 one further on (two files joined with cat). */
 #include "frontend.h"
 
 #include <ctype.h>
@@ -31,6 +33,9 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
     const char *p = src, *end = src + len, *bol = src;
     toks->tok = NULL;
     toks->n = 0;
+    if (len >= 2 && (!memcmp(p, "\xFF\xFE", 2) || !memcmp(p, "\xFE\xFF", 2)))
+        return mg_diag_set(d, (mg_loc){file, 1, 1}, "the file is UTF-16 (byte-order mark %s at its start); memgrad "
+                           "reads UTF-8: convert it (iconv -f UTF-16 -t UTF-8)", p[0] == '\xFF' ? "FF FE" : "FE FF");
     if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) bol = p += 3; /* a UTF-8 byte order mark */
     while (p < end) {
         mg_loc loc = {file, line, (int)(p - bol) + 1};
@@ -122,6 +127,9 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
             push(toks, &cap, tok);
             continue;
         }
+        if (end - p >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
+            return mg_diag_set(d, loc, "a UTF-8 byte-order mark (EF BB BF) here: it may only begin the file "
+                               "(were two files joined?)");
         if ((unsigned char)*p < 32 || (unsigned char)*p >= 127)
             return mg_diag_set(d, loc, "unexpected byte 0x%02x", (unsigned char)*p);
         return mg_diag_set(d, loc, "unexpected character '%c'", *p);

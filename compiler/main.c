@@ -355,10 +355,10 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
     return 0;
 }
 
-/* check and compile: a warning at each param the minimized loss does not depend on (declared
- * and never used, or used only by outputs): its gradient is zero at every step, which a model
- * author meant rarely, like a C compiler's unused variable; and at each input nothing reads.
- * The model is still valid. */
+/* check and compile: the frontend's warnings; then a warning at each param the minimized loss
+ * does not depend on (declared and never used, or used only by outputs): its gradient is zero at
+ * every step, which a model author meant rarely, like a C compiler's unused variable; and at each
+ * input nothing reads. The model is still valid. */
 static void warn_at(const mg_drv_compiled *c, int node, const char *fmt)
 {
     const mg_node *n = &c->g->nodes[node];
@@ -370,6 +370,11 @@ static void warn_at(const mg_drv_compiled *c, int node, const char *fmt)
 static void warn_unused(const mg_drv_compiled *c)
 {
     const mg_graph *g = c->g;
+    /* first the parser's own (a declaration hiding a name), in source order */
+    for (int i = 0; i < g->nwarnings; i++) mg_drv_print_diag_as(&c->src, &g->warnings[i], "warning");
+    if (g->warnings_dropped)
+        fprintf(stderr, "%s: warning: more declarations hide names; the first %d are shown\n", c->src.path,
+                MG_MAX_WARNINGS);
     if (g->loss < 0) return;
     char *used = calloc((size_t)g->n + 1, 1);
     if (!used) abort();

@@ -42,6 +42,7 @@
  */
 #include "frontend.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -53,10 +54,15 @@
 enum { MAX_NODES = 1 << 20, MAX_REPEAT_DEPTH = 16 };
 static const double MAX_MODEL_BYTES = 0x1p50;
 
+/* What bound a name: `NAME = expr`, a declaration, or a def block's tensor argument. */
+typedef enum { BOUND_VALUE, BOUND_INPUT, BOUND_PARAM, BOUND_ARG } bound_by;
+
 typedef struct binding {
     const char *name; /* interned in the graph */
     int node;
     mg_loc loc;       /* where it was bound */
+    bound_by by;
+    int stmt;         /* the token that starts the statement that bound it (-1: an argument) */
 } binding;
 
 typedef struct constant {
@@ -130,6 +136,7 @@ typedef struct parser {
     double bytes;      /* their sizes' sum (count_bytes) */
     mg_loc repeat_loc; /* the outermost repeat block being expanded */
     int repeat_it;     /* and its iteration */
+    int repeat_body, repeat_close; /* and its body's tokens [repeat_body, repeat_close) */
 } parser;
 
 static size_t name_hash(const char *s)
@@ -253,7 +260,7 @@ static mg_status not_const(parser *p, const char *name, mg_loc loc)
     return MG_OK;
 }
 
-static void bind(parser *p, const char *name, int node, mg_loc loc)
+static void bind(parser *p, const char *name, int node, mg_loc loc, bound_by by, int stmt)
 {
     binding *b = lookup(p, name);
     if (!b) {
@@ -268,6 +275,8 @@ static void bind(parser *p, const char *name, int node, mg_loc loc)
     }
     b->node = node;
     b->loc = loc;
+    b->by = by;
+    b->stmt = stmt;
 }
 
 /* Edit distance, for "did you mean" hints on misspelt names. */
@@ -351,15 +360,18 @@ static int materialize(parser *p, ev v, mg_dtype dt)
 }
 
 /* Integer expressions over literals and named constants. `what` names what is being read,
- * for messages ("a dimension", "attribute 'stride' of 'conv2d'"). Values stay within 2^53. */
+ * for messages ("a dimension", "attribute 'stride' of 'conv2d'"), and `most` the largest value
+ * it takes ("10^12"; NULL: a constant's 2^53), which the caller checks once the value is known.
+ * Values stay within 2^53; one beyond is reported with `most`, the limit that applies to what is
+ * read (a dimension of 2^60 said "at most 2^53", where dimensions end at 10^12). */
 enum { IEXPR_MAX_DEPTH = 64 };
 static const double IEXPR_LIMIT = 9007199254740992.0;
-static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth);
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, const char *most, int depth);
 
-static mg_status irange(parser *p, mg_loc loc, double v, const char *what)
+static mg_status irange(parser *p, mg_loc loc, double v, const char *what, const char *most)
 {
     if (v > IEXPR_LIMIT || v < -IEXPR_LIMIT)
-        return mg_diag_set(p->d, loc, "integer value too large in %s (at most 2^53)", what);
+        return mg_diag_set(p->d, loc, "integer value too large in %s (at most %s)", what, most ? most : "2^53");
     return MG_OK;
 }
 
@@ -378,7 +390,7 @@ static int starts_iexpr(parser *p, char end1, char end2)
 }
 
 /* ifactor = "-" ifactor | INT | CONST | "(" iexpr ")" */
-static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int depth)
+static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, const char *most, int depth)
 {
     char buf[64], name[128];
     mg_token *t = peek(p);
@@ -386,19 +398,21 @@ static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int dept
     if (depth > IEXPR_MAX_DEPTH) return mg_diag_set(p->d, loc, "integer expression nested too deeply (more than %d levels)", IEXPR_MAX_DEPTH);
     if (is_punct(t, '-')) {
         p->pos++;
-        if (parse_ifactor(p, v, what, depth + 1)) return MG_ERR;
+        if (parse_ifactor(p, v, what, most, depth + 1)) return MG_ERR;
         *v = -*v;
         return MG_OK;
     }
     if (is_punct(t, '(')) {
         p->pos++;
-        if (parse_iexpr(p, v, what, depth + 1)) return MG_ERR;
+        if (parse_iexpr(p, v, what, most, depth + 1)) return MG_ERR;
         return expect_punct(p, ')', "to close '('");
     }
     if (t->kind == MG_TOK_NUMBER) {
         if (!t->is_int)
             return mg_diag_set(p->d, loc, "expected an integer for %s, got %s", what, describe(t, buf, sizeof buf));
-        if (irange(p, loc, t->num, what)) return MG_ERR;
+        if (t->num > IEXPR_LIMIT)
+            return mg_diag_set(p->d, loc, "%.*s is too large for %s (at most %s)", t->len > 40 ? 40 : t->len, t->start,
+                               what, most ? most : "2^53");
         *v = (int64_t)t->num;
         p->pos++;
         return MG_OK;
@@ -426,20 +440,20 @@ static mg_status parse_ifactor(parser *p, int64_t *v, const char *what, int dept
 }
 
 /* iterm = ifactor { ("*" | "/") ifactor } */
-static mg_status parse_iterm(parser *p, int64_t *v, const char *what, int depth)
+static mg_status parse_iterm(parser *p, int64_t *v, const char *what, const char *most, int depth)
 {
-    if (parse_ifactor(p, v, what, depth)) return MG_ERR;
+    if (parse_ifactor(p, v, what, most, depth)) return MG_ERR;
     while (is_punct(peek(p), '*') || is_punct(peek(p), '/')) {
         char opc = peek(p)->start[0];
         mg_loc loc = here(p);
         int64_t r;
         p->pos++;
-        if (parse_ifactor(p, &r, what, depth)) return MG_ERR;
+        if (parse_ifactor(p, &r, what, most, depth)) return MG_ERR;
         if (opc == '/') {
             if (r == 0) return mg_diag_set(p->d, loc, "division by zero in %s", what);
             *v /= r;
         } else {
-            if (irange(p, loc, (double)*v * (double)r, what)) return MG_ERR;
+            if (irange(p, loc, (double)*v * (double)r, what, most)) return MG_ERR;
             *v *= r;
         }
     }
@@ -447,17 +461,17 @@ static mg_status parse_iterm(parser *p, int64_t *v, const char *what, int depth)
 }
 
 /* iexpr = iterm { ("+" | "-") iterm } */
-static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, int depth)
+static mg_status parse_iexpr(parser *p, int64_t *v, const char *what, const char *most, int depth)
 {
-    if (parse_iterm(p, v, what, depth)) return MG_ERR;
+    if (parse_iterm(p, v, what, most, depth)) return MG_ERR;
     while (is_punct(peek(p), '+') || is_punct(peek(p), '-')) {
         char opc = peek(p)->start[0];
         mg_loc loc = here(p);
         int64_t r;
         p->pos++;
-        if (parse_iterm(p, &r, what, depth)) return MG_ERR;
+        if (parse_iterm(p, &r, what, most, depth)) return MG_ERR;
         double sum = opc == '+' ? (double)*v + (double)r : (double)*v - (double)r;
-        if (irange(p, loc, sum, what)) return MG_ERR;
+        if (irange(p, loc, sum, what, most)) return MG_ERR;
         *v = opc == '+' ? *v + r : *v - r;
     }
     return MG_OK;
@@ -493,7 +507,7 @@ static const attr_spec attrs[] = {
     /* axes count from 0 or, negative, from the end; resolved against the operand's rank */
     {MG_OP_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
     {MG_OP_LOG_SOFTMAX, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
-    {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, 0, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0, 0},
+    {MG_OP_TRANSPOSE, "perm", ATTR_PERM, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 1, 0, -1, "transpose(x, perm=[0, 2, 1, 3])", 0, 0, 0},
     {MG_OP_GELU, "approx", ATTR_INT, 0, 0, 1, 0, 0, -1, NULL, 0, 0, 0},
     {MG_OP_LAYER_NORM, "eps", ATTR_FLOAT, 0, 0, 0, 0, 0, -1, NULL, 1e-5, 1.0, 0},
     {MG_OP_CROSS_ENTROPY, "axis", ATTR_INT, 0, -MG_MAX_RANK, MG_MAX_RANK - 1, 0, -1, -1, NULL, 0, 0, 0},
@@ -541,6 +555,7 @@ typedef struct call_attrs {
     mg_shape shape;
     int minus_one; /* index of the -1 in shape, or -1 */
     mg_loc shape_loc;
+    mg_loc dim_loc[MG_MAX_RANK]; /* where each entry of the list starts */
     double fattr;            /* the ATTR_FLOAT value (layer_norm's eps), else 1 */
     double fattr2;           /* the ATTR_FLOAT of slot 1 (batch_norm's momentum) */
     mg_loc vloc[NATTRS];     /* where each given attribute's value starts */
@@ -549,7 +564,7 @@ typedef struct call_attrs {
 /* IDENT "=" (iexpr | "[" iexpr { "," iexpr } "]") inside the call of op */
 static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
 {
-    char name[128], buf[64], what[192], list[256];
+    char name[128], buf[64], what[192], list[256], most[16];
     const char *opn = mg_ops[op].name;
     mg_loc loc = here(p);
     if (expect_ident(p, "an attribute name", name, sizeof name)) return MG_ERR;
@@ -575,6 +590,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
     if (ca->given[k]) return mg_diag_set(p->d, loc, "attribute '%s' of '%s' given twice", name, opn);
     ca->given[k] = 1;
     snprintf(what, sizeof what, "attribute '%s' of '%s'", name, opn);
+    snprintf(most, sizeof most, "%d", a->hi);
     mg_loc vloc = here(p);
     ca->vloc[k] = vloc;
     if (a->kind == ATTR_FLOAT) {
@@ -606,11 +622,11 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             int64_t v;
             if (ca->shape.rank == MG_MAX_RANK)
                 return mg_diag_set(p->d, dloc, "%s has more than %d dimensions", what, MG_MAX_RANK);
-            if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+            if (parse_iexpr(p, &v, what, a->kind == ATTR_PERM ? most : "10^12", 0)) return MG_ERR;
             if (a->kind == ATTR_PERM) {
                 if (v < a->lo || v > a->hi)
-                    return mg_diag_set(p->d, dloc, "%s lists axes, numbered from 0 to at most %d, got %lld", what,
-                                       a->hi, (long long)v);
+                    return mg_diag_set(p->d, dloc, "%s lists axes, numbered from 0 to at most %d (or from the end, "
+                                       "-1 to -%d), got %lld", what, a->hi, -a->lo, (long long)v);
             } else if (v == -1) {
                 if (ca->minus_one >= 0)
                     return mg_diag_set(p->d, dloc, "%s may contain -1 (the inferred dimension) only once", what);
@@ -626,6 +642,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
                 if (numel > (double)(1LL << 40))
                     return mg_diag_set(p->d, dloc, "%s has more than 2^40 elements", what);
             }
+            ca->dim_loc[ca->shape.rank] = dloc;
             ca->shape.dim[ca->shape.rank++] = v;
             if (is_punct(peek(p), ',')) {
                 p->pos++;
@@ -641,7 +658,7 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
     if (is_punct(peek(p), '['))
         return mg_diag_set(p->d, vloc, "%s must be an integer, got a list", what);
     int64_t v;
-    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    if (parse_iexpr(p, &v, what, most, 0)) return MG_ERR;
     if (v < a->lo) return mg_diag_set(p->d, vloc, "%s must be at least %d, got %lld", what, a->lo, (long long)v);
     if (v > a->hi) return mg_diag_set(p->d, vloc, "%s must be at most %d, got %lld", what, a->hi, (long long)v);
     ca->iattr[a->slot] = (int)v;
@@ -781,6 +798,7 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     int saved_n = p->nsyms, saved_cap = p->capsyms, saved_nconsts = p->nconsts, saved_pos = p->pos;
     int saved_base = p->const_base;
     int saved_repeat = p->repeat_depth, saved_returned = p->returned;
+    int saved_body = p->repeat_body, saved_close = p->repeat_close;
     ev saved_ret = p->ret;
     char saved_suffix[sizeof p->suffix], saved_prefix[sizeof p->prefix];
     memcpy(saved_suffix, p->suffix, sizeof saved_suffix);
@@ -800,7 +818,7 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
             p->consts = cs;
             cs[p->nconsts++] = (constant){db->params[i], (int64_t)args[i].val, db->param_loc[i]};
         } else {
-            bind(p, db->params[i], args[i].node, db->param_loc[i]);
+            bind(p, db->params[i], args[i].node, db->param_loc[i], BOUND_ARG, -1);
         }
     }
     db->active = 1;
@@ -836,6 +854,8 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     p->const_base = saved_base;
     p->pos = saved_pos;
     p->repeat_depth = saved_repeat;
+    p->repeat_body = saved_body;
+    p->repeat_close = saved_close;
     p->returned = saved_returned;
     p->ret = saved_ret;
     memcpy(p->suffix, saved_suffix, sizeof saved_suffix);
@@ -1019,18 +1039,22 @@ static mg_status parse_primary(parser *p, ev *out)
             return out->node < 0 ? MG_ERR : MG_OK;
         }
         if ((mg_op)op == MG_OP_TRANSPOSE) {
-            /* perm must name every axis of the operand once */
-            char sa[128];
+            /* perm must name every axis of the operand once; a negative entry counts from the end,
+             * as every other axis attribute does (and NumPy's and PyTorch's transpose) */
+            char sa[128], as[48];
             const mg_shape *xs = &p->g->nodes[in[0]].type.shape;
             int seen[MG_MAX_RANK] = {0};
             if (ca.shape.rank != xs->rank)
                 return mg_diag_set(p->d, ca.shape_loc, "transpose perm has %d entries but the operand %s has %d axes",
                                    ca.shape.rank, mg_shape_str(xs, sa, sizeof sa), xs->rank);
             for (int i = 0; i < ca.shape.rank; i++) {
-                int ax = (int)ca.shape.dim[i];
-                if (ax >= xs->rank || seen[ax])
-                    return mg_diag_set(p->d, ca.shape_loc, "transpose perm must list each axis 0..%d once; axis %d %s",
-                                       xs->rank - 1, ax, ax >= xs->rank ? "does not exist" : "is repeated");
+                int given = (int)ca.shape.dim[i], ax = given < 0 ? given + xs->rank : given;
+                as[0] = 0;
+                if (given < 0 && ax >= 0) snprintf(as, sizeof as, " (that is, axis %d)", ax);
+                if (ax < 0 || ax >= xs->rank || seen[ax])
+                    return mg_diag_set(p->d, ca.dim_loc[i], "transpose perm must list each axis 0..%d (or -%d..-1) "
+                                       "once; axis %d%s %s", xs->rank - 1, xs->rank, given, as,
+                                       ax < 0 || ax >= xs->rank ? "does not exist" : "is repeated");
                 seen[ax] = 1;
                 ca.iattr[i] = ax;
             }
@@ -1218,7 +1242,7 @@ static mg_status parse_type(parser *p, mg_type *t)
             return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %s",
                                describe(tk, buf, sizeof buf));
         int64_t v;
-        if (parse_iexpr(p, &v, "a dimension", 0)) return MG_ERR;
+        if (parse_iexpr(p, &v, "a dimension", "10^12", 0)) return MG_ERR;
         if (v < 1)
             return mg_diag_set(p->d, dloc, "expected a positive integer dimension, got %lld", (long long)v);
         if (v > 1000000000000LL)
@@ -1241,10 +1265,47 @@ static mg_status parse_type(parser *p, mg_type *t)
     return MG_OK;
 }
 
+/* A warning at loc, kept in the graph for the driver (once per place: a def body is parsed
+ * again at each call). */
+static void warn(parser *p, mg_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn(parser *p, mg_loc loc, const char *fmt, ...)
+{
+    mg_graph *g = p->g;
+    for (int i = 0; i < g->nwarnings; i++)
+        if (g->warnings[i].loc.line == loc.line && g->warnings[i].loc.col == loc.col) return;
+    if (g->nwarnings == MG_MAX_WARNINGS) {
+        g->warnings_dropped = 1;
+        return;
+    }
+    mg_diag *w = &g->warnings[g->nwarnings++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg, sizeof w->msg, fmt, ap);
+    va_end(ap);
+    w->loc = loc;
+}
+
+/* A declaration that takes a name in use hides what the name was bound to, with nothing said
+ * (`param h` after `h = ...`; a `param w` in a repeat body made the top-level `w` unreachable
+ * after the block): a warning that names both places. Rebinding a value with '=' says nothing,
+ * and neither does a repeated `param w` taking over the name from the same declaration in the
+ * previous iteration: a binding made in the outermost repeat body being expanded, at or after
+ * this statement, was made in an earlier iteration. */
+static void warn_hiding(parser *p, mg_op op, const char *name, mg_loc loc, int stmt)
+{
+    static const char *const what[] = {"the value", "the input", "the param", "the argument"};
+    const binding *b = lookup(p, name);
+    if (!b || (p->repeat_depth && b->stmt >= stmt && b->stmt >= p->repeat_body && b->stmt < p->repeat_close)) return;
+    warn(p, loc, "%s '%s' hides %s '%s' %s at %d:%d: from here on '%s' names this %s (rename one of them if that "
+         "is not meant)", op == MG_OP_INPUT ? "input" : "param", name, what[b->by], name,
+         b->by == BOUND_VALUE ? "bound" : b->by == BOUND_ARG ? "of the def block" : "declared", b->loc.line,
+         b->loc.col, name, op == MG_OP_INPUT ? "input" : "param");
+}
+
 static mg_status declare(parser *p, mg_op op)
 {
     char name[128], full[1024];
-    mg_loc kw = here(p);
+    int stmt = p->pos;
     p->pos++;
     mg_loc loc = here(p);
     if (expect_ident(p, op == MG_OP_INPUT ? "an input name" : "a parameter name", name, sizeof name))
@@ -1257,6 +1318,7 @@ static mg_status declare(parser *p, mg_op op)
     if (dup >= 0)
         return mg_diag_set(p->d, loc, "duplicate declaration of '%s' (first declared at line %d)", full,
                            g->nodes[dup].loc.line);
+    warn_hiding(p, op, name, loc, stmt);
     if (expect_punct(p, ':', "after the name")) return MG_ERR;
     mg_type t;
     if (parse_type(p, &t)) return MG_ERR;
@@ -1316,8 +1378,7 @@ static mg_status declare(parser *p, mg_op op)
     n->index = *count;
     (*list)[(*count)++] = id;
     index_add(&p->decls, p, node_name, id);
-    (void)kw;
-    bind(p, name, id, loc);
+    bind(p, name, id, loc, op == MG_OP_INPUT ? BOUND_INPUT : BOUND_PARAM, stmt);
     if (count_bytes(p)) return MG_ERR;
     return expect_end(p);
 }
@@ -1343,7 +1404,7 @@ static mg_status parse_repeat(parser *p)
         return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %s",
                            describe(tk, buf, sizeof buf));
     int64_t cnt;
-    if (parse_iexpr(p, &cnt, "a repeat count", 0)) return MG_ERR;
+    if (parse_iexpr(p, &cnt, "a repeat count", "1000000", 0)) return MG_ERR;
     if (cnt < 1)
         return mg_diag_set(p->d, cloc, "expected a repeat count (a positive integer), got %lld", (long long)cnt);
     if (cnt > 1000000)
@@ -1359,7 +1420,7 @@ static mg_status parse_repeat(parser *p)
     }
     if (close < 0) return mg_diag_set(p->d, kw, "'repeat' block is never closed with '}'");
     size_t keep = strlen(p->suffix);
-    if (!p->repeat_depth) p->repeat_loc = kw;
+    if (!p->repeat_depth) p->repeat_loc = kw, p->repeat_body = start, p->repeat_close = close;
     p->repeat_depth++;
     for (int it = 0; it < count; it++) {
         if (p->repeat_depth == 1) p->repeat_it = it;
@@ -1394,7 +1455,7 @@ static mg_status parse_const(parser *p)
     if (expect_punct(p, '=', "after the constant's name")) return MG_ERR;
     snprintf(what, sizeof what, "constant '%s'", name);
     int64_t v;
-    if (parse_iexpr(p, &v, what, 0)) return MG_ERR;
+    if (parse_iexpr(p, &v, what, NULL, 0)) return MG_ERR;
     constant *cs = realloc(p->consts, (size_t)(p->nconsts + 1) * sizeof *cs);
     if (!cs) abort();
     p->consts = cs;
@@ -1472,7 +1533,7 @@ static mg_status parse_stmt(parser *p)
     mg_token *t = peek(p);
     mg_graph *g = p->g;
     mg_loc loc = here(p);
-    int in_repeat = p->repeat_depth > 0;
+    int in_repeat = p->repeat_depth > 0, stmt = p->pos;
     if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
                                     is_word(t, "minimize") || is_word(t, "const")) &&
         in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))
@@ -1495,7 +1556,7 @@ static mg_status parse_stmt(parser *p)
         int id = materialize(p, v, MG_F32);
         if (id < 0) return MG_ERR;
         if (!g->nodes[id].name) g->nodes[id].name = mg_graph_intern(g, name);
-        bind(p, name, id, loc);
+        bind(p, name, id, loc, BOUND_VALUE, stmt);
         return expect_end(p);
     }
     if (is_word(t, "model")) {

@@ -92,6 +92,8 @@ typedef struct mg_output {
     int node;
 } mg_output;
 
+enum { MG_MAX_WARNINGS = 16 };
+
 typedef struct mg_graph {
     const char *model_name;
     mg_node *nodes;
@@ -105,6 +107,10 @@ typedef struct mg_graph {
     int *param_grads;          /* after autodiff: node id of d loss / d param[i] */
     char **strings;            /* every string the graph owns */
     int nstrings, capstrings;
+    /* the frontend's warnings, in source order, for the driver to print (the model is valid):
+     * the first MG_MAX_WARNINGS, and whether more were dropped */
+    mg_diag warnings[MG_MAX_WARNINGS];
+    int nwarnings, warnings_dropped;
 } mg_graph;
 
 mg_graph *mg_graph_new(void);

@@ -34,6 +34,15 @@ static void sb_printf(strbuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+/* v in the fewest digits that read back (strtod) as v: 0.2, not %.17g's 0.20000000000000001;
+ * 0.1 + 0.2 still as 0.30000000000000004, which is what the model computes with. */
+static const char *num(double v, char s[static 32])
+{
+    snprintf(s, 32, "%.15g", v);
+    for (int prec = 16; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, 32, "%.*g", prec, v);
+    return s;
+}
+
 static const char *init_name(mg_init i)
 {
     static const char *names[] = {"zeros", "ones", "he", "xavier", "normal", "uniform"};
@@ -43,7 +52,7 @@ static const char *init_name(mg_init i)
 char *mg_graph_print(const mg_graph *g)
 {
     strbuf b = {0};
-    char sh[160];
+    char sh[160], v1[32], v2[32];
     sb_printf(&b, "model %s  # hash 0x%016llx\n", g->model_name ? g->model_name : "?",
               (unsigned long long)mg_graph_hash(g));
     for (int i = 0; i < g->n; i++) {
@@ -51,7 +60,7 @@ char *mg_graph_print(const mg_graph *g)
         if (i == g->nforward && g->nforward < g->n) sb_printf(&b, "# backward\n");
         sb_printf(&b, "%%%d = %s", i, mg_ops[n->op].name);
         if (n->op == MG_OP_INPUT || n->op == MG_OP_PARAM) sb_printf(&b, " %s", n->name);
-        if (n->op == MG_OP_CONST) sb_printf(&b, " %.17g", n->fattr);
+        if (n->op == MG_OP_CONST) sb_printf(&b, " %s", num(n->fattr, v1));
         for (int k = 0; k < n->ninputs; k++) sb_printf(&b, "%s%%%d", k ? ", " : " ", n->in[k]);
         if ((n->op == MG_OP_MATMUL || n->op == MG_OP_MATMUL_ACC) && (n->iattr[0] || n->iattr[1]))
             sb_printf(&b, " transpose=%d,%d", n->iattr[0], n->iattr[1]);
@@ -73,11 +82,11 @@ char *mg_graph_print(const mg_graph *g)
         if (n->op == MG_OP_XENT_GRAD && n->iattr[1]) sb_printf(&b, " positions=%d", n->iattr[1]);
         if ((n->op == MG_OP_GELU || n->op == MG_OP_GELU_GRAD) && n->iattr[0]) sb_printf(&b, " approx=tanh");
         if (n->op == MG_OP_LAYER_NORM || n->op == MG_OP_LAYER_NORM_GRAD_INPUT || n->op == MG_OP_LAYER_NORM_GRAD_SCALE)
-            sb_printf(&b, " eps=%.17g", n->fattr);
-        if (n->op == MG_OP_BATCH_NORM) sb_printf(&b, " eps=%.17g momentum=%.17g", n->fattr, n->fattr2);
+            sb_printf(&b, " eps=%s", num(n->fattr, v1));
+        if (n->op == MG_OP_BATCH_NORM) sb_printf(&b, " eps=%s momentum=%s", num(n->fattr, v1), num(n->fattr2, v2));
         if (n->op == MG_OP_BATCH_NORM_GRAD_INPUT || n->op == MG_OP_BATCH_NORM_GRAD_SCALE)
-            sb_printf(&b, " eps=%.17g", n->fattr);
-        if (n->op == MG_OP_DROPOUT || n->op == MG_OP_DROPOUT_GRAD) sb_printf(&b, " p=%.17g seed=%d", n->fattr, n->iattr[0]);
+            sb_printf(&b, " eps=%s", num(n->fattr, v1));
+        if (n->op == MG_OP_DROPOUT || n->op == MG_OP_DROPOUT_GRAD) sb_printf(&b, " p=%s seed=%d", num(n->fattr, v1), n->iattr[0]);
         if (n->op == MG_OP_TRANSPOSE) {
             sb_printf(&b, " perm=[");
             for (int k = 0; k < n->type.shape.rank; k++) sb_printf(&b, "%s%d", k ? "," : "", n->iattr[k]);
@@ -93,12 +102,12 @@ char *mg_graph_print(const mg_graph *g)
         if ((n->op == MG_OP_CROSS_ENTROPY || n->op == MG_OP_XENT_GRAD) && n->iattr[0])
             sb_printf(&b, " axis=%d", -1 - n->iattr[0]);
         if (n->op == MG_OP_MSE_GRAD && n->iattr[0] < 0) sb_printf(&b, " sign=-1");
-        if (n->op == MG_OP_BROADCAST && n->fattr != 1.0) sb_printf(&b, " scale=%.17g", n->fattr);
+        if (n->op == MG_OP_BROADCAST && n->fattr != 1.0) sb_printf(&b, " scale=%s", num(n->fattr, v1));
         sb_printf(&b, " : %s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, sh, sizeof sh));
         if (n->op == MG_OP_PARAM) {
             sb_printf(&b, " = %s", init_name(n->init));
             if (n->init == MG_INIT_NORMAL || n->init == MG_INIT_UNIFORM)
-                sb_printf(&b, "(%g)", n->init_arg);
+                sb_printf(&b, "(%s)", num(n->init_arg, v1));
         }
         if (n->name && n->op != MG_OP_INPUT && n->op != MG_OP_PARAM) sb_printf(&b, "  # %s", n->name);
         if (n->loc.line) sb_printf(&b, "%s line %d", n->name && n->op != MG_OP_INPUT && n->op != MG_OP_PARAM ? "," : "  #", n->loc.line);

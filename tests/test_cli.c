@@ -691,6 +691,41 @@ START_TEST(test_check_print_ir)
 }
 END_TEST
 
+/* --print-ir printed momentum=0.2 as 0.20000000000000001 (%.17g): each number in the fewest
+ * digits that read back as the same double, and 17 where that takes them (0.1 + 0.2, folded). */
+START_TEST(test_print_ir_numbers_read_back)
+{
+    const char *m = write_model("bn.mg", "model a\ninput x: f32[4, 3]\nparam s: f32[3] = normal(0.0123456789)\n"
+                                         "param t: f32[3]\nh = batch_norm(x, s, t, momentum=0.2)\n"
+                                         "d = dropout(h, p=0.3) * (0.1 + 0.2) - 0.1\nl = sum(d)\nminimize l\n");
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s' --print-ir", m), 0);
+    ck_assert_msg(strstr(out, " eps=1e-05 momentum=0.2 : f32[4,3]"), "%s", out);
+    ck_assert_msg(strstr(out, " p=0.3 seed=0 : "), "%s", out);
+    ck_assert_msg(strstr(out, "= const 0.30000000000000004 : f32[]"), "%s", out);
+    ck_assert_msg(strstr(out, "= const 0.1 : f32[]"), "%s", out);
+    ck_assert_msg(strstr(out, "param s : f32[3] = normal(0.0123456789)"), "%s", out);
+    ck_assert_msg(!strstr(out, "00000001"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* `param h` after `h = ...` replaced h with nothing said: check (and compile) warn at the
+ * declaration, naming where h was bound, and the model is still valid. */
+START_TEST(test_hiding_declaration_warns)
+{
+    const char *m = write_model("hide.mg", "model a\ninput x: f32[4, 3]\nparam w: f32[3, 3]\nh = x @ w\n"
+                                           "param h: f32[3]\nl = sum(h * h)\nminimize l\n");
+    char *out;
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 0);
+    char want[4400];
+    snprintf(want, sizeof want, "%s:5:7: warning: param 'h' hides the value 'h' bound at 4:1: from here on 'h' names "
+             "this param (rename one of them if that is not meant)\n  param h: f32[3]\n        ^\n", m);
+    ck_assert_msg(strstr(out, want), "expected\n%s\nin:\n%s", want, out);
+    free(out);
+}
+END_TEST
+
 /* The "(N bytes)" figure on the line starting with label. */
 static long long figure(const char *out, const char *label)
 {
@@ -1026,6 +1061,34 @@ START_TEST(test_nul_byte_in_model)
     assert_diag(out, m, 3, 9, "unexpected byte 0x1b", "h = x + ?[2J q");
     ck_assert_msg(!strchr(out, '\033'), "an ESC reached the terminal:\n%s", out);
     free(out);
+}
+END_TEST
+
+/* A model saved as UTF-16 (Notepad's "Unicode", PowerShell's `>`) was "unexpected byte 0xff" at
+ * 1:1; it must say what the file is and what memgrad reads. A UTF-8 byte order mark is skipped
+ * (test_byte_order_mark). */
+START_TEST(test_utf16_model_is_named)
+{
+    static const char *const heads[] = {"\xFF\xFE", "\xFE\xFF"};
+    for (int k = 0; k < 2; k++) {
+        const char *m = path(k ? "be.mg" : "le.mg");
+        FILE *f = fopen(m, "wb");
+        ck_assert_ptr_nonnull(f);
+        fputs(heads[k], f);
+        for (const char *c = "model m\ninput x: f32[4]\n"; *c; c++) { /* each character as 2 bytes */
+            if (k) fputc(0, f);
+            fputc(*c, f);
+            if (!k) fputc(0, f);
+        }
+        ck_assert_int_eq(fclose(f), 0);
+        char *out, head[4400];
+        ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+        snprintf(head, sizeof head, "%s:1:1: error: the file is UTF-16 (byte-order mark %s at its start); memgrad "
+                 "reads UTF-8", m, k ? "FE FF" : "FF FE");
+        ck_assert_msg(strstr(out, head) == out, "expected '%s' in:\n%s", head, out);
+        ck_assert_msg(!strstr(out, "unexpected byte"), "%s", out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -3903,6 +3966,7 @@ static Suite *cli_suite(void)
     tcase_add_test(d, test_diagnostic_caret_positions);
     tcase_add_test(d, test_matmul_mismatch_message);
     tcase_add_test(d, test_long_line_excerpt);
+    tcase_add_test(d, test_utf16_model_is_named);
     suite_add_tcase(s, d);
     TCase *c = tcase_create("commands");
     tcase_add_unchecked_fixture(c, root_setup, root_teardown);
@@ -3910,6 +3974,8 @@ static Suite *cli_suite(void)
     tcase_set_timeout(c, 300);
     tcase_add_test(c, test_check_ok);
     tcase_add_test(c, test_check_print_ir);
+    tcase_add_test(c, test_print_ir_numbers_read_back);
+    tcase_add_test(c, test_hiding_declaration_warns);
     tcase_add_test(c, test_plan);
     tcase_add_test(c, test_compile_writes_object_and_header);
     tcase_add_test(c, test_compile_budget);

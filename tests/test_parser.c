@@ -49,6 +49,13 @@ static const err_case errors[] = {
     /* --- lexical --- */
     {"bad character", HDR "z = x $ w\n", 5, 7, "unexpected character '$'", NULL, 0},
     {"non-ASCII byte", HDR "z = x \xc3\xa9\n", 5, 7, "unexpected byte 0xc3", NULL, 0},
+    /* was "unexpected byte 0xff": a UTF-16 file (Windows editors' "Unicode") said nothing of what it is */
+    {"UTF-16 LE byte-order mark", "\xFF\xFE" "m", 1, 1,
+     "the file is UTF-16 (byte-order mark FF FE at its start); memgrad reads UTF-8", NULL, 0},
+    {"UTF-16 BE byte-order mark", "\xFE\xFF", 1, 1,
+     "the file is UTF-16 (byte-order mark FE FF at its start); memgrad reads UTF-8", NULL, 0},
+    {"UTF-8 byte-order mark past the start", HDR "\xEF\xBB\xBF" "model n\n", 5, 1,
+     "a UTF-8 byte-order mark (EF BB BF) here: it may only begin the file", NULL, 0},
     {"malformed number (letter)", "model m\ninput x: f32[4, 3a]\n", 2, 17, "malformed number '3a'", NULL, 0},
     {"malformed number (bare exponent)", HDR "z = x * 1e\n", 5, 9, "malformed number '1e'", NULL, 0},
     /* was a bug: CR was whitespace, so old Mac line ends made the whole file one line */
@@ -425,12 +432,21 @@ static const err_case errors[] = {
      "'transpose' needs the attribute 'perm' (e.g. transpose(x, perm=[0, 2, 1, 3]))", NULL, 1},
     {"transpose perm too short", HDR "z = transpose(x, perm=[0])\n", 5, 23,
      "transpose perm has 1 entries but the operand [4,3] has 2 axes", NULL, 1},
-    {"transpose perm repeats an axis", HDR "z = transpose(x, perm=[1, 1])\n", 5, 23,
-     "transpose perm must list each axis 0..1 once; axis 1 is repeated", NULL, 1},
-    {"transpose perm names a missing axis", HDR "z = transpose(x, perm=[0, 2])\n", 5, 23,
-     "transpose perm must list each axis 0..1 once; axis 2 does not exist", NULL, 1},
-    {"transpose perm negative", HDR "z = transpose(x, perm=[-1, 0])\n", 5, 24,
-     "attribute 'perm' of 'transpose' lists axes, numbered from 0 to at most 7, got -1", NULL, 1},
+    /* at the entry (they were at the list's '[') */
+    {"transpose perm repeats an axis", HDR "z = transpose(x, perm=[1, 1])\n", 5, 27,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis 1 is repeated", NULL, 1},
+    {"transpose perm names a missing axis", HDR "z = transpose(x, perm=[0, 2])\n", 5, 27,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis 2 does not exist", NULL, 1},
+    /* negative entries count from the end (perm=[-1, 0] was refused) */
+    {"transpose perm negative, repeated", HDR "z = transpose(x, perm=[-1, 1])\n", 5, 28,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis 1 is repeated", NULL, 1},
+    {"transpose perm negative, repeats an earlier one", HDR "z = transpose(x, perm=[1, -1])\n", 5, 27,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis -1 (that is, axis 1) is repeated", NULL, 1},
+    {"transpose perm negative, missing", HDR "z = transpose(x, perm=[-3, 0])\n", 5, 24,
+     "transpose perm must list each axis 0..1 (or -2..-1) once; axis -3 does not exist", NULL, 1},
+    {"transpose perm beyond any rank", HDR "z = transpose(x, perm=[-9, 0])\n", 5, 24,
+     "attribute 'perm' of 'transpose' lists axes, numbered from 0 to at most 7 (or from the end, -1 to -8), got -9",
+     NULL, 1},
     {"transpose perm not a list", HDR "z = transpose(x, perm=1)\n", 5, 23,
      "attribute 'perm' of 'transpose' must be a list of integers like [0, 2, 1, 3], got '1'", NULL, 1},
     {"cross_entropy sequence labels of the wrong shape", HDR "input s: f32[2, 5, 3]\ninput l: i32[2, 3]\n"
@@ -503,6 +519,19 @@ static const err_case errors[] = {
     {"constant overflowing", HDR "const D = 100000000 * 100000000\n", 5, 21, "integer value too large in constant 'D'",
      NULL, 0},
     {"constant without '='", HDR "const D 3\n", 5, 9, "expected '=' after the constant's name, got '3'", NULL, 1},
+    /* beyond 2^53 each says the limit of what it reads: they all said "(at most 2^53)" */
+    {"dimension beyond 2^53", "model m\ninput x: f32[4, 99999999999999999]\n", 2, 17,
+     "99999999999999999 is too large for a dimension (at most 10^12)", NULL, 1},
+    {"dimension expression beyond 2^53", "model m\ninput x: f32[4, 100000000 * 100000000]\n", 2, 27,
+     "integer value too large in a dimension (at most 10^12)", NULL, 1},
+    {"reshape dimension beyond 2^53", HDR "z = reshape(x, shape=[-1, 10000000000000000])\n", 5, 27,
+     "10000000000000000 is too large for attribute 'shape' of 'reshape' (at most 10^12)", NULL, 1},
+    {"attribute beyond 2^53", CHDR "z = conv2d(im, k, stride=99999999999999999999)\n", 7, 26,
+     "99999999999999999999 is too large for attribute 'stride' of 'conv2d' (at most 1048576)", NULL, 1},
+    {"repeat count beyond 2^53", HDR "repeat 10000000000000000 {\n}\n", 5, 8,
+     "10000000000000000 is too large for a repeat count (at most 1000000)", NULL, 1},
+    {"constant beyond 2^53", HDR "const D = 10000000000000000\n", 5, 11,
+     "10000000000000000 is too large for constant 'D' (at most 2^53)", NULL, 1},
     {"dimension expression that is not positive", HDR "const D = 2\nparam q: f32[D - 2]\n", 6, 14,
      "expected a positive integer dimension, got 0", NULL, 1},
     {"dimension expression with a bad operand", HDR "const D = 2\nparam q: f32[D * 1.5]\n", 6, 18,
@@ -1152,6 +1181,69 @@ START_TEST(test_def_returning_a_def_call)
 }
 END_TEST
 
+/* transpose's perm counts negative entries from the end, as every other axis attribute does
+ * (and NumPy and PyTorch): perm=[-1, 0] was refused. It makes the very graph perm=[1, 0] makes. */
+START_TEST(test_transpose_negative_perm)
+{
+    const char *fmt = "model m\ninput x: f32[2, 3, 4]\nz = transpose(x, perm=%s)\nl = sum(z)\nminimize l\n";
+    const char *same[][2] = {{"[-1, 0, 1]", "[2, 0, 1]"}, {"[0, -1, -2]", "[0, 2, 1]"}, {"[-3, -2, -1]", "[0, 1, 2]"}};
+    for (int i = 0; i < 3; i++) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, fmt, same[i][0]);
+        snprintf(b, sizeof b, fmt, same[i][1]);
+        mg_graph *ga = parse_ok(a), *gb = parse_ok(b);
+        const mg_node *z = &ga->nodes[ga->nodes[ga->loss].in[0]];
+        ck_assert_int_eq(z->op, MG_OP_TRANSPOSE);
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(z->type.shape.dim[k], ga->nodes[0].type.shape.dim[gb->nodes[z - ga->nodes].iattr[k]]);
+        ck_assert_msg(mg_graph_hash(ga) == mg_graph_hash(gb), "perm=%s and perm=%s give different graphs", same[i][0],
+                      same[i][1]);
+        mg_graph_free(ga);
+        mg_graph_free(gb);
+    }
+}
+END_TEST
+
+/* A declaration that takes a name in use hides what it named, which was silent: a warning in
+ * the graph (the driver prints it) at the declaration, naming the earlier place as line:col.
+ * Rebinding with '=' and a repeated param taking over its own name say nothing. */
+START_TEST(test_declaration_hiding_warns)
+{
+    static const struct {
+        const char *src;
+        int line, col;
+        const char *msg; /* NULL: no warning */
+    } cases[] = {
+        {HDR "h = x @ w\nparam h: f32[2]\nl = sum(h)\nminimize l\n", 6, 7,
+         "param 'h' hides the value 'h' bound at 5:1: from here on 'h' names this param"},
+        {HDR "h = x @ w\nrepeat 2 {\n  param w: f32[2, 2]\n  h = h @ w\n}\nl = sum(h)\nminimize l\n", 7, 9,
+         "param 'w' hides the param 'w' declared at 4:7"},
+        {HDR "x2 = x * 2\ninput x2: f32[3]\nl = sum(x2)\nminimize l\n", 6, 7,
+         "input 'x2' hides the value 'x2' bound at 5:1: from here on 'x2' names this input"},
+        {HDR "def f(a) {\n  param a: f32[2]\n  return a\n}\nl = sum(f(x) + f(x))\nminimize l\n", 6, 9,
+         "param 'a' hides the argument 'a' of the def block at 5:7"},
+        /* nothing to say */
+        {HDR "h = x @ w\nh = relu(h)\nx = x / 2\nl = sum(h) + sum(x)\nminimize l\n", 0, 0, NULL},
+        {HDR "h = x\nrepeat 3 {\n  param v: f32[3, 3]\n  repeat 2 {\n    param u: f32[3, 3]\n    h = h @ u\n  }\n"
+             "  h = h @ v\n}\nl = sum(h)\nminimize l\n", 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mg_graph *g = parse_ok(cases[i].src);
+        if (!cases[i].msg) {
+            ck_assert_msg(g->nwarnings == 0, "case %zu: warning '%s'", i, g->nwarnings ? g->warnings[0].msg : "");
+        } else {
+            ck_assert_msg(g->nwarnings == 1, "case %zu: %d warnings, expected 1", i, g->nwarnings);
+            const mg_diag *w = &g->warnings[0];
+            ck_assert_msg(w->loc.line == cases[i].line && w->loc.col == cases[i].col, "case %zu: warning at %d:%d: %s", i,
+                          w->loc.line, w->loc.col, w->msg);
+            ck_assert_msg(strstr(w->msg, cases[i].msg), "case %zu: '%s' lacks '%s'", i, w->msg, cases[i].msg);
+            ck_assert_str_eq(w->loc.file, "ok.mg");
+        }
+        mg_graph_free(g);
+    }
+}
+END_TEST
+
 /* Attributes are part of the structural hash. */
 START_TEST(test_attributes_change_the_hash)
 {
@@ -1225,6 +1317,8 @@ static Suite *parser_suite(void)
     tcase_add_test(p, test_positions_recorded_on_nodes);
     tcase_add_test(p, test_constants_and_attributes);
     tcase_add_test(p, test_attributes_change_the_hash);
+    tcase_add_test(p, test_transpose_negative_perm);
+    tcase_add_test(p, test_declaration_hiding_warns);
     tcase_add_test(p, test_def_blocks);
     tcase_add_test(p, test_def_returning_a_def_call);
     suite_add_tcase(s, p);
