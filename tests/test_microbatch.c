@@ -693,6 +693,13 @@ START_TEST(test_plan_and_compile_agree)
 }
 END_TEST
 
+/* A deep chain of 12 layers, batch 48 (test_parts_bound, test_parts_planned_part_by_part). */
+static const char deep12_src[] =
+    "model d\ninput x: f32[48, 32]\ninput y: i32[48]\nparam w0: f32[32, 128] = he\n"
+    "param b0: f32[128] = zeros\nh = relu(x @ w0 + b0)\nrepeat 12 {\n  param w: f32[128, 128] = he\n"
+    "  param b: f32[128] = zeros\n  h = relu(h @ w + b)\n}\nparam wo: f32[128, 10] = he\n"
+    "param bo: f32[10] = zeros\nlogits = h @ wo + bo\nloss = cross_entropy(logits, y)\nminimize loss\n";
+
 /* The bound of a step in parts (bound_parts.c): the sum over the parts of what each part's own
  * problem must recompute. A deep chain of 12 layers, batch 48, in 2 and 8 parts, at 1, 1.2 and
  * 1.5 times its minimum: auto's plan, which fits, never costs less than the bound (a plan
@@ -702,13 +709,7 @@ END_TEST
  * none. */
 START_TEST(test_parts_bound)
 {
-    char src[1024];
-    snprintf(src, sizeof src,
-             "model d\ninput x: f32[48, 32]\ninput y: i32[48]\nparam w0: f32[32, 128] = he\n"
-             "param b0: f32[128] = zeros\nh = relu(x @ w0 + b0)\nrepeat 12 {\n  param w: f32[128, 128] = he\n"
-             "  param b: f32[128] = zeros\n  h = relu(h @ w + b)\n}\nparam wo: f32[128, 10] = he\n"
-             "param bo: f32[10] = zeros\nlogits = h @ wo + bo\nloss = cross_entropy(logits, y)\nminimize loss\n");
-    mg_graph *g = joint(src);
+    mg_graph *g = joint(deep12_src);
     mg_problem *whole = mg_problem_from_graph(g, MG_PLAN_TRAIN);
     ck_assert(mg_parts_bound(whole, 30000) == 0);
     mg_problem_free(whole);
@@ -752,13 +753,7 @@ END_TEST
  * step not in parts has none. */
 START_TEST(test_parts_planned_part_by_part)
 {
-    char src[1024];
-    snprintf(src, sizeof src,
-             "model d\ninput x: f32[48, 32]\ninput y: i32[48]\nparam w0: f32[32, 128] = he\n"
-             "param b0: f32[128] = zeros\nh = relu(x @ w0 + b0)\nrepeat 12 {\n  param w: f32[128, 128] = he\n"
-             "  param b: f32[128] = zeros\n  h = relu(h @ w + b)\n}\nparam wo: f32[128, 10] = he\n"
-             "param bo: f32[10] = zeros\nlogits = h @ wo + bo\nloss = cross_entropy(logits, y)\nminimize loss\n");
-    mg_graph *g = joint(src), *gk;
+    mg_graph *g = joint(deep12_src), *gk;
     mg_diag d = {0};
     mg_problem *whole = mg_problem_from_graph(g, MG_PLAN_TRAIN);
     mg_plan *p = NULL;
