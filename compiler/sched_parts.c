@@ -87,7 +87,7 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
     int *map = malloc((size_t)pr->n * sizeof *map);
     if (!s || !map) abort();
     mg_status st = MG_OK;
-    int ok = 1;
+    int ok = 1, *seq = NULL;
     for (int c = 0; c < parts; c++) s[c].from = s[c].to = -1;
     for (int v = pr->nfwd; v < pr->n; v++) {
         int c = pr->part[v] - 1;
@@ -113,7 +113,6 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
     if (!ok || blocks < 2) goto done;
     held_across(pr, s, parts);
     int64_t lowered = 0; /* what earlier rounds missed the budget by, once placed */
-    int *seq = NULL;
     for (int round = 0; round < PARTS_FIT_ROUNDS && !st; round++) {
         int64_t total = 0;
         for (int c = 0; c < parts && !st; c++) {
@@ -169,8 +168,8 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
         lowered += p->workspace_bytes - budget;
         mg_plan_free(p);
     }
-    free(seq);
 done:
+    free(seq);
     for (int c = 0; c < parts; c++) {
         mg_problem_free(s[c].q);
         free(s[c].back);
