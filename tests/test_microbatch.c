@@ -700,6 +700,20 @@ static const char deep12_src[] =
     "  param b: f32[128] = zeros\n  h = relu(h @ w + b)\n}\nparam wo: f32[128, 10] = he\n"
     "param bo: f32[10] = zeros\nlogits = h @ wo + bo\nloss = cross_entropy(logits, y)\nminimize loss\n";
 
+/* g's training step in k parts (*gk: its graph) and auto's minimum feasible budget for it. */
+static mg_problem *in_parts(const mg_graph *g, int k, mg_graph **gk, int64_t *minf)
+{
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, k, gk, &d) == MG_OK, "%s", d.msg);
+    mg_problem *pr = mg_problem_from_graph(*gk, MG_PLAN_TRAIN);
+    mg_solution s;
+    ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, 10, &s, &d) == MG_OK, "%s", d.msg);
+    *minf = s.min_feasible_bytes;
+    mg_plan_free(s.plan);
+    ck_assert_int_gt(*minf, 0);
+    return pr;
+}
+
 /* The bound of a step in parts (bound_parts.c): the sum over the parts of what each part's own
  * problem must recompute. A deep chain of 12 layers, batch 48, in 2 and 8 parts, at 1, 1.2 and
  * 1.5 times its minimum: auto's plan, which fits, never costs less than the bound (a plan
@@ -717,13 +731,9 @@ START_TEST(test_parts_bound)
     for (int i = 0; i < 2; i++) {
         mg_graph *gk;
         mg_diag d = {0};
-        ck_assert_msg(mg_microbatch(g, ks[i], &gk, &d) == MG_OK, "%s", d.msg);
-        mg_problem *pr = mg_problem_from_graph(gk, MG_PLAN_TRAIN);
         mg_solution s;
-        ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, 10, &s, &d) == MG_OK, "%s", d.msg);
-        int64_t minf = s.min_feasible_bytes;
-        mg_plan_free(s.plan);
-        ck_assert_int_gt(minf, 0);
+        int64_t minf;
+        mg_problem *pr = in_parts(g, ks[i], &gk, &minf);
         static const double at[] = {1.0, 1.2, 1.5};
         for (int j = 0; j < 3; j++) {
             int64_t budget = (int64_t)((double)minf * at[j]);
@@ -759,13 +769,9 @@ START_TEST(test_parts_planned_part_by_part)
     mg_plan *p = NULL;
     ck_assert(mg_parts_schedule(whole, 100000, mg_solve_part, NULL, &p, &d) == MG_OK && p == NULL);
     mg_problem_free(whole);
-    ck_assert_msg(mg_microbatch(g, 8, &gk, &d) == MG_OK, "%s", d.msg);
-    mg_problem *pr = mg_problem_from_graph(gk, MG_PLAN_TRAIN);
     mg_solution s;
-    ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, INT64_MAX, 1, 10, &s, &d) == MG_OK, "%s", d.msg);
-    int64_t minf = s.min_feasible_bytes;
-    mg_plan_free(s.plan);
-    ck_assert_int_gt(minf, 0);
+    int64_t minf;
+    mg_problem *pr = in_parts(g, 8, &gk, &minf);
     double prev = -1;
     int stitched = 0;
     for (int i = 0; i <= 10; i++) {
