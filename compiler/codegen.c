@@ -457,6 +457,8 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         return;
     }
     case MG_OP_CROSS_ENTROPY:
+    case MG_OP_XENT_SUM:
+    case MG_OP_XENT_SUM_ACC:
     case MG_OP_XENT_GRAD: { /* an [outer, C, inner] view around the class axis (iattr[0] counts from the last) */
         int axis = s0->rank - 1 - n->iattr[0];
         int64_t C = s0->dim[axis], inner = 1;
@@ -465,11 +467,19 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         if (n->op == MG_OP_CROSS_ENTROPY) {
             LLVMValueRef a[6] = {ci64(c, outer), ci64(c, C), ci64(c, inner), x, y, out};
             call(c, "mgk_xent", dt, a, 6);
+        } else if (n->op != MG_OP_XENT_GRAD) { /* a part's sum, continuing the parts' before (z) */
+            LLVMValueRef a[7] = {ci64(c, outer), ci64(c, C), ci64(c, inner), x, y, z ? z : LLVMConstNull(c->ptr), out};
+            call(c, "mgk_xent_sum", g->nodes[n->in[0]].type.dtype, a, 7);
         } else { /* (iattr[1]: the whole batch's positions, where x is one part of it) */
             LLVMValueRef a[8] = {ci64(c, outer), ci64(c, C), ci64(c, inner), ci64(c, n->iattr[1] ? n->iattr[1] : outer * inner),
                                  x, y, z, out};
             call(c, "mgk_xent_grad", dt, a, 8);
         }
+        return;
+    }
+    case MG_OP_XENT_MEAN: {
+        LLVMValueRef a[3] = {ci64(c, n->iattr[1]), x, out};
+        call(c, "mgk_xent_mean", dt, a, 3);
         return;
     }
     case MG_OP_CONCAT:

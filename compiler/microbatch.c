@@ -28,9 +28,16 @@
  * gradient of the 1x1 output convolution, which reads xent_grad's whole result; computed whole
  * it held 2 MiB and kept the minimum at 8.6 MiB in 4 parts, split 25% = 6.6 MiB is met).
  *
+ * The loss: a cross_entropy of R's logits and a batch input's labels runs part by part, each
+ * part's sum over its positions continuing the one before in double (xent_sum, xent_sum_acc)
+ * and the whole divided once (xent_mean): mgk_xent's additions in its order, so the same bits.
+ * No op then reads every part's logits, and a part's backward can follow its own forward
+ * (sched_parts.c: mlp at 25% of store-all recomputed 21.5% with every forward first, 0 so).
+ *
  * The new graph, in order: the forward values that do not depend on R; for each micro-batch
- * c = 0..k-1 a copy of R on samples [c*N/k, (c+1)*N/k), reading slices of the batch inputs; the
- * concatenations of the values of R used whole later; the rest of the forward graph; the
+ * c = 0..k-1 a copy of R on samples [c*N/k, (c+1)*N/k), reading slices of the batch inputs, and
+ * its loss sums; the losses summed in parts; the concatenations of the values of R used whole
+ * later; the rest of the forward graph; the
  * backward values B needs; for each c a copy of B (values from outside read as slices), where
  * each reduction of chunk c > 0 continues into chunk c-1's result through sum_to_acc,
  * conv2d_grad_weight_acc or matmul_acc (the kernels add in the very order of one call over the
@@ -187,6 +194,7 @@ typedef struct mb_info {
     char *need;     /* backward values outside B that B reads (computed before it) */
     char *after;    /* backward values outside B that read B (computed after it) */
     char *cat;      /* values of R or B that are used whole: concatenated */
+    char *xent;     /* cross_entropy of logits of R and labels a batch input: summed part by part */
     char *bat;      /* n * MG_MAX_INPUTS: operand k of node v of R or B carries the batch axis */
     int *bn;        /* batch_norm_grad_* of B or acc: the batch_norm of R it differentiates; else -1 */
     int *level;     /* R and B: how many batch_norms (forward) or batch_norm_grad_inputs (backward)
@@ -204,6 +212,7 @@ static void info_free(mb_info *m)
     free(m->need);
     free(m->after);
     free(m->cat);
+    free(m->xent);
     free(m->bat);
     free(m->bn);
     free(m->level);
@@ -247,6 +256,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
     m->acc = mg_xcalloc((size_t)n, 1);
     m->need = mg_xcalloc((size_t)n, 1);
     m->cat = mg_xcalloc((size_t)n, 1);
+    m->xent = mg_xcalloc((size_t)n, 1);
     m->bat = mg_xcalloc((size_t)n * MG_MAX_INPUTS, 1);
     m->bn = mg_xcalloc((size_t)n, sizeof *m->bn);
     m->level = mg_xcalloc((size_t)n, sizeof *m->level);
@@ -331,6 +341,14 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
                            "in parts (convolutions, matmul by the batch rows, pooling, batch_norm and elementwise "
                            "ops are)",
                            mg_ops[g->nodes[stop].op].name);
+    }
+    /* the losses summed part by part (above): classes off the batch axis, labels a batch input */
+    for (int v = 0; v < nf; v++) {
+        const mg_node *nd = &g->nodes[v];
+        if (nd->op != MG_OP_CROSS_ENTROPY || !m->R[nd->in[0]] || !m->batch_in[nd->in[1]]) continue;
+        const mg_shape *x = &g->nodes[nd->in[0]].type.shape;
+        int ax = x->rank - 1 - nd->iattr[0];
+        m->xent[v] = ax != 0 && x->dim[0] == m->N && mg_shape_numel(x) / x->dim[ax] <= INT32_MAX;
     }
     /* B and the reductions, in order */
     char *ps = mg_xcalloc((size_t)n, 1); /* per-sample backward ops (bat holds their batched operands) */
@@ -440,7 +458,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
             if (m->acc[u] && (m->B[v] || m->acc[v]))
                 st = mg_diag_set(why, nd->loc, "not split into micro-batches: a parameter gradient of the per-sample "
                                  "layers is read inside them");
-            if ((m->R[u] && !(m->R[v] || m->B[v] || m->acc[v])) || (m->B[u] && !(m->B[v] || m->acc[v])))
+            if ((m->R[u] && !(m->R[v] || m->B[v] || m->acc[v] || m->xent[v])) || (m->B[u] && !(m->B[v] || m->acc[v])))
                 m->cat[u] = 1;
             if (m->R[u] && (m->B[v] || m->acc[v]) && !m->bat[(size_t)v * MG_MAX_INPUTS + k])
                 m->cat[u] = 1; /* read whole by a block op (broadcast): concatenated in the forward part */
@@ -514,7 +532,8 @@ typedef struct mb_build {
     int64_t part;
     int *map, *cat, *cl, *sl;
     int *st, *gs, *gs_part, *ord; /* per batch_norm of R: its statistics so far, its backward's sums
-                                   * so far and the last part they cover, its ordinal in g */
+                                   * so far and the last part they cover, its ordinal in g; st per
+                                   * cross_entropy summed in parts: its sum so far */
     mg_diag *d;
     int failed;
 } mb_build;
@@ -664,6 +683,29 @@ static void emit_bn_stats(mb_build *b, int c, int v, int pass)
     b->st[v] = of_part(b, id, c);
 }
 
+/* Part c of cross_entropy v's sum over the positions (b->st: the sum so far, an f64 scalar). */
+static void emit_xent_sum(mb_build *b, int c, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    mg_node s = *t;
+    s.index = -1;
+    int in[3] = {chunk(b, c, t->in[0], MG_PHASE_FORWARD), chunk(b, c, t->in[1], MG_PHASE_FORWARD), b->st[v]};
+    int id = add_like(b, &s, c ? MG_OP_XENT_SUM_ACC : MG_OP_XENT_SUM, c ? 3 : 2, in, 0, NULL, MG_PHASE_FORWARD);
+    b->st[v] = of_part(b, id, c);
+}
+
+/* cross_entropy v whole: the sum over every part over the whole batch's positions. */
+static void emit_xent_mean(mb_build *b, int v)
+{
+    const mg_node *t = &b->m->g->nodes[v];
+    const mg_shape *x = &b->m->g->nodes[t->in[0]].type.shape;
+    mg_node s = *t;
+    memset(s.iattr, 0, sizeof s.iattr);
+    s.iattr[1] = (int)(mg_shape_numel(x) / x->dim[x->rank - 1 - t->iattr[0]]);
+    s.index = -1;
+    b->map[v] = add_like(b, &s, MG_OP_XENT_MEAN, 1, &b->st[v], 0, t->name, MG_PHASE_FORWARD);
+}
+
 /* Part c of batch_norm v of R normalised with the batch's statistics. */
 static void emit_bn_apply(mb_build *b, int c, int v)
 {
@@ -777,15 +819,22 @@ mg_status mg_microbatch_ex(const mg_graph *g, int k, int cap_convs, mg_graph **o
                 if (g->nodes[v].op == MG_OP_BATCH_NORM) emit_bn_stats(&b, c, v, 0);
                 else emit_chunk(&b, c, v, MG_PHASE_FORWARD);
             }
+            for (int v = 0; v < nf; v++) /* the loss's sums once the part's logits are made */
+                if (m.xent[v]) {
+                    int u = g->nodes[v].in[0];
+                    if (m.level[u] + (g->nodes[u].op == MG_OP_BATCH_NORM) == s) emit_xent_sum(&b, c, v);
+                }
         }
         for (int v = 0; v < nf; v++)
             if (m.R[v] && g->nodes[v].op == MG_OP_BATCH_NORM && m.level[v] == s)
                 for (int c = 0; c < k; c++) emit_bn_stats(&b, c, v, 1);
     }
     for (int v = 0; v < nf; v++)
+        if (m.xent[v]) emit_xent_mean(&b, v);
+    for (int v = 0; v < nf; v++)
         if (m.R[v] && m.cat[v]) emit_cat(&b, v, MG_PHASE_FORWARD);
     for (int v = 0; v < nf; v++)
-        if (m.dep[v] && !m.R[v]) emit_whole(&b, v, MG_PHASE_FORWARD);
+        if (m.dep[v] && !m.R[v] && !m.xent[v]) emit_whole(&b, v, MG_PHASE_FORWARD);
     ng->nforward = ng->n;
     /* backward: what B reads, B and the reductions per micro-batch, B's values used whole, the rest */
     int first = n; /* the first op of the block: what does not depend on it keeps its place before it */

@@ -1,117 +1,183 @@
 /* sched_parts.c — a training step in parts (microbatch.c) scheduled part by part.
  *
- * Why it exists: in a step in parts, every part's forward pass runs before any part's backward
- * pass (the loss reads every part's logits), and the whole-step schedulers then recompute each
- * part's activations from what the budget let them keep across the other parts' work. That
- * leaves the first parts with nothing, and no scheduler sees that each part's backward block is
- * one deep chain: mlp_deep at its minimum, 32 parts of a 16-layer chain, recomputed 283.8% more
- * than running every op once, its first part's layers 16 times each and its last part's once
- * or twice, where the parts' own problems proved only 104% (bound_parts.c).
+ * Why it exists: in a step in parts the whole-step schedulers run the ops in the graph's order,
+ * every part's forward pass before any part's backward pass, and recompute each part's
+ * activations from what the budget let them keep across the other parts' work. That leaves the
+ * first parts with nothing, and no scheduler sees that each part's backward block is one deep
+ * chain: mlp_deep at its minimum, 32 parts of a 16-layer chain, recomputed 283.8% more than
+ * running every op once, its first part's layers 16 times each and its last part's once or
+ * twice, where the parts' own problems proved only 104% (bound_parts.c).
  *
- * The schedule built here: every op outside the parts' backward blocks once, in order (the
- * forward pass keeps nothing of a part past its last forward read); at each part's backward
- * block, the schedule of that part's own problem (mg_part_problem: its forward ops and its
- * backward block) solved by the caller under the budget less what the step holds across the
- * block, so the part's forward pass runs again inside its block as that schedule chooses (for a
- * chain, the chain DP's optimum). That costs one forward pass of each part more than the
- * parts' own optimum, and the caller keeps it only where it is cheaper than the whole-step
- * solve's plan. Parts with the same problem and cap are solved once (mg_problem_hash).
- *
- * It applies where each part's backward ops are contiguous in the step's order; otherwise (a
- * batch_norm's backward statistics interleave the parts: resnet18_64) there is no such plan.
- * The plan is replayed (mg_pb_replay) and placed like any other, and the caller verifies it;
- * where it misses the budget once placed, the parts' caps are lowered by the miss. */
+ * The schedule built here runs each part as a block: the schedule of that part's own problem
+ * (mg_part_problem: its forward ops and its backward block), solved by the caller under the
+ * budget less what the step holds across the block (for a chain, the chain DP's optimum); the
+ * other ops once each. Two orders are tried and the cheaper plan kept:
+ *   - whole parts: each part's forward and backward ops together in one block, so a part's
+ *     forward pass runs only as its own schedule chooses. What other ops read of a part (its
+ *     logits, concatenated for the whole-batch loss) is held from its block to them.
+ *   - backward blocks: every forward op once in the graph's order, and at each part's backward
+ *     block its own schedule, which runs the part's forward pass again as it chooses. This one
+ *     applies where the whole parts cannot go one after another (an op outside the parts reads
+ *     a part's forward values and a part's backward ops read its result).
+ * The units (ops outside the blocks, and blocks) are ordered as the graph orders their first
+ * ops, as far as their dependencies allow; where the dependencies between units form a cycle (a
+ * batch_norm's statistics over all parts read by every part: resnet18_64) the order has no plan.
+ * Parts with the same problem and cap are solved once (mg_problem_hash). The plan is replayed
+ * (mg_pb_replay) and placed like any other, and the caller verifies it and keeps it only where
+ * it is cheaper than the whole-step solve's; where it misses the budget once placed, the parts'
+ * caps are lowered by the miss. */
 #include "place_memo.h"
 #include "plan.h"
+#include "sched_variants.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 enum { PARTS_FIT_ROUNDS = 4 };
 
+typedef enum { WHOLE_PARTS, BACKWARD_BLOCKS } parts_order;
+
 typedef struct part_sub {
     mg_problem *q;
     int *back;     /* q's index -> the step's node */
     uint64_t hash;
-    int from;      /* the first and last of its backward ops in the step's order (-1: none) */
-    int to;
     int64_t held;  /* bytes the step holds across its block */
     int *seq, nseq;/* its schedule's compute steps, in q's indices */
 } part_sub;
 
-/* Where node v runs in the stitched order: its index, or its part's block's first op. */
-static int pos_of(const mg_problem *pr, const part_sub *s, int v)
+/* The step's order of units: unit[v] the unit of target v (-1: not a target), units 0..nparts-1
+ * the parts' blocks, then one unit per other target; order[] the units in turn. */
+typedef struct parts_units {
+    int *unit, *order, *pos, *first, n; /* first[u]: u's first op in the graph's order (a single op's
+                                          unit: that op) */
+} parts_units;
+
+static void *xmalloc(size_t n)
 {
-    int c = pr->part[v] - 1;
-    return c >= 0 && v >= pr->nfwd && s[c].from >= 0 ? s[c].from : v;
+    void *p = malloc(n ? n : 1);
+    if (!p) abort();
+    return p;
 }
 
-/* The bytes the stitched schedule holds across each part's block: values computed before it
- * and read after it starts by an op that does not recompute them (a part's forward values
- * are read in its block from the block's own recomputation), and the block's values read after
- * it ends. */
-static void held_across(const mg_problem *pr, part_sub *s, int parts)
+/* Whether target v runs in part c's block in this order. */
+static int in_block(const mg_problem *pr, const part_sub *s, parts_order how, int v)
 {
-    int *last = malloc((size_t)pr->n * sizeof *last);
-    if (!last) abort();
-    for (int u = 0; u < pr->n; u++) last[u] = pr->keep_to_end[u] || u == pr->result ? pr->n : -1;
-    for (int v = 0; v < pr->n; v++)
-        for (int e = pr->in_start[v]; e < pr->in_start[v + 1]; e++) {
-            int u = pr->in[e];
-            if (pr->part[u] > 0 && pr->part[u] == pr->part[v] && v >= pr->nfwd && s[pr->part[u] - 1].from >= 0)
-                continue; /* (read inside its part's block) */
-            int p = pos_of(pr, s, v);
-            if (p > last[u]) last[u] = p;
-        }
-    for (int c = 0; c < parts; c++) {
-        if (s[c].from < 0) continue;
-        for (int u = 0; u < pr->n; u++) {
-            if (!pr->bytes[u] || last[u] < s[c].from) continue;
-            int in_block = pr->part[u] == c + 1 && u >= pr->nfwd;
-            if (in_block ? last[u] > s[c].from : pos_of(pr, s, u) < s[c].from) s[c].held += pr->bytes[u];
-        }
+    int c = pr->part[v] - 1;
+    return c >= 0 && s[c].q && (how == WHOLE_PARTS || v >= pr->nfwd);
+}
+
+static void heap_push(int *h, int *n, const int *key, int u)
+{
+    int i = (*n)++;
+    for (; i > 0 && key[h[(i - 1) / 2]] > key[u]; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = u;
+}
+
+static int heap_pop(int *h, int *n, const int *key)
+{
+    int top = h[0], u = h[--*n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && key[h[c + 1]] < key[h[c]]) c++;
+        if (key[h[c]] >= key[u]) break;
+        h[i] = h[c];
+        i = c;
     }
+    if (*n) h[i] = u;
+    return top;
+}
+
+/* Orders the units: each when every unit it reads is done, the one whose first op comes first
+ * in the graph among those ready. 0 where they form a cycle. */
+static int order_units(const mg_problem *pr, const part_sub *s, int parts, parts_order how, parts_units *o)
+{
+    int n = pr->n, nu = parts;
+    o->unit = xmalloc((size_t)n * sizeof *o->unit);
+    for (int v = 0; v < n; v++)
+        o->unit[v] = !pr->target[v] ? -1 : in_block(pr, s, how, v) ? pr->part[v] - 1 : nu++;
+    o->n = nu;
+    int *key = o->first = xmalloc((size_t)nu * sizeof *key), *indeg = calloc((size_t)nu, sizeof *indeg),
+        *start = calloc((size_t)nu + 1, sizeof *start), *fill = xmalloc((size_t)nu * sizeof *fill);
+    if (!indeg || !start) abort();
+    for (int u = 0; u < nu; u++) key[u] = n; /* (a part with no block: its unit is never used) */
+    for (int v = n - 1; v >= 0; v--)
+        if (o->unit[v] >= 0) key[o->unit[v]] = v;
+    int nedges = 0;
+    for (int v = 0; v < n; v++)
+        for (int e = pr->in_start[v]; o->unit[v] >= 0 && e < pr->in_start[v + 1]; e++) {
+            int a = o->unit[pr->in[e]], b = o->unit[v];
+            if (a >= 0 && a != b) start[a + 1]++, indeg[b]++, nedges++;
+        }
+    for (int u = 0; u < nu; u++) start[u + 1] += start[u];
+    int *to = xmalloc((size_t)nedges * sizeof *to);
+    memcpy(fill, start, (size_t)nu * sizeof *fill);
+    for (int v = 0; v < n; v++)
+        for (int e = pr->in_start[v]; o->unit[v] >= 0 && e < pr->in_start[v + 1]; e++) {
+            int a = o->unit[pr->in[e]], b = o->unit[v];
+            if (a >= 0 && a != b) to[fill[a]++] = b;
+        }
+    int *heap = fill, nh = 0, done = 0; /* (fill reused) */
+    o->order = xmalloc((size_t)nu * sizeof *o->order);
+    o->pos = xmalloc((size_t)nu * sizeof *o->pos);
+    for (int u = 0; u < nu; u++)
+        if (key[u] < n && !indeg[u]) heap_push(heap, &nh, key, u);
+    while (nh) {
+        int u = heap_pop(heap, &nh, key);
+        o->pos[u] = done;
+        o->order[done++] = u;
+        for (int e = start[u]; e < start[u + 1]; e++)
+            if (!--indeg[to[e]]) heap_push(heap, &nh, key, to[e]);
+    }
+    int units = 0;
+    for (int u = 0; u < nu; u++) units += key[u] < n;
+    free(indeg);
+    free(start);
+    free(fill);
+    free(to);
+    o->n = done;
+    return done == units;
+}
+
+/* The bytes the stitched schedule holds across each part's block: values computed in a unit
+ * before it and read in or after it, and the block's own values read after it (a part's forward
+ * values read in its block come from the block's own schedule). */
+static void held_across(const mg_problem *pr, part_sub *s, int parts, const parts_units *o)
+{
+    int64_t *diff = calloc((size_t)o->n + 1, sizeof *diff);
+    if (!diff) abort();
+    int *last = xmalloc((size_t)pr->n * sizeof *last);
+    for (int u = 0; u < pr->n; u++) last[u] = -1;
+    for (int v = 0; v < pr->n; v++)
+        for (int e = pr->in_start[v]; o->unit[v] >= 0 && e < pr->in_start[v + 1]; e++) {
+            int u = pr->in[e], b = o->unit[v];
+            if (o->unit[u] < 0 || b == o->unit[u] || (b < parts && pr->part[u] == b + 1)) continue;
+            if (o->pos[b] > last[u]) last[u] = o->pos[b];
+        }
+    for (int u = 0; u < pr->n; u++) {
+        if (o->unit[u] < 0 || !pr->bytes[u]) continue;
+        int first = o->pos[o->unit[u]], end = pr->keep_to_end[u] || u == pr->result ? o->n - 1 : last[u];
+        if (end > first) diff[first] += pr->bytes[u], diff[end + 1] -= pr->bytes[u];
+    }
+    int64_t run = 0;
+    for (int i = 0; i < o->n; i++) {
+        run += diff[i];
+        if (o->order[i] < parts) s[o->order[i]].held = run;
+    }
+    free(diff);
     free(last);
 }
 
-mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver solve, void *ctx, mg_plan **out,
-                            mg_diag *d)
+/* The plan of the step in parts in order `how`, into *out (NULL where it has none). */
+static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, int parts, parts_order how,
+                            mg_part_solver solve, void *ctx, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
-    if (!pr->part || budget == INT64_MAX) return MG_OK;
-    int parts = 0;
-    for (int v = 0; v < pr->n; v++)
-        if (pr->part[v] > parts) parts = pr->part[v];
-    if (parts < 2) return MG_OK;
-    part_sub *s = calloc((size_t)parts, sizeof *s);
-    int *map = malloc((size_t)pr->n * sizeof *map);
-    if (!s || !map) abort();
+    parts_units o = {0};
     mg_status st = MG_OK;
-    int ok = 1, *seq = NULL;
-    for (int c = 0; c < parts; c++) s[c].from = s[c].to = -1;
-    for (int v = pr->nfwd; v < pr->n; v++) {
-        int c = pr->part[v] - 1;
-        if (c < 0 || !pr->target[v]) continue;
-        if (s[c].from < 0) s[c].from = v;
-        s[c].to = v;
-    }
-    /* each block contiguous: no other target between its first and its last op */
-    for (int c = 0; c < parts && ok; c++)
-        for (int v = s[c].from; v >= 0 && v <= s[c].to && ok; v++)
-            if (pr->target[v] && pr->part[v] != c + 1) ok = 0;
-    int blocks = 0;
-    for (int c = 0; c < parts && ok; c++) {
-        if (s[c].from < 0) continue;
-        blocks++;
-        s[c].q = mg_part_problem(pr, c, map);
-        s[c].back = malloc((size_t)s[c].q->n * sizeof *s[c].back);
-        if (!s[c].back) abort();
-        for (int v = 0; v < pr->n; v++)
-            if (map[v] >= 0) s[c].back[map[v]] = v;
-        s[c].hash = mg_problem_hash(s[c].q);
-    }
-    if (!ok || blocks < 2) goto done;
-    held_across(pr, s, parts);
+    int *seq = NULL;
+    if (!order_units(pr, s, parts, how, &o)) goto done;
+    held_across(pr, s, parts, &o);
     int64_t lowered = 0; /* what earlier rounds missed the budget by, once placed */
     for (int round = 0; round < PARTS_FIT_ROUNDS && !st; round++) {
         int64_t total = 0;
@@ -125,8 +191,7 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
                                  s[same].held == s[c].held))
                 same++;
             if (same < c) {
-                s[c].seq = malloc((size_t)s[same].nseq * sizeof *s[c].seq);
-                if (!s[c].seq) abort();
+                s[c].seq = xmalloc((size_t)s[same].nseq * sizeof *s[c].seq);
                 memcpy(s[c].seq, s[same].seq, (size_t)s[same].nseq * sizeof *s[c].seq);
                 s[c].nseq = s[same].nseq;
             } else {
@@ -135,28 +200,23 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
                     mg_plan_free(p);
                     goto done;
                 }
-                s[c].seq = malloc(((size_t)p->nsteps + 1) * sizeof *s[c].seq);
-                if (!s[c].seq) abort();
+                s[c].seq = xmalloc(((size_t)p->nsteps + 1) * sizeof *s[c].seq);
                 s[c].nseq = mg_plan_compute_steps(p, s[c].seq);
                 mg_plan_free(p);
             }
             total += s[c].nseq;
         }
         free(seq);
-        seq = malloc(((size_t)pr->n + (size_t)total) * sizeof *seq);
-        if (!seq) abort();
+        seq = xmalloc(((size_t)pr->n + (size_t)total) * sizeof *seq);
         int n = 0;
-        for (int v = 0; v < pr->n; v++) {
-            int c = pr->part[v] - 1;
-            if (c >= 0 && v >= pr->nfwd && s[c].q) {
-                if (v == s[c].from)
-                    for (int i = 0; i < s[c].nseq; i++) seq[n++] = s[c].back[s[c].seq[i]];
-                continue;
-            }
-            if (pr->target[v]) seq[n++] = v;
+        for (int i = 0; i < o.n; i++) {
+            int u = o.order[i];
+            if (u >= parts) seq[n++] = o.first[u];
+            else
+                for (int k = 0; k < s[u].nseq; k++) seq[n++] = s[u].back[s[u].seq[k]];
         }
         mg_plan *p = mg_pb_replay(pr, seq, n, NULL);
-        if (!p) break; /* a block reads what runs after it: not a step this applies to */
+        if (!p) break; /* (the units are in an order the step allows: not expected) */
         if ((st = mg_place_memo_place(NULL, p, budget, budget, 0, 1.0, d))) {
             mg_plan_free(p);
             break;
@@ -170,6 +230,46 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
     }
 done:
     free(seq);
+    free(o.unit);
+    free(o.order);
+    free(o.pos);
+    free(o.first);
+    return st;
+}
+
+mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver solve, void *ctx, mg_plan **out,
+                            mg_diag *d)
+{
+    *out = NULL;
+    if (!pr->part || budget == INT64_MAX) return MG_OK;
+    int parts = 0;
+    for (int v = 0; v < pr->n; v++)
+        if (pr->part[v] > parts) parts = pr->part[v];
+    if (parts < 2) return MG_OK;
+    part_sub *s = calloc((size_t)parts, sizeof *s);
+    int *map = xmalloc((size_t)pr->n * sizeof *map), blocks = 0;
+    if (!s) abort();
+    for (int c = 0; c < parts; c++) {
+        int backward = 0;
+        for (int v = pr->nfwd; v < pr->n && !backward; v++) backward = pr->part[v] == c + 1 && pr->target[v];
+        if (!backward) continue; /* (a part with no backward op has no block: its ops run one by one) */
+        blocks++;
+        s[c].q = mg_part_problem(pr, c, map);
+        s[c].back = xmalloc((size_t)s[c].q->n * sizeof *s[c].back);
+        for (int v = 0; v < pr->n; v++)
+            if (map[v] >= 0) s[c].back[map[v]] = v;
+        s[c].hash = mg_problem_hash(s[c].q);
+    }
+    mg_status st = MG_OK;
+    for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && blocks >= 2 && !st; how++) {
+        if (*out && (*out)->flops_executed <= (*out)->flops_once) break; /* (nothing recomputed) */
+        mg_plan *p = NULL;
+        if (!(st = parts_plan(pr, budget, s, parts, how, solve, ctx, &p, d))) mg_sv_keep_better(out, p);
+    }
+    if (st) {
+        mg_plan_free(*out);
+        *out = NULL;
+    }
     for (int c = 0; c < parts; c++) {
         mg_problem_free(s[c].q);
         free(s[c].back);

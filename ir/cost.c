@@ -80,7 +80,9 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_DROPOUT:
     case MG_OP_DROPOUT_GRAD: return 6.0 * out;
     case MG_OP_SOFTMAX_GRAD: return 4.0 * out;
-    case MG_OP_CROSS_ENTROPY: return 5.0 * in0;
+    case MG_OP_CROSS_ENTROPY:
+    case MG_OP_XENT_SUM:
+    case MG_OP_XENT_SUM_ACC: return 5.0 * in0;
     case MG_OP_XENT_GRAD: return 5.0 * out;
     case MG_OP_MSE: return 3.0 * in0;
     case MG_OP_MSE_GRAD:

@@ -79,7 +79,7 @@ char *mg_graph_print(const mg_graph *g)
         if ((n->op == MG_OP_SOFTMAX || n->op == MG_OP_LOG_SOFTMAX || n->op == MG_OP_SOFTMAX_GRAD ||
              n->op == MG_OP_LOG_SOFTMAX_GRAD) && n->iattr[0])
             sb_printf(&b, " axis=%d", -1 - n->iattr[0]);
-        if (n->op == MG_OP_XENT_GRAD && n->iattr[1]) sb_printf(&b, " positions=%d", n->iattr[1]);
+        if ((n->op == MG_OP_XENT_GRAD || n->op == MG_OP_XENT_MEAN) && n->iattr[1]) sb_printf(&b, " positions=%d", n->iattr[1]);
         if ((n->op == MG_OP_GELU || n->op == MG_OP_GELU_GRAD) && n->iattr[0]) sb_printf(&b, " approx=tanh");
         if (n->op == MG_OP_LAYER_NORM || n->op == MG_OP_LAYER_NORM_GRAD_INPUT || n->op == MG_OP_LAYER_NORM_GRAD_SCALE)
             sb_printf(&b, " eps=%s", num(n->fattr, v1));
@@ -99,7 +99,8 @@ char *mg_graph_print(const mg_graph *g)
         if (n->op == MG_OP_SLICE || n->op == MG_OP_SLICE_GRAD)
             sb_printf(&b, " axis=%d start=%d end=%d step=%d", n->iattr[0], n->iattr[1], n->iattr[2], n->iattr[3]);
         if (n->op == MG_OP_UPSAMPLE_NEAREST || n->op == MG_OP_UPSAMPLE_NEAREST_GRAD) sb_printf(&b, " scale=%d", n->iattr[0]);
-        if ((n->op == MG_OP_CROSS_ENTROPY || n->op == MG_OP_XENT_GRAD) && n->iattr[0])
+        if ((n->op == MG_OP_CROSS_ENTROPY || n->op == MG_OP_XENT_GRAD || n->op == MG_OP_XENT_SUM ||
+             n->op == MG_OP_XENT_SUM_ACC) && n->iattr[0])
             sb_printf(&b, " axis=%d", -1 - n->iattr[0]);
         if (n->op == MG_OP_MSE_GRAD && n->iattr[0] < 0) sb_printf(&b, " sign=-1");
         if (n->op == MG_OP_BROADCAST && n->fattr != 1.0) sb_printf(&b, " scale=%s", num(n->fattr, v1));

@@ -267,6 +267,33 @@ static mg_status unet_shape(const mg_node *n, const mg_type **t, mg_type *r, mg_
     }
 }
 
+/* cross_entropy's operands (logits, labels), as xent_sum and xent_sum_acc take them too. */
+static mg_status xent_operands(const mg_node *n, const mg_type *const *t, mg_diag *d)
+{
+    char sa[128], sb[128], sc[128];
+    if (need_float(n, t[0], "logits tensor", d)) return MG_ERR;
+    if (t[0]->shape.rank < 2)
+        return mg_diag_set(d, n->loc, "%s needs logits of shape [batch, classes] or [batch, ..., classes], got %s",
+                           opname(n), mg_shape_str(&t[0]->shape, sa, sizeof sa));
+    if (t[1]->dtype != MG_I32)
+        return mg_diag_set(d, n->loc, "%s needs i32 class labels, got %s", opname(n), mg_dtype_name(t[1]->dtype));
+    if (n->iattr[0] < 0 || n->iattr[0] >= t[0]->shape.rank)
+        return mg_diag_set(d, n->loc, "%s class axis %d out of range for logits %s", opname(n), -1 - n->iattr[0],
+                           mg_shape_str(&t[0]->shape, sa, sizeof sa));
+    /* the labels are the logits' shape without the class axis */
+    mg_shape want = t[0]->shape;
+    int ax = want.rank - 1 - n->iattr[0];
+    for (int i = ax; i + 1 < want.rank; i++) want.dim[i] = want.dim[i + 1];
+    want.rank--;
+    char on[48] = "";
+    if (n->iattr[0]) snprintf(on, sizeof on, " (classes on axis %d)", ax);
+    if (!mg_shape_eq(&want, &t[1]->shape))
+        return mg_diag_set(d, n->loc, "%s labels must be %s to match logits %s%s, got %s", opname(n),
+                           mg_shape_str(&want, sc, sizeof sc), mg_shape_str(&t[0]->shape, sa, sizeof sa), on,
+                           mg_shape_str(&t[1]->shape, sb, sizeof sb));
+    return MG_OK;
+}
+
 /* The ops of batch_norm over a batch in parts (microbatch.c makes them, nothing parses them):
  * x [n,C] or [n,C,H,W] a part of a batch of iattr[0] samples; the sums are f64 [2,C] ([sum x;
  * sum (x-mean)^2]) or [4,C] (those, then [sum dy; sum dy*xhat]). */
@@ -536,32 +563,20 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r.shape.rank = 0;
         break;
     case MG_OP_CROSS_ENTROPY:
-        if (need_float(n, t[0], "logits tensor", d)) return MG_ERR;
-        if (t[0]->shape.rank < 2)
-            return mg_diag_set(d, n->loc,
-                               "cross_entropy needs logits of shape [batch, classes] or [batch, ..., classes], got %s",
-                               mg_shape_str(&t[0]->shape, sa, sizeof sa));
-        if (t[1]->dtype != MG_I32)
-            return mg_diag_set(d, n->loc, "cross_entropy needs i32 class labels, got %s",
-                               mg_dtype_name(t[1]->dtype));
-        if (n->iattr[0] < 0 || n->iattr[0] >= t[0]->shape.rank)
-            return mg_diag_set(d, n->loc, "cross_entropy class axis %d out of range for logits %s", -1 - n->iattr[0],
-                               mg_shape_str(&t[0]->shape, sa, sizeof sa));
-        {
-            /* the labels are the logits' shape without the class axis */
-            mg_shape want = t[0]->shape;
-            char sc[128];
-            int ax = want.rank - 1 - n->iattr[0];
-            for (int i = ax; i + 1 < want.rank; i++) want.dim[i] = want.dim[i + 1];
-            want.rank--;
-            char on[48] = "";
-            if (n->iattr[0]) snprintf(on, sizeof on, " (classes on axis %d)", ax);
-            if (!mg_shape_eq(&want, &t[1]->shape))
-                return mg_diag_set(d, n->loc, "cross_entropy labels must be %s to match logits %s%s, got %s",
-                                   mg_shape_str(&want, sc, sizeof sc), mg_shape_str(&t[0]->shape, sa, sizeof sa), on,
-                                   mg_shape_str(&t[1]->shape, sb, sizeof sb));
-        }
-        r.dtype = t[0]->dtype;
+    case MG_OP_XENT_SUM:
+    case MG_OP_XENT_SUM_ACC:
+        if (xent_operands(n, t, d)) return MG_ERR;
+        if (n->op == MG_OP_XENT_SUM_ACC && (t[2]->dtype != MG_F64 || t[2]->shape.rank != 0))
+            return mg_diag_set(d, n->loc, "'%s' needs the f64 sum so far as its third operand", opname(n));
+        r.dtype = n->op == MG_OP_CROSS_ENTROPY ? t[0]->dtype : MG_F64;
+        r.shape.rank = 0;
+        break;
+    case MG_OP_XENT_MEAN:
+        if (t[0]->dtype != MG_F64 || t[0]->shape.rank != 0)
+            return mg_diag_set(d, n->loc, "'%s' needs an f64 sum", opname(n));
+        if (n->iattr[1] < 1) return mg_diag_set(d, n->loc, "'%s' over %d positions", opname(n), n->iattr[1]);
+        if (need_float(n, &n->type, "result", d)) return MG_ERR;
+        r.dtype = n->type.dtype;
         r.shape.rank = 0;
         break;
     case MG_OP_MSE:

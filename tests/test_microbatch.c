@@ -798,6 +798,51 @@ START_TEST(test_parts_planned_part_by_part)
 }
 END_TEST
 
+/* The loss in parts: deep12's cross_entropy in 8 parts is a chain of sums, one per part in part
+ * order, each reading its part's logits and labels (xent_sum, then xent_sum_acc continuing the
+ * one before), divided once over the 48 positions (xent_mean, the loss); nothing concatenates
+ * the logits. So a part's backward can follow its own forward: auto's plan in 8 parts at a
+ * quarter of the whole batch's store-all recomputes nothing (until 2026-12-05 every part's
+ * forward ran before any backward, the logits of all for the loss, and the plan there
+ * recomputed 23.21%). */
+START_TEST(test_loss_in_parts)
+{
+    mg_graph *g = joint(deep12_src), *gk;
+    mg_problem *whole = mg_problem_from_graph(g, MG_PLAN_TRAIN);
+    mg_solution s;
+    mg_diag d = {0};
+    ck_assert_msg(mg_solve(whole, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 10, &s, &d) == MG_OK, "%s", d.msg);
+    int64_t all = s.plan->workspace_bytes;
+    mg_plan_free(s.plan);
+    mg_problem_free(whole);
+    int64_t minf;
+    mg_problem *pr = in_parts(g, 8, &gk, &minf);
+    const mg_node *loss = &gk->nodes[gk->loss];
+    ck_assert_int_eq(loss->op, MG_OP_XENT_MEAN);
+    ck_assert_int_eq(loss->iattr[1], 48);
+    int v = loss->in[0];
+    for (int c = 7; c >= 0; c--) {
+        const mg_node *n = &gk->nodes[v];
+        ck_assert_int_eq(n->op, c ? MG_OP_XENT_SUM_ACC : MG_OP_XENT_SUM);
+        ck_assert_int_eq(n->micro_batch, c + 1);
+        ck_assert_int_eq(gk->nodes[n->in[0]].micro_batch, c + 1);
+        ck_assert_int_eq(gk->nodes[n->in[0]].type.shape.dim[0], 6);
+        ck_assert_int_eq(gk->nodes[n->in[1]].type.shape.dim[0], 6);
+        if (c) v = n->in[2];
+    }
+    for (int u = 0; u < gk->n; u++) ck_assert_int_ne(gk->nodes[u].op, MG_OP_CONCAT);
+    ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, all / 4, 0, 10, &s, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(s.plan && s.plan->workspace_bytes <= all / 4, "no plan within %lld bytes", (long long)(all / 4));
+    ck_assert_msg(mg_plan_verify(s.plan, pr, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(s.plan->flops_executed == s.plan->flops_once, "%.0f FLOPs executed, %.0f once",
+                  s.plan->flops_executed, s.plan->flops_once);
+    mg_plan_free(s.plan);
+    mg_problem_free(pr);
+    mg_graph_free(gk);
+    mg_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("microbatch");
@@ -809,6 +854,7 @@ int main(void)
     tcase_add_test(tc, test_batch_is_the_first_input);
     tcase_add_test(tc, test_counts_of_large_batches);
     tcase_add_test(tc, test_bn_split);
+    tcase_add_test(tc, test_loss_in_parts);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_cnn_bit_identical);
     tcase_add_test(tc, test_mlp_split);

@@ -293,11 +293,11 @@ void SFX(mgk_gelu_tanh_grad)(int64_t n, const T *restrict xs, const T *restrict 
 
 /* Cross-entropy over an [outer, C, inner] view of the logits: the classes lie at stride inner
  * (1 when they are the last axis) and position (o, i) has label labels[o * inner + i]. */
-/* mean over the outer * inner positions of -log softmax(logits)[label]; a label outside [0, C) gives NaN */
-void SFX(mgk_xent)(int64_t outer, int64_t C, int64_t inner, const T *restrict x, const int32_t *restrict labels,
-                   T *restrict out)
+/* total plus the sum over the outer * inner positions of -log softmax(logits)[label], position
+ * after position in double; a label outside [0, C) gives NaN */
+static double SFX(mgk_xent_total)(int64_t outer, int64_t C, int64_t inner, const T *restrict x,
+                                  const int32_t *restrict labels, double total)
 {
-    double total = 0;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             const T *px = x + o * C * inner + i;
@@ -312,8 +312,25 @@ void SFX(mgk_xent)(int64_t outer, int64_t C, int64_t inner, const T *restrict x,
             for (int64_t c = 0; c < C; c++) s += (double)MX_EXP(px[c * inner] - mx);
             total += log(s) + (double)mx - (double)px[l * inner];
         }
-    out[0] = (T)(total / (double)(outer * inner));
+    return total;
 }
+
+/* the mean over the positions */
+void SFX(mgk_xent)(int64_t outer, int64_t C, int64_t inner, const T *restrict x, const int32_t *restrict labels,
+                   T *restrict out)
+{
+    out[0] = (T)(SFX(mgk_xent_total)(outer, C, inner, x, labels, 0) / (double)(outer * inner));
+}
+
+/* A batch in parts (microbatch.c): each part's sum continues the parts' before (prev; NULL for
+ * the first), and mgk_xent_mean divides once: the very additions and division of mgk_xent. */
+void SFX(mgk_xent_sum)(int64_t outer, int64_t C, int64_t inner, const T *restrict x, const int32_t *restrict labels,
+                       const double *prev, double *out)
+{
+    out[0] = SFX(mgk_xent_total)(outer, C, inner, x, labels, prev ? prev[0] : 0);
+}
+
+void SFX(mgk_xent_mean)(int64_t count, const double *sum, T *restrict out) { out[0] = (T)(sum[0] / (double)count); }
 
 /* count: the positions the loss is the mean over (outer * inner, or the whole batch's where x is
  * one part of it: microbatch.c) */
