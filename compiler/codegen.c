@@ -85,7 +85,7 @@ static LLVMValueRef place_ptr(cg *c, const mg_plan *pl, const mg_place *p, int n
     case MG_MEM_PARAMS: return byte_ptr(c, c->params, p->offset);
     case MG_MEM_GRADS: return byte_ptr(c, c->grads, p->offset);
     case MG_MEM_INPUT: return c->in_ptr[p->index];
-    case MG_MEM_OUTPUT: return c->out_ptr[p->index];
+    case MG_MEM_OUTPUT: return byte_ptr(c, c->out_ptr[p->index], p->offset);
     case MG_MEM_CONST: return const_global(c, node);
     case MG_MEM_NONE: break;
     }
@@ -269,7 +269,7 @@ static int too_complex(cg *c, const mg_node *n)
     return 0;
 }
 
-/* The accumulating ops (sum_to_acc, conv2d_grad_weight_acc) add into their result: it starts as
+/* The accumulating ops (sum_to_acc, conv2d_grad_weight_acc, ...) add into their result: it starts as
  * a copy of the accumulator, input `slot`, unless the plan put both in the same place. */
 static void copy_acc(cg *c, const mg_plan *pl, const mg_step *st, int slot)
 {
@@ -367,10 +367,14 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         return;
     }
     case MG_OP_EMBEDDING:
-    case MG_OP_EMBEDDING_GRAD: {
+    case MG_OP_EMBEDDING_GRAD:
+    case MG_OP_EMBEDDING_GRAD_ACC: {
         const mg_shape *tab = n->op == MG_OP_EMBEDDING ? s1 : &n->type.shape;
         LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0)), ci64(c, tab->dim[0]), ci64(c, tab->dim[1]), x, y, out};
-        call(c, n->op == MG_OP_EMBEDDING ? "mgk_embedding" : "mgk_embedding_grad", dt, a, 6);
+        if (n->op == MG_OP_EMBEDDING_GRAD_ACC) copy_acc(c, pl, st, 2);
+        call(c, n->op == MG_OP_EMBEDDING ? "mgk_embedding" : n->op == MG_OP_EMBEDDING_GRAD ? "mgk_embedding_grad"
+                                                                                        : "mgk_embedding_grad_acc",
+             dt, a, 6);
         return;
     }
     case MG_OP_TRANSPOSE: {
@@ -450,10 +454,13 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         call(c, n->op == MG_OP_LAYER_NORM ? "mgk_layer_norm" : "mgk_layer_norm_grad_input", dt, a, 7);
         return;
     }
-    case MG_OP_LAYER_NORM_GRAD_SCALE: {
+    case MG_OP_LAYER_NORM_GRAD_SCALE:
+    case MG_OP_LAYER_NORM_GRAD_SCALE_ACC: {
         int64_t D = s0->dim[s0->rank - 1];
         LLVMValueRef a[6] = {ci64(c, mg_shape_numel(s0) / D), ci64(c, D), x, y, cf64(c, n->fattr), out};
-        call(c, "mgk_layer_norm_grad_scale", dt, a, 6);
+        if (n->op == MG_OP_LAYER_NORM_GRAD_SCALE_ACC) copy_acc(c, pl, st, 2);
+        call(c, n->op == MG_OP_LAYER_NORM_GRAD_SCALE ? "mgk_layer_norm_grad_scale" : "mgk_layer_norm_grad_scale_acc", dt,
+             a, 6);
         return;
     }
     case MG_OP_CROSS_ENTROPY:
@@ -495,6 +502,12 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
             int64_t off = 0;
             for (int k = 0; k < n->ninputs && !c->failed; k++) {
                 int64_t lk = g->nodes[n->in[k]].type.shape.dim[ax];
+                const mg_place *pk = &st->in[k], *po = &st->out;
+                if (outer == 1 && pk->mem != MG_MEM_WS && pk->mem == po->mem && pk->index == po->index &&
+                    pk->offset == po->offset + off * inner) { /* computed in its place (problem.c) */
+                    off += lk;
+                    continue;
+                }
                 LLVMValueRef a[11] = {ci64(c, outer), ci64(c, 1), ci64(c, lk * inner), place_ptr(c, pl, &st->in[k], n->in[k]),
                                       ci64(c, lk * inner), ci64(c, 0), out, ci64(c, off * inner), ci64(c, len * inner),
                                       ci64(c, 0), ci64(c, 0)};

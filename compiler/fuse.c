@@ -63,8 +63,11 @@ static span span_of(const mg_plan *pl, const mg_graph *g, const mg_place *p, int
     case MG_MEM_WS: s.lo = pl->bufs[p->index].offset; break;
     case MG_MEM_PARAMS:
     case MG_MEM_GRADS: s.lo = p->offset; break;
-    case MG_MEM_INPUT:
-    case MG_MEM_OUTPUT: s.index = p->index; break;
+    case MG_MEM_INPUT: s.index = p->index; break;
+    case MG_MEM_OUTPUT:
+        s.index = p->index;
+        s.lo = p->offset;
+        break;
     default: s.mem = -1; /* constants are never written */
     }
     s.hi += s.lo;

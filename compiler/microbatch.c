@@ -9,8 +9,13 @@
  * The prefix R: forward ops reachable from the batch inputs (the inputs whose axis 0 is the
  * batch, N) through ops where sample n of the result depends only on sample n of the batched
  * operands (convolutions, pooling, elementwise ops whose other operands have no batch axis,
- * reshapes that keep axis 0, x @ w with x's rows the samples, ...) or through batch_norm
- * (below), and whose other operands do not depend on R. It ends at the first op that mixes
+ * reshapes, x @ w with x's rows the samples, embedding, layer_norm, ...) or through batch_norm
+ * (below), and whose other operands do not depend on R. Axis 0 of such a value is the batch or
+ * r rows a sample ([B*T, D] reshaped from a transformer's [B, T, D]: part c its rows
+ * [c*r*N/k, (c+1)*r*N/k)); since 2026-12-05 the transformer splits so (embedding stopped it
+ * before), its weights', embedding table's and norms' gradients summed part after part over
+ * those rows (matmul_acc, embedding_grad_acc, layer_norm_grad_scale_acc: the kernels' additions
+ * in their order). It ends at the first op that mixes
  * samples (reductions, cross_entropy), and at convolutions the parts would cut: a convolution is split
  * only at multiples of the images one GEMM takes (mgk_conv_batch; unet_small's 8x8 bottleneck
  * takes 2 images per GEMM: 8 parts of its batch of 8 end before it; resnet18_64's 2x2 layer4
@@ -77,12 +82,14 @@
 
 static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
 
-/* Whether op n works sample by sample along axis 0 (of extent N); if so, batched[k] says which
- * operands carry the batch axis (the others broadcast over it). */
+/* Whether op n works sample by sample along axis 0; if so, batched[k] says which operands carry
+ * the batch axis (the others broadcast over it). Axis 0 is the batch of N samples or a multiple
+ * of it, r rows per sample, sample n rows [n*r, (n+1)*r) (a transformer's [B*T, D] rows reshaped
+ * from [B, T, D]); a reshape may change r, every other op keeps its batched operands' axis 0. */
 static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batched)
 {
     const mg_shape *o = &n->type.shape;
-    if (o->rank < 1 || o->dim[0] != N || n->type.dtype == MG_I32) return 0;
+    if (o->rank < 1 || o->dim[0] % N || o->dim[0] > INT32_MAX || n->type.dtype == MG_I32) return 0;
     for (int k = 0; k < n->ninputs; k++) batched[k] = 1;
     switch (n->op) {
     case MG_OP_ADD:
@@ -92,9 +99,16 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
     case MG_OP_BROADCAST:
         for (int k = 0; k < n->ninputs; k++) {
             const mg_shape *s = &g->nodes[n->in[k]].type.shape;
-            batched[k] = s->rank == o->rank && s->dim[0] == N;
+            batched[k] = s->rank == o->rank && s->dim[0] == o->dim[0];
             if (!batched[k] && s->rank == o->rank && s->dim[0] != 1) return 0;
         }
+        break;
+    case MG_OP_EMBEDDING: batched[1] = 0; break; /* each position's row of the table */
+    case MG_OP_LAYER_NORM: /* rows: the statistics over the last axis */
+    case MG_OP_LAYER_NORM_GRAD_INPUT:
+        if (o->rank < 2) return 0;
+        batched[1] = 0;
+        batched[2] = n->op == MG_OP_LAYER_NORM_GRAD_INPUT;
         break;
     case MG_OP_NEG:
     case MG_OP_RELU:
@@ -150,7 +164,7 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
         }
         for (int k = 0; k < 2; k++) {
             const mg_shape *s = &g->nodes[n->in[k]].type.shape;
-            batched[k] = s->rank == o->rank && s->dim[0] == N;
+            batched[k] = s->rank == o->rank && s->dim[0] == o->dim[0];
             if (!batched[k] && s->rank == o->rank && s->dim[0] != 1) return 0;
         }
         break;
@@ -159,11 +173,22 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
         break;
     default: return 0;
     }
+    int reshape = n->op == MG_OP_RESHAPE || n->op == MG_OP_FLATTEN;
     for (int k = 0; k < n->ninputs; k++) {
         const mg_shape *s = &g->nodes[n->in[k]].type.shape;
-        if (batched[k] && (s->rank < 1 || s->dim[0] != N)) return 0;
+        if (batched[k] && (s->rank < 1 || (reshape ? s->dim[0] % N != 0 : s->dim[0] != o->dim[0]))) return 0;
     }
     return 1;
+}
+
+/* The rows per sample of node v's batched axis 0 (its output's, or the operands' a reduction
+ * over the batch reads), 0 where that is not a multiple of the batch. */
+static int64_t rows_per_sample(const mg_graph *g, int v, int64_t N)
+{
+    const mg_node *nd = &g->nodes[v];
+    int reduction = (nd->op == MG_OP_MATMUL && nd->iattr[0]) || nd->op == MG_OP_CONV2D_GRAD_WEIGHT;
+    int64_t d0 = reduction ? g->nodes[nd->in[0]].type.shape.dim[0] : nd->type.shape.dim[0];
+    return d0 % N ? 0 : d0 / N;
 }
 
 /* Whether node v runs on parts of `part` samples at the whole batch's speed: a convolution keeps
@@ -171,15 +196,16 @@ static int per_sample(const mg_graph *g, const mg_node *n, int64_t N, char *batc
  * a matrix product on the batch rows keeps at least a micro-tile of rows (MR): fewer waste most
  * of each tile, and the planner, which weighs FLOPs, would pick them for the last bytes (mlp in
  * 128 parts of one row: 21 KiB, but GEMMs of one row, and seconds to plan). */
-static int part_ok(const mg_graph *g, int v, int64_t part)
+static int part_ok(const mg_graph *g, int v, int64_t N, int64_t part)
 {
     mg_op op = g->nodes[v].op;
-    if (op == MG_OP_MATMUL) return g->nodes[v].type.shape.rank != 2 || part >= MGK_GEMM_MR;
+    int64_t rows = part * rows_per_sample(g, v, N);
+    if (op == MG_OP_MATMUL) return g->nodes[v].type.shape.rank != 2 || rows >= MGK_GEMM_MR;
     if (op != MG_OP_CONV2D && op != MG_OP_CONV_TRANSPOSE2D && op != MG_OP_CONV2D_GRAD_INPUT &&
         op != MG_OP_CONV2D_GRAD_WEIGHT)
         return 1;
     mgk_conv_geom geom = mg_conv_geom(g, v);
-    return part % mgk_conv_batch(&geom) == 0;
+    return rows % mgk_conv_batch(&geom) == 0;
 }
 
 /* What the rewrite knows of g for k parts. */
@@ -297,7 +323,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
             ok = nd->type.shape.dim[0] == m->N;
             bt[0] = 1, bt[1] = bt[2] = 0;
         }
-        if (ok && !part_ok(g, v, m->part)) {
+        if (ok && !part_ok(g, v, m->N, m->part)) {
             ok = 0;
             if (m->cut < 0) m->cut = v;
         }
@@ -372,21 +398,22 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
             else m->acc[v] = 1;
             continue;
         }
-        if (per_sample(g, nd, m->N, bt) && part_ok(g, v, m->part)) {
+        if (per_sample(g, nd, m->N, bt) && part_ok(g, v, m->N, m->part)) {
             for (int k = 0; k < nd->ninputs; k++) reads |= bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]]);
             m->B[v] = (char)reads;
             ps[v] = 1;
             continue;
         }
         memset(bt, 0, MG_MAX_INPUTS);
-        if (!part_ok(g, v, m->part)) continue;
+        if (!part_ok(g, v, m->N, m->part)) continue;
         if (nd->op == MG_OP_SUM_TO) {
             /* the batch axis summed; the output keeps another axis of extent > 1, so the kernel's
              * innermost run of summed elements never reaches across samples (mgk_sum_to) */
             const mg_shape *s = &g->nodes[nd->in[0]].type.shape;
             bt[0] = s->rank >= 1 && s->dim[0] == m->N && mg_shape_numel(&nd->type.shape) > 1;
-        } else if (nd->op == MG_OP_CONV2D_GRAD_WEIGHT) {
-            bt[0] = bt[1] = 1;
+        } else if (nd->op == MG_OP_CONV2D_GRAD_WEIGHT || nd->op == MG_OP_EMBEDDING_GRAD ||
+                   (nd->op == MG_OP_LAYER_NORM_GRAD_SCALE && g->nodes[nd->in[0]].type.shape.rank >= 2)) {
+            bt[0] = bt[1] = 1; /* (sums over the positions, rows in order: the parts continue them) */
         } else if (nd->op == MG_OP_MATMUL && nd->iattr[0] && !nd->iattr[1] && nd->type.shape.rank == 2 &&
                    g->nodes[nd->in[0]].type.shape.rank == 2 && g->nodes[nd->in[1]].type.shape.rank == 2) {
             bt[0] = bt[1] = 1; /* a weight gradient x^T @ dy: GEMM K is the batch, cut at the parts */
@@ -395,7 +422,7 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         for (int k = 0; k < nd->ninputs; k++) {
             reads |= bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]]);
             if (bt[k] && (m->R[nd->in[k]] || m->B[nd->in[k]])) whole_bytes += (int64_t)mg_node_bytes(g, nd->in[k]);
-            if (bt[k] && g->nodes[nd->in[k]].type.shape.dim[0] != m->N) bt[0] = bt[1] = reads = 0;
+            if (bt[k] && g->nodes[nd->in[k]].type.shape.dim[0] % m->N) bt[0] = bt[1] = reads = 0;
         }
         /* a weight gradient that is a parameter's gradient and nothing else has its partial sums
          * written into the caller's gradient, each adding to the one before in place (problem.c);
@@ -601,8 +628,9 @@ static int chunk(mb_build *b, int c, int u, mg_phase ph)
     mg_node s = *t;
     memset(s.iattr, 0, sizeof s.iattr);
     s.iattr[0] = 0;
-    s.iattr[1] = (int)(c * b->part);
-    s.iattr[2] = (int)((c + 1) * b->part);
+    int64_t rows = b->part * (t->type.shape.dim[0] / b->m->N); /* (a multiple of the batch: per_sample) */
+    s.iattr[1] = (int)(c * rows);
+    s.iattr[2] = (int)((c + 1) * rows);
     s.iattr[3] = 1;
     s.fattr = s.fattr2 = 0;
     s.index = -1;
@@ -624,7 +652,8 @@ static void emit_chunk(mb_build *b, int c, int v, mg_phase ph)
         mg_node s = *t;
         if (t->op == MG_OP_XENT_GRAD && !s.iattr[1]) /* the mean stays over the whole batch */
             s.iattr[1] = (int)(mg_shape_numel(&t->type.shape) / t->type.shape.dim[t->type.shape.rank - 1 - t->iattr[0]]);
-        int id = add_like(b, &s, t->op, t->ninputs, in, b->part, chunk_name(t, c, nm, sizeof nm), ph);
+        int id = add_like(b, &s, t->op, t->ninputs, in, b->part * (t->type.shape.dim[0] / m->N),
+                          chunk_name(t, c, nm, sizeof nm), ph);
         b->cl[c * g->n + v] = of_part(b, id, c);
         return;
     }
@@ -634,8 +663,11 @@ static void emit_chunk(mb_build *b, int c, int v, mg_phase ph)
         id = of_part(b, add_like(b, t, t->op, t->ninputs, in, 0, name, ph), c);
     } else {
         in[t->ninputs] = b->map[v]; /* the partial sum of the micro-batches before */
-        mg_op acc = t->op == MG_OP_SUM_TO ? MG_OP_SUM_TO_ACC
-                    : t->op == MG_OP_MATMUL ? MG_OP_MATMUL_ACC : MG_OP_CONV2D_GRAD_WEIGHT_ACC;
+        mg_op acc = t->op == MG_OP_SUM_TO                ? MG_OP_SUM_TO_ACC
+                    : t->op == MG_OP_MATMUL                ? MG_OP_MATMUL_ACC
+                    : t->op == MG_OP_EMBEDDING_GRAD        ? MG_OP_EMBEDDING_GRAD_ACC
+                    : t->op == MG_OP_LAYER_NORM_GRAD_SCALE ? MG_OP_LAYER_NORM_GRAD_SCALE_ACC
+                                                           : MG_OP_CONV2D_GRAD_WEIGHT_ACC;
         id = of_part(b, add_like(b, t, acc, t->ninputs + 1, in, 0, name, ph), c);
     }
     b->map[v] = id;

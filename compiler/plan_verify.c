@@ -21,17 +21,25 @@ static int cmp_ev(const void *a, const void *b)
     return x->kind - y->kind; /* what ended before a step goes before what starts at it */
 }
 
-static int is_acc_op(mg_op op)
-{
-    return op == MG_OP_SUM_TO_ACC || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC || op == MG_OP_MATMUL_ACC;
-}
-
 static int is_ws_value(const mg_problem *pr, int v) { return pr->target[v] && pr->home[v].mem == MG_MEM_NONE; }
 
+/* Whether value v lives in a part of an output, as the problem says (problem.c: an operand of a
+ * concatenation returned whole, computed in its place there), and pl is that place. */
+static int in_output_part(const mg_problem *pr, const mg_place *pl, int v)
+{
+    const mg_graph *g = pr->g;
+    const mg_place *h = &pr->home[v];
+    if (h->mem != MG_MEM_OUTPUT || pl->mem != MG_MEM_OUTPUT || h->index != pl->index || h->offset != pl->offset ||
+        h->index < 0 || h->index >= g->noutputs || g->outputs[h->index].node == v)
+        return 0;
+    return h->offset >= 0 && h->offset + (int64_t)mg_node_bytes(g, v) <= (int64_t)mg_node_bytes(g, g->outputs[h->index].node);
+}
+
 /* For model plans: the place a step reads a caller-memory value from is that value's. */
-static mg_status check_caller_place(const mg_graph *g, const int64_t *poff, const int *grad_node, const int *out_node,
+static mg_status check_caller_place(const mg_problem *pr, const int64_t *poff, const int *grad_node, const int *out_node,
                                     const mg_place *pl, int v, int s, mg_diag *d)
 {
+    const mg_graph *g = pr->g;
     const mg_node *vn = &g->nodes[v];
     mg_loc loc = vn->loc;
     switch (pl->mem) {
@@ -51,7 +59,8 @@ static mg_status check_caller_place(const mg_graph *g, const int64_t *poff, cons
             return mg_diag_set(d, loc, "plan: step %d reads %%%d from a gradient not holding it", s, v);
         return MG_OK;
     case MG_MEM_OUTPUT:
-        if (pl->index < 0 || pl->index >= g->noutputs || out_node[pl->index] != v)
+        if (in_output_part(pr, pl, v)) return MG_OK;
+        if (pl->index < 0 || pl->index >= g->noutputs || out_node[pl->index] != v || pl->offset != 0)
             return mg_diag_set(d, loc, "plan: step %d reads %%%d from an output not holding it", s, v);
         return MG_OK;
     default: return mg_diag_set(d, loc, "plan: step %d reads %%%d from the wrong place", s, v);
@@ -134,7 +143,7 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *pr, mg_diag *d)
             } else if (pr->target[u] && !computed[u]) {
                 st = mg_diag_set(d, loc, "plan: step %d reads %%%d before it is computed", s, u);
             } else if (g && checked_place) {
-                st = check_caller_place(g, poff, grad_node, out_node, pl, u, s, d);
+                st = check_caller_place(pr, poff, grad_node, out_node, pl, u, s, d);
             }
         }
         if (st) break;
@@ -176,16 +185,18 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *pr, mg_diag *d)
             /* the gradient, or a partial sum of it (micro-batches: each accumulating op adds to
              * the one before, last input, in place) */
             int gv = o->index >= 0 && o->index < np && p->kind == MG_PLAN_TRAIN ? g->param_grads[o->index] : -2;
-            while (gv >= 0 && gv != want && is_acc_op(g->nodes[gv].op))
+            while (gv >= 0 && gv != want && mg_op_accumulates(g->nodes[gv].op))
                 gv = g->nodes[gv].in[g->nodes[gv].ninputs - 1];
-            int prev = want >= 0 && is_acc_op(g->nodes[want].op) ? g->nodes[want].in[g->nodes[want].ninputs - 1] : -4;
+            int prev = want >= 0 && mg_op_accumulates(g->nodes[want].op) ? g->nodes[want].in[g->nodes[want].ninputs - 1] : -4;
             if (o->index < 0 || o->index >= np || poff[o->index] != o->offset || gv != want)
                 st = mg_diag_set(d, loc, "plan: step %d writes the wrong value into gradient %d", s, o->index);
             else if (grad_node[o->index] != -1 && grad_node[o->index] != prev)
                 st = mg_diag_set(d, loc, "plan: gradient of parameter %d written twice", o->index);
             else grad_node[o->index] = sp->kind == MG_STEP_ZERO ? -3 : v;
+        } else if (o->mem == MG_MEM_OUTPUT && in_output_part(pr, o, want)) {
+            /* (a part of the output, which its concatenation then leaves in place) */
         } else if (o->mem == MG_MEM_OUTPUT) {
-            if (o->index < 0 || o->index >= no || g->outputs[o->index].node != want)
+            if (o->index < 0 || o->index >= no || g->outputs[o->index].node != want || o->offset != 0)
                 st = mg_diag_set(d, loc, "plan: step %d writes the wrong value into output %d", s, o->index);
             else if (out_node[o->index] != -1)
                 st = mg_diag_set(d, loc, "plan: output %d written twice", o->index);

@@ -12,12 +12,6 @@
 
 static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
 
-/* The accumulating ops of micro-batching: (..., acc) -> acc + f(...), acc the last input. */
-static int is_acc(mg_op op)
-{
-    return op == MG_OP_SUM_TO_ACC || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC || op == MG_OP_MATMUL_ACC;
-}
-
 mg_problem *mg_problem_alloc(int n, int nedges)
 {
     mg_problem *p = mg_xcalloc(1, sizeof *p);
@@ -89,6 +83,25 @@ uint64_t mg_problem_hash(const mg_problem *pr)
 
 static int64_t align_up(int64_t x) { return (x + MG_ALIGN - 1) / MG_ALIGN * MG_ALIGN; }
 
+/* v, a concatenation along axis 0 homed at dst: its operands lie one after another there, and
+ * those it alone reads are computed in their places (a step in parts: each part's logits go
+ * straight into the caller's output, where the concatenation of every part's held them all in
+ * the workspace, 4 MiB of the transformer's); the copy of an operand onto itself is skipped
+ * (codegen.c). uses: how many times each value is read or returned. */
+static void home_concat_operands(const mg_graph *g, mg_problem *p, const int *uses, int v, mg_place dst)
+{
+    const mg_node *nd = &g->nodes[v];
+    if (nd->op != MG_OP_CONCAT || nd->iattr[0] != 0) return;
+    for (int k = 0; k < nd->ninputs; k++) {
+        int u = nd->in[k];
+        if (!is_leaf(g->nodes[u].op) && p->home[u].mem == MG_MEM_NONE && uses[u] == 1) {
+            p->home[u] = dst;
+            home_concat_operands(g, p, uses, u, dst);
+        }
+        dst.offset += (int64_t)mg_node_bytes(g, u);
+    }
+}
+
 mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
 {
     int n = kind == MG_PLAN_TRAIN ? g->n : g->nforward, nedges = 0;
@@ -146,7 +159,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
                 /* a gradient summed over micro-batches (microbatch.c): the partial sums before it,
                  * each read by the next alone, are written into the gradient too, each adding to
                  * the one before in place (codegen's copy_acc sees the same place) */
-                for (int v = gi; is_acc(g->nodes[v].op);) {
+                for (int v = gi; mg_op_accumulates(g->nodes[v].op);) {
                     int u = g->nodes[v].in[g->nodes[v].ninputs - 1];
                     if (is_leaf(g->nodes[u].op) || p->home[u].mem != MG_MEM_NONE || uses[u] != 1) break;
                     p->home[u] = dst;
@@ -161,16 +174,22 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
         p->keep_to_end[g->loss] = 1;
         free(uses);
     } else {
+        int *uses = mg_xcalloc((size_t)n, sizeof *uses); /* (by what the function runs) */
+        for (int i = 0; i < n; i++)
+            for (int k = 0; needed[i] && k < g->nodes[i].ninputs; k++) uses[g->nodes[i].in[k]]++;
+        for (int i = 0; i < g->noutputs; i++) uses[g->outputs[i].node]++;
         for (int i = 0; i < g->noutputs; i++) {
             int o = g->outputs[i].node;
             mg_place dst = {MG_MEM_OUTPUT, i, 0};
             if (!is_leaf(g->nodes[o].op) && p->home[o].mem == MG_MEM_NONE) {
                 p->home[o] = dst;
+                home_concat_operands(g, p, uses, o, dst);
             } else {
                 p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, o, dst, {{0}}, -1, 0};
                 p->keep_to_end[o] = 1;
             }
         }
+        free(uses);
     }
     for (int i = 0; i < n; i++) {
         const mg_node *nd = &g->nodes[i];

@@ -69,8 +69,10 @@ static void put_place(sbuf *b, const mg_plan *p, const mg_place *pl)
         put(b, ", \"buffer\": %d, \"offset\": %lld", pl->index, (long long)p->bufs[pl->index].offset);
     else if (pl->mem == MG_MEM_PARAMS || pl->mem == MG_MEM_GRADS)
         put(b, ", \"index\": %d, \"offset\": %lld", pl->index, (long long)pl->offset);
-    else if (pl->mem == MG_MEM_INPUT || pl->mem == MG_MEM_OUTPUT)
+    else if (pl->mem == MG_MEM_INPUT)
         put(b, ", \"index\": %d", pl->index);
+    else if (pl->mem == MG_MEM_OUTPUT)
+        put(b, ", \"index\": %d, \"offset\": %lld", pl->index, (long long)pl->offset);
     put(b, "}");
 }
 

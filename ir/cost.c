@@ -52,7 +52,8 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_FLATTEN: return 0;
     case MG_OP_TRANSPOSE:
     case MG_OP_EMBEDDING: return out;
-    case MG_OP_EMBEDDING_GRAD: return (double)mg_shape_numel(&g->nodes[n->in[1]].type.shape);
+    case MG_OP_EMBEDDING_GRAD:
+    case MG_OP_EMBEDDING_GRAD_ACC: return (double)mg_shape_numel(&g->nodes[n->in[1]].type.shape);
     case MG_OP_TANH:
     case MG_OP_SIGMOID:
     case MG_OP_EXP:
@@ -66,7 +67,8 @@ double mg_node_flops(const mg_graph *g, int id)
     case MG_OP_LOG_SOFTMAX_GRAD: return 6.0 * out;
     case MG_OP_LAYER_NORM: return 8.0 * out;
     case MG_OP_LAYER_NORM_GRAD_INPUT: return 14.0 * out;
-    case MG_OP_LAYER_NORM_GRAD_SCALE: return 8.0 * in0;
+    case MG_OP_LAYER_NORM_GRAD_SCALE:
+    case MG_OP_LAYER_NORM_GRAD_SCALE_ACC: return 8.0 * in0;
     case MG_OP_GELU: return 8.0 * out;
     case MG_OP_GELU_GRAD: return 12.0 * out;
     case MG_OP_BATCH_NORM: return 8.0 * out;

@@ -13,6 +13,12 @@ const mg_op_info mg_ops[MG_OP_COUNT] = {
 #undef OP
 };
 
+int mg_op_accumulates(mg_op op)
+{
+    return op == MG_OP_SUM_TO_ACC || op == MG_OP_CONV2D_GRAD_WEIGHT_ACC || op == MG_OP_MATMUL_ACC ||
+           op == MG_OP_EMBEDDING_GRAD_ACC || op == MG_OP_LAYER_NORM_GRAD_SCALE_ACC;
+}
+
 mg_status mg_diag_set(mg_diag *d, mg_loc loc, const char *fmt, ...)
 {
     if (d) {

@@ -41,6 +41,10 @@ typedef struct mg_op_info {
 
 extern const mg_op_info mg_ops[MG_OP_COUNT];
 
+/* Whether op is one of micro-batching's partial sums, (..., acc) -> acc + f(...), acc its last
+ * input (sum_to_acc, matmul_acc, ...). */
+int mg_op_accumulates(mg_op op);
+
 /* A place in a source file; file points at a string the caller keeps alive. */
 typedef struct mg_loc {
     const char *file;

@@ -81,7 +81,8 @@ char *mg_graph_print(const mg_graph *g)
             sb_printf(&b, " axis=%d", -1 - n->iattr[0]);
         if ((n->op == MG_OP_XENT_GRAD || n->op == MG_OP_XENT_MEAN) && n->iattr[1]) sb_printf(&b, " positions=%d", n->iattr[1]);
         if ((n->op == MG_OP_GELU || n->op == MG_OP_GELU_GRAD) && n->iattr[0]) sb_printf(&b, " approx=tanh");
-        if (n->op == MG_OP_LAYER_NORM || n->op == MG_OP_LAYER_NORM_GRAD_INPUT || n->op == MG_OP_LAYER_NORM_GRAD_SCALE)
+        if (n->op == MG_OP_LAYER_NORM || n->op == MG_OP_LAYER_NORM_GRAD_INPUT || n->op == MG_OP_LAYER_NORM_GRAD_SCALE ||
+            n->op == MG_OP_LAYER_NORM_GRAD_SCALE_ACC)
             sb_printf(&b, " eps=%s", num(n->fattr, v1));
         if (n->op == MG_OP_BATCH_NORM) sb_printf(&b, " eps=%s momentum=%s", num(n->fattr, v1), num(n->fattr2, v2));
         if (n->op == MG_OP_BATCH_NORM_GRAD_INPUT || n->op == MG_OP_BATCH_NORM_GRAD_SCALE)

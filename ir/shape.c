@@ -448,7 +448,9 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         break;
     }
     case MG_OP_EMBEDDING:
-    case MG_OP_EMBEDDING_GRAD: { /* (ids, table) / (ids, dy) with the table's shape preset */
+    case MG_OP_EMBEDDING_GRAD:
+    case MG_OP_EMBEDDING_GRAD_ACC: { /* (ids, table) / (ids, dy) with the table's shape preset / (ids, dy, acc) */
+        if (n->op == MG_OP_EMBEDDING_GRAD_ACC) n->type = *t[2];
         const mg_shape *ids = &t[0]->shape, *tab = n->op == MG_OP_EMBEDDING ? &t[1]->shape : &n->type.shape;
         if (t[0]->dtype != MG_I32)
             return mg_diag_set(d, n->loc, "embedding needs i32 ids as its first argument, got %s",
@@ -461,8 +463,8 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
             return mg_diag_set(d, n->loc, "embedding result would have more than %d axes", MG_MAX_RANK);
         mg_shape y = *ids;
         y.dim[y.rank++] = tab->dim[1];
-        if (n->op == MG_OP_EMBEDDING_GRAD) {
-            if (grad_matches(n, &y, &t[1]->shape, d)) return MG_ERR;
+        if (n->op != MG_OP_EMBEDDING) {
+            if (grad_matches(n, &y, &t[1]->shape, d) || (n->ninputs > 2 && same_dtype(n, t[1], t[2], d))) return MG_ERR;
             r.dtype = t[1]->dtype;
             r.shape = *tab;
         } else {
@@ -548,12 +550,15 @@ mg_status mg_infer_type(mg_graph *g, int id, mg_diag *d)
         r = *t[0];
         break;
     }
-    case MG_OP_LAYER_NORM_GRAD_SCALE: { /* (x, dy) -> [D] */
+    case MG_OP_LAYER_NORM_GRAD_SCALE:
+    case MG_OP_LAYER_NORM_GRAD_SCALE_ACC: { /* (x, dy) -> [D]; (x, dy, acc [D]) */
         if (same_dtype(n, t[0], t[1], d) || grad_matches(n, &t[0]->shape, &t[1]->shape, d)) return MG_ERR;
         if (t[0]->shape.rank < 1 || !(n->fattr > 0))
             return mg_diag_set(d, n->loc, "'%s' needs an input with an axis and a positive eps", opname(n));
         r.dtype = t[0]->dtype;
         r.shape = (mg_shape){1, {t[0]->shape.dim[t[0]->shape.rank - 1]}};
+        if (n->op == MG_OP_LAYER_NORM_GRAD_SCALE_ACC && (same_dtype(n, t[0], t[2], d) || grad_matches(n, &r.shape, &t[2]->shape, d)))
+            return MG_ERR;
         break;
     }
     case MG_OP_SUM:

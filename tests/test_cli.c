@@ -1224,8 +1224,8 @@ START_TEST(test_zero_budget_is_a_budget)
         free(out);
         if (i >= 4) continue; /* (a percentage of mlp's store-all is not 0) */
         rc = mg(&out, "plan '%s' --no-cache --budget '%s'", m, zeros[i]);
-        ck_assert_msg(rc == 1 && strstr(out, "error: budget 0 B (0 bytes) is below the minimum feasible budget of 46.8 KiB "
-                                             "(47872 bytes); the store-all workspace is 456.1 KiB (467008 bytes)"),
+        ck_assert_msg(rc == 1 && strstr(out, "error: budget 0 B (0 bytes) is below the minimum feasible budget of 42.9 KiB "
+                                             "(43904 bytes); the store-all workspace is 456.1 KiB (467008 bytes)"),
                       "--budget %s of mlp: exited %d:\n%s", zeros[i], rc, out);
         free(out);
     }

@@ -533,9 +533,13 @@ END_TEST
     "output logits\n"                                                                               \
     "minimize loss\n"
 
-/* One training step of mlpmb compiled with opts: the loss and the gradients (grads, 32 KiB). */
+typedef void (*forward_plain_fn)(const void *, const void *const *, void *const *, void *);
+
+/* One training step of mlpmb compiled with opts: the loss and the gradients (grads, 32 KiB); and
+ * its forward pass's logits (1 KiB, filled with 0xa5 first: in parts each part's logits are
+ * computed in their place in the output, problem.c). */
 static float mlp_step(const char *dir, const char *tag, const char *src, const char *opts, unsigned char *grads,
-                      size_t *pbytes)
+                      size_t *pbytes, unsigned char *logits)
 {
     char *log = NULL, hpath[4300];
     void *h = tu_build_model(dir, tag, src, opts, &log);
@@ -564,6 +568,12 @@ static float mlp_step(const char *dir, const char *tag, const char *src, const c
     memset(ws_mem, 0xff, (size_t)ws + 1);
     memset(grads, 0xa5, 32768);
     float loss = ((train_fn)tu_sym(h, "mlpmb", "train_step"))(params, grads, (const void *const *)inputs, ws_mem);
+    const desc *out_desc = tu_sym(h, "mlpmb", "outputs_desc");
+    ck_assert(out_desc[0].bytes <= 1024);
+    memset(logits, 0xa5, 1024);
+    memset(ws_mem, 0xff, (size_t)ws + 1);
+    void *outs[1] = {logits};
+    ((forward_plain_fn)tu_sym(h, "mlpmb", "forward"))(params, (const void *const *)inputs, outs, ws_mem);
     for (int i = 0; i < 2; i++) free(inputs[i]);
     free(params);
     free(ws_mem);
@@ -575,8 +585,8 @@ static float mlp_step(const char *dir, const char *tag, const char *src, const c
 /* mlpmb in 2 and 4 parts: the 4 matmuls of the forward, the bias adds, relu and the 3 input
  * gradients (d_logits @ w2^T, ...) run per part; w1's and w2's gradients (x^T @ dy) are chains
  * of matmul_acc in part order, w3's two are whole matmuls after the parts; examples/mlp.mg's
- * first GEMM gets a scratch cap. Compiled whole and in parts, f32 and f64: byte-identical loss
- * and gradients. */
+ * first GEMM gets a scratch cap. Compiled whole and in parts, f32 and f64: byte-identical loss,
+ * gradients and forward logits. */
 START_TEST(test_mlp_split)
 {
     const char *srcs[2] = {MLP_SRC("f32"), MLP_SRC("f64")};
@@ -638,19 +648,21 @@ START_TEST(test_mlp_split)
     free(src);
     char *dir = tu_tmpdir();
     for (int t = 0; t < 2; t++) {
-        static unsigned char ref[32768], got[32768];
+        static unsigned char ref[32768], got[32768], ref_out[1024], got_out[1024];
         size_t pb = 0, pb2 = 0;
-        float ref_loss = mlp_step(dir, "whole", srcs[t], "-O1 --micro-batches 1", ref, &pb);
+        float ref_loss = mlp_step(dir, "whole", srcs[t], "-O1 --micro-batches 1", ref, &pb, ref_out);
         ck_assert_msg(isfinite(ref_loss), "loss %g", ref_loss);
         for (int k = 2; k <= 4; k += 2) {
             char opts[64];
             snprintf(opts, sizeof opts, "-O1 --micro-batches %d", k);
-            float loss = mlp_step(dir, k == 2 ? "p2" : "p4", srcs[t], opts, got, &pb2);
+            float loss = mlp_step(dir, k == 2 ? "p2" : "p4", srcs[t], opts, got, &pb2, got_out);
             ck_assert_int_eq(pb2, pb);
             ck_assert_msg(memcmp(&loss, &ref_loss, sizeof loss) == 0, "%s %s: loss %.9g vs %.9g whole", t ? "f64" : "f32",
                           opts, loss, ref_loss);
             ck_assert_msg(memcmp(got, ref, pb) == 0, "%s %s: gradients differ from the whole batch's", t ? "f64" : "f32",
                           opts);
+            ck_assert_msg(memcmp(got_out, ref_out, sizeof ref_out) == 0, "%s %s: the forward pass's logits differ",
+                          t ? "f64" : "f32", opts);
         }
     }
     tu_dir_free(&dir);
@@ -843,6 +855,54 @@ START_TEST(test_loss_in_parts)
 }
 END_TEST
 
+/* The transformer (batch 8 of 128 tokens): embedding, layer_norm and the attention's batched
+ * matmuls run per sample, and its weights' gradients read [B*T, D] rows reshaped from [B, T, D]
+ * (r = 128 rows a sample): every parameter's gradient is a chain of k partial sums in part order
+ * (embedding_grad_acc for the token table, layer_norm_grad_scale_acc for the norms' scales,
+ * matmul_acc over a part's 1024 / k rows for the weights, sum_to_acc for the biases and the
+ * positions), the loss a sum over the parts' positions, and nothing concatenated but the
+ * logits the forward function returns. It was not split at all: embedding stopped the parts. */
+START_TEST(test_rewrite_transformer)
+{
+    char *src = example("transformer");
+    mg_graph *g = joint(src);
+    mg_diag d = {0};
+    int ks[64], nk = mg_microbatch_counts(g, ks, 64, &d);
+    ck_assert_msg(nk == 3 && ks[0] == 2 && ks[1] == 4 && ks[2] == 8, "counts: %d (%s)", nk, d.msg);
+    for (int k = 2; k <= 8; k *= 4) {
+        mg_graph *s = NULL;
+        ck_assert_msg(mg_microbatch(g, k, &s, &d) == MG_OK, "k=%d: %s", k, d.msg);
+        int weights = 0;
+        for (int i = 0; i < s->nparams; i++) {
+            int v = s->param_grads[i], len = 1;
+            ck_assert_int_ge(v, 0);
+            mg_op acc = s->nodes[v].op;
+            ck_assert_msg(mg_op_accumulates(acc), "k=%d: %s's gradient is %s", k, s->nodes[s->params[i]].name,
+                          mg_ops[acc].name);
+            while (s->nodes[v].op == acc) {
+                v = s->nodes[v].in[s->nodes[v].ninputs - 1];
+                len++;
+            }
+            ck_assert_int_eq(len, k);
+            if (acc == MG_OP_MATMUL_ACC) {
+                ck_assert_int_eq(s->nodes[s->nodes[v].in[0]].type.shape.dim[0], 1024 / k);
+                weights++;
+            }
+        }
+        ck_assert_int_eq(weights, 6 * 6 + 1); /* wq wk wv wo w1 w2 in 6 layers, the output's */
+        ck_assert_int_eq(s->nodes[s->loss].op, MG_OP_XENT_MEAN);
+        ck_assert_int_eq(s->nodes[s->loss].iattr[1], 1024);
+        int cats = 0;
+        for (int v = 0; v < s->n; v++) cats += s->nodes[v].op == MG_OP_CONCAT;
+        ck_assert_int_eq(s->nodes[s->outputs[0].node].op, MG_OP_CONCAT);
+        ck_assert_int_eq(cats, (k + MG_MAX_INPUTS - 2) / (MG_MAX_INPUTS - 1));
+        mg_graph_free(s);
+    }
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("microbatch");
@@ -850,6 +910,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_rewrite_cnn);
     tcase_add_test(tc, test_rewrite_unet);
+    tcase_add_test(tc, test_rewrite_transformer);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_batch_is_the_first_input);
     tcase_add_test(tc, test_counts_of_large_batches);

@@ -626,7 +626,9 @@ END_TEST
 
 /* examples/transformer.mg (6 pre-LayerNorm layers, attention by batched matmul and softmax,
  * embedding, per-position cross-entropy) at store-all, 50%, 25% and the minimum feasible
- * budget, each of which must recompute: bit-identical loss and gradients. */
+ * budget, each of which recomputes or runs in parts (since 2026-12-05: the embedding, the layer
+ * norms, their gradients summed part after part, and the weight gradients over [B*T, D] rows):
+ * bit-identical loss and gradients. */
 START_TEST(test_bit_identical_transformer)
 {
     check_example("transformer", 10, 1, (const enum point[]){AT_HALF, AT_QUARTER, AT_MIN, AT_END});
@@ -960,17 +962,18 @@ START_TEST(test_min_feasible_on_the_command_line)
 }
 END_TEST
 
-/* Near the minimum a larger budget costs no more (planner.c, near_min_rungs): model m at each
- * of the budgets pct[0..n) percent of its minimum feasible budget, in increasing order. */
-static void no_dearer_above_the_minimum(const char *model, const int *pct, int n)
+/* Near the minimum a larger budget costs no more (planner.c, near_min_rungs): model m planned
+ * with opts at each of the budgets pct[0..n) percent of its minimum feasible budget, in
+ * increasing order. */
+static void no_dearer_above_the_minimum(const char *model, const char *opts, const int *pct, int n)
 {
     char *out;
     const char *m = example(model);
-    long long minf = min_feasible(m, "");
+    long long minf = min_feasible(m, opts);
     long long prev = -1;
     for (int i = 0; i < n; i++) {
         long long b = minf * pct[i] / 1000;
-        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --format json --no-cache", m, b), 0);
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' %s --budget %lldB --format json --no-cache", m, opts, b), 0);
         long long exec = tu_json_figure(out, "flops_executed");
         ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= b, "over budget %lld:\n%.300s", b, out);
         free(out);
@@ -980,13 +983,14 @@ static void no_dearer_above_the_minimum(const char *model, const int *pct, int n
     }
 }
 
-/* transformer at 1.01 to 1.06 times its minimum feasible budget; the solve at each budget alone
- * gave 77.8%, 77.8%, 92.3%, 92.3%, 92.3%, 92.3% recomputed (and the rungs ran only up to 1.05
- * times until 2026-12-04). */
+/* transformer's whole batch at 1.01 to 1.06 times its minimum feasible budget; the solve at each
+ * budget alone gave 77.8%, 77.8%, 92.3%, 92.3%, 92.3%, 92.3% recomputed (and the rungs ran only up
+ * to 1.05 times until 2026-12-04). (In parts, since 2026-12-05, it recomputes next to nothing
+ * there: these tests of the whole-batch solver near its minimum plan the whole batch.) */
 START_TEST(test_no_dearer_above_the_minimum)
 {
     static const int pct[] = {1010, 1020, 1030, 1040, 1050, 1060};
-    no_dearer_above_the_minimum("examples/transformer.mg", pct, 6);
+    no_dearer_above_the_minimum("examples/transformer.mg", "--micro-batches 1", pct, 6);
 }
 END_TEST
 
@@ -1001,7 +1005,7 @@ START_TEST(test_no_dearer_above_the_minimum_in_parts)
 {
 #ifndef MG_TEST_SANITIZED
     static const int pct[] = {1020, 1035, 1050, 1060, 1070, 1080, 1100};
-    no_dearer_above_the_minimum("examples/resnet18_64.mg", pct, 7);
+    no_dearer_above_the_minimum("examples/resnet18_64.mg", "", pct, 7);
 #endif
 }
 END_TEST
@@ -1014,7 +1018,7 @@ START_TEST(test_no_dearer_above_the_minimum_deep_chain_in_parts)
 {
 #ifndef MG_TEST_SANITIZED
     static const int pct[] = {1120, 1180, 1260, 1300, 1360, 1500};
-    no_dearer_above_the_minimum("examples/mlp_deep.mg", pct, 6);
+    no_dearer_above_the_minimum("examples/mlp_deep.mg", "", pct, 6);
 #endif
 }
 END_TEST
@@ -1046,15 +1050,15 @@ START_TEST(test_micro_batches_minimum_matches_plan)
 END_TEST
 
 /* --solver exact is auto's plan or a better one, also near the minimum, where auto runs its
- * rungs (planner.c, near_min_rungs): transformer at 1.03 times its minimum, where exact, without
- * the rungs, planned 92.3% recomputed against auto's 77.8%. */
+ * rungs (planner.c, near_min_rungs): transformer's whole batch at 1.03 times its minimum, where
+ * exact, without the rungs, planned 92.3% recomputed against auto's 77.8%. */
 START_TEST(test_exact_no_dearer_than_auto_near_the_minimum)
 {
     char *out;
     const char *m = example("examples/transformer.mg");
-    long long b = min_feasible(m, "") * 103 / 100, exec[2];
+    long long b = min_feasible(m, "--micro-batches 1") * 103 / 100, exec[2];
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --solver %s --format json --no-cache", m, b,
+        ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --micro-batches 1 --budget %lldB --solver %s --format json --no-cache", m, b,
                                     i ? "exact --time-limit 2" : "auto"),
                          0);
         exec[i] = tu_json_figure(out, "flops_executed");
@@ -1065,8 +1069,8 @@ START_TEST(test_exact_no_dearer_than_auto_near_the_minimum)
 END_TEST
 
 /* The same model and budget give the same plan, run after run, also where the near-minimum rungs
- * solve on threads of their own (planner.c, near_min_rungs): transformer at 1.03 times its
- * minimum, twice; the plan JSON alike but for the solve time. The plan cache depends on this. */
+ * solve on threads of their own (planner.c, near_min_rungs): transformer's whole batch at 1.03
+ * times its minimum, twice; the plan JSON alike but for the solve time. The plan cache depends on this. */
 static void drop_solve_seconds(char *json)
 {
     char *p = strstr(json, "\"solve_seconds\": ");
@@ -1079,10 +1083,11 @@ static void drop_solve_seconds(char *json)
 START_TEST(test_same_plan_every_run)
 {
     const char *m = example("examples/transformer.mg");
-    long long b = min_feasible(m, "") * 103 / 100;
+    long long b = min_feasible(m, "--micro-batches 1") * 103 / 100;
     char *out[2];
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(tu_memgrad(&out[i], "plan '%s' --budget %lldB --format json --no-cache", m, b), 0);
+        ck_assert_int_eq(tu_memgrad(&out[i], "plan '%s' --micro-batches 1 --budget %lldB --format json --no-cache", m, b),
+                         0);
         drop_solve_seconds(out[i]);
     }
     ck_assert_msg(!strcmp(out[0], out[1]), "two runs at %lld bytes gave different plans", b);

@@ -246,11 +246,11 @@ void SFX(mgk_layer_norm_grad_input)(int64_t rows, int64_t D, const T *restrict x
     }
 }
 
-/* dg[j] = sum over rows of dy * xhat, rows in order */
-void SFX(mgk_layer_norm_grad_scale)(int64_t rows, int64_t D, const T *restrict x, const T *restrict dy, double eps,
-                                    T *restrict dg)
+/* dg[j] += sum over rows of dy * xhat, rows in order (a batch in parts: each part's rows in
+ * turn continue the sums, the bits of one call over the whole batch) */
+void SFX(mgk_layer_norm_grad_scale_acc)(int64_t rows, int64_t D, const T *restrict x, const T *restrict dy,
+                                        double eps, T *restrict dg)
 {
-    memset(dg, 0, (size_t)D * sizeof(T));
     for (int64_t r = 0; r < rows; r++) {
         const T *px = x + r * D, *pd = dy + r * D;
         double mu, rs;
@@ -258,6 +258,14 @@ void SFX(mgk_layer_norm_grad_scale)(int64_t rows, int64_t D, const T *restrict x
         T m = (T)mu, s = (T)rs;
         for (int64_t j = 0; j < D; j++) dg[j] += pd[j] * ((px[j] - m) * s);
     }
+}
+
+/* dg[j] = sum over rows of dy * xhat, rows in order */
+void SFX(mgk_layer_norm_grad_scale)(int64_t rows, int64_t D, const T *restrict x, const T *restrict dy, double eps,
+                                    T *restrict dg)
+{
+    memset(dg, 0, (size_t)D * sizeof(T));
+    SFX(mgk_layer_norm_grad_scale_acc)(rows, D, x, dy, eps, dg);
 }
 
 /* gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)); the tanh form replaces erf(x / sqrt 2)
@@ -413,18 +421,26 @@ void SFX(mgk_embedding)(int64_t n, int64_t V, int64_t D, const int32_t *restrict
     }
 }
 
-/* dtable = 0, then dtable[ids[i], :] += dy[i, :] for i in order (deterministic); ids outside
- * [0, V) contribute nothing */
-void SFX(mgk_embedding_grad)(int64_t n, int64_t V, int64_t D, const int32_t *restrict ids, const T *restrict dy,
-                             T *restrict dtable)
+/* dtable[ids[i], :] += dy[i, :] for i in order (deterministic; a batch in parts: each part's
+ * positions in turn, the bits of one call over the whole batch); ids outside [0, V) contribute
+ * nothing */
+void SFX(mgk_embedding_grad_acc)(int64_t n, int64_t V, int64_t D, const int32_t *restrict ids, const T *restrict dy,
+                                 T *restrict dtable)
 {
-    memset(dtable, 0, (size_t)(V * D) * sizeof(T));
     for (int64_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= V) continue;
         T *row = dtable + (int64_t)id * D;
         for (int64_t j = 0; j < D; j++) row[j] += dy[i * D + j];
     }
+}
+
+/* dtable = 0, then as mgk_embedding_grad_acc */
+void SFX(mgk_embedding_grad)(int64_t n, int64_t V, int64_t D, const int32_t *restrict ids, const T *restrict dy,
+                             T *restrict dtable)
+{
+    memset(dtable, 0, (size_t)(V * D) * sizeof(T));
+    SFX(mgk_embedding_grad_acc)(n, V, D, ids, dy, dtable);
 }
 
 /* Nearest-neighbour upsampling of planes of H x W by an integer scale sc, and its gradient:
