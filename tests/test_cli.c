@@ -2872,11 +2872,11 @@ END_TEST
  * operations by itself: where it stops there with more parts still wanted, sweep, the text
  * report and the JSON say so (they called the whole batch's minimum of a 400-layer perceptron
  * "the minimum feasible budget", 8.1 MiB, where --micro-batches 8 meets 1.9 MiB). 250 layers:
- * 5,297 operations in 4 parts; --micro-batches 4 meets 10,688 bytes where the search's minimum
- * is 17,792. At 8%, where 2 parts are cheaper than the whole batch (at 10% they were until
- * xent_grad ran part by part, 2026-12-05). (Where the whole batch misses the budget the search
- * goes on to 20,000 operations: test_planner.c's test_unmet_budget_plans_more_parts, with smaller
- * limits, as a model that reaches those takes seconds a plan.) */
+ * 5,301 operations in 4 parts; --micro-batches 4 meets 9,792 bytes where the search's minimum
+ * is 15,040. At 8%, where 2 parts are cheaper than the whole batch. (Where the whole batch
+ * misses the budget the search goes on to 20,000 operations: test_planner.c's
+ * test_unmet_budget_plans_more_parts, with smaller limits, as a model that reaches those takes
+ * seconds a plan.) */
 START_TEST(test_untried_part_counts_are_said)
 {
     char src[1024];

@@ -903,6 +903,32 @@ START_TEST(test_rewrite_transformer)
 }
 END_TEST
 
+/* An embedding table tied to the output projection: its gradient sums the embedding's and the
+ * projection's, so it is not written into the caller's gradient in place, and its partial sums,
+ * two tables of 30 x 8 at a time, would take more workspace than the 24 rows of dy and ids they
+ * are made from: it is made whole after the parts, as a weight gradient is (it was summed part
+ * after part in the workspace). */
+START_TEST(test_tied_embedding_whole)
+{
+    static const char src[] = "model tie\ninput ids: i32[4, 6]\ninput targets: i32[4, 6]\n"
+                              "param tok: f32[30, 8] = normal(0.02)\nh = reshape(embedding(ids, tok), shape=[24, 8])\n"
+                              "logits = reshape(h @ transpose(tok, perm=[1, 0]), shape=[4, 6, 30])\n"
+                              "loss = cross_entropy(logits, targets)\nminimize loss\n";
+    mg_graph *g = joint(src), *s = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, 2, &s, &d) == MG_OK, "%s", d.msg);
+    int whole = 0, acc = 0;
+    for (int v = 0; v < s->n; v++) {
+        whole += s->nodes[v].op == MG_OP_EMBEDDING_GRAD;
+        acc += s->nodes[v].op == MG_OP_EMBEDDING_GRAD_ACC;
+    }
+    ck_assert_msg(whole == 1 && acc == 0, "%d embedding_grad, %d embedding_grad_acc", whole, acc);
+    ck_assert_int_eq(s->nodes[s->loss].op, MG_OP_XENT_MEAN);
+    mg_graph_free(s);
+    mg_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("microbatch");
@@ -911,6 +937,7 @@ int main(void)
     tcase_add_test(tc, test_rewrite_cnn);
     tcase_add_test(tc, test_rewrite_unet);
     tcase_add_test(tc, test_rewrite_transformer);
+    tcase_add_test(tc, test_tied_embedding_whole);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_batch_is_the_first_input);
     tcase_add_test(tc, test_counts_of_large_batches);
