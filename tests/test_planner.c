@@ -1415,6 +1415,16 @@ static void flip_byte(const char *path, long at)
     fclose(f);
 }
 
+/* plan --graph g at budget with its cache in cdir; whether the plan came from the cache must be
+ * `served` (why: what a failure means). */
+static void graph_plan_cached(const char *g, const char *budget, const char *cdir, int served, const char *why)
+{
+    char *out;
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget %s --cache-dir '%s'", g, budget, cdir), 0);
+    ck_assert_msg(!strstr(out, "from the plan cache") == !served, "%s:\n%s", why, out);
+    free(out);
+}
+
 /* plan --graph and sweep --graph use the plan cache as plans of models do: a second run under the
  * same options is served from it with the same figures and says so; another budget or solver is
  * not; a corrupt entry, or one made up with a right checksum, is ignored; --no-cache skips it. On
@@ -1443,9 +1453,7 @@ START_TEST(test_graph_plan_cache)
         free(out);
     }
     /* another budget or solver is not served the entry */
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 95%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(!strstr(out, "from the plan cache"), "another budget served:\n%s", out);
-    free(out);
+    graph_plan_cached(g, "95%", cdir, 0, "another budget served");
     ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --solver sqrt --cache-dir '%s'", g, cdir), 0);
     ck_assert_msg(!strstr(out, "from the plan cache"), "another solver served:\n%s", out);
     free(out);
@@ -1477,12 +1485,8 @@ START_TEST(test_graph_plan_cache)
     /* a flipped byte: the checksum fails, the entry is ignored and the next run replaces it */
     flip_byte(entry, 100);
     ck_assert_msg(mg_solution_cache_load(cdir, key, pr, &b90, &back, &secs) == 0, "a corrupt entry loaded");
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(!strstr(out, "from the plan cache"), "corrupt entry used:\n%s", out);
-    free(out);
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(strstr(out, "from the plan cache"), "the corrupt entry was not replaced:\n%s", out);
-    free(out);
+    graph_plan_cached(g, "90%", cdir, 0, "corrupt entry used");
+    graph_plan_cached(g, "90%", cdir, 1, "the corrupt entry was not replaced");
     /* made-up figures or plans with a right checksum: not loaded either */
     struct {
         const char *what;
@@ -1607,9 +1611,7 @@ START_TEST(test_graph_entries_are_pruned)
         free(out);
     }
     /* served from the cache, the graph's oldest entry (100%) becomes the most recently used */
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 100%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(strstr(out, "from the plan cache"), "%s", out);
-    free(out);
+    graph_plan_cached(g, "100%", cdir, 1, "the entry was not served");
     /* the bytes of the next entry (85%), then a bound that holds it and the 100% entry: the
      * model's entry and the graph's 95% and 90%, least recently used, go */
     ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 85%% --cache-dir '%s'", g, c2), 0);
@@ -1638,15 +1640,9 @@ START_TEST(test_graph_entries_are_pruned)
     ck_assert_msg(strstr(out, cmd), "not %lld bytes:\n%s", bound, out);
     free(out);
     /* a removed entry is solved again (and kept again); a kept one is served */
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 95%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(!strstr(out, "from the plan cache"), "a removed entry was served:\n%s", out);
-    free(out);
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 95%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(strstr(out, "from the plan cache"), "the entry solved again was not kept:\n%s", out);
-    free(out);
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 100%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(strstr(out, "from the plan cache"), "a kept entry was not served:\n%s", out);
-    free(out);
+    graph_plan_cached(g, "95%", cdir, 0, "a removed entry was served");
+    graph_plan_cached(g, "95%", cdir, 1, "the entry solved again was not kept");
+    graph_plan_cached(g, "100%", cdir, 1, "a kept entry was not served");
     /* a bound below one entry: every other goes, the one just written stays and is served */
     ck_assert_int_eq(tu_memgrad(&out, "--version >/dev/null; MEMGRAD_CACHE_MAX_SIZE=1 '%s' plan --graph '%s' "
                                       "--budget 90%% --cache-dir '%s' && '%s' cache --cache-dir '%s'",
@@ -1654,9 +1650,7 @@ START_TEST(test_graph_entries_are_pruned)
                      0);
     ck_assert_msg(strstr(out, "  entries       1\n"), "not the one entry just written:\n%s", out);
     free(out);
-    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --budget 90%% --cache-dir '%s'", g, cdir), 0);
-    ck_assert_msg(strstr(out, "from the plan cache"), "the entry just written was removed:\n%s", out);
-    free(out);
+    graph_plan_cached(g, "90%", cdir, 1, "the entry just written was removed");
     tu_rmtree(dir);
     free(dir);
 }
