@@ -119,6 +119,11 @@ void mg_problem_free(mg_problem *p);
  * order; edges from other nodes dropped: their values are taken as given), and map[v] its index
  * of each node of p (-1: not in it); NULL when the part has no nodes. */
 mg_problem *mg_part_problem(const mg_problem *pr, int c, int *map);
+/* problem.c: in a step in parts, the evictable values of no one part made of two parts' values or
+ * more, directly or through another such value (a concatenation of the parts' values, made in
+ * steps where there are more parts than an op has inputs): marks them in gathered (when not NULL,
+ * n bytes) and returns how many there are (0 when p is not in parts). */
+int mg_part_gathers(const mg_problem *p, char *gathered);
 /* problem.c: an xxHash of everything the solvers read of p (the nodes' sizes, scratch, costs,
  * inputs and flags, the places, the final steps, the model's hash where there is one; not the
  * names): the plan cache's key of an imported graph (mg_solution_cache_key). */

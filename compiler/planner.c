@@ -438,6 +438,61 @@ enum { NEAR_MIN_RUNGS_MAX = 1 + sizeof NEAR_MIN_RUNG_AT / sizeof NEAR_MIN_RUNG_A
 enum { NEAR_MIN_RUNG_ONE = 2 };
 static const double NEAR_MIN_RUNG_GAP = 0.02;
 
+/* The plan under budget of pr with every value gathered from the parts of a step in parts
+ * (mg_part_gathers: the concatenation of every part's values that a whole-batch op reads) kept
+ * from when it is made to its last read, into *out (NULL: none, or no such value). Why: the
+ * schedulers drop such a value as cheap to bring back while its parts' values are resident, and
+ * once those are dropped too, bringing it back runs every part's prefix again (resnet18_64 in
+ * 8 parts at 25% of its store-all: the stem's convolution recomputed 41 times, where the
+ * backward pass needs it twice a part, to rebuild the concatenation layer3 reads). Keeping it is
+ * a restriction, not always cheaper (in 4 parts at 50%: 1.17% against 0.82%; unet_small's
+ * minimum, were it kept in the minimum search too, 8.9 MB against 2.6), so this is a second solve
+ * of pr, with pr's lower bound (which holds for this plan too), and the cheaper plan is kept.
+ * Where the plan recomputes at most PINNED_GAP of a step, it is not run (it costs as much as the
+ * first solve). */
+static const double PINNED_GAP = 0.01;
+static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
+                              mg_plan **out, mg_diag *d)
+{
+    *out = NULL;
+    char *evictable = mg_xcalloc((size_t)pr->n + 1, 1);
+    if (!mg_part_gathers(pr, evictable)) {
+        free(evictable);
+        return MG_OK;
+    }
+    for (int v = 0; v < pr->n; v++) evictable[v] = pr->evictable[v] && !evictable[v];
+    mg_problem q = *pr; /* (the same problem but for its evictable values: q owns none of it) */
+    q.evictable = evictable;
+    char *keep = sqrt_checkpoints(&q);
+    solve_memo memo = {.s = {.infeasible_cap = -1, .store_all = store_all}, .lower_bound = lower_bound};
+    int optimal = 0;
+    mg_status st = solve_at(&q, MG_SOLVER_AUTO, budget, keep, &memo, NULL, out, &optimal, d);
+    if (!st && *out) mg_plan_refill(*out, &q);
+    mg_chain_free(memo.s.chain);
+    free(keep);
+    free(evictable);
+    return st;
+}
+
+/* *plan (a plan under budget) replaced by solve_pinned's where that is cheaper; not run where *plan
+ * recomputes at most PINNED_GAP of a step, or no more than lower_bound proves every plan must. */
+static mg_status keep_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
+                             mg_plan **plan, mg_diag *d)
+{
+    mg_plan *p = NULL;
+    if (!*plan || (*plan)->flops_executed <= lower_bound ||
+        (*plan)->flops_executed <= (1 + PINNED_GAP) * (*plan)->flops_once)
+        return MG_OK;
+    mg_status st = solve_pinned(pr, budget, store_all, lower_bound, &p, d);
+    if (!st && p && p->flops_executed < (*plan)->flops_executed) {
+        mg_plan_free(*plan);
+        *plan = p;
+    } else {
+        mg_plan_free(p);
+    }
+    return st;
+}
+
 /* One rung's solve. A rung on a thread of its own has its own search memo: a copy of the solve's
  * (the memo is a cache the solves write to: the exact search's findings, the chain DP's tables),
  * the chain analysed again and its tables built for the same cap, so each rung finds the plan
@@ -460,6 +515,8 @@ static void *rung_solve(void *arg)
     rung_job *j = arg;
     int optimal = 0;
     j->st = solve_at(j->pr, MG_SOLVER_AUTO, j->budget, j->keep, j->memo, NULL, &j->plan, &optimal, &j->d);
+    if (!j->st && !optimal) /* (as at the budget: solve_below) */
+        j->st = keep_pinned(j->pr, j->budget, j->memo->s.store_all, j->memo->lower_bound, &j->plan, &j->d);
     return NULL;
 }
 
@@ -657,6 +714,10 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
      * resnet18_64 at 1.07 times its minimum went 72.64 -> 83.02% (a rescued plan 0.3% cheaper
      * before the refill, 6% dearer after it). */
     if (!st && out->optimal != 1) mg_sv_rescue_near_misses(&nm, pr, budget, unfilled, &out->plan, d);
+    /* in a step in parts, the solve again never dropping what is gathered from the parts
+     * (solve_pinned), where the plan recomputes more than PINNED_GAP of a step */
+    if (!st && searching && out->optimal != 1)
+        st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &out->plan, d);
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1, out->optimal_in_class = 0; /* nothing recomputed: no plan executes fewer FLOPs */

@@ -8,6 +8,7 @@
 #include "plan.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <xxhash.h>
 
 static int is_leaf(mg_op op) { return op == MG_OP_INPUT || op == MG_OP_PARAM || op == MG_OP_CONST; }
@@ -203,6 +204,30 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
     free(needed);
     free(poff);
     return p;
+}
+
+int mg_part_gathers(const mg_problem *p, char *gathered)
+{
+    if (!p->part) {
+        if (gathered) memset(gathered, 0, (size_t)p->n);
+        return 0;
+    }
+    char *from = mg_xcalloc((size_t)p->n + 1, 1); /* per node: of no part, made of the parts' values */
+    int count = 0;
+    for (int v = 0; v < p->n; v++) {
+        int first = 0, two = 0, gathers = 0; /* (the first part read, a second one, a value made of them) */
+        for (int e = p->in_start[v]; !p->part[v] && e < p->in_start[v + 1]; e++) {
+            int u = p->in[e], c = p->part[u];
+            gathers |= from[u];
+            if (c && !first) first = c;
+            else if (c && c != first) two = 1;
+        }
+        from[v] = two || (first && gathers);
+        if (gathered) gathered[v] = from[v] && p->evictable[v];
+        count += from[v] && p->evictable[v];
+    }
+    free(from);
+    return count;
 }
 
 mg_problem *mg_part_problem(const mg_problem *pr, int c, int *map)

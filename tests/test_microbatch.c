@@ -673,7 +673,8 @@ END_TEST
  * all ask for it) is the one with it, for every solver away from the minimum: examples/mlp.mg with
  * sqrt at 362,512 bytes (78% of store-all) has no plan whole nor in 2 parts, and one in 4; without
  * the minimum the search gave up after 2 parts, as it stopped at the first count that did not lower
- * a minimum it had not searched for. (Near the minimum, its search can find a cheaper plan:
+ * a minimum it had not searched for. (Since 2026-12-05 it goes on past 8 parts, dearer than 4, to 16,
+ * 2.8% of a step cheaper than 4: plan_split.c.) (Near the minimum, its search can find a cheaper plan:
  * test_planner.c's test_compile_emits_what_plan_reports.) */
 START_TEST(test_plan_and_compile_agree)
 {
@@ -696,7 +697,7 @@ START_TEST(test_plan_and_compile_agree)
         ck_assert_msg(p[0].train->flops_executed == p[1].train->flops_executed, "%s: FLOPs differ",
                       mg_solver_names[solvers[s]]);
         ck_assert_int_le(p[0].workspace_bytes, budgets[s]);
-        if (s == 0) ck_assert_int_eq(p[0].micro_batches, 4);
+        if (s == 0) ck_assert_int_ge(p[0].micro_batches, 4);
         mg_planned_free(&p[0]);
         mg_planned_free(&p[1]);
     }
@@ -929,6 +930,97 @@ START_TEST(test_tied_embedding_whole)
 }
 END_TEST
 
+/* A convolution on 4x4 outputs takes several images per GEMM, so in 8 parts of 2 images it runs on
+ * the whole batch, reading the parts' pooled maps concatenated (in three steps: a concat takes
+ * at most four inputs) and, in the backward pass, again for its weight's gradient. */
+static const char gather_src[] = "model gather\ninput x: f32[16, 3, 16, 16]\ninput y: i32[16]\n"
+                                 "param w1: f32[8, 3, 3, 3] = he\nparam s1: f32[8] = ones\nparam t1: f32[8] = zeros\n"
+                                 "param w2: f32[8, 8, 3, 3] = he\nparam s2: f32[8] = ones\nparam t2: f32[8] = zeros\n"
+                                 "param w3: f32[16, 8, 3, 3] = he\nparam wo: f32[256, 10] = he\n"
+                                 "h = relu(batch_norm(conv2d(x, w1, pad=1), s1, t1))\n"
+                                 "h = max_pool2d(relu(batch_norm(conv2d(h, w2, pad=1), s2, t2)), kernel=2)\n"
+                                 "h = relu(conv2d(max_pool2d(h, kernel=2), w3, pad=1))\n"
+                                 "logits = flatten(h) @ wo\nloss = cross_entropy(logits, y)\nminimize loss\n";
+
+/* g's training step in k parts at `share` of the whole step's store-all workspace: auto's plan
+ * (which verifies and fits) and, into *kept, the plan of the same step with the values gathered
+ * from the parts never dropped (mg_part_gathers; *ngathered of them), each concatenations of the
+ * parts' values. */
+static mg_plan *plan_gathered(const mg_graph *g, int k, double share, int *ngathered, mg_plan **kept)
+{
+    mg_diag d = {0};
+    mg_solution s;
+    mg_problem *whole = mg_problem_from_graph(g, MG_PLAN_TRAIN);
+    ck_assert_int_eq(mg_part_gathers(whole, NULL), 0);
+    ck_assert_msg(mg_solve(whole, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 10, &s, &d) == MG_OK, "%s", d.msg);
+    int64_t budget = (int64_t)(share * (double)s.plan->workspace_bytes);
+    mg_plan_free(s.plan);
+    mg_problem_free(whole);
+    mg_graph *gk;
+    ck_assert_msg(mg_microbatch(g, k, &gk, &d) == MG_OK, "%s", d.msg);
+    mg_problem *pr = mg_problem_from_graph(gk, MG_PLAN_TRAIN);
+    char *gathered = calloc((size_t)pr->n, 1), *evictable = malloc((size_t)pr->n);
+    ck_assert(gathered && evictable);
+    *ngathered = mg_part_gathers(pr, gathered);
+    for (int v = 0; v < pr->n; v++) {
+        const mg_node *nd = &gk->nodes[v];
+        int reads_a_part = 0;
+        for (int i = 0; i < nd->ninputs; i++) reads_a_part |= gk->nodes[nd->in[i]].micro_batch > 0;
+        ck_assert_msg(gathered[v] == (nd->op == MG_OP_CONCAT && !nd->micro_batch && reads_a_part && pr->evictable[v]),
+                      "node %d (%s) gathered %d", v, mg_ops[nd->op].name, gathered[v]);
+        evictable[v] = pr->evictable[v] && !gathered[v];
+    }
+    mg_problem q = *pr; /* (pr with the gathered values not evictable: it owns nothing) */
+    q.evictable = evictable;
+    ck_assert_int_eq(mg_part_gathers(&q, NULL), 0);
+    ck_assert_msg(mg_solve(&q, MG_SOLVER_AUTO, budget, 0, 10, &s, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(s.plan != NULL, "%d parts, gathered values kept: no plan within %lld bytes", k, (long long)budget);
+    *kept = s.plan;
+    ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, budget, 0, 10, &s, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(s.plan && s.plan->workspace_bytes <= budget, "%d parts: no plan within %lld bytes", k,
+                  (long long)budget);
+    ck_assert_msg(mg_plan_verify(s.plan, pr, &d) == MG_OK, "%s", d.msg);
+    free(gathered);
+    free(evictable);
+    mg_problem_free(pr);
+    mg_graph_free(gk);
+    return s.plan;
+}
+
+/* The values gathered from the parts (mg_part_gathers) are the concatenations of the parts'
+ * values a whole-batch op reads, and auto's plan is never dearer than the plan that keeps them
+ * (planner.c, solve_pinned, solves it as a second candidate where the first recomputes more
+ * than 1% of a step). gather_src in 8 parts at 30% of its store-all: three concatenations, and
+ * the two plans alike. resnet18_64 in 8 parts at 25%, where its layer3 reads layer2's output
+ * whole (outside the sanitizers: a second or two a plan): 19.36% recomputed until 2026-12-05,
+ * when the schedulers dropped that concatenation and rebuilt it from the stem, 17.94% with it
+ * kept. */
+START_TEST(test_gathered_values_kept)
+{
+    mg_graph *g = joint(gather_src);
+    int n;
+    mg_plan *kept, *p = plan_gathered(g, 8, 0.3, &n, &kept);
+    ck_assert_int_eq(n, 3);
+    ck_assert_msg(p->flops_executed <= kept->flops_executed, "auto %.0f FLOPs, %.0f with the concatenations kept",
+                  p->flops_executed, kept->flops_executed);
+    mg_plan_free(p);
+    mg_plan_free(kept);
+    mg_graph_free(g);
+#ifndef MG_TEST_SANITIZED
+    char *src = example("resnet18_64");
+    g = joint(src);
+    p = plan_gathered(g, 8, 0.25, &n, &kept);
+    ck_assert_int_ge(n, 1);
+    ck_assert_msg(p->flops_executed <= kept->flops_executed, "resnet18_64: auto %.0f FLOPs, %.0f with the "
+                  "concatenation kept", p->flops_executed, kept->flops_executed);
+    mg_plan_free(p);
+    mg_plan_free(kept);
+    mg_graph_free(g);
+    free(src);
+#endif
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("microbatch");
@@ -949,6 +1041,7 @@ int main(void)
     tcase_add_test(tc, test_parts_planned_part_by_part);
     tcase_add_test(tc, test_plan_and_compile_agree);
     tcase_add_test(tc, test_parts_bound);
+    tcase_add_test(tc, test_gathered_values_kept);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -963,9 +963,9 @@ START_TEST(test_min_feasible_on_the_command_line)
 END_TEST
 
 /* Near the minimum a larger budget costs no more (planner.c, near_min_rungs): model m planned
- * with opts at each of the budgets pct[0..n) percent of its minimum feasible budget, in
- * increasing order. */
-static void no_dearer_above_the_minimum(const char *model, const char *opts, const int *pct, int n)
+ * with opts at each of the budgets pct[0..n) permille of its minimum feasible budget, in
+ * increasing order; slack: by at most that share of running every op once. */
+static void no_dearer_above_the_minimum(const char *model, const char *opts, const int *pct, int n, double slack)
 {
     char *out;
     const char *m = example(model);
@@ -974,11 +974,12 @@ static void no_dearer_above_the_minimum(const char *model, const char *opts, con
     for (int i = 0; i < n; i++) {
         long long b = minf * pct[i] / 1000;
         ck_assert_int_eq(tu_memgrad(&out, "plan '%s' %s --budget %lldB --format json --no-cache", m, opts, b), 0);
-        long long exec = tu_json_figure(out, "flops_executed");
+        long long exec = tu_json_figure(out, "flops_executed"), once = tu_json_figure(out, "flops_once");
         ck_assert_msg(tu_json_figure(out, "workspace_bytes") <= b, "over budget %lld:\n%.300s", b, out);
         free(out);
-        ck_assert_msg(prev < 0 || exec <= prev, "%s at %.1f%% of the minimum: %lld FLOPs, dearer than %lld at %.1f%%",
-                      model, pct[i] / 10.0, exec, prev, pct[i - 1] / 10.0);
+        ck_assert_msg(prev < 0 || exec <= prev + slack * (double)once,
+                      "%s at %.1f%% of the minimum: %lld FLOPs, dearer than %lld at %.1f%%", model, pct[i] / 10.0, exec,
+                      prev, pct[i - 1] / 10.0);
         prev = exec;
     }
 }
@@ -990,7 +991,7 @@ static void no_dearer_above_the_minimum(const char *model, const char *opts, con
 START_TEST(test_no_dearer_above_the_minimum)
 {
     static const int pct[] = {1010, 1020, 1030, 1040, 1050, 1060};
-    no_dearer_above_the_minimum("examples/transformer.mg", "--micro-batches 1", pct, 6);
+    no_dearer_above_the_minimum("examples/transformer.mg", "--micro-batches 1", pct, 6, 0);
 }
 END_TEST
 
@@ -1000,12 +1001,16 @@ END_TEST
  * minimum and run past 1.05 times where the plan is little cheaper than the minimum's. And 1.10
  * times: 69.76% until the near misses were rescued (sched_variants.c, mg_sv_rescue_near_misses), 52.42% since.
  * 1.07 and 1.08 times: 72.64% and 69.76% until 2026-12-05, 63.88% since the rung at 1.02 times
- * runs there too (planner.c, NEAR_MIN_RUNG_ONE). Outside the sanitizers (several seconds a plan). */
+ * runs there too (planner.c, NEAR_MIN_RUNG_ONE). Since 2026-12-05 the solve also runs with the
+ * concatenation layer3 reads kept (planner.c, solve_pinned) at the budget and at each rung:
+ * 45.95, 38.85, 38.85, 30.57, 25.46, 26.28 and 25.59% at these seven, one step dearer than the one
+ * before by 0.82% of running every op once; so no dearer by more than 1% (the margin by which
+ * plan_split.c's `cheaper` counts a plan cheaper). Outside the sanitizers (several seconds a plan). */
 START_TEST(test_no_dearer_above_the_minimum_in_parts)
 {
 #ifndef MG_TEST_SANITIZED
     static const int pct[] = {1020, 1035, 1050, 1060, 1070, 1080, 1100};
-    no_dearer_above_the_minimum("examples/resnet18_64.mg", "", pct, 7);
+    no_dearer_above_the_minimum("examples/resnet18_64.mg", "", pct, 7, 0.01);
 #endif
 }
 END_TEST
@@ -1018,7 +1023,7 @@ START_TEST(test_no_dearer_above_the_minimum_deep_chain_in_parts)
 {
 #ifndef MG_TEST_SANITIZED
     static const int pct[] = {1120, 1180, 1260, 1300, 1360, 1500};
-    no_dearer_above_the_minimum("examples/mlp_deep.mg", "", pct, 6);
+    no_dearer_above_the_minimum("examples/mlp_deep.mg", "", pct, 6, 0);
 #endif
 }
 END_TEST
