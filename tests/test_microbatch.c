@@ -990,8 +990,8 @@ static mg_plan *plan_gathered(const mg_graph *g, int k, double share, int *ngath
 /* The values gathered from the parts (mg_part_gathers) are the concatenations of the parts'
  * values a whole-batch op reads, and auto's plan is never dearer than the plan that keeps them
  * (planner.c, solve_pinned, solves it as a second candidate where the first recomputes more
- * than 1% of a step). gather_src in 8 parts at 30% of its store-all: three concatenations, and
- * the two plans alike. resnet18_64 in 8 parts at 25%, where its layer3 reads layer2's output
+ * than 1% of a step). gather_src in 8 parts at 30% of its store-all: three concatenations, made
+ * one from the other. resnet18_64 in 8 parts at 25%, where its layer3 reads layer2's output
  * whole (outside the sanitizers: a second or two a plan): 19.36% recomputed until 2026-12-05,
  * when the schedulers dropped that concatenation and rebuilt it from the stem, 17.94% with it
  * kept. */
