@@ -445,9 +445,9 @@ static const double NEAR_MIN_RUNG_GAP = 0.02;
  * once those are dropped too, bringing it back runs every part's prefix again (resnet18_64 in
  * 8 parts at 25% of its store-all: the stem's convolution recomputed 41 times, where the
  * backward pass needs it twice a part, to rebuild the concatenation layer3 reads). Keeping it is
- * a restriction, not always cheaper (in 4 parts at 50%: 1.17% against 0.82%; unet_small's
- * minimum, were it kept in the minimum search too, 8.9 MB against 2.6), so this is a second solve
- * of pr, with pr's lower bound (which holds for this plan too), and the cheaper plan is kept.
+ * a restriction, not always cheaper (in 4 parts at 50%: 1.17% against 0.82%; at 33%: 10.85%
+ * against 8.95%), so this is a second solve of pr, with pr's lower bound (which holds for this
+ * plan too), and the cheaper plan is kept.
  * Where the plan recomputes at most PINNED_GAP of a step, it is not run (it costs as much as the
  * first solve). */
 static const double PINNED_GAP = 0.01;

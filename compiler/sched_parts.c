@@ -29,6 +29,7 @@
 #include "place_memo.h"
 #include "plan.h"
 #include "sched_variants.h"
+#include "score_heap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +53,6 @@ typedef struct parts_units {
                                           unit: that op) */
 } parts_units;
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) abort();
-    return p;
-}
-
 /* Whether target v runs in part c's block in this order. */
 static int in_block(const mg_problem *pr, const part_sub *s, parts_order how, int v)
 {
@@ -66,40 +60,17 @@ static int in_block(const mg_problem *pr, const part_sub *s, parts_order how, in
     return c >= 0 && s[c].q && (how == WHOLE_PARTS || v >= pr->nfwd);
 }
 
-static void heap_push(int *h, int *n, const int *key, int u)
-{
-    int i = (*n)++;
-    for (; i > 0 && key[h[(i - 1) / 2]] > key[u]; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
-    h[i] = u;
-}
-
-static int heap_pop(int *h, int *n, const int *key)
-{
-    int top = h[0], u = h[--*n], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && key[h[c + 1]] < key[h[c]]) c++;
-        if (key[h[c]] >= key[u]) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n) h[i] = u;
-    return top;
-}
-
 /* Orders the units: each when every unit it reads is done, the one whose first op comes first
  * in the graph among those ready. 0 where they form a cycle. */
 static int order_units(const mg_problem *pr, const part_sub *s, int parts, parts_order how, parts_units *o)
 {
     int n = pr->n, nu = parts;
-    o->unit = xmalloc((size_t)n * sizeof *o->unit);
+    o->unit = mg_xcalloc((size_t)n, sizeof *o->unit);
     for (int v = 0; v < n; v++)
         o->unit[v] = !pr->target[v] ? -1 : in_block(pr, s, how, v) ? pr->part[v] - 1 : nu++;
     o->n = nu;
-    int *key = o->first = xmalloc((size_t)nu * sizeof *key), *indeg = calloc((size_t)nu, sizeof *indeg),
-        *start = calloc((size_t)nu + 1, sizeof *start), *fill = xmalloc((size_t)nu * sizeof *fill);
-    if (!indeg || !start) abort();
+    int *key = o->first = mg_xcalloc((size_t)nu, sizeof *key), *indeg = mg_xcalloc((size_t)nu, sizeof *indeg),
+        *start = mg_xcalloc((size_t)nu + 1, sizeof *start), *fill = mg_xcalloc((size_t)nu, sizeof *fill);
     for (int u = 0; u < nu; u++) key[u] = n; /* (a part with no block: its unit is never used) */
     for (int v = n - 1; v >= 0; v--)
         if (o->unit[v] >= 0) key[o->unit[v]] = v;
@@ -110,30 +81,32 @@ static int order_units(const mg_problem *pr, const part_sub *s, int parts, parts
             if (a >= 0 && a != b) start[a + 1]++, indeg[b]++, nedges++;
         }
     for (int u = 0; u < nu; u++) start[u + 1] += start[u];
-    int *to = xmalloc((size_t)nedges * sizeof *to);
+    int *to = mg_xcalloc((size_t)nedges, sizeof *to);
     memcpy(fill, start, (size_t)nu * sizeof *fill);
     for (int v = 0; v < n; v++)
         for (int e = pr->in_start[v]; o->unit[v] >= 0 && e < pr->in_start[v + 1]; e++) {
             int a = o->unit[pr->in[e]], b = o->unit[v];
             if (a >= 0 && a != b) to[fill[a]++] = b;
         }
-    int *heap = fill, nh = 0, done = 0; /* (fill reused) */
-    o->order = xmalloc((size_t)nu * sizeof *o->order);
-    o->pos = xmalloc((size_t)nu * sizeof *o->pos);
+    mg_score_ent *heap = mg_xcalloc((size_t)nu + 1, sizeof *heap); /* (units by their first op: no ties) */
+    int nh = 0, done = 0;
+    o->order = mg_xcalloc((size_t)nu, sizeof *o->order);
+    o->pos = mg_xcalloc((size_t)nu, sizeof *o->pos);
     for (int u = 0; u < nu; u++)
-        if (key[u] < n && !indeg[u]) heap_push(heap, &nh, key, u);
+        if (key[u] < n && !indeg[u]) mg_score_push(heap, &nh, (mg_score_ent){key[u], u, 0});
     while (nh) {
-        int u = heap_pop(heap, &nh, key);
+        int u = mg_score_pop(heap, &nh).node;
         o->pos[u] = done;
         o->order[done++] = u;
         for (int e = start[u]; e < start[u + 1]; e++)
-            if (!--indeg[to[e]]) heap_push(heap, &nh, key, to[e]);
+            if (!--indeg[to[e]]) mg_score_push(heap, &nh, (mg_score_ent){key[to[e]], to[e], 0});
     }
     int units = 0;
     for (int u = 0; u < nu; u++) units += key[u] < n;
     free(indeg);
     free(start);
     free(fill);
+    free(heap);
     free(to);
     o->n = done;
     return done == units;
@@ -144,9 +117,8 @@ static int order_units(const mg_problem *pr, const part_sub *s, int parts, parts
  * values read in its block come from the block's own schedule). */
 static void held_across(const mg_problem *pr, part_sub *s, int parts, const parts_units *o)
 {
-    int64_t *diff = calloc((size_t)o->n + 1, sizeof *diff);
-    if (!diff) abort();
-    int *last = xmalloc((size_t)pr->n * sizeof *last);
+    int64_t *diff = mg_xcalloc((size_t)o->n + 1, sizeof *diff);
+    int *last = mg_xcalloc((size_t)pr->n, sizeof *last);
     for (int u = 0; u < pr->n; u++) last[u] = -1;
     for (int v = 0; v < pr->n; v++)
         for (int e = pr->in_start[v]; o->unit[v] >= 0 && e < pr->in_start[v + 1]; e++) {
@@ -191,7 +163,7 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, i
                                  s[same].held == s[c].held))
                 same++;
             if (same < c) {
-                s[c].seq = xmalloc((size_t)s[same].nseq * sizeof *s[c].seq);
+                s[c].seq = mg_xcalloc((size_t)s[same].nseq, sizeof *s[c].seq);
                 memcpy(s[c].seq, s[same].seq, (size_t)s[same].nseq * sizeof *s[c].seq);
                 s[c].nseq = s[same].nseq;
             } else {
@@ -200,14 +172,14 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, i
                     mg_plan_free(p);
                     goto done;
                 }
-                s[c].seq = xmalloc(((size_t)p->nsteps + 1) * sizeof *s[c].seq);
+                s[c].seq = mg_xcalloc((size_t)p->nsteps + 1, sizeof *s[c].seq);
                 s[c].nseq = mg_plan_compute_steps(p, s[c].seq);
                 mg_plan_free(p);
             }
             total += s[c].nseq;
         }
         free(seq);
-        seq = xmalloc(((size_t)pr->n + (size_t)total) * sizeof *seq);
+        seq = mg_xcalloc((size_t)pr->n + (size_t)total, sizeof *seq);
         int n = 0;
         for (int i = 0; i < o.n; i++) {
             int u = o.order[i];
@@ -246,16 +218,15 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
     for (int v = 0; v < pr->n; v++)
         if (pr->part[v] > parts) parts = pr->part[v];
     if (parts < 2) return MG_OK;
-    part_sub *s = calloc((size_t)parts, sizeof *s);
-    int *map = xmalloc((size_t)pr->n * sizeof *map), blocks = 0;
-    if (!s) abort();
+    part_sub *s = mg_xcalloc((size_t)parts, sizeof *s);
+    int *map = mg_xcalloc((size_t)pr->n, sizeof *map), blocks = 0;
     for (int c = 0; c < parts; c++) {
         int backward = 0;
         for (int v = pr->nfwd; v < pr->n && !backward; v++) backward = pr->part[v] == c + 1 && pr->target[v];
         if (!backward) continue; /* (a part with no backward op has no block: its ops run one by one) */
         blocks++;
         s[c].q = mg_part_problem(pr, c, map);
-        s[c].back = xmalloc((size_t)s[c].q->n * sizeof *s[c].back);
+        s[c].back = mg_xcalloc((size_t)s[c].q->n, sizeof *s[c].back);
         for (int v = 0; v < pr->n; v++)
             if (map[v] >= 0) s[c].back[map[v]] = v;
         s[c].hash = mg_problem_hash(s[c].q);
