@@ -40,13 +40,18 @@ const char *const mg_solver_names[] = {"auto", "store-all", "sqrt", "exact"};
  * thread of its own while auto's solve schedules and places its variants, which do not read it
  * (resnet50 at its minimum: 0.06 s); the solve waits for it before the walks (memo_bound). The
  * thread then also analyses the chain and fills the chain DP's tables for the cap mg_sv_chain_fit
- * will ask at the end of the solve (0.03 s there), when they are handed to the solve's memo. */
+ * will ask at the end of the solve (0.03 s there), when they are handed to the solve's memo.
+ * In a step in parts it first starts solve_pinned's thread, where the bound shows it is wanted. */
+typedef struct pinned_job pinned_job; /* (below, at solve_pinned) */
+static void pinned_start(pinned_job *j, double once, double bound);
+
 typedef struct bound_job {
     const mg_problem *pr;
     int64_t budget, store_all;
     double once, bound; /* in: every op once; out: that and the larger of the two arguments */
     mg_chain *chain;    /* out (thread): the chain analysed, its tables filled for table_cap */
     int64_t table_cap;
+    pinned_job *pinned; /* in (or NULL): started once the bound is in, where it shows it is wanted */
     pthread_t th;
     int running;
 } bound_job;
@@ -63,6 +68,7 @@ static void *bound_thread(void *job)
 {
     bound_job *b = job;
     bound_compute(b);
+    if (b->pinned) pinned_start(b->pinned, b->once, b->bound);
     b->chain = mg_chain_analyse(b->pr);
     if (b->chain) {
         b->table_cap = mg_sv_chain_table_cap(b->budget, b->store_all);
@@ -474,16 +480,70 @@ static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t stor
     return st;
 }
 
-/* *plan (a plan under budget) replaced by solve_pinned's where that is cheaper; not run where *plan
- * recomputes at most PINNED_GAP of a step, or no more than lower_bound proves every plan must. */
-static mg_status keep_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
-                             mg_plan **plan, mg_diag *d)
+/* solve_pinned on a thread of its own, beside the solve at the budget: where the lower bound
+ * already proves more than PINNED_GAP of a step recomputed, every plan at the budget does, so
+ * keep_pinned will want it (resnet18_64 at 33% of its store-all, in 16 parts: the bound proves
+ * 2.08%). Its plan is the one solve_pinned would make after the first solve: the same problem,
+ * budget and bound. resnet18_64's `plan` at 33%: 6.9 s of wall clock with the second solve after
+ * the first, 5.1 s beside it, the same CPU time (medians of 3). */
+struct pinned_job {
+    const mg_problem *pr;
+    int64_t budget, store_all;
+    double lower_bound;
+    mg_plan *plan; /* out */
+    mg_status st;
+    mg_diag d;
+    pthread_t th;
+    int started; /* running on th (pinned_start), until keep_pinned or solve_below's end joins it */
+};
+
+static void *pinned_thread(void *arg)
 {
+    pinned_job *j = arg;
+    j->st = solve_pinned(j->pr, j->budget, j->store_all, j->lower_bound, &j->plan, &j->d);
+    return NULL;
+}
+
+static void pinned_start(pinned_job *j, double once, double bound)
+{
+    if (bound <= (1 + PINNED_GAP) * once) return;
+    j->lower_bound = bound;
+    j->started = pthread_create(&j->th, NULL, pinned_thread, j) == 0;
+}
+
+/* The thread's plan and status into *p and the return (a thread never started: none). */
+static mg_status pinned_join(pinned_job *j, mg_plan **p, mg_diag *d)
+{
+    *p = NULL;
+    if (!j || !j->started) return MG_OK;
+    if (pthread_join(j->th, NULL)) abort();
+    j->started = 0;
+    *p = j->plan;
+    j->plan = NULL;
+    if (j->st) *d = j->d;
+    return j->st;
+}
+
+/* *plan (a plan under budget) replaced by solve_pinned's where that is cheaper; not run where *plan
+ * recomputes at most PINNED_GAP of a step, or no more than lower_bound proves every plan must.
+ * From pj's thread where it was started (pj: NULL or never started, solved here). */
+static mg_status keep_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
+                             pinned_job *pj, mg_plan **plan, mg_diag *d)
+{
+    int wanted = *plan && (*plan)->flops_executed > lower_bound &&
+                 (*plan)->flops_executed > (1 + PINNED_GAP) * (*plan)->flops_once;
     mg_plan *p = NULL;
-    if (!*plan || (*plan)->flops_executed <= lower_bound ||
-        (*plan)->flops_executed <= (1 + PINNED_GAP) * (*plan)->flops_once)
+    mg_diag why = {0};
+    mg_status st = MG_OK;
+    if (pj && pj->started) /* (read once the bound's thread is joined: memo_bound) */
+        st = pinned_join(pj, &p, &why);
+    else if (wanted)
+        st = solve_pinned(pr, budget, store_all, lower_bound, &p, &why);
+    if (!wanted) { /* (the thread's, where there is no plan or it meets the bound) */
+        mg_plan_free(p);
         return MG_OK;
-    mg_status st = solve_pinned(pr, budget, store_all, lower_bound, &p, d);
+    }
+    if (st) *d = why;
     if (!st && p && p->flops_executed < (*plan)->flops_executed) {
         mg_plan_free(*plan);
         *plan = p;
@@ -516,7 +576,7 @@ static void *rung_solve(void *arg)
     int optimal = 0;
     j->st = solve_at(j->pr, MG_SOLVER_AUTO, j->budget, j->keep, j->memo, NULL, &j->plan, &optimal, &j->d);
     if (!j->st && !optimal) /* (as at the budget: solve_below) */
-        j->st = keep_pinned(j->pr, j->budget, j->memo->s.store_all, j->memo->lower_bound, &j->plan, &j->d);
+        j->st = keep_pinned(j->pr, j->budget, j->memo->s.store_all, j->memo->lower_bound, NULL, &j->plan, &j->d);
     return NULL;
 }
 
@@ -596,6 +656,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     mg_min_search_job job = {0};
     pthread_t th;
     int threaded = 0; /* the minimum search is running on thread th */
+    pinned_job pj = {.pr = pr, .budget = budget}; /* solve_pinned's thread (bound_thread starts it) */
     if ((st = mg_sv_build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     memo.s.store_all = sa->workspace_bytes;
@@ -604,6 +665,8 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     out->lower_bound = sa->flops_once;
     bound_job bj = {.pr = pr, .budget = budget, .store_all = memo.s.store_all, .once = out->lower_bound,
                     .bound = out->lower_bound};
+    pj.store_all = memo.s.store_all;
+    if (pr->part) bj.pinned = &pj; /* (a step in parts: mg_part_gathers) */
     if (sa->workspace_bytes > budget) { /* two different arguments (bound_step.c, bound_cut.c): the larger holds */
         if (solver == MG_SOLVER_AUTO && pthread_create(&bj.th, NULL, bound_thread, &bj) == 0) {
             bj.running = 1; /* (auto's solve waits for it before its walks: memo_bound) */
@@ -717,7 +780,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     /* in a step in parts, the solve again never dropping what is gathered from the parts
      * (solve_pinned), where the plan recomputes more than PINNED_GAP of a step */
     if (!st && searching && out->optimal != 1)
-        st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &out->plan, d);
+        st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &pj, &out->plan, d);
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1, out->optimal_in_class = 0; /* nothing recomputed: no plan executes fewer FLOPs */
@@ -728,6 +791,9 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         out->lower_bound = out->plan->flops_executed; /* rounding in the relaxed program's scaled sums */
 done:
     memo_bound(&memo);
+    mg_plan *unused = NULL;
+    pinned_join(&pj, &unused, &(mg_diag){0}); /* (not wanted, or the solve failed) */
+    mg_plan_free(unused);
     if (threaded) { /* (the solve failed: the search's results are dropped) */
         if (pthread_join(th, NULL)) abort();
         if (job.best != job.cheap) mg_plan_free(job.best);
