@@ -813,12 +813,12 @@ END_TEST
 
 /* A part's block and what it reads last of the units before it (sched_parts.c), such as the sum
  * of the loss carried in from the part before (8 bytes, 64 placed). Those were held across the
- * whole block, so each block was planned under the budget less them,
- * though the stitched schedule frees them at their last read there; at the minimum the blocks
- * then missed it, and the plan came from the whole-step schedulers. Now the block's own problem
- * holds them until that read (border_problem), besides the old plan: examples/mlp.mg and
- * cnn_fmnist.mg at their minimum feasible budget (in 16 parts) recompute less than 1% of a step,
- * where they recomputed 49.79% and 32.09%. */
+ * whole block, so each block was planned under the budget less them, though the stitched
+ * schedule frees them at their last read there; at the minimum the blocks then missed it, and
+ * the plan came from the whole-step schedulers. Now the block's own problem can hold them until
+ * that read (border_problem; both ways are tried): examples/mlp.mg and cnn_fmnist.mg at their
+ * minimum feasible budget (in 16 parts) recompute less than 1% of a step, where they recomputed
+ * 49.79% and 32.09%. */
 START_TEST(test_parts_border)
 {
     static const char *const names[] = {"mlp", "cnn_fmnist"};
