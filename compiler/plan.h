@@ -115,6 +115,8 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind);
 /* problem.c: an empty problem of n nodes with nedges input slots, all arrays zeroed. */
 mg_problem *mg_problem_alloc(int n, int nedges);
 void mg_problem_free(mg_problem *p);
+/* problem.c: node w of `to` takes node v's sizes, cost and flags (not its inputs) from `from`. */
+void mg_problem_node_copy(mg_problem *to, int w, const mg_problem *from, int v);
 /* problem.c: part c's own problem in a step in parts (the nodes labelled c + 1 in p->part, in
  * order; edges from other nodes dropped: their values are taken as given), and map[v] its index
  * of each node of p (-1: not in it); NULL when the part has no nodes. */

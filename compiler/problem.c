@@ -230,6 +230,17 @@ int mg_part_gathers(const mg_problem *p, char *gathered)
     return count;
 }
 
+void mg_problem_node_copy(mg_problem *to, int w, const mg_problem *from, int v)
+{
+    to->bytes[w] = from->bytes[v];
+    to->scratch[w] = from->scratch[v];
+    to->cost[w] = from->cost[v];
+    to->target[w] = from->target[v];
+    to->evictable[w] = from->evictable[v];
+    to->keep_to_end[w] = from->keep_to_end[v];
+    to->home[w] = from->home[v];
+}
+
 mg_problem *mg_part_problem(const mg_problem *pr, int c, int *map)
 {
     int n = 0, nedges = 0, nfwd = 0;
@@ -249,13 +260,7 @@ mg_problem *mg_part_problem(const mg_problem *pr, int c, int *map)
         q->in_start[w] = e2;
         for (int e = pr->in_start[v]; e < pr->in_start[v + 1]; e++)
             if (map[pr->in[e]] >= 0) q->in[e2++] = map[pr->in[e]];
-        q->bytes[w] = pr->bytes[v];
-        q->scratch[w] = pr->scratch[v];
-        q->cost[w] = pr->cost[v];
-        q->target[w] = pr->target[v];
-        q->evictable[w] = pr->evictable[v];
-        q->keep_to_end[w] = pr->keep_to_end[v];
-        q->home[w] = pr->home[v];
+        mg_problem_node_copy(q, w, pr, v);
     }
     q->in_start[n] = e2;
     q->nfwd = nfwd;

@@ -187,13 +187,7 @@ static mg_problem *border_problem(const mg_problem *pr, const mg_problem *q, con
         for (int e = q->in_start[w]; e < q->in_start[w + 1]; e++) r->in[e2++] = q->in[e] + k;
         for (int e = pr->in_start[v]; e < pr->in_start[v + 1]; e++)
             if (ext[pr->in[e]] >= 0) r->in[e2++] = ext[pr->in[e]];
-        r->bytes[x] = q->bytes[w];
-        r->scratch[x] = q->scratch[w];
-        r->cost[x] = q->cost[w];
-        r->target[x] = q->target[w];
-        r->evictable[x] = q->evictable[w];
-        r->keep_to_end[x] = q->keep_to_end[w];
-        r->home[x] = q->home[w];
+        mg_problem_node_copy(r, x, q, w);
         (*back2)[x] = v;
     }
     r->in_start[n] = e2;
