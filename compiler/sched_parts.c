@@ -311,12 +311,12 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
         s[c].hash = mg_problem_hash(s[c].q);
     }
     mg_status st = MG_OK;
-    for (int k = 0; k < 4 && blocks >= 2 && !st; k++) {
-        if (*out && (*out)->flops_executed <= (*out)->flops_once) break; /* (nothing recomputed) */
-        mg_plan *p = NULL;
-        if (!(st = parts_plan(pr, budget, s, parts, k / 2 ? BACKWARD_BLOCKS : WHOLE_PARTS, k % 2, solve, ctx, &p, d)))
-            mg_sv_keep_better(out, p);
-    }
+    for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && blocks >= 2 && !st; how++)
+        for (int border = 0; border < 2 && !st; border++) {
+            if (*out && (*out)->flops_executed <= (*out)->flops_once) break; /* (nothing recomputed) */
+            mg_plan *p = NULL;
+            if (!(st = parts_plan(pr, budget, s, parts, how, border, solve, ctx, &p, d))) mg_sv_keep_better(out, p);
+        }
     if (st) {
         mg_plan_free(*out);
         *out = NULL;
