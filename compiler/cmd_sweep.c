@@ -27,10 +27,23 @@ static void json_string(const char *s)
     putchar('"');
 }
 
+/* s as a CSV field (RFC 4180): quoted, its quotes doubled; nothing for NULL */
+static void csv_string(const char *s)
+{
+    if (!s) return;
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
 /* A point's part count as the reports give it: 1 for a plan of the whole batch (and a --graph's) */
 static int parts_of(const sweep_point *q) { return q->parts > 1 ? q->parts : 1; }
 
-static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt, int n)
+static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt,
+                        const char *const *notes, int n)
 {
     const char *fmt = o->format ? o->format : "text";
     const char *solver = mg_solver_names[o->solver];
@@ -52,7 +65,12 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
                 printf(", \"recompute_overhead\": %.6f", mg_recompute_overhead(pt[i].once, pt[i].executed));
             }
             if (pt[i].fits && !o->graph) printf(", \"micro_batches\": %d", parts_of(&pt[i]));
-            printf(", \"solve_seconds\": %.6f, \"from_cache\": %s}", pt[i].seconds, pt[i].from_cache ? "true" : "false");
+            if (pt[i].fits) printf(", \"optimal\": %s", pt[i].optimal == 1 ? "true" : "\"unknown\"");
+            printf(", \"solve_seconds\": %.6f, \"from_cache\": %s, \"note\": ", pt[i].seconds,
+                   pt[i].from_cache ? "true" : "false");
+            if (notes[i]) json_string(notes[i]);
+            else printf("null");
+            putchar('}');
         }
         printf("]}\n");
         return;
@@ -60,10 +78,10 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
     int csv = !strcmp(fmt, "csv");
     if (csv)
         printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds,"
-               "micro_batches,from_cache\n");
+               "micro_batches,from_cache,optimal,note\n");
     else
-        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s%s\n", what,
-               solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
+        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s%s  optimal\n",
+               what, solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
                "workspace", "peak live", "overhead", "seconds", o->graph ? "" : "  parts");
     int cached = 0;
     for (int i = 0; i < n; i++) {
@@ -74,15 +92,18 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
         double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
         double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
-            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f,%d,%d\n", (long long)q->budget, pct, (long long)q->workspace,
-                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q), q->from_cache);
+            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f,%d,%d,%s,", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q), q->from_cache, q->optimal == 1 ? "1" : "");
         else if (csv)
-            printf("%lld,%.2f,0,,,,%.6f,,%d\n", (long long)q->budget, pct, q->seconds, q->from_cache);
-        else if (q->fits) {
+            printf("%lld,%.2f,0,,,,%.6f,,%d,,", (long long)q->budget, pct, q->seconds, q->from_cache);
+        if (csv) {
+            csv_string(notes[i]);
+            putchar('\n');
+        } else if (q->fits) {
             printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f", (long long)q->budget, pct, (long long)q->workspace,
                    (long long)q->peak, ovh, q->seconds);
             if (!o->graph) printf(" %6d", parts_of(q)); /* (a --graph has no batch to split) */
-            putchar('\n');
+            printf("  %s\n", q->optimal == 1 ? "proven" : "unknown");
         } else
             printf("%14lld %6.1f%% %14s %14s %10s %9.3f\n", (long long)q->budget, pct, "no plan", "", "", q->seconds);
     }
@@ -211,6 +232,7 @@ int mg_cmd_sweep(mg_drv_options *o)
                 else
                     notes[k * o->points + i] = s.note;
                 if (!rc && (q->fits = s.plan != NULL)) {
+                    q->optimal = s.optimal == 1 ? 1 : -1;
                     q->workspace = s.plan->workspace_bytes;
                     q->peak = s.plan->peak_live_bytes;
                     q->once = s.plan->flops_once;
@@ -227,11 +249,14 @@ int mg_cmd_sweep(mg_drv_options *o)
                 if (!rc) notes[k * o->points + i] = c.plan.note;
                 if (rc)
                     mg_planned_free(&c.plan);
-                else if (prevp.train && (!c.plan.train || overhead_below(prevp.train, c.plan.train)))
+                else if (prevp.train && (!c.plan.train || overhead_below(prevp.train, c.plan.train))) {
                     mg_planned_free(&c.plan); /* (prevp's workspace is under the smaller budget before) */
-                else {
+                    /* proven at that budget, not at this one, unless it recomputes nothing */
+                    q->optimal = prevp.train->flops_executed == prevp.train->flops_once ? 1 : -1;
+                } else {
                     mg_planned_free(&prevp);
                     prevp = c.plan;
+                    q->optimal = prevp.optimal == 1 ? 1 : -1;
                 }
                 c.plan = (mg_planned){0};
                 if (!rc && (q->fits = prevp.train != NULL)) {
@@ -259,7 +284,8 @@ int mg_cmd_sweep(mg_drv_options *o)
     int svg_rc = 0;
     if (!rc && o->svg) {
         /* the store-all point: no recomputation at the store-all workspace */
-        sweep_point sa = {all, all, all, 1, 1, 0, 1, 1, 0};
+        sweep_point sa = {.budget = all, .workspace = all, .peak = all, .once = 1, .executed = 1, .fits = 1, .parts = 1,
+                          .optimal = 1};
         mg_sweep_curve curves[4];
         int n = 0;
         for (int k = 0; k < ncurves; k++)
@@ -270,7 +296,7 @@ int mg_cmd_sweep(mg_drv_options *o)
         const mg_drv_report_writer writer = write_sweep_svg;
         svg_rc = mg_drv_write_report_outs(&svg_out, &writer, &ctx, 1);
     }
-    if (!rc && !o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, npoints);
+    if (!rc && !o->report_file_to_stdout) sweep_print(o, what, all, minf, pt, notes, npoints);
     if (!rc) rc = svg_rc;
     free(pts);
     free(notes);

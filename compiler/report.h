@@ -99,6 +99,7 @@ typedef struct mg_sweep_point {
     int fits;
     int parts; /* into how many micro-batches the plan splits the batch (0 or 1: whole) */
     int from_cache; /* the point's plan came from the plan cache (seconds: of the planning that made it) */
+    int optimal;    /* 1: the point's plan is proven optimal at its budget; -1: not known */
 } mg_sweep_point;
 typedef struct mg_sweep_curve {
     const char *solver;

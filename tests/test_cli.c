@@ -1964,6 +1964,15 @@ START_TEST(test_plan_json_matches_its_docs)
 }
 END_TEST
 
+/* Field i (from 0) of a CSV line, up to its end of line; a field before the quoted note only */
+static const char *csv_field(const char *line, int i)
+{
+    static char f[64];
+    for (; i > 0; i--) line = strchr(line, ',') + 1;
+    snprintf(f, sizeof f, "%.*s", (int)strcspn(line, ",\n"), line);
+    return f;
+}
+
 /* `sweep --format csv|json` as docs/reports.md describes it: the CSV's header line is the docs'
  * one and every line has its fields (a budget the solver cannot meet: empty figures); the JSON
  * has the documented fields, with their types, and no other; the points run from the minimum
@@ -1993,14 +2002,18 @@ START_TEST(test_sweep_output_matches_its_docs)
                       "the CSV's header is not docs/reports.md's '%s':\n%s", csv_header, out);
         int rows = 0, misses = 0;
         for (const char *l = strchr(out, '\n') + 1; *l; l = strchr(l, '\n') + 1, rows++) {
-            int n = 1;
-            for (const char *c = l; *c != '\n'; c++) n += *c == ',';
+            int n = 1, quoted = 0;
+            for (const char *c = l; *c != '\n'; c++) /* (a note is quoted, and may hold commas) */
+                quoted ^= *c == '"', n += *c == ',' && !quoted;
             ck_assert_msg(n == ncols, "a CSV line with %d fields, not %d:\n%s", n, ncols, out);
             long long budget;
             double pct;
             int fits;
             ck_assert(sscanf(l, "%lld,%lf,%d,", &budget, &pct, &fits) == 3);
             if (!fits) misses++, ck_assert_msg(strstr(l, ",0,,,,") == strchr(strchr(l, ',') + 1, ','), "%s", out);
+            /* a plan that recomputes nothing is optimal, and proven so */
+            if (fits && atof(csv_field(l, 5)) == 0)
+                ck_assert_msg(!strcmp(csv_field(l, 9), "1"), "%s: nothing recomputed, not proven:\n%s", solvers[k], out);
         }
         ck_assert_msg(rows == 5 && (k == 0 ? misses == 0 : k == 1 ? misses > 0 : 1), "%s: %d rows, %d missed:\n%s", solvers[k], rows,
                       misses, out);
@@ -2047,6 +2060,7 @@ START_TEST(test_sweep_output_matches_its_docs)
                 ck_assert_msg(cJSON_GetObjectItem(p, "micro_batches")->valueint > 1, "%s", out);
             double ovh = cJSON_GetObjectItem(p, "recompute_overhead")->valuedouble;
             if (k == 0) ck_assert_msg(ovh <= last_overhead, "auto's overhead rises with the budget:\n%s", out);
+            if (ovh == 0) ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItem(p, "optimal")), "nothing recomputed, not proven:\n%s", out);
             last_overhead = ovh;
         }
         ck_assert(npoints == 5 && last_budget == cJSON_GetObjectItem(j, "store_all_workspace_bytes")->valuedouble);
@@ -2117,8 +2131,9 @@ START_TEST(test_sweep_uses_the_plan_cache)
                   "exited %d:\n%s", rc, out);
     free(out);
     rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --format csv", m, cdir);
-    ck_assert_msg(rc == 0 && strstr(out, ",micro_batches,from_cache\n") && !strstr(out, ",0\n"), "exited %d:\n%s",
-                  rc, out);
+    ck_assert_msg(rc == 0 && strstr(out, ",micro_batches,from_cache,optimal,note\n"), "exited %d:\n%s", rc, out);
+    for (const char *l = strchr(out, '\n') + 1; *l; l = strchr(l, '\n') + 1)
+        ck_assert_msg(!strcmp(csv_field(l, 8), "1"), "a point not from the cache:\n%s", out);
     free(out);
     rc = mg(&out, "plan '%s' --cache-dir '%s'", m, cdir);
     ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "plan after sweep exited %d:\n%s", rc, out);
