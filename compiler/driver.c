@@ -10,6 +10,7 @@
 #include "excerpt.h"
 #include "frontend.h"
 #include "read_file.h"
+#include "report.h"
 #include "write_all.h"
 
 #include <errno.h>
@@ -261,12 +262,9 @@ void mg_drv_parts_not_tried_note(const char *path, const mg_planned *p, int of_m
             p->parts_max_nodes, p->parts_not_tried, of_min ? "meet a smaller budget" : "recompute less");
 }
 
-/* A cost that reads back as the same double (as report_json.c writes them): a --graph's costs
- * are its own unit and may have a fraction, which "%.0f" rounded (0.4 + 0.4 printed as 1) */
 void mg_drv_print_cost(double v)
 {
-    char s[320]; /* (the longest "%.0f" of a double: 309 digits) */
-    snprintf(s, sizeof s, "%.0f", v);
-    for (int prec = 15; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, sizeof s, "%.*g", prec, v);
+    char s[MG_COST_TEXT_MAX];
+    mg_cost_text(v, s);
     fputs(s, stdout);
 }

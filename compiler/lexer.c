@@ -36,6 +36,12 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
     if (len >= 2 && (!memcmp(p, "\xFF\xFE", 2) || !memcmp(p, "\xFE\xFF", 2)))
         return mg_diag_set(d, (mg_loc){file, 1, 1}, "the file is UTF-16 (byte-order mark %s at its start); memgrad "
                            "reads UTF-8: convert it (iconv -f UTF-16 -t UTF-8)", p[0] == '\xFF' ? "FF FE" : "FE FF");
+    /* UTF-16 without a mark (PowerShell's Out-File, some exports): ASCII text with a 0 byte
+     * before or after each character; a model starts with text, never with a 0 byte */
+    if (len >= 4 && (!p[0] || !p[1]) && p[0] != p[1] && (!p[2] || !p[3]) && p[2] != p[3] && !p[0] == !p[2])
+        return mg_diag_set(d, (mg_loc){file, 1, 1}, "the file looks like UTF-16 %s without a byte-order mark (every "
+                           "other byte 0); memgrad reads UTF-8: convert it (iconv -f UTF-16%s -t UTF-8)",
+                           p[0] ? "LE" : "BE", p[0] ? "LE" : "BE");
     if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) bol = p += 3; /* a UTF-8 byte order mark */
     while (p < end) {
         mg_loc loc = {file, line, (int)(p - bol) + 1};

@@ -11,6 +11,12 @@
 
 #include <stdio.h>
 
+/* A cost as text that reads back as the same double: "%.0f" where that does (a model's FLOPs are
+ * whole), else the shortest "%.15g".."%.17g" that does (a benchmark graph's costs are its own
+ * unit and may have a fraction). The longest "%.0f" of a double is 309 digits. */
+enum { MG_COST_TEXT_MAX = 320 };
+void mg_cost_text(double v, char out[MG_COST_TEXT_MAX]);
+
 typedef struct mg_plan_report_info {
     const char *solver;   /* the solver asked for */
     uint64_t model_hash;

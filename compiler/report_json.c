@@ -32,15 +32,19 @@ static void put(sbuf *b, const char *fmt, ...)
     }
 }
 
-/* A cost as a JSON number that reads back as the same double: a model's FLOPs are whole and
- * print as before ("%.0f"), but a benchmark graph's costs are its own unit and may have a
- * fraction (cost_cpu 0.4), which "%.0f" printed as 0 and summed into a flops_once of 1, so
- * the nodes' costs no longer added up to the plan's. */
+void mg_cost_text(double v, char out[MG_COST_TEXT_MAX])
+{
+    snprintf(out, MG_COST_TEXT_MAX, "%.0f", v);
+    for (int prec = 15; prec <= 17 && strtod(out, NULL) != v; prec++) snprintf(out, MG_COST_TEXT_MAX, "%.*g", prec, v);
+}
+
+/* A cost as a JSON number that reads back as the same double (a benchmark graph's cost_cpu 0.4
+ * printed as 0 by "%.0f" summed into a flops_once of 1, so the nodes' costs no longer added up
+ * to the plan's). */
 static void put_num(sbuf *b, double v)
 {
-    char s[320]; /* (the longest "%.0f" of a double: 309 digits) */
-    snprintf(s, sizeof s, "%.0f", v);
-    for (int prec = 15; prec <= 17 && strtod(s, NULL) != v; prec++) snprintf(s, sizeof s, "%.*g", prec, v);
+    char s[MG_COST_TEXT_MAX];
+    mg_cost_text(v, s);
     put(b, "%s", s);
 }
 

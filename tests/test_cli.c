@@ -1065,26 +1065,33 @@ START_TEST(test_nul_byte_in_model)
 END_TEST
 
 /* A model saved as UTF-16 (Notepad's "Unicode", PowerShell's `>`) was "unexpected byte 0xff" at
- * 1:1; it must say what the file is and what memgrad reads. A UTF-8 byte order mark is skipped
+ * 1:1; it must say what the file is and what memgrad reads, with a byte-order mark or without
+ * one (that was "unexpected byte 0x00" at 1:1 or 1:2). A UTF-8 byte order mark is skipped
  * (test_byte_order_mark). */
 START_TEST(test_utf16_model_is_named)
 {
-    static const char *const heads[] = {"\xFF\xFE", "\xFE\xFF"};
-    for (int k = 0; k < 2; k++) {
-        const char *m = path(k ? "be.mg" : "le.mg");
+    static const char *const heads[] = {"\xFF\xFE", "\xFE\xFF", "", ""};
+    for (int k = 0; k < 4; k++) {
+        const char *m = path(k == 0 ? "le.mg" : k == 1 ? "be.mg" : k == 2 ? "le-nomark.mg" : "be-nomark.mg");
+        int be = k & 1;
         FILE *f = fopen(m, "wb");
         ck_assert_ptr_nonnull(f);
         fputs(heads[k], f);
         for (const char *c = "model m\ninput x: f32[4]\n"; *c; c++) { /* each character as 2 bytes */
-            if (k) fputc(0, f);
+            if (be) fputc(0, f);
             fputc(*c, f);
-            if (!k) fputc(0, f);
+            if (!be) fputc(0, f);
         }
         ck_assert_int_eq(fclose(f), 0);
         char *out, head[4400];
         ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
-        snprintf(head, sizeof head, "%s:1:1: error: the file is UTF-16 (byte-order mark %s at its start); memgrad "
-                 "reads UTF-8", m, k ? "FE FF" : "FF FE");
+        if (k < 2)
+            snprintf(head, sizeof head, "%s:1:1: error: the file is UTF-16 (byte-order mark %s at its start); memgrad "
+                     "reads UTF-8", m, be ? "FE FF" : "FF FE");
+        else
+            snprintf(head, sizeof head, "%s:1:1: error: the file looks like UTF-16 %s without a byte-order mark "
+                     "(every other byte 0); memgrad reads UTF-8: convert it (iconv -f UTF-16%s -t UTF-8)", m,
+                     be ? "BE" : "LE", be ? "BE" : "LE");
         ck_assert_msg(strstr(out, head) == out, "expected '%s' in:\n%s", head, out);
         ck_assert_msg(!strstr(out, "unexpected byte"), "%s", out);
         free(out);
