@@ -792,13 +792,17 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
             return mg_diag_set(p->d, db->param_loc[i], "parameter '%s' of '%s' has the name of the constant "
                                "defined at line %d", db->params[i], db->name, c->loc.line);
     }
+    /* the tensors made so far are counted where they were made (count_bytes names the repeat
+     * block and the call it happened in), not inside the call */
+    if (count_bytes(p)) return MG_ERR;
     /* the new scope: saved state is restored on return */
     int k = next_call(p, db->name);
     binding *saved_syms = p->syms;
     int saved_n = p->nsyms, saved_cap = p->capsyms, saved_nconsts = p->nconsts, saved_pos = p->pos;
     int saved_base = p->const_base;
     int saved_repeat = p->repeat_depth, saved_returned = p->returned;
-    int saved_body = p->repeat_body, saved_close = p->repeat_close;
+    int saved_body = p->repeat_body, saved_close = p->repeat_close, saved_it = p->repeat_it;
+    mg_loc saved_loc = p->repeat_loc;
     ev saved_ret = p->ret;
     char saved_suffix[sizeof p->suffix], saved_prefix[sizeof p->prefix];
     memcpy(saved_suffix, p->suffix, sizeof saved_suffix);
@@ -841,6 +845,7 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     if (st == MG_OK && !p->returned)
         st = mg_diag_set(p->d, (mg_loc){p->file, p->toks.tok[db->close].line, p->toks.tok[db->close].col},
                          "'%s' ends without 'return VALUE'", db->name);
+    if (st == MG_OK) st = count_bytes(p); /* (the body's tensors, in the body) */
     if (st != MG_OK) in_call(p, db, loc);
     /* out may be the caller's p->ret (`return other_block(...)`), which the restore below resets */
     ev result = p->ret;
@@ -856,6 +861,8 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
     p->repeat_depth = saved_repeat;
     p->repeat_body = saved_body;
     p->repeat_close = saved_close;
+    p->repeat_it = saved_it;
+    p->repeat_loc = saved_loc;
     p->returned = saved_returned;
     p->ret = saved_ret;
     memcpy(p->suffix, saved_suffix, sizeof saved_suffix);
@@ -1434,6 +1441,7 @@ static mg_status parse_repeat(parser *p)
             if (parse_stmt(p)) return MG_ERR;
         }
         if (p->pos != close) return mg_diag_set(p->d, here(p), "expected '}' to close the repeat block");
+        if (count_bytes(p)) return MG_ERR; /* (this iteration's tensors, in this iteration) */
     }
     p->repeat_depth--;
     p->suffix[keep] = 0;

@@ -1669,6 +1669,19 @@ START_TEST(test_model_too_large)
                 "the repeat block at line 3)",
                 "  x = x * x");
     free(out);
+    /* after a call of a def block with a repeat of its own, in a repeat block: the 129th tensor
+     * is made in iteration 31 of the outer block (4 a turn), after the call. It named the def's
+     * block, "iteration 0 of the repeat block at line 4", and the call of the turn after */
+    m = write_model("defrep.mg", "model m\ninput x: f64[1048576, 1048576]\ndef sq(h) {\n  repeat 2 {\n"
+                                 "    h = h * h\n  }\n  return h\n}\nrepeat 1000 {\n  x = sq(x)\n  x = x + x\n"
+                                 "  x = x - x\n}\nl = sum(x)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 12, 9,
+                "model too large: with 'x' the tensors add up to more than 2^50 bytes (1 PiB) (in iteration 31 of "
+                "the repeat block at line 9)",
+                "  x = x - x");
+    ck_assert_msg(!strstr(out, "called at"), "%s", out);
+    free(out);
     /* declared tensors alone: the 129th input of 8 TiB passes 2^50 bytes */
     char *src = malloc(200 * 48), *q = src;
     q += sprintf(q, "model m\n");
