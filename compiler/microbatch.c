@@ -434,8 +434,8 @@ static mg_status analyse(const mg_graph *g, int64_t k, mb_info *m, mg_diag *why)
         for (int u = v + 1; u < n; u++)
             for (int k = 0; k < g->nodes[u].ninputs; k++) other_use |= g->nodes[u].in[k] == v;
         in_place &= !other_use && v != g->loss;
-        if (reads && (nd->op == MG_OP_MATMUL || nd->op == MG_OP_EMBEDDING_GRAD) && !in_place &&
-            2 * (int64_t)mg_node_bytes(g, v) > whole_bytes) { /* (an embedding table tied to a weight) */
+        if (reads && !in_place && 2 * (int64_t)mg_node_bytes(g, v) > whole_bytes) {
+            /* (an embedding table tied to a weight; a shared convolution's weight on 1x1 maps) */
             memset(bt, 0, MG_MAX_INPUTS);
             reads = 0;
         }

@@ -964,6 +964,30 @@ START_TEST(test_tied_embedding_whole)
 }
 END_TEST
 
+/* The same rule for every sum the parts continue: a convolution's weight used twice on 1x1 maps
+ * of 2 images a part (its gradient the sum of the two uses', so not summed in place) has
+ * partial sums of 64 x 64 x 4 bytes, two at a time twice the 4 images of x and dy whole
+ * (4 x 64 x 4 bytes each): its gradients are made whole after the parts (they were summed part
+ * after part, conv2d_grad_weight_acc, with only the matmul's and the embedding's made whole). */
+START_TEST(test_shared_conv_weight_whole)
+{
+    static const char src[] = "model share\ninput x: f32[4, 64, 1, 1]\ninput y: i32[4]\n"
+                              "param w: f32[64, 64, 1, 1] = he\nh = relu(conv2d(x, w))\nh = relu(conv2d(h, w))\n"
+                              "loss = cross_entropy(flatten(h), y)\nminimize loss\n";
+    mg_graph *g = joint(src), *s = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, 2, &s, &d) == MG_OK, "%s", d.msg);
+    int whole = 0, acc = 0;
+    for (int v = 0; v < s->n; v++) {
+        whole += s->nodes[v].op == MG_OP_CONV2D_GRAD_WEIGHT;
+        acc += s->nodes[v].op == MG_OP_CONV2D_GRAD_WEIGHT_ACC;
+    }
+    ck_assert_msg(whole == 2 && acc == 0, "%d conv2d_grad_weight, %d conv2d_grad_weight_acc", whole, acc);
+    mg_graph_free(s);
+    mg_graph_free(g);
+}
+END_TEST
+
 /* A convolution on 4x4 outputs takes several images per GEMM, so in 8 parts of 2 images it runs on
  * the whole batch, reading the parts' pooled maps concatenated (in three steps: a concat takes
  * at most four inputs) and, in the backward pass, again for its weight's gradient. */
@@ -1064,6 +1088,7 @@ int main(void)
     tcase_add_test(tc, test_rewrite_unet);
     tcase_add_test(tc, test_rewrite_transformer);
     tcase_add_test(tc, test_tied_embedding_whole);
+    tcase_add_test(tc, test_shared_conv_weight_whole);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_batch_is_the_first_input);
     tcase_add_test(tc, test_counts_of_large_batches);
