@@ -457,18 +457,31 @@ static const double NEAR_MIN_RUNG_GAP = 0.02;
  * Where the plan recomputes at most PINNED_GAP of a step, it is not run (it costs as much as the
  * first solve). */
 static const double PINNED_GAP = 0.01;
+
+/* *q: pr with the values gathered from its parts not evictable; returns q's evictable flags,
+ * which the caller frees (q owns nothing else: it shares the rest with pr), or NULL where pr
+ * has no such value (then *q is untouched). */
+static char *pinned_problem(const mg_problem *pr, mg_problem *q)
+{
+    if (!pr->part) return NULL;
+    char *evictable = mg_xcalloc((size_t)pr->n + 1, 1);
+    if (!mg_part_gathers(pr, evictable)) {
+        free(evictable);
+        return NULL;
+    }
+    for (int v = 0; v < pr->n; v++) evictable[v] = pr->evictable[v] && !evictable[v];
+    *q = *pr;
+    q->evictable = evictable;
+    return evictable;
+}
+
 static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
                               mg_plan **out, mg_diag *d)
 {
     *out = NULL;
-    char *evictable = mg_xcalloc((size_t)pr->n + 1, 1);
-    if (!mg_part_gathers(pr, evictable)) {
-        free(evictable);
-        return MG_OK;
-    }
-    for (int v = 0; v < pr->n; v++) evictable[v] = pr->evictable[v] && !evictable[v];
-    mg_problem q = *pr; /* (the same problem but for its evictable values: q owns none of it) */
-    q.evictable = evictable;
+    mg_problem q;
+    char *evictable = pinned_problem(pr, &q);
+    if (!evictable) return MG_OK;
     char *keep = sqrt_checkpoints(&q);
     solve_memo memo = {.s = {.infeasible_cap = -1, .store_all = store_all}, .lower_bound = lower_bound};
     int optimal = 0;
@@ -632,9 +645,61 @@ static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, 
     return st;
 }
 
-static void *min_search_thread(void *job)
+/* The minimum search of pr (job) and, in a step in parts, the same search once more with every
+ * value gathered from the parts kept (pinned_problem), below the first one's minimum, where it
+ * may find plans: the schedulers of pr drop such a value and bring it back by running every
+ * part's prefix again, which the search's tight caps leave no room for (resnet18_64 in 16
+ * parts: 4,922,432 bytes, with them kept 4,722,752, at the peak under which nothing schedules;
+ * in 4 and 8 parts nothing below). Searched from store-all rather than below the first, it
+ * named 4,786,240 (the bisection's probes land elsewhere), and was higher in 4 and 8 parts.
+ * resnet18_64's `plan`: +0.3-0.5 s of wall clock at 1.3-3.1 s. */
+typedef struct min_searches {
+    mg_min_search_job job; /* pr's: where the walks near the minimum start (its hi, seed, bisected) */
+    int64_t pinned_hi;     /* out: the second search's least budget with a plan where it is below
+                              job's (the minimum then), else -1 */
+} min_searches;
+
+/* Both searches; where the first has no plan within the budget, job.cheap is the second's (a
+ * plan of the pinned problem is one of pr: it drops less). Not where both have one: the
+ * second's, placed at the search's tight caps, wasted 5.3% of its peak where it was the cheaper
+ * (resnet18_64 at 25% of its store-all in 4 parts, 16.38% against 16.98%). */
+static void min_search_both(min_searches *ms)
 {
-    mg_min_search((mg_min_search_job *)job);
+    mg_min_search_job *job = &ms->job;
+    ms->pinned_hi = -1;
+    mg_problem q;
+    char *evictable = pinned_problem(job->pr, &q);
+    if (!evictable) {
+        mg_min_search(job);
+        return;
+    }
+    char *keep = sqrt_checkpoints(&q);
+    mg_min_search(job);
+    mg_min_search_job j = *job;
+    j.pr = &q;
+    j.keep = keep;
+    j.best = j.cheap = NULL;
+    if (job->found && (j.below <= 0 || job->hi < j.below)) j.below = job->hi; /* (only a lower one matters) */
+    if (!job->st) mg_min_search(&j);
+    free(keep);
+    free(evictable);
+    if (j.st && !job->st) {
+        job->st = j.st;
+        job->d = j.d;
+    }
+    /* (a minimum within floor is as good as any: the first search's, where it is) */
+    if (!j.st && j.found && (!job->found || j.hi < job->hi) && !(job->found && job->floor > 0 && job->hi <= job->floor))
+        ms->pinned_hi = j.hi;
+    /* (best and cheap may be one plan, in either search) */
+    mg_plan *cheap = job->cheap || j.st ? job->cheap : j.cheap;
+    if (j.best != cheap) mg_plan_free(j.best);
+    if (j.cheap != cheap && j.cheap != j.best) mg_plan_free(j.cheap);
+    job->cheap = cheap;
+}
+
+static void *min_search_thread(void *ms)
+{
+    min_search_both((min_searches *)ms);
     return NULL;
 }
 
@@ -653,7 +718,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
     solve_memo memo = {.s = {.infeasible_cap = -1}};
     mg_near_misses nm = {.n = 0}; /* the solve at the budget's, rescued last */
-    mg_min_search_job job = {0};
+    min_searches ms = {0}; /* the minimum's searches (min_search_both) */
     pthread_t th;
     int threaded = 0; /* the minimum search is running on thread th */
     pinned_job pj = {.pr = pr, .budget = budget}; /* solve_pinned's thread (bound_thread starts it) */
@@ -678,14 +743,14 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     }
     memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
     int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
-    job = (mg_min_search_job){.pr = pr, .budget = budget, .below = below, .floor = floor, .store_all = memo.s.store_all,
+    ms.job = (mg_min_search_job){.pr = pr, .budget = budget, .below = below, .floor = floor, .store_all = memo.s.store_all,
                            .searching = searching, .keep = keep};
     /* where the minimum is asked for anyway, its search runs on a thread of its own beside auto's
      * solve at the budget (neither reads what the other writes: the same plans, in about the
      * time of the longer where a second core is free; resnet50 at its minimum: the solve ~0.55 s,
      * the search ~0.25 s) */
     if (want_min && solver == MG_SOLVER_AUTO && sa->workspace_bytes > budget)
-        threaded = pthread_create(&th, NULL, min_search_thread, &job) == 0;
+        threaded = pthread_create(&th, NULL, min_search_thread, &ms) == 0;
     if (sa->workspace_bytes <= budget && solver != MG_SOLVER_SQRT) {
         out->plan = sa;
         sa = NULL;
@@ -698,29 +763,31 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         out->lower_bound = memo_bound(&memo); /* (the thread's, where it ran) */
     }
     if (!st && (want_min || (!out->plan && searching))) { /* the minimum search (min_search.c) */
-        if (!threaded) mg_min_search(&job);
+        if (!threaded) min_search_both(&ms);
         else if (pthread_join(th, NULL) == 0) threaded = 0;
         else abort();
-        if (job.st) {
-            st = job.st;
-            *d = job.d;
+        if (ms.job.st) {
+            st = ms.job.st;
+            *d = ms.job.d;
         }
-        int64_t hi = job.hi;
-        int found = job.found;
-        mg_plan *best = job.best, *cheap = job.cheap;
+        int64_t hi = ms.job.hi;
+        int found = ms.job.found;
+        mg_plan *best = ms.job.best, *cheap = ms.job.cheap;
         double min_exec = best ? best->flops_executed : -1; /* (the plan at the minimum: near_min_rungs) */
         if (best != cheap) mg_plan_free(best);
         best = NULL;
-        out->min_feasible_bytes = hi; /* (`below` itself when nothing was found under it) */
+        /* (`below` itself when nothing was found under it; the pinned search's where it went lower,
+         * while the walks below start from pr's own search) */
+        out->min_feasible_bytes = ms.pinned_hi >= 0 ? ms.pinned_hi : hi;
         /* a budget from the minimum to a little above it: a walk from the variant whose schedule
          * the descent placed at the minimum. There most variants' schedules place far above
          * their peak (resnet50: 9-17%), and the walks start only from those that miss by at most
          * 5%, while that one placed at its peak (resnet50 at its minimum: 1.2279 -> 1.1952 of
          * running every op once) */
         int walks = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT; /* (exact: from the MILP's plan) */
-        if (!st && found && job.descended && walks && out->optimal != 1 && hi <= budget &&
+        if (!st && found && ms.job.descended && walks && out->optimal != 1 && hi <= budget &&
             (double)(budget - hi) <= NEAR_MIN * (double)hi)
-            st = improve_from(pr, &job.seed, hi, &memo, &out->plan, d);
+            st = improve_from(pr, &ms.job.seed, hi, &memo, &out->plan, d);
         /* a budget a little above the minimum: the improvement search at the minimum too, whose
          * plans fit this budget as well; it runs even where the search at the budget improved
          * the plan, which can stay dearer than at the minimum (resnet50 at 4.6 GB: 1.1852 of
@@ -730,7 +797,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * the budget, and a cheap one there is lost to budgets above it (resnet50: the descent's
          * minimum 4,315,938,816, 1.2279 then; at the bisection's 4,521,459,712 1.1518, and at
          * 4.61 GB 1.1834 from the solve at the budget and the minimum's) */
-        const int64_t at[2] = {hi, job.bisected};
+        const int64_t at[2] = {hi, ms.job.bisected};
         for (int k = 0; k < 2; k++)
             if (!st && found && walks && out->plan && out->optimal != 1 && at[k] > 0 &&
                 (k == 0 || at[1] != at[0]) && at[k] < budget && (double)(budget - at[k]) <= NEAR_MIN * (double)at[k])
@@ -743,7 +810,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
          * from the bisection's 116,800 1.2 s and 1.0633, as before). exact too: without them, near the
  * minimum of a model in parts it planned dearer than auto (resnet18_64 at 1.03 times its
  * minimum: 84.53% against 63.88%) */
-        int64_t from = out->plan && job.bisected > hi && job.bisected < budget ? job.bisected : hi;
+        int64_t from = out->plan && ms.job.bisected > hi && ms.job.bisected < budget ? ms.job.bisected : hi;
         double above = (double)(budget - hi) / (double)hi;
         int every_rung = !out->plan || above <= NEAR_MIN ||
                          (min_exec > out->plan->flops_once &&
@@ -758,7 +825,8 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
             out->plan = cheap;
             cheap = NULL;
         }
-        if (!st && !out->plan && found && hi <= budget && searching) { /* the search's plan at the minimum */
+        if (!st && !out->plan && searching &&
+            ((found && hi <= budget) || (cheap && ms.pinned_hi >= 0 && ms.pinned_hi <= budget))) { /* the search's plan at the minimum */
             if (cheap) out->plan = cheap;
             else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, NULL, &out->plan, &(int){0}, d);
             cheap = NULL;
@@ -796,8 +864,8 @@ done:
     mg_plan_free(unused);
     if (threaded) { /* (the solve failed: the search's results are dropped) */
         if (pthread_join(th, NULL)) abort();
-        if (job.best != job.cheap) mg_plan_free(job.best);
-        mg_plan_free(job.cheap);
+        if (ms.job.best != ms.job.cheap) mg_plan_free(ms.job.best);
+        mg_plan_free(ms.job.cheap);
     }
     mg_sv_near_misses_free(&nm);
     mg_chain_free(memo.s.chain);

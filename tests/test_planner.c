@@ -1040,6 +1040,10 @@ START_TEST(test_micro_batches_minimum_matches_plan)
     char *out;
     const char *m = example("examples/resnet18_64.mg");
     long long minf = min_feasible(m, "");
+    /* and the minimum is the one the search with the values gathered from the parts kept finds
+     * (planner.c, min_search_both): 4,722,752 bytes, within 0.05% of the peak under which
+     * nothing schedules, 4,720,704; it named 4,922,432 without that search */
+    ck_assert_msg(minf < 4800000, "resnet18_64's minimum %lld", minf);
     ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %lldB --format json --no-cache", m, minf), 0);
     long long k = tu_json_figure(out, "micro_batches");
     free(out);
@@ -1695,9 +1699,10 @@ START_TEST(test_graph_sweep_says_a_stopped_solve)
                                       "--format json >'%s/s.json' 2>/dev/null; cat '%s/s.json'",
                                 g, limits[run - 1], dir, run - 1, dir, dir),
                      0);
-    ck_assert_msg(!strncmp(out, "{\"format\": \"memgrad-sweep\"", 26) && !strstr(out, "note"), "%s", out);
-    ck_assert_msg(strstr(out, "\"from_cache\": false},\n  {\"budget_bytes\": 34701056000,") &&
-                      strstr(out, "\"from_cache\": true}]}"),
+    ck_assert_msg(!strncmp(out, "{\"format\": \"memgrad-sweep\"", 26) && !strstr(out, ": note: "), "%s", out);
+    ck_assert_msg(strstr(out, "\"from_cache\": false, \"note\": ") &&
+                      strstr(out, "},\n  {\"budget_bytes\": 34701056000,") &&
+                      strstr(out, "\"from_cache\": true, \"note\": null}]}"),
                   "the point with a note was cached, or the other point was not:\n%s", out);
     free(out);
     tu_rmtree(dir);
