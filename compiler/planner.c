@@ -679,17 +679,17 @@ static void min_search_both(min_searches *ms)
     j.pr = &q;
     j.keep = keep;
     j.best = j.cheap = NULL;
+    j.found = 0;
     if (job->found && (j.below <= 0 || job->hi < j.below)) j.below = job->hi; /* (only a lower one matters) */
-    if (!job->st) mg_min_search(&j);
+    /* (a minimum within floor is as good as any) */
+    if (!job->st && !(job->found && job->floor > 0 && job->hi <= job->floor)) mg_min_search(&j);
     free(keep);
     free(evictable);
     if (j.st && !job->st) {
         job->st = j.st;
         job->d = j.d;
     }
-    /* (a minimum within floor is as good as any: the first search's, where it is) */
-    if (!j.st && j.found && (!job->found || j.hi < job->hi) && !(job->found && job->floor > 0 && job->hi <= job->floor))
-        ms->pinned_hi = j.hi;
+    if (!j.st && j.found && (!job->found || j.hi < job->hi)) ms->pinned_hi = j.hi;
     /* (best and cheap may be one plan, in either search) */
     mg_plan *cheap = job->cheap || j.st ? job->cheap : j.cheap;
     if (j.best != cheap) mg_plan_free(j.best);
