@@ -938,6 +938,22 @@ START_TEST(test_rewrite_transformer)
 }
 END_TEST
 
+/* How many ops a and b the joint graph of src has in k parts, and the op of its loss. */
+static void count_in_parts(const char *src, int k, mg_op a, mg_op b, int *na, int *nb, mg_op *loss_op)
+{
+    mg_graph *g = joint(src), *s = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, k, &s, &d) == MG_OK, "%s", d.msg);
+    *na = *nb = 0;
+    for (int v = 0; v < s->n; v++) {
+        *na += s->nodes[v].op == a;
+        *nb += s->nodes[v].op == b;
+    }
+    *loss_op = s->nodes[s->loss].op;
+    mg_graph_free(s);
+    mg_graph_free(g);
+}
+
 /* An embedding table tied to the output projection: its gradient sums the embedding's and the
  * projection's, so it is not written into the caller's gradient in place, and its partial sums,
  * two tables of 30 x 8 at a time, would take more workspace than the 24 rows of dy and ids they
@@ -949,42 +965,28 @@ START_TEST(test_tied_embedding_whole)
                               "param tok: f32[30, 8] = normal(0.02)\nh = reshape(embedding(ids, tok), shape=[24, 8])\n"
                               "logits = reshape(h @ transpose(tok, perm=[1, 0]), shape=[4, 6, 30])\n"
                               "loss = cross_entropy(logits, targets)\nminimize loss\n";
-    mg_graph *g = joint(src), *s = NULL;
-    mg_diag d = {0};
-    ck_assert_msg(mg_microbatch(g, 2, &s, &d) == MG_OK, "%s", d.msg);
-    int whole = 0, acc = 0;
-    for (int v = 0; v < s->n; v++) {
-        whole += s->nodes[v].op == MG_OP_EMBEDDING_GRAD;
-        acc += s->nodes[v].op == MG_OP_EMBEDDING_GRAD_ACC;
-    }
+    int whole, acc;
+    mg_op loss;
+    count_in_parts(src, 2, MG_OP_EMBEDDING_GRAD, MG_OP_EMBEDDING_GRAD_ACC, &whole, &acc, &loss);
     ck_assert_msg(whole == 1 && acc == 0, "%d embedding_grad, %d embedding_grad_acc", whole, acc);
-    ck_assert_int_eq(s->nodes[s->loss].op, MG_OP_XENT_MEAN);
-    mg_graph_free(s);
-    mg_graph_free(g);
+    ck_assert_int_eq(loss, MG_OP_XENT_MEAN);
 }
 END_TEST
 
 /* The same rule for every sum the parts continue: a convolution's weight used twice on 1x1 maps
- * of 2 images a part (its gradient the sum of the two uses', so not summed in place) has
- * partial sums of 64 x 64 x 4 bytes, two at a time twice the 4 images of x and dy whole
- * (4 x 64 x 4 bytes each): its gradients are made whole after the parts (they were summed part
- * after part, conv2d_grad_weight_acc, with only the matmul's and the embedding's made whole). */
+ * of 2 images a part (its gradient the sum of the two uses', so not summed in place) has partial
+ * sums of 64 x 64 floats, 32 KiB two at a time, where the 4 images of x and dy whole are 2 KiB:
+ * its gradients are made whole after the parts (they were summed part after part,
+ * conv2d_grad_weight_acc, with only the matmul's and the embedding's made whole). */
 START_TEST(test_shared_conv_weight_whole)
 {
     static const char src[] = "model share\ninput x: f32[4, 64, 1, 1]\ninput y: i32[4]\n"
                               "param w: f32[64, 64, 1, 1] = he\nh = relu(conv2d(x, w))\nh = relu(conv2d(h, w))\n"
                               "loss = cross_entropy(flatten(h), y)\nminimize loss\n";
-    mg_graph *g = joint(src), *s = NULL;
-    mg_diag d = {0};
-    ck_assert_msg(mg_microbatch(g, 2, &s, &d) == MG_OK, "%s", d.msg);
-    int whole = 0, acc = 0;
-    for (int v = 0; v < s->n; v++) {
-        whole += s->nodes[v].op == MG_OP_CONV2D_GRAD_WEIGHT;
-        acc += s->nodes[v].op == MG_OP_CONV2D_GRAD_WEIGHT_ACC;
-    }
+    int whole, acc;
+    mg_op loss;
+    count_in_parts(src, 2, MG_OP_CONV2D_GRAD_WEIGHT, MG_OP_CONV2D_GRAD_WEIGHT_ACC, &whole, &acc, &loss);
     ck_assert_msg(whole == 2 && acc == 0, "%d conv2d_grad_weight, %d conv2d_grad_weight_acc", whole, acc);
-    mg_graph_free(s);
-    mg_graph_free(g);
 }
 END_TEST
 
