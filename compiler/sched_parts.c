@@ -213,10 +213,10 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, i
     held_across(pr, s, parts, &o, border, ends_in);
     int bordered = 0;
     for (int c = 0; c < parts; c++) {
-        if (!s[c].q) continue;
+        bhash[c] = s[c].hash;
+        if (!border || !s[c].q) continue; /* (without border, ends_in is all -1: no block has any) */
         bq[c] = border_problem(pr, s[c].q, s[c].back, c, ends_in, &bback[c]);
-        bhash[c] = bq[c] ? mg_problem_hash(bq[c]) : s[c].hash;
-        bordered += bq[c] != NULL;
+        if (bq[c]) bhash[c] = mg_problem_hash(bq[c]), bordered++;
     }
     if (border && !bordered) goto done; /* (the same plan as without) */
     int64_t lowered = 0; /* what earlier rounds missed the budget by, once placed */
