@@ -254,11 +254,13 @@ void mg_sweep_svg(FILE *out, const char *what, int64_t store_all, int64_t min_fe
             const mg_sweep_point *q = &curves[k].pt[i];
             if (!q->fits) continue;
             double o = 100.0 * mg_recompute_overhead(q->once, q->executed);
-            fprintf(out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%d\" fill=\"%s\"><title>", SX(100.0 * (double)q->budget / all),
-                    SY(o), curves[k].n > 1 ? 4 : 7, c);
+            /* filled where the plan is proven optimal at its budget, hollow where that is not known */
+            fprintf(out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%d\" fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"><title>",
+                    SX(100.0 * (double)q->budget / all), SY(o), curves[k].n > 1 ? 4 : 7, q->optimal == 1 ? c : "#fff", c);
             xml_text(out, curves[k].solver);
-            fprintf(out, ": budget %s, workspace %s, overhead %.2f%%</title></circle>", mg_human_bytes(q->budget, h1, sizeof h1),
-                    mg_human_bytes(q->workspace, h2, sizeof h2), o);
+            fprintf(out, ": budget %s, workspace %s, overhead %.2f%%, %s</title></circle>",
+                    mg_human_bytes(q->budget, h1, sizeof h1), mg_human_bytes(q->workspace, h2, sizeof h2), o,
+                    q->optimal == 1 ? "proven optimal" : "optimality not proven");
         }
         fprintf(out, "</g>\n<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>"
                      "<text x=\"%.0f\" y=\"%d\">", ML + pw + 20, ML + pw + 44, MT + 20 + 22 * k, MT + 20 + 22 * k, c,
@@ -266,6 +268,13 @@ void mg_sweep_svg(FILE *out, const char *what, int64_t store_all, int64_t min_fe
         xml_text(out, curves[k].solver);
         fprintf(out, "</text>\n");
     }
+    double ly = MT + 20 + 22 * ncurves + 14; /* the points' key */
+    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\">optimality:</text>\n"
+                 "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"4\" fill=\"#444\" stroke=\"#444\" stroke-width=\"2\"/>"
+                 "<text x=\"%.0f\" y=\"%.0f\">proven</text>\n"
+                 "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"4\" fill=\"#fff\" stroke=\"#444\" stroke-width=\"2\"/>"
+                 "<text x=\"%.0f\" y=\"%.0f\">not proven</text>\n",
+            ML + pw + 20, ly + 4, ML + pw + 32, ly + 22, ML + pw + 50, ly + 26, ML + pw + 32, ly + 44, ML + pw + 50, ly + 48);
     fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#666\"/>\n</svg>\n", ML, MT,
             pw, ph);
 #undef SX

@@ -3009,6 +3009,24 @@ START_TEST(test_sweep_svg_draws_auto_and_sqrt)
                           strstr(svg, "<title>store-all</title>"),
                       "--solver %s: the curves drawn: %s", solvers[i], svg ? svg : "(none)");
         if (!strcmp(solvers[i], "exact")) ck_assert_msg(strstr(svg, "<title>exact</title>"), "no exact curve");
+        /* a point is filled where its plan is proven optimal, hollow where that is not known: the
+         * table's `optimal` column, drawn (the store-all point is proven; sqrt recomputes here) */
+        int filled = 0, hollow = 0, proven = 0, unknown = 0;
+        for (const char *c = svg; (c = strstr(c, "<circle ")); c++) {
+            const char *end = strstr(c, "</circle>");
+            if (!end) continue; /* the key's circles have no title */
+            char *pt = strndup(c, (size_t)(end - c));
+            filled += strstr(pt, "fill=\"#fff\"") == NULL, hollow += strstr(pt, "fill=\"#fff\"") != NULL;
+            proven += strstr(pt, ", proven optimal</title>") != NULL;
+            unknown += strstr(pt, ", optimality not proven</title>") != NULL;
+            if (strstr(pt, "<title>store-all:"))
+                ck_assert_msg(strstr(pt, "proven optimal") && !strstr(pt, "#fff"), "store-all's point: %s", pt);
+            free(pt);
+        }
+        ck_assert_msg(filled == proven && hollow == unknown && proven > 0 && unknown > 0 &&
+                          strstr(svg, ">proven</text>") && strstr(svg, ">not proven</text>"),
+                      "--solver %s: %d filled, %d proven, %d hollow, %d not proven: %s", solvers[i], filled, proven,
+                      hollow, unknown, svg);
         free(svg);
     }
 }
