@@ -38,7 +38,8 @@
  * tensor expressions nest at most 200 levels and integer ones 64, numbers are finite, a tensor
  * (declared, or a reshape's shape) has dimensions up to 10^12 and at most 2^40 elements, and
  * names are looked up in hash indexes (100000 params in a repeat block check in seconds). A
- * model has at most MAX_NODES operations whose tensors add up to at most 2^50 bytes (check_size).
+ * model has at most MAX_NODES operations whose tensors add up to at most 2^50 bytes (check_size),
+ * and its expansion runs at most MAX_STEPS statements and iterations and MAX_CALLS def calls.
  */
 #include "frontend.h"
 
@@ -51,7 +52,7 @@
 #include <string.h>
 
 /* The model's limits (see count_bytes and check_size; README, "Limits"). */
-enum { MAX_NODES = 1 << 20, MAX_REPEAT_DEPTH = 16 };
+enum { MAX_NODES = 1 << 20, MAX_REPEAT_DEPTH = 16, MAX_STEPS = 1 << 24, MAX_CALLS = 1 << 20 };
 static const double MAX_MODEL_BYTES = 0x1p50;
 
 /* What bound a name: `NAME = expr`, a declaration, or a def block's tensor argument. */
@@ -137,6 +138,7 @@ typedef struct parser {
     mg_loc repeat_loc; /* the outermost repeat block being expanded */
     int repeat_it;     /* and its iteration */
     int repeat_body, repeat_close; /* and its body's tokens [repeat_body, repeat_close) */
+    int steps, ncalled; /* statements and repeat iterations run so far, def calls made (count_step) */
 } parser;
 
 static size_t name_hash(const char *s)
@@ -329,6 +331,19 @@ static mg_status count_bytes(parser *p)
         }
     }
     return MG_OK;
+}
+
+/* Before a statement or a repeat block's iteration (call: a def call) at loc runs: expanding a
+ * model runs at most MAX_STEPS of them and MAX_CALLS def calls (a few seconds each), as blocks
+ * that make nothing are not stopped by MAX_NODES: `repeat 1000000 { repeat 1000000 { } }`, or
+ * 30 defs each calling the one before twice (2^30 calls), ran for hours. */
+static mg_status count_step(parser *p, mg_loc loc, int call)
+{
+    char rb[96];
+    if (call ? ++p->ncalled <= MAX_CALLS : ++p->steps <= MAX_STEPS) return MG_OK;
+    if (call) return mg_diag_set(p->d, loc, "model too large: more than %d def calls%s", MAX_CALLS, in_repeat(p, rb, sizeof rb));
+    return mg_diag_set(p->d, loc, "model too large: expanding it runs more than %d statements and repeat "
+                       "iterations%s", MAX_STEPS, in_repeat(p, rb, sizeof rb));
 }
 
 /* Before an operation at loc is added. */
@@ -777,6 +792,7 @@ static mg_status call_def(parser *p, def_block *db, mg_loc loc, ev *out)
                            "through other blocks)", db->name);
     if (p->def_depth == MAX_DEF_DEPTH)
         return mg_diag_set(p->d, loc, "def blocks nested deeper than %d", MAX_DEF_DEPTH);
+    if (count_step(p, loc, 1)) return MG_ERR;
     for (int i = 0; i < nargs; i++) {
         /* (the range test first: converting a value beyond int64_t is undefined) */
         if (args[i].lit && !(args[i].val >= -IEXPR_LIMIT && args[i].val <= IEXPR_LIMIT))
@@ -1431,6 +1447,7 @@ static mg_status parse_repeat(parser *p)
     p->repeat_depth++;
     for (int it = 0; it < count; it++) {
         if (p->repeat_depth == 1) p->repeat_it = it;
+        if (count_step(p, kw, 0)) return MG_ERR;
         snprintf(p->suffix + keep, sizeof p->suffix - keep, ".%d", it);
         p->pos = start;
         while (p->pos < close) {
@@ -1542,6 +1559,7 @@ static mg_status parse_stmt(parser *p)
     mg_graph *g = p->g;
     mg_loc loc = here(p);
     int in_repeat = p->repeat_depth > 0, stmt = p->pos;
+    if (count_step(p, loc, 0)) return MG_ERR;
     if (t->kind == MG_TOK_IDENT && (is_word(t, "model") || is_word(t, "input") || is_word(t, "output") ||
                                     is_word(t, "minimize") || is_word(t, "const")) &&
         in_repeat && !is_punct(&p->toks.tok[p->pos + 1], '='))

@@ -1740,6 +1740,33 @@ START_TEST(test_model_too_large)
 }
 END_TEST
 
+/* Was a bug (a fuzzer's): blocks that make nothing pass no limit on operations or bytes. 10^12
+ * empty iterations, and 2^30 calls of defs that each call the one before twice, ran for hours
+ * (the calls in a growing heap); each is now an error at its place within seconds. */
+START_TEST(test_expansion_limits)
+{
+    char *out;
+    const char *m = write_model("empty.mg", "model m\ninput x: f32[4]\nparam w: f32[4]\nrepeat 1000000 { repeat 1000000 { } }\n"
+                                "l = sum(x * w)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 4, 18,
+                "model too large: expanding it runs more than 16777216 statements and repeat iterations (in "
+                "iteration 16 of the repeat block at line 4)",
+                "repeat 1000000 { repeat 1000000 { } }");
+    free(out);
+    char *defs = malloc(31 * 80 + 200), *dq = defs;
+    dq += sprintf(dq, "model m\ninput x: f32[4]\nparam w: f32[4]\ndef f0(a) {\n  return a\n}\n");
+    for (int i = 1; i <= 30; i++) dq += sprintf(dq, "def f%d(a) {\n  return f%d(f%d(a))\n}\n", i, i - 1, i - 1);
+    sprintf(dq, "y = f30(x)\nl = sum(y * w)\nminimize l\n");
+    m = write_model("calls.mg", defs);
+    free(defs);
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    ck_assert_msg(strstr(out, ":11:10: error: model too large: more than 1048576 def calls (in 'f2' called at line 14)"),
+                  "%s", out);
+    free(out);
+}
+END_TEST
+
 /* A UTF-8 byte order mark, which spreadsheet exports and some editors write, is accepted at the
  * very start of a buffer CSV ("expected the header" before), a model and a graph; anywhere
  * else it is still an error. */
@@ -4048,6 +4075,7 @@ static Suite *cli_suite(void)
     tcase_add_test(f, test_bad_budget_values);
     tcase_add_test(f, test_deep_nesting);
     tcase_add_test(f, test_model_too_large);
+    tcase_add_test(f, test_expansion_limits);
     tcase_add_test(f, test_byte_order_mark);
     tcase_add_test(f, test_c_names_from_the_model);
     tcase_add_test(f, test_output_is_the_model_by_another_name);
