@@ -1383,6 +1383,7 @@ static mg_status declare(parser *p, mg_op op)
             if (expect_punct(p, ')', "to close the initializer")) return MG_ERR;
         }
     }
+    if (check_size(p, loc)) return MG_ERR; /* (a declaration is a node too: a repeat of params alone) */
     int id = mg_graph_add(g, op, 0, NULL, loc);
     mg_node *n = &g->nodes[id];
     n->type = t;

@@ -1740,9 +1740,10 @@ START_TEST(test_model_too_large)
 }
 END_TEST
 
-/* Was a bug (a fuzzer's): blocks that make nothing pass no limit on operations or bytes. 10^12
- * empty iterations, and 2^30 calls of defs that each call the one before twice, ran for hours
- * (the calls in a growing heap); each is now an error at its place within seconds. */
+/* Was a bug (a fuzzer's): blocks that make nothing pass no limit on operations or bytes, nor did
+ * declarations. 10^12 empty iterations, 2^30 calls of defs that each call the one before twice,
+ * and 10^12 params ran for hours (in a growing heap); each is now an error at its place within
+ * seconds. */
 START_TEST(test_expansion_limits)
 {
     char *out;
@@ -1753,6 +1754,14 @@ START_TEST(test_expansion_limits)
                 "model too large: expanding it runs more than 16777216 statements and repeat iterations (in "
                 "iteration 16 of the repeat block at line 4)",
                 "repeat 1000000 { repeat 1000000 { } }");
+    free(out);
+    /* declarations are operations too: params alone in a repeat block made 8 M params (2.5 GB) */
+    m = write_model("params.mg", "model m\ninput x: f32[4]\nparam w: f32[4]\nrepeat 1000000 { repeat 1000000 {\n"
+                                 "  param q: f32[1]\n} }\nl = sum(x * w)\nminimize l\n");
+    ck_assert_int_eq(mg(&out, "check '%s'", m), 1);
+    assert_diag(out, m, 5, 9,
+                "model too large (more than 1048576 operations) (in iteration 1 of the repeat block at line 4)",
+                "  param q: f32[1]");
     free(out);
     char *defs = malloc(31 * 80 + 200), *dq = defs;
     dq += sprintf(dq, "model m\ninput x: f32[4]\nparam w: f32[4]\ndef f0(a) {\n  return a\n}\n");
