@@ -126,6 +126,13 @@ mg_problem *mg_part_problem(const mg_problem *pr, int c, int *map);
  * steps where there are more parts than an op has inputs): marks them in gathered (when not NULL,
  * n bytes) and returns how many there are (0 when p is not in parts). */
 int mg_part_gathers(const mg_problem *p, char *gathered);
+/* problem.c: in a step in parts, the checkpoints of the parts' forward passes: a forward value of
+ * part c over which no edge between part c's forward values passes (in node order), read later
+ * in that pass, evictable and not read by a value gathered from the parts; the values at the same
+ * place in every part's order form a class, ranked by the part's forward cost up to it per byte.
+ * Marks in mark (n bytes) the values of the best `want` classes with their rank (1 the best; 0
+ * elsewhere) and returns how many classes it marked. */
+int mg_part_checkpoints(const mg_problem *p, int want, char *mark);
 /* problem.c: an xxHash of everything the solvers read of p (the nodes' sizes, scratch, costs,
  * inputs and flags, the places, the final steps, the model's hash where there is one; not the
  * names): the plan cache's key of an imported graph (mg_solution_cache_key). */

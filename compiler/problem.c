@@ -230,6 +230,57 @@ int mg_part_gathers(const mg_problem *p, char *gathered)
     return count;
 }
 
+int mg_part_checkpoints(const mg_problem *p, int want, char *mark)
+{
+    memset(mark, 0, (size_t)p->n);
+    if (!p->part || want <= 0) return 0;
+    int n = p->nfwd < p->n ? p->nfwd : p->n, nparts = 0, npos = 0;
+    for (int v = 0; v < n; v++)
+        if (p->part[v] > nparts) nparts = p->part[v];
+    int *pos = mg_xcalloc((size_t)n + 1, sizeof *pos), *last = mg_xcalloc((size_t)n + 1, sizeof *last);
+    int *count = mg_xcalloc((size_t)nparts + 1, sizeof *count), *reach = mg_xcalloc((size_t)nparts + 1, sizeof *reach);
+    for (int v = 0; v < n; v++) /* each forward value's place in its part's order, and its last reader's there */
+        if (p->part[v]) {
+            pos[v] = last[v] = count[p->part[v]]++;
+            if (pos[v] + 1 > npos) npos = pos[v] + 1;
+            for (int e = p->in_start[v]; e < p->in_start[v + 1]; e++)
+                if (p->part[p->in[e]] == p->part[v]) last[p->in[e]] = pos[v];
+        }
+    char *gathered = mg_xcalloc((size_t)p->n + 1, 1), *read_by_gathered = mg_xcalloc((size_t)n + 1, 1);
+    mg_part_gathers(p, gathered);
+    for (int w = 0; w < p->n; w++)
+        for (int e = p->in_start[w]; gathered[w] && e < p->in_start[w + 1]; e++)
+            if (p->in[e] < n) read_by_gathered[p->in[e]] = 1;
+    /* per place: in how many parts the value there is a checkpoint; its bytes and the part's cost up to it */
+    int *ok = mg_xcalloc((size_t)npos + 1, sizeof *ok);
+    double *prefix = mg_xcalloc((size_t)nparts + 1, sizeof *prefix), *score = mg_xcalloc((size_t)npos + 1, sizeof *score);
+    for (int v = 0; v < n; v++) {
+        int c = p->part[v];
+        if (!c) continue;
+        prefix[c] += p->cost[v];
+        /* no edge of the part's forward values passes over v, and v is read after it */
+        int cut = reach[c] <= pos[v] && last[v] > pos[v];
+        if (last[v] > reach[c]) reach[c] = last[v];
+        if (cut && p->evictable[v] && p->bytes[v] > 0 && !read_by_gathered[v]) {
+            ok[pos[v]]++;
+            if (c == 1) score[pos[v]] = prefix[c] / (double)p->bytes[v];
+        }
+    }
+    int found = 0;
+    for (; found < want; found++) { /* the classes of most cost before them per byte held, best first */
+        int best = -1;
+        for (int j = 0; j < npos; j++)
+            if (ok[j] == nparts && score[j] > 0 && (best < 0 || score[j] > score[best])) best = j;
+        if (best < 0) break;
+        for (int v = 0; v < n; v++)
+            if (p->part[v] && pos[v] == best) mark[v] = (char)(found + 1);
+        score[best] = 0;
+    }
+    free(pos), free(last), free(count), free(reach), free(gathered), free(read_by_gathered), free(ok), free(prefix),
+        free(score);
+    return found;
+}
+
 void mg_problem_node_copy(mg_problem *to, int w, const mg_problem *from, int v)
 {
     to->bytes[w] = from->bytes[v];
