@@ -10,7 +10,8 @@
 
 int mg_plain_decimal(const char *s, const char *end)
 {
-    return end > s && (size_t)(end - s) == strspn(s, "0123456789.eE+-");
+    /* (at most: strtod leaves the 'E' of '1EiB' to the unit, which is then named as unknown) */
+    return end > s && (size_t)(end - s) <= strspn(s, "0123456789.eE+-");
 }
 
 int mg_budget_parse(const char *s, mg_budget *b, char *err, int errlen)

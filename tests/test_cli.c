@@ -1176,6 +1176,9 @@ START_TEST(test_bad_budget_values)
         {" 4MiB", "budget ' 4MiB' is not a size"},
         {"10 ", "budget '10 ' is not a size"}, /* (was 10 bytes) */
         {"40% ", "budget '40% ' has an unknown unit '% '"},
+        /* a unit starting with E is a unit, as TiB is (it was "not a size": strtod stops before the E) */
+        {"1EiB", "budget '1EiB' has an unknown unit 'EiB'"},
+        {"2e3TB", "budget '2e3TB' has an unknown unit 'TB'"},
     };
     const char *m = write_model("mlp.mg", mlp_src);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
