@@ -129,9 +129,10 @@ int mg_part_gathers(const mg_problem *p, char *gathered);
 /* problem.c: in a step in parts, the checkpoints of the parts' forward passes: a forward value of
  * part c over which no edge between part c's forward values passes (in node order), read later
  * in that pass, evictable and not read by a value gathered from the parts; the values at the same
- * place in every part's order form a class, ranked by the part's forward cost up to it per byte.
- * Marks in mark (n bytes) the values of the best `want` classes with their rank (1 the best; 0
- * elsewhere) and returns how many classes it marked. */
+ * place in every part's order form a class, ranked by the part's forward cost up to it per byte;
+ * a class with less than 1% of the part's forward cost between it and a better one is that one
+ * over again, and left out. Marks in mark (n bytes) the values of the best `want` classes with
+ * their rank (1 the best; 0 elsewhere) and returns how many classes it marked. */
 int mg_part_checkpoints(const mg_problem *p, int want, char *mark);
 /* problem.c: an xxHash of everything the solvers read of p (the nodes' sizes, scratch, costs,
  * inputs and flags, the places, the final steps, the model's hash where there is one; not the

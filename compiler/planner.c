@@ -491,17 +491,20 @@ static mg_status solve_pinned_one(const mg_problem *q, int64_t budget, int64_t s
     return st;
 }
 
-/* After that plan, the same problem with the parts' values of one class of checkpoints kept too
- * (mg_part_checkpoints: a value of every part that all of the part's later forward pass depends
- * on; the PINNED_CHECKPOINTS best classes, each on its own), and the cheapest plan is kept. Why:
- * at every batch_norm barrier of the backward pass (its statistics over every part) each part's
- * forward values are needed again, and the schedulers, seeing each part's checkpoint as cheap to
- * bring back, drop it, so that each stage rebuilds every part from its input (resnet18_64 in 16
- * parts at 25% of its store-all: 15.86% recomputed, 14.39% with a class kept; at 33% 6.75% ->
- * 6.03%; the sweep's point at 29%, 12.70% -> 10.25%). Which class helps depends on the budget and
- * the part count, and keeping both is dearer, so each is a solve of its own (resnet18_64's plan
- * at 33%: about 9 -> 14 s; a third class found nothing more). */
-enum { PINNED_CHECKPOINTS = 2 };
+/* After that plan, pr with the parts' values of one class of checkpoints kept in place of the
+ * gathered values (mg_part_checkpoints: a value of every part that all of the part's later
+ * forward pass depends on; the PINNED_CHECKPOINTS best distinct classes, each on its own), and
+ * the cheapest plan is kept. Why: at every batch_norm barrier of the backward pass (its
+ * statistics over every part) each part's forward values are needed again, and the schedulers,
+ * seeing each part's checkpoint as cheap to bring back, drop it, so that each stage rebuilds
+ * every part from its input (resnet18_64 in 16 parts at 25% of its store-all: 15.86%
+ * recomputed). Which class helps depends on the budget and the part count (at 33%, in 8 parts,
+ * the max-pool's output, third by its cost per byte: 7.91% -> 4.63%; in 16 parts at 25% the
+ * first residual block's output: 13.55%), and two kept at once are dearer, so each is a solve of
+ * its own. Kept beside the gathered values (as first written), two classes gave less: 14.39% and
+ * 6.03% at 25% and 33%; three on their own take 1-2.4 s more of resnet18_64's `plan` (33%: 10.4
+ * -> 11.9 s, 20%: 6.3 -> 8.6 s, side by side). */
+enum { PINNED_CHECKPOINTS = 3 };
 
 static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
                               mg_plan **out, mg_diag *d)
@@ -514,8 +517,8 @@ static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t stor
     char *mark = mg_xcalloc((size_t)pr->n + 1, 1), *ev = mg_xcalloc((size_t)pr->n + 1, 1);
     int nclasses = st ? 0 : mg_part_checkpoints(pr, PINNED_CHECKPOINTS, mark);
     for (int k = 1; k <= nclasses && !st && !(*out && (*out)->flops_executed <= lower_bound * (1 + IMPROVE_GAP)); k++) {
-        for (int v = 0; v < pr->n; v++) ev[v] = evictable[v] && mark[v] != k;
-        mg_problem qk = q;
+        for (int v = 0; v < pr->n; v++) ev[v] = pr->evictable[v] && mark[v] != k;
+        mg_problem qk = *pr;
         qk.evictable = ev;
         st = solve_pinned_one(&qk, budget, store_all, lower_bound, out, d);
     }

@@ -7,6 +7,7 @@
  * it) keys the plan cache's entries of imported graphs, which have no model to hash. */
 #include "plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -230,6 +231,8 @@ int mg_part_gathers(const mg_problem *p, char *gathered)
     return count;
 }
 
+static const double SAME_CHECKPOINT = 0.01;
+
 int mg_part_checkpoints(const mg_problem *p, int want, char *mark)
 {
     memset(mark, 0, (size_t)p->n);
@@ -254,10 +257,12 @@ int mg_part_checkpoints(const mg_problem *p, int want, char *mark)
     /* per place: in how many parts the value there is a checkpoint; its bytes and the part's cost up to it */
     int *ok = mg_xcalloc((size_t)npos + 1, sizeof *ok);
     double *prefix = mg_xcalloc((size_t)nparts + 1, sizeof *prefix), *score = mg_xcalloc((size_t)npos + 1, sizeof *score);
+    double *before = mg_xcalloc((size_t)npos + 1, sizeof *before); /* part 1's forward cost up to each place */
     for (int v = 0; v < n; v++) {
         int c = p->part[v];
         if (!c) continue;
         prefix[c] += p->cost[v];
+        if (c == 1) before[pos[v]] = prefix[c];
         /* no edge of the part's forward values passes over v, and v is read after it */
         int cut = reach[c] <= pos[v] && last[v] > pos[v];
         if (last[v] > reach[c]) reach[c] = last[v];
@@ -274,10 +279,14 @@ int mg_part_checkpoints(const mg_problem *p, int want, char *mark)
         if (best < 0) break;
         for (int v = 0; v < n; v++)
             if (p->part[v] && pos[v] == best) mark[v] = (char)(found + 1);
-        score[best] = 0;
+        /* places with less than SAME_CHECKPOINT of the part's cost between them and this one are
+         * the same checkpoint, for what rebuilding from there costs (a residual block's sum and
+         * its relu) */
+        for (int j = 0; j < npos; j++)
+            if (fabs(before[j] - before[best]) < SAME_CHECKPOINT * prefix[1]) score[j] = 0;
     }
     free(pos), free(last), free(count), free(reach), free(gathered), free(read_by_gathered), free(ok), free(prefix),
-        free(score);
+        free(score), free(before);
     return found;
 }
 
