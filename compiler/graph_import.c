@@ -61,6 +61,22 @@ static const char *skip_string(const char *p, const char *e) /* p at the opening
     return p < e ? p + 1 : e;
 }
 
+/* The first \u0000 escape in a string of the (well-formed) text from p to e, or NULL: cJSON's
+ * strings end at a NUL, so a key or a name holding one would be read cut short ("id\u0000x" as
+ * "id"). */
+static const char *nul_escape(const char *p, const char *e)
+{
+    for (; p < e; p++) {
+        if (*p != '"') continue;
+        for (p++; p < e && *p != '"'; p++) {
+            if (*p != '\\' || p + 1 >= e) continue;
+            if (p[1] == 'u' && e - p >= 6 && !memcmp(p + 2, "0000", 4)) return p;
+            p++;
+        }
+    }
+    return NULL;
+}
+
 /* From p towards e over strings, counting the arrays and objects opened in *depth: up to e, or
  * (close_first) just past the bracket that closes the first one opened. */
 static const char *walk_nesting(const char *p, const char *e, int *depth, int close_first)
@@ -200,6 +216,11 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
     if (rest < text + len) {
         cJSON_Delete(root);
         return fail_at(d, file, text, rest, "text after the graph's JSON value");
+    }
+    const char *nul = nul_escape(text, text + len);
+    if (nul) {
+        cJSON_Delete(root);
+        return fail_at(d, file, text, nul, "a string holds a NUL character (\\u0000): names and keys cannot hold one");
     }
     mg_status st = MG_OK;
     const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");

@@ -3801,6 +3801,38 @@ START_TEST(test_graph_text_after_the_json)
 }
 END_TEST
 
+/* A NUL in a string of a graph file ("\u0000"): cJSON's strings end there, so a node's name
+ * "ab\u0000cd" was reported as "ab", and a key "id\u0000x" read as "id". Now an error at the
+ * escape; a backslash escaped before "u0000" is no NUL. */
+START_TEST(test_graph_nul_in_a_string)
+{
+    static const struct { const char *name; int col; } cases[] = {
+        {"ab\\u0000cd", 33}, {"\\\\u0000", -1}, {"\\u0041", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[512];
+        snprintf(src, sizeof src, "{\"nodes\": [{\"id\": 0, \"name\": \"%s\", \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": []}",
+                 cases[i].name);
+        const char *g = write_model("g.json", src);
+        char *out;
+        int rc = mg(&out, "plan --no-cache --graph '%s'", g);
+        if (cases[i].col < 0) {
+            ck_assert_msg(rc == 0, "case %zu: exited %d:\n%s", i, rc, out);
+        } else {
+            char head[4400];
+            snprintf(head, sizeof head, "%s:1:%d: error: a string holds a NUL character (\\u0000)", g, cases[i].col);
+            ck_assert_msg(rc == 1 && strstr(out, head) == out, "case %zu: exited %d, wanted '%s':\n%s", i, rc, head, out);
+        }
+        free(out);
+    }
+    const char *g = write_model("g.json", "{\"nodes\": [{\"id\\u0000x\": 0, \"cost_cpu\": 1, \"cost_ram\": 8}], \"links\": []}");
+    char *out;
+    int rc = mg(&out, "plan --no-cache --graph '%s'", g);
+    ck_assert_msg(rc == 1 && strstr(out, ":1:16: error: a string holds a NUL character"), "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* A benchmark graph given where a model goes (plan g.json, without --graph): the parser's error
  * at the first quote alone left the user guessing; a note now points at --graph. A model with
  * a syntax error gets no such note. */
@@ -4161,6 +4193,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_output_matches_its_docs);
         tcase_add_test(b, test_sweep_uses_the_plan_cache);
         tcase_add_test(b, test_graph_text_after_the_json);
+        tcase_add_test(b, test_graph_nul_in_a_string);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
