@@ -1135,17 +1135,16 @@ START_TEST(test_part_checkpoints)
     char *src = example("resnet18_64");
     g = joint(src);
     free(src);
-    int n;
-    mg_plan *kept, *p = plan_gathered(g, 16, 0.25, &n, &kept); /* (auto's plan fits and verifies) */
-    double over = p->flops_executed / p->flops_once - 1;
-    ck_assert_msg(over < 0.140, "resnet18_64 in 16 parts at 25%%: %.2f%% recomputed", 100 * over);
-    mg_plan_free(p);
-    mg_plan_free(kept);
-    p = plan_gathered(g, 8, 0.33, &n, &kept);
-    over = p->flops_executed / p->flops_once - 1;
-    ck_assert_msg(over < 0.055, "resnet18_64 in 8 parts at 33%%: %.2f%% recomputed", 100 * over);
-    mg_plan_free(p);
-    mg_plan_free(kept);
+    static const struct { int parts; double share, below; } cases[] = {{16, 0.25, 0.140}, {8, 0.33, 0.055}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n;
+        mg_plan *kept, *p = plan_gathered(g, cases[i].parts, cases[i].share, &n, &kept); /* (it fits and verifies) */
+        double over = p->flops_executed / p->flops_once - 1;
+        ck_assert_msg(over < cases[i].below, "resnet18_64 in %d parts at %.0f%%: %.2f%% recomputed", cases[i].parts,
+                      100 * cases[i].share, 100 * over);
+        mg_plan_free(p);
+        mg_plan_free(kept);
+    }
     mg_graph_free(g);
 #endif
 }
