@@ -101,49 +101,89 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
             f->first_backward_step, p->forward->nsteps);
 }
 
-/* "recomputed ×2" pads one column short: × is two bytes of UTF-8 for one column. */
+/* A tensor's live ranges and offsets; past four ranges, the first two, the last and the count. */
+static void row_ranges(const mg_plan *t, const mg_tensor_row *row, int exact, char *live, size_t nlive, char *offs,
+                       size_t noffs)
+{
+    size_t ln = 0, on = 0;
+    live[0] = offs[0] = '\0';
+    for (int k = 0; k < row->nbufs; k++) {
+        const mg_buffer *b = &t->bufs[row->bufs[k]];
+        char o[32];
+        int shown = row->nbufs <= 4 || k < 2 || k == row->nbufs - 1;
+        if (!shown) {
+            if (k == 2 && ln < nlive) ln += (size_t)snprintf(live + ln, nlive - ln, ",...");
+            if (k == 2 && on < noffs) on += (size_t)snprintf(offs + on, noffs - on, ", ...");
+            continue;
+        }
+        if (ln < nlive) ln += (size_t)snprintf(live + ln, nlive - ln, "%s%d-%d", k ? "," : "", b->first, b->last);
+        if (on < noffs)
+            on += (size_t)snprintf(offs + on, noffs - on, "%s%s", k ? ", " : "", sz(b->offset, exact, o, sizeof o));
+    }
+    if (row->nbufs > 4 && ln < nlive) snprintf(live + ln, nlive - ln, " (%d)", row->nbufs);
+}
+
+/* One row's text columns (the live ranges and offsets are row_ranges'). */
+typedef struct {
+    char namebuf[64], type[96], line[16], dec[32];
+    const char *name, *op;
+} row_text;
+
+static void row_columns(const mg_graph *g, const mg_tensor_row *row, row_text *c)
+{
+    const mg_node *n = &g->nodes[row->node];
+    char shape[80];
+    c->name = mg_report_tensor_name(g, row->node, c->namebuf, sizeof c->namebuf);
+    snprintf(c->type, sizeof c->type, "%s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, shape, sizeof shape));
+    if (n->loc.line > 0) snprintf(c->line, sizeof c->line, "%d", n->loc.line);
+    else snprintf(c->line, sizeof c->line, "-");
+    if (row->decision == MG_DECIDE_RECOMPUTED) snprintf(c->dec, sizeof c->dec, "recomputed \xc3\x97%d", row->computes - 1);
+    else snprintf(c->dec, sizeof c->dec, "%s", mg_decision_names[row->decision]);
+    c->op = mg_ops[n->op].name;
+}
+
+/* Widens a column to fit s, up to cap columns. */
+static void widen(int *w, const char *s, int cap)
+{
+    int n = (int)strlen(s);
+    if (n > cap) n = cap;
+    if (n > *w) *w = n;
+}
+
+/* Each column is as wide as its widest entry: a tensor recomputed twice has live ranges like
+ * "13-52,1139-1304,1350-1351"; names, ops and types run long too (names and types widen the
+ * column up to 40: one long name does not push every row right). "recomputed ×2" pads one
+ * column short: × is two bytes of UTF-8 for one column. */
 static void tensor_rows(FILE *out, const mg_report_figures *f, int exact)
 {
     const mg_graph *g = f->g;
     const mg_plan *t = f->p->train;
+    char live[256], offs[256], bytes[32];
+    row_text c;
+    int name_w = 16, op_w = 14, type_w = 22, live_w = 20;
+    for (int r = 0; r < f->nrows; r++) {
+        row_columns(g, &f->rows[r], &c);
+        row_ranges(t, &f->rows[r], exact, live, sizeof live, offs, sizeof offs);
+        widen(&name_w, c.name, 40);
+        widen(&op_w, c.op, (int)sizeof live);
+        widen(&type_w, c.type, 40);
+        widen(&live_w, live, (int)sizeof live);
+    }
     fprintf(out, "\ntensors of the training step, in schedule order (live: steps, inclusive)\n");
-    fprintf(out, "%5s  %-16s %5s  %-14s %-22s %10s  %-15s %-20s %s\n", "step", "tensor", "line", "op", "type", "bytes",
-            "decision", "live", "offset");
+    fprintf(out, "%5s  %-*s %5s  %-*s %-*s %10s  %-15s %-*s %s\n", "step", name_w, "tensor", "line", op_w, "op", type_w,
+            "type", "bytes", "decision", live_w, "live", "offset");
     for (int r = 0; r < f->nrows; r++) {
         const mg_tensor_row *row = &f->rows[r];
-        const mg_node *n = &g->nodes[row->node];
-        char name[64], type[96], shape[80], bytes[32], dec[32], line[16];
-        const char *nm = mg_report_tensor_name(g, row->node, name, sizeof name);
-        snprintf(type, sizeof type, "%s%s", mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, shape, sizeof shape));
-        if (n->loc.line > 0) snprintf(line, sizeof line, "%d", n->loc.line);
-        else snprintf(line, sizeof line, "-");
-        int wide = 0;
-        if (row->decision == MG_DECIDE_RECOMPUTED) {
-            snprintf(dec, sizeof dec, "recomputed \xc3\x97%d", row->computes - 1);
-            wide = 1;
-        } else snprintf(dec, sizeof dec, "%s", mg_decision_names[row->decision]);
-        fprintf(out, "%5d  %-16s %5s  %-14s %-22s %10s  %-*s ", row->first_step, nm, line, mg_ops[n->op].name, type,
-                sz((int64_t)mg_node_bytes(g, row->node), exact, bytes, sizeof bytes), 15 + wide, dec);
-        /* live ranges and offsets; past four ranges, the first two, the last and the count */
-        char live[256] = "", offs[256] = "";
-        size_t ln = 0, on = 0;
-        for (int k = 0; k < row->nbufs; k++) {
-            const mg_buffer *b = &t->bufs[row->bufs[k]];
-            char o[32];
-            int shown = row->nbufs <= 4 || k < 2 || k == row->nbufs - 1;
-            if (!shown) {
-                if (k == 2 && ln < sizeof live) ln += (size_t)snprintf(live + ln, sizeof live - ln, ",...");
-                if (k == 2 && on < sizeof offs) on += (size_t)snprintf(offs + on, sizeof offs - on, ", ...");
-                continue;
-            }
-            if (ln < sizeof live)
-                ln += (size_t)snprintf(live + ln, sizeof live - ln, "%s%d-%d", k ? "," : "", b->first, b->last);
-            if (on < sizeof offs)
-                on += (size_t)snprintf(offs + on, sizeof offs - on, "%s%s", k ? ", " : "", sz(b->offset, exact, o, sizeof o));
+        row_columns(g, row, &c);
+        fprintf(out, "%5d  %-*s %5s  %-*s %-*s %10s  %-*s ", row->first_step, name_w, c.name, c.line, op_w, c.op, type_w,
+                c.type, sz((int64_t)mg_node_bytes(g, row->node), exact, bytes, sizeof bytes),
+                15 + (row->decision == MG_DECIDE_RECOMPUTED), c.dec);
+        if (!row->nbufs) {
+            fprintf(out, "(caller memory)\n");
+            continue;
         }
-        if (row->nbufs > 4 && ln < sizeof live) snprintf(live + ln, sizeof live - ln, " (%d)", row->nbufs);
-        if (!row->nbufs) fprintf(out, "(caller memory)\n");
-        else fprintf(out, "%-20s %s\n", live, offs);
+        row_ranges(t, row, exact, live, sizeof live, offs, sizeof offs);
+        fprintf(out, "%-*s %s\n", live_w, live, offs);
     }
 }
 

@@ -3833,6 +3833,57 @@ START_TEST(test_graph_nul_in_a_string)
 }
 END_TEST
 
+/* The display column of byte `at` in a line of UTF-8 ("recomputed ×2": × is one column). */
+static int display_col(const char *line, const char *at)
+{
+    int col = 0;
+    for (const char *c = line; c < at; c++)
+        if (((unsigned char)*c & 0xC0) != 0x80) col++;
+    return col;
+}
+
+/* The plan's tensor table keeps its columns in line: a tensor recomputed twice has live ranges
+ * like "13-52,1139-1304,1350-1351", longer than the live column was wide, and pushed its offsets
+ * out of the offset column. mlp_deep at its minimum recomputes tensors up to 3 times. */
+START_TEST(test_plan_table_columns_align)
+{
+    char *out;
+    int rc = mg(&out, "plan --no-cache '%s/examples/mlp_deep.mg' --budget 117888B", MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0, "plan exited %d:\n%s", rc, out);
+    char *head = strstr(out, "\n step  tensor");
+    ck_assert_msg(head, "no tensor table in:\n%s", out);
+    head++;
+    char *eol = strchr(head, '\n');
+    ck_assert(eol);
+    *eol = '\0';
+    const char *live = strstr(head, " live "), *offset = strstr(head, " offset");
+    ck_assert_msg(live && offset, "no live and offset columns in '%s'", head);
+    int live_col = display_col(head, live + 1), offset_col = display_col(head, offset + 1);
+    int rows = 0, long_rows = 0;
+    for (char *line = eol + 1; *line && *line != '\n'; rows++) {
+        char *end = strchr(line, '\n');
+        if (end) *end = '\0';
+        if (!strstr(line, "(caller memory)")) {
+            const char *c = line, *live_at = NULL, *offset_at = NULL;
+            for (int col = 0; *c; c++) {
+                if (((unsigned char)*c & 0xC0) == 0x80) continue;
+                if (col == live_col) live_at = c;
+                if (col == offset_col) offset_at = c;
+                col++;
+            }
+            ck_assert_msg(live_at && offset_at && live_at[-1] == ' ' && isdigit((unsigned char)live_at[0]) &&
+                              offset_at[-1] == ' ' && isdigit((unsigned char)offset_at[0]),
+                          "row out of line with the header:\n%s\n%s", head, line);
+            if (strchr(live_at, ' ') - live_at > 20) long_rows++;
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+    ck_assert_msg(rows > 100 && long_rows > 0, "%d rows, %d with live ranges wider than 20 columns", rows, long_rows);
+    free(out);
+}
+END_TEST
+
 /* A benchmark graph given where a model goes (plan g.json, without --graph): the parser's error
  * at the first quote alone left the user guessing; a note now points at --graph. A model with
  * a syntax error gets no such note. */
@@ -4194,6 +4245,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_sweep_uses_the_plan_cache);
         tcase_add_test(b, test_graph_text_after_the_json);
         tcase_add_test(b, test_graph_nul_in_a_string);
+        tcase_add_test(b, test_plan_table_columns_align);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
