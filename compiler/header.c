@@ -3,7 +3,8 @@
  * name is the only user name in C identifiers: the parser has made it one that gives no
  * reserved names (no '_' at either end, no "__"); the tensors' names appear only in comments
  * and in the tables' strings. The macros take the name in capitals: the headers of two models
- * whose names differ only in case, which would define the same macros, are an #error together. */
+ * whose names differ only in case, which would define the same macros, are an #error together,
+ * and so are those of models NAME and NAME_forward (both define NAME_FORWARD_WORKSPACE_BYTES). */
 #include "backend.h"
 
 #include <ctype.h>
@@ -191,6 +192,17 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
      * -Wold-style-cast -Werror, and static_cast is no C: each language gets its own spelling. */
     put(&o, "#ifndef MG_SIZE_BYTES\n#ifdef __cplusplus\n#define MG_SIZE_BYTES(n) (static_cast<size_t>(n))\n#else\n"
             "#define MG_SIZE_BYTES(n) ((size_t)(n))\n#endif\n#endif\n\n");
+    /* NAME_FORWARD_WORKSPACE_BYTES is also the workspace macro of a model named NAME_forward: with
+     * both headers in one program the second's would silently replace the first's (a program
+     * allocated one model's workspace for the other's call and wrote past it) */
+    size_t mlen = strlen(M), flen = strlen("_forward");
+    if (mlen > flen && !strcmp(M + mlen - flen, "_FORWARD"))
+        put(&o, "#ifdef %s_WORKSPACE_BYTES\n#error \"%s_WORKSPACE_BYTES is defined already: the header of a model named "
+                "'%.*s' (in some case) is included too, where it is that model's forward workspace; give one of the two "
+                "models another name\"\n#endif\n", M, M, (int)(mlen - flen), m);
+    put(&o, "#ifdef %s_FORWARD_WORKSPACE_BYTES\n#error \"%s_FORWARD_WORKSPACE_BYTES is defined already: the header of a "
+            "model named '%s_forward' (in some case) is included too, where it is that model's workspace; give one of "
+            "the two models another name\"\n#endif\n", M, M, m);
     put(&o, "#define %s_WORKSPACE_BYTES MG_SIZE_BYTES(%lld)  /* the one arena every call below needs */\n", M,
         (long long)p->workspace_bytes);
     /* every buffer of the forward plan lies below its workspace_bytes (the plan verifier checks

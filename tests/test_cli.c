@@ -2532,6 +2532,25 @@ START_TEST(test_c_names_from_the_model)
                           rc, out);
         free(out);
     }
+    /* models net and Net_Forward: NET_FORWARD_WORKSPACE_BYTES is the first's forward workspace and
+     * the second's workspace; in either order the second header is an #error */
+    char *fout;
+    int frc = mg(&fout, "compile '%s' -o '%s' --header '%s' --no-cache -O0",
+                 write_model("fwd.mg", "model Net_Forward\ninput x: f32[2, 3]\nparam w: f32[3, 3]\nl = sum(x @ w)\nminimize l\n"),
+                 path("nf.o"), path("nf.h"));
+    ck_assert_msg(frc == 0, "model Net_Forward: exited %d:\n%s", frc, fout);
+    free(fout);
+    write_model("fwd1.c", "#include \"net.h\"\n#include \"nf.h\"\nint main(void) { return 0; }\n");
+    write_model("fwd2.c", "#include \"nf.h\"\n#include \"net.h\"\nint main(void) { return 0; }\n");
+    for (int i = 0; i < 2; i++) {
+        char cmd[9000], *out;
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c11 -c %s -o t.o", dir, MG_CC, i ? "fwd2.c" : "fwd1.c");
+        int rc = tu_run(cmd, &out);
+        const char *want = i ? "NET_FORWARD_WORKSPACE_BYTES is defined already: the header of a model named 'net_forward'"
+                             : "NET_FORWARD_WORKSPACE_BYTES is defined already: the header of a model named 'Net'";
+        ck_assert_msg(rc != 0 && strstr(out, want), "fwd%d.c: exited %d, wanted '%s':\n%s", i + 1, rc, want, out);
+        free(out);
+    }
     const char *bad[] = {"_Foo", "__x", "a__b", "net_", "_"};
     for (int i = 0; i < 5; i++) {
         char src[512], msg[256], line[64], names_left[1024];
