@@ -45,7 +45,7 @@
  * The payload is read into a temporary buffer and copied to the destination only when every
  * check has passed, so the destination is untouched on any error.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX 2008 and XSI: realpath (the file may be built without the project's -D_GNU_SOURCE) */
 #include "memgrad_rt.h"
 
 #include <errno.h>

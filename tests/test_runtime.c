@@ -7,6 +7,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "memgrad_rt.h"
+#include "testutil.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -828,6 +829,24 @@ START_TEST(test_adam_defaults)
 }
 END_TEST
 
+/* An application may build the runtime's sources itself, without the project's -D_GNU_SOURCE:
+ * each file asks for what it calls (params_file.c called realpath under _POSIX_C_SOURCE alone,
+ * implicitly declared as returning int, and a save through a symlink crashed on the truncated
+ * pointer). */
+START_TEST(test_sources_build_on_their_own)
+{
+    const char *files[] = {"params_file.c", "optim.c"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[2048], *out;
+        snprintf(cmd, sizeof cmd, "'%s' -std=c11 -Wall -Wextra -Werror -pedantic -I '%s/runtime' -c '%s/runtime/%s' -o '%s/rt.o'",
+                 MG_CC, MG_SOURCE_DIR, MG_SOURCE_DIR, files[i], g_root);
+        int rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0, "%s does not build on its own:\n%s", files[i], out);
+        free(out);
+    }
+}
+END_TEST
+
 /* ---- driver ------------------------------------------------------------------------------- */
 
 static Suite *params_suite(void)
@@ -852,6 +871,7 @@ static Suite *params_suite(void)
     tcase_add_test(tc, test_save_through_symlink_and_fifo);
     tcase_add_test(tc, test_args_and_messages);
     tcase_add_test(tc, test_status_names);
+    tcase_add_test(tc, test_sources_build_on_their_own);
     suite_add_tcase(s, tc);
     return s;
 }
