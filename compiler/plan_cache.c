@@ -233,7 +233,12 @@ static void rget(rbuf *r, void *out, size_t n)
 
 /* The entry of key in dir read whole into *data (the caller frees it; NULL: there is none, or
  * none that large: a corrupt one), r over its fields after the magic and the key, and path its
- * name. r is bad unless the entry begins with mark, its checksum matches and it names key. */
+ * name. r is bad unless the entry begins with mark, its checksum matches and it names key.
+ * Only a regular file of at most ENTRY_MAX bytes is read: under an entry's name a FIFO blocked
+ * `plan` for ever (opening it waits for a writer), and a 20 GB file was read for 3.6 s to its
+ * first GiB before it was found too large; `cache` lists regular files alone too. */
+enum { ENTRY_MAX = 1 << 30 };
+
 static void read_entry(const char *dir, uint64_t key, const char *mark, char *path, size_t cap,
                        unsigned char **data, rbuf *r)
 {
@@ -242,7 +247,10 @@ static void read_entry(const char *dir, uint64_t key, const char *mark, char *pa
     char *text;
     size_t n;
     mg_diag rd = {0};
-    if (!entry_path(dir, key, path, cap) || mg_read_file(path, (size_t)1 << 30, &text, &n, &rd)) return;
+    struct stat st;
+    if (!entry_path(dir, key, path, cap) || stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size > ENTRY_MAX ||
+        mg_read_file(path, ENTRY_MAX, &text, &n, &rd))
+        return;
     *data = (unsigned char *)text;
     uint64_t sum = 0, stored_key = 0;
     int ok = n > sizeof magic + 16 && !memcmp(text, mark, sizeof magic);

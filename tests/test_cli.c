@@ -1325,6 +1325,28 @@ START_TEST(test_cache_temporary_is_exclusive)
 }
 END_TEST
 
+/* A FIFO under a cache entry's name blocked `plan` and `compile` for ever (opening it waits for a
+ * writer) while `cache` listed no entry: now only a regular file is read as an entry; the plan
+ * is made afresh, and its entry takes the FIFO's name. */
+START_TEST(test_cache_entry_not_a_file)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char *out, cdir[4300], cmd[16384];
+    snprintf(cdir, sizeof cdir, "%s", path("fifo-cache"));
+    int rc = mg(&out, "plan '%s' --cache-dir '%s' > /dev/null && cd '%s' && ls", m, cdir, cdir);
+    ck_assert_msg(rc == 0 && strlen(out) == 22 && strstr(out, ".plan\n"), "exited %d:\n%s", rc, out);
+    char entry[32];
+    snprintf(entry, sizeof entry, "%.21s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm '%s' && mkfifo '%s' && timeout 60 '%s' plan '%s' --cache-dir .", cdir, entry,
+             entry, MG_MEMGRAD, m);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "model mlp") && !strstr(out, "from the plan cache"), "exited %d:\n%.600s", rc,
+                  out);
+    free(out);
+}
+END_TEST
+
 /* The name of the entry (16 hex digits and ".plan") in cdir that seen (names, each followed by a
  * space) does not list yet, appended to seen; its size in *bytes. */
 static void new_entry(const char *cdir, char *seen, size_t cap, char *name, long long *bytes)
@@ -4265,6 +4287,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_graph_text_after_the_json);
         tcase_add_test(b, test_graph_nul_in_a_string);
         tcase_add_test(b, test_plan_table_columns_align);
+        tcase_add_test(b, test_cache_entry_not_a_file);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
