@@ -171,9 +171,12 @@ END_TEST
 
 /* The JSON's tensor rows agree with its own schedule: ranges are the buffers of that node,
  * computes counts its compute steps, and "recomputed" means more than one. */
-START_TEST(test_json_tensors_match_schedule)
+/* Each tensor's row agrees with the schedule: its computations, its live ranges, and its
+ * decision: a forward value computed once is kept exactly when one of its buffers lives across
+ * a step of a backward node (mlp in parts at 25%: each part's backward pass runs right after
+ * its forward pass, and a later part's value freed within its forward steps was called kept). */
+static void check_tensors(cJSON *j)
 {
-    cJSON *j = plan_json(deep(), LOW);
     const cJSON *train = cJSON_GetObjectItemCaseSensitive(j, "train");
     const cJSON *bufs = cJSON_GetObjectItemCaseSensitive(train, "buffers"), *steps = cJSON_GetObjectItemCaseSensitive(train, "steps");
     int nsteps = cJSON_GetArraySize(steps), recomputes = 0, *computes = calloc(100000, sizeof *computes);
@@ -185,8 +188,20 @@ START_TEST(test_json_tensors_match_schedule)
         recomputes += !strcmp(kind, "recompute");
     }
     ck_assert_int_eq(recomputes, (int)num(j, "recompute_steps"));
+    char *backward_node = calloc(100000, 1);
+    const cJSON *nd;
+    cJSON_ArrayForEach(nd, cJSON_GetObjectItemCaseSensitive(j, "nodes"))
+        backward_node[(int)num(nd, "id")] = !strcmp(cJSON_GetObjectItemCaseSensitive(nd, "phase")->valuestring, "backward");
+    int *backward_before = calloc((size_t)nsteps + 1, sizeof *backward_before), step = 0; /* (steps 0 .. s-1) */
+    cJSON_ArrayForEach(s, steps)
+    {
+        const char *kind = cJSON_GetObjectItemCaseSensitive(s, "kind")->valuestring;
+        int bw = (!strcmp(kind, "compute") || !strcmp(kind, "recompute")) && backward_node[(int)num(s, "node")];
+        backward_before[step + 1] = backward_before[step] + bw;
+        step++;
+    }
     const cJSON *t;
-    int nrecomputed = 0;
+    int nrecomputed = 0, kept = 0, freed = 0;
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(j, "tensors"))
     {
         int node = (int)num(t, "node"), c = (int)num(t, "computes");
@@ -195,8 +210,11 @@ START_TEST(test_json_tensors_match_schedule)
         ck_assert_msg((c > 1) == !strcmp(dec, "recomputed"), "node %d computed %d times is '%s'", node, c, dec);
         nrecomputed += c > 1;
         const cJSON *r;
+        int across = 0;
         cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "ranges"))
         {
+            int first = (int)num(r, "first"), last = (int)num(r, "last");
+            if (first >= 0 && last < nsteps && backward_before[last + 1] > backward_before[first + 1]) across = 1;
             const cJSON *b = cJSON_GetArrayItem(bufs, (int)num(r, "buffer"));
             ck_assert(b != NULL);
             ck_assert_int_eq((int)num(b, "node"), node);
@@ -204,9 +222,30 @@ START_TEST(test_json_tensors_match_schedule)
                       num(b, "offset") == num(r, "offset"));
             ck_assert(num(r, "last") < nsteps);
         }
+        if (!strcmp(dec, "kept") || !strcmp(dec, "freed early")) {
+            ck_assert_msg(across == !strcmp(dec, "kept"), "node %d is '%s' but %s across a backward step", node, dec,
+                          across ? "lives" : "does not live");
+            kept += across;
+            freed += !across;
+        }
     }
     ck_assert_int_eq(nrecomputed, (int)num(j, "recomputed_tensors"));
+    ck_assert_msg(kept > 0 && freed > 0, "%d kept, %d freed early", kept, freed);
+    free(backward_before);
+    free(backward_node);
     free(computes);
+}
+
+START_TEST(test_json_tensors_match_schedule)
+{
+    cJSON *j = plan_json(deep(), LOW);
+    check_tensors(j);
+    cJSON_Delete(j);
+    char mlp[4200];
+    snprintf(mlp, sizeof mlp, "%s/examples/mlp.mg", MG_SOURCE_DIR);
+    j = plan_json(mlp, "25%");
+    ck_assert_msg(num(j, "micro_batches") > 1, "mlp at 25%% is not in parts");
+    check_tensors(j);
     cJSON_Delete(j);
 }
 END_TEST
