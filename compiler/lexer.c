@@ -25,6 +25,15 @@ static mg_status push(mg_tokens *t, int *cap, mg_token tok)
     return MG_OK;
 }
 
+/* A carriage return not followed by a newline: lines end with \n or \r\n. */
+static int lone_cr(const char *p, const char *end) { return *p == '\r' && !(p + 1 < end && p[1] == '\n'); }
+
+static mg_status cr_error(mg_diag *d, mg_loc loc)
+{
+    return mg_diag_set(d, loc, "carriage return without a newline: lines end with \\n or \\r\\n (this file may use old "
+                       "Mac line endings)");
+}
+
 mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks, mg_diag *d)
 {
     int cap = 0, line = 1, depth = 0;
@@ -49,8 +58,11 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
         tok.start = p;
         tok.line = loc.line;
         tok.col = loc.col;
-        if (*p == '#') {
-            while (p < end && *p != '\n') p++;
+        if (*p == '#') { /* (a lone carriage return in a comment is an error too: an old Mac file
+                            that begins with a comment read as one comment line, "the file has only
+                            comments", and some editors show "# a\rmodel b" as two lines) */
+            while (p < end && *p != '\n' && !lone_cr(p, end)) p++;
+            if (p < end && *p == '\r') return cr_error(d, (mg_loc){file, line, (int)(p - bol) + 1});
             continue;
         }
         if (*p == '\n') {
@@ -64,10 +76,8 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
             bol = p;
             continue;
         }
-        if (*p == '\r' && !(p + 1 < end && p[1] == '\n')) /* (whitespace, it ran a whole file of
-                                                              CR line ends into one line) */
-            return mg_diag_set(d, loc, "carriage return without a newline: lines end with \\n or \\r\\n "
-                               "(this file may use old Mac line endings)");
+        if (lone_cr(p, end)) return cr_error(d, loc); /* (whitespace, it ran a whole file of CR line
+                                                          ends into one line) */
         if (*p == ' ' || *p == '\t' || *p == '\r') {
             p++;
             continue;

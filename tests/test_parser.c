@@ -61,6 +61,11 @@ static const err_case errors[] = {
     /* was a bug: CR was whitespace, so old Mac line ends made the whole file one line */
     {"carriage return alone", "model m\rinput x: f32[4, 3]\r", 1, 8, "carriage return without a newline", NULL, 0},
     {"stray carriage return", HDR "z = x\r @ w\n", 5, 6, "carriage return without a newline", NULL, 0},
+    /* an old Mac file that begins with a comment was one comment line ("only comments") */
+    {"carriage return in a comment", "# a model\rmodel m\rinput x: f32[4, 3]\r", 1, 10,
+     "carriage return without a newline", NULL, 0},
+    {"carriage return hiding a line in a comment", HDR "# a two\rmodel evil\r#-layer net\nz = x @ w\n", 5, 8,
+     "carriage return without a newline", NULL, 0},
 
     /* --- syntax --- */
     {"missing ':'", "model m\ninput x f32[4, 3]\n", 2, 9, "expected ':' after the name, got 'f32'", NULL, 0},
@@ -947,7 +952,7 @@ END_TEST
 
 START_TEST(test_crlf_and_no_final_newline)
 {
-    mg_graph *g = parse_ok("model m\r\ninput x: f32[3]\r\nl = sum(x)\r\nminimize l");
+    mg_graph *g = parse_ok("# a comment\r\nmodel m\r\ninput x: f32[3]\r\nl = sum(x) # the loss\r\nminimize l");
     ck_assert_str_eq(g->model_name, "m");
     ck_assert_int_eq(g->nodes[g->loss].op, MG_OP_SUM);
     mg_graph_free(g);
