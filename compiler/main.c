@@ -261,10 +261,10 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         /* An option given twice: the last wins, as with cc (a script may append an override), but
          * not for a file: two outputs named for one option would write only the last (a build
          * expecting the first would find it missing or stale), and two --graph files are two
-         * inputs, like two models. The same file twice is no conflict. */
+         * inputs, like two models. The same file twice is no conflict (a.o, then ./a.o). */
         int is_file = slot == &o->out || slot == &o->header || slot == &o->emit_llvm || slot == &o->svg ||
                       slot == &o->trace || slot == &o->graph;
-        if (is_file && *slot && strcmp(*slot, argv[i + 1])) {
+        if (is_file && *slot && !mg_out_same_file(*slot, argv[i + 1])) {
             return mg_drv_usage_error("%s given twice ('%s', then '%s'): it names one file; give it once", a, *slot,
                                       argv[i + 1]);
         }

@@ -43,7 +43,7 @@ static void canonical_path(const char *path, char *out, size_t cap)
     else snprintf(out, cap, "%s", path);
 }
 
-static int same_file(const char *a, const char *b)
+int mg_out_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
     if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
@@ -112,7 +112,7 @@ int mg_out_check(const char *model, mg_out_file *o, int n)
     for (int i = 0; i < n; i++) {
         o[i].tmp[0] = 0;
         if (!o[i].path) continue;
-        if (model && same_file(model, o[i].path)) {
+        if (model && mg_out_same_file(model, o[i].path)) {
             /* (naming the option and the path given: "-o hl.o", a hard link or a symlink to the
              * model, read as if memgrad had named another file; review21) */
             fprintf(stderr, "memgrad: refusing to overwrite the model file %s with %s %s\nTry 'memgrad --help'.\n",
@@ -120,7 +120,7 @@ int mg_out_check(const char *model, mg_out_file *o, int n)
             return 2;
         }
         for (int j = 0; j < i; j++)
-            if (o[j].path && same_file(o[i].path, o[j].path) && !is_char_device(o[i].path)) {
+            if (o[j].path && mg_out_same_file(o[i].path, o[j].path) && !is_char_device(o[i].path)) {
                 /* ("-" is /dev/stdout by now: "-o - --emit-llvm -" named a file the user never wrote) */
                 if (!strcmp(o[i].path, "/dev/stdout") && !strcmp(o[j].path, "/dev/stdout"))
                     fprintf(stderr, "memgrad: %s and %s both name the standard output; give one of them a file\n"

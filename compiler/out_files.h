@@ -20,6 +20,9 @@ typedef struct mg_out_file {
  * a file that cannot be created (no such directory, no permission) is an error (1). Nothing is
  * left behind. Fills each file's dest and direct. */
 int mg_out_check(const char *model, mg_out_file *o, int n);
+/* Whether paths a and b name one file (the same inode, or the same canonical path where either
+ * does not exist yet: a.o and ./a.o). */
+int mg_out_same_file(const char *a, const char *b);
 /* Creates the temporary files (next to dest, or in $TMPDIR for a direct output); 1 on error. */
 int mg_out_begin(mg_out_file *o, int n);
 /* Puts every temporary file in place (rename, or a copy into a direct output); 1 on error. */

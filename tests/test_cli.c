@@ -3476,9 +3476,12 @@ START_TEST(test_repeated_options)
     rc = mg(&out, "plan --graph '%s' --graph '%s'", path("g1.json"), path("g2.json"));
     ck_assert_msg(rc == 2 && strstr(out, "--graph given twice"), "--graph twice exited %d:\n%s", rc, out);
     free(out);
-    /* the same file twice is one file */
+    /* the same file twice is one file, also spelt two ways (a.o, then ./a.o was "given twice") */
     rc = mg(&out, "compile '%s' -o '%s' -o '%s' --no-cache -O0", m, path("a.o"), path("a.o"));
     ck_assert_msg(rc == 0 && exists(path("a.o")), "-o a.o -o a.o exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' -o '%s/./b.o' --no-cache -O0", m, path("b.o"), dir);
+    ck_assert_msg(rc == 0 && exists(path("b.o")), "-o b.o -o ./b.o exited %d:\n%s", rc, out);
     free(out);
     /* settings: the last wins */
     rc = mg(&out, "plan '%s' --budget 1 --budget 100%% --solver sqrt --solver store-all --format text --format json "
