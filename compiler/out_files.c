@@ -59,11 +59,15 @@ static int is_char_device(const char *p)
     return stat(p, &st) == 0 && S_ISCHR(st.st_mode);
 }
 
-/* Creates an empty temporary file next to dest (so rename() can replace it atomically). */
+/* Creates an empty temporary file next to dest (so rename() can replace it atomically), named
+ * after dest's name cut to 200 bytes: a name of 240 bytes and its ".tmp.PID.N" passed the 255 a
+ * name may have, and the output could not be written. */
 static int create_tmp_next_to(mg_out_file *o)
 {
+    const char *slash = strrchr(o->dest, '/'), *base = slash ? slash + 1 : o->dest;
+    int keep = (int)(base - o->dest) + (strlen(base) > 200 ? 200 : (int)strlen(base));
     for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", o->dest, (long)getpid(), attempt);
+        snprintf(o->tmp, sizeof o->tmp, "%.*s.tmp.%ld.%d", keep, o->dest, (long)getpid(), attempt);
         int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
         if (fd >= 0) {
             close(fd);
@@ -73,6 +77,14 @@ static int create_tmp_next_to(mg_out_file *o)
     }
     int err = errno;
     o->tmp[0] = 0;
+    if (access(o->dest, F_OK) == 0) { /* (a file that exists, maybe writable, in a directory that is not:
+                                          "Permission denied" alone read as the file's own mode) */
+        const char *slash = strrchr(o->dest, '/');
+        fprintf(stderr, "memgrad: cannot write %s: cannot create a file in %.*s beside it (%s); the output is "
+                        "written there first, then renamed over it\n",
+                o->path, slash ? (int)(slash - o->dest) + (slash == o->dest) : 1, slash ? o->dest : ".", strerror(err));
+        return 1;
+    }
     return cannot_write(o, err);
 }
 

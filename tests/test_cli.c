@@ -1325,6 +1325,33 @@ START_TEST(test_cache_temporary_is_exclusive)
 }
 END_TEST
 
+/* An output whose name is 240-255 bytes long: its temporary file, the name and ".tmp.PID.N",
+ * passed the 255 bytes a name may have, and compile and plan failed with "File name too long"
+ * (a name of 256 bytes is still refused, as the system refuses it). */
+START_TEST(test_output_with_a_long_name)
+{
+    const char *m = write_model("mlp.mg", mlp_src);
+    char name[300], o[4400], h[4400], svg[4400];
+    memset(name, 'n', 250);
+    name[250] = 0;
+    snprintf(o, sizeof o, "%s.o", path(name)); /* 252 bytes */
+    snprintf(h, sizeof h, "%s.h", path(name));
+    name[251] = 0;
+    name[250] = 'x';
+    snprintf(svg, sizeof svg, "%s.svg", path(name)); /* 255 bytes */
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, o, h);
+    ck_assert_msg(rc == 0 && exists(o) && exists(h), "compile exited %d:\n%.600s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --svg '%s' --no-cache", m, svg);
+    ck_assert_msg(rc == 0 && exists(svg), "plan exited %d:\n%.600s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --svg '%sy' --no-cache", m, svg);
+    ck_assert_msg(rc == 1 && strstr(out, "File name too long"), "a 256-byte name: exited %d:\n%.600s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* A FIFO under a cache entry's name blocked `plan` and `compile` for ever (opening it waits for a
  * writer) while `cache` listed no entry: now only a regular file is read as an entry; the plan
  * is made afresh, and its entry takes the FIFO's name. */
@@ -4291,6 +4318,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_graph_nul_in_a_string);
         tcase_add_test(b, test_plan_table_columns_align);
         tcase_add_test(b, test_cache_entry_not_a_file);
+        tcase_add_test(b, test_output_with_a_long_name);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
