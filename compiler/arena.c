@@ -31,7 +31,6 @@
 enum {
     MG_ARENA_GREEDY_MAX = 40000, /* buffers; above this the linear scan takes over */
     MG_ARENA_SCAN_FROM = 20000,  /* buffers; above this the linear scan runs too, the better kept */
-    MG_ARENA_SEARCH_MAX = 4000,  /* buffers; the search recurses once per placement */
 };
 static const int64_t plan_work_limit = 4000000;
 static const double FIT_SHARE = 1.0;   /* mg_arena_assign's search effort (~30 ms) */

@@ -36,6 +36,10 @@ typedef struct mg_arena_opts {
                            depend on the machine's speed. */
 } mg_arena_opts;
 
+/* The exact search (arena_search.c) places at most this many buffers: it recurses once per
+ * placement. Above it the greedy placements stand, unproven unless at the lower bound. */
+enum { MG_ARENA_SEARCH_MAX = 4000 };
+
 typedef struct mg_arena_stats {
     int64_t lower_bound; /* max over time of the live bytes */
     int64_t arena_bytes; /* max offset+size */

@@ -133,7 +133,10 @@ int mg_cmd_arena(int argc, char **argv)
         if (fits) printf("  result        fits\n");
         else printf("  result        does not fit (%lld %s over)\n", (long long)(st.arena_bytes - capacity),
                     mg_bytes_word(st.arena_bytes - capacity));
-        printf("  optimal       %s\n", st.optimal ? "yes" : "not proven");
+        if (st.optimal) printf("  optimal       yes\n");
+        else if (!st.searched && csv.n > MG_ARENA_SEARCH_MAX)
+            printf("  optimal       not proven (the exact search takes at most %d buffers)\n", MG_ARENA_SEARCH_MAX);
+        else printf("  optimal       not proven\n");
         printf("  solve time    %.3f s", secs);
         if (st.searched) printf(" (greedy %lld %s, then %lld search node%s)", (long long)st.greedy_bytes,
                                 mg_bytes_word(st.greedy_bytes), (long long)st.nodes, mg_plural(st.nodes));
