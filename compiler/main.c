@@ -497,14 +497,15 @@ static int cmd_check(mg_drv_options *o)
     } else if (!rc) {
         /* operations are what the step computes: the inputs and params it is given and the
          * constants (the loss's seed gradient among them) are counted apart (they were counted
-         * among the forward and backward "operations") */
+         * among the forward and backward "operations"); "scalar constant nodes", not "constants",
+         * which read as the model's `const` declarations (names folded into shapes, no nodes) */
         int nf = 0, nb = 0, nconst = 0;
         for (int i = 0; i < c.g->n; i++) {
             mg_op op = c.g->nodes[i].op;
             if (op == MG_OP_CONST) nconst++;
             else if (op != MG_OP_INPUT && op != MG_OP_PARAM) *(i < c.g->nforward ? &nf : &nb) += 1;
         }
-        printf("%s: ok: model %s, %d input%s, %d param%s, %d forward and %d backward operation%s, %d constant%s, "
+        printf("%s: ok: model %s, %d input%s, %d param%s, %d forward and %d backward operation%s, %d scalar constant node%s, "
                "hash 0x%016llx\n",
                c.src.path, c.g->model_name, c.g->ninputs, mg_plural(c.g->ninputs), c.g->nparams, mg_plural(c.g->nparams),
                nf, nb, mg_plural(nb), nconst, mg_plural(nconst), (unsigned long long)mg_graph_hash(c.g));

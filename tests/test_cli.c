@@ -643,7 +643,7 @@ START_TEST(test_check_ok)
     ck_assert_int_eq(mg(&out, "check '%s'", m), 0);
     /* operations only: the inputs, params and the constant seed of the loss's gradient apart
      * (it said "12 forward and 8 backward operations", counting them all) */
-    ck_assert_msg(strstr(out, "ok: model mlp, 2 inputs, 4 params, 6 forward and 7 backward operations, 1 constant, hash ") !=
+    ck_assert_msg(strstr(out, "ok: model mlp, 2 inputs, 4 params, 6 forward and 7 backward operations, 1 scalar constant node, hash ") !=
                       NULL,
                   "%s", out);
     ck_assert_msg(strstr(out, "error") == NULL, "%s", out);
@@ -3438,12 +3438,12 @@ START_TEST(test_one_byte_is_singular)
     rc = mg(&out, "sweep --graph '%s' --points 2", g);
     ck_assert_msg(rc == 0 && !strstr(out, "1 bytes"), "sweep --graph exited %d:\n%s", rc, out);
     free(out);
-    /* check: "1 input, 0 params, 1 forward and 0 backward operations, 1 constant" (a loss of the
+    /* check: "1 input, 0 params, 1 forward and 0 backward operations, 1 scalar constant node" (a loss of the
      * input alone: the backward computes nothing but the seed 1; it said "2 forward and 1 backward
      * operation", counting the input and the constant) */
     const char *e = write_model("e.mg", "model e\ninput x: f32[2, 2]\nloss = sum(x)\nminimize loss\n");
     rc = mg(&out, "check '%s'", e);
-    ck_assert_msg(rc == 0 && strstr(out, "ok: model e, 1 input, 0 params, 1 forward and 0 backward operations, 1 constant, hash"), "check exited %d:\n%s",
+    ck_assert_msg(rc == 0 && strstr(out, "ok: model e, 1 input, 0 params, 1 forward and 0 backward operations, 1 scalar constant node, hash"), "check exited %d:\n%s",
                   rc, out);
     free(out);
     /* a step with nothing in the workspace: one budget, 100% of the store-all workspace (0%
