@@ -146,6 +146,9 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
         if (end - p >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
             return mg_diag_set(d, loc, "a UTF-8 byte-order mark (EF BB BF) here: it may only begin the file "
                                "(were two files joined?)");
+        if ((unsigned char)*p >= 0xC2 && (unsigned char)*p <= 0xF4) /* (a UTF-8 lead byte: é, µ, a Greek letter) */
+            return mg_diag_set(d, loc, "unexpected byte 0x%02x, a non-ASCII character: names are ASCII letters, "
+                               "digits and '_' (comments may hold any text)", (unsigned char)*p);
         if ((unsigned char)*p < 32 || (unsigned char)*p >= 127)
             return mg_diag_set(d, loc, "unexpected byte 0x%02x", (unsigned char)*p);
         return mg_diag_set(d, loc, "unexpected character '%c'", *p);

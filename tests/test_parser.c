@@ -48,7 +48,8 @@ typedef struct err_case {
 static const err_case errors[] = {
     /* --- lexical --- */
     {"bad character", HDR "z = x $ w\n", 5, 7, "unexpected character '$'", NULL, 0},
-    {"non-ASCII byte", HDR "z = x \xc3\xa9\n", 5, 7, "unexpected byte 0xc3", NULL, 0},
+    {"non-ASCII byte", HDR "z = x \xc3\xa9\n", 5, 7, "unexpected byte 0xc3, a non-ASCII character: names are ASCII", NULL, 0},
+    {"byte that begins no UTF-8 character", HDR "z = x \x80\n", 5, 7, "unexpected byte 0x80", "non-ASCII character", 0},
     /* was "unexpected byte 0xff": a UTF-16 file (Windows editors' "Unicode") said nothing of what it is */
     {"UTF-16 LE byte-order mark", "\xFF\xFE" "m", 1, 1,
      "the file is UTF-16 (byte-order mark FF FE at its start); memgrad reads UTF-8", NULL, 0},
