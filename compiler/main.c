@@ -568,8 +568,9 @@ static int cmd_plan_graph(mg_drv_options *o)
                (long long)t->peak_live_bytes, mg_bytes_word(t->peak_live_bytes));
         printf("  store-all           %s (%lld %s)\n", mg_human_bytes(sol.store_all_bytes, h, sizeof h),
                (long long)sol.store_all_bytes, mg_bytes_word(sol.store_all_bytes));
-        printf("  minimum feasible    %s (%lld %s)\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
-               (long long)sol.min_feasible_bytes, mg_bytes_word(sol.min_feasible_bytes));
+        printf("  minimum feasible    %s (%lld %s)%s\n", mg_human_bytes(sol.min_feasible_bytes, h, sizeof h),
+               (long long)sol.min_feasible_bytes, mg_bytes_word(sol.min_feasible_bytes),
+               mg_report_min_note(t->workspace_bytes, sol.min_feasible_bytes));
         fputs("  cost                ", stdout);
         mg_drv_print_cost(t->flops_once);
         fputs(" once, ", stdout);

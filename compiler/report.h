@@ -77,6 +77,9 @@ double mg_allocator_waste(int64_t workspace, int64_t peak);
 /* report_figures.c: the tensor's name for people: its .mg name (the graph's own string, whole),
  * else "op#id" written into buf. */
 const char *mg_report_tensor_name(const mg_graph *g, int node, char *buf, size_t len);
+/* What the text reports add to the minimum feasible budget's line: "" or, where the plan needs
+ * less than the minimum, that it does and what that does not mean. */
+const char *mg_report_min_note(int64_t workspace, int64_t min_feasible);
 
 /* report_json.c: the whole plan as JSON (docs/plan-json.md), malloc'd. */
 char *mg_plan_json(const mg_report_figures *f);

@@ -36,6 +36,16 @@ const char *mg_report_tensor_name(const mg_graph *g, int node, char *buf, size_t
     return buf;
 }
 
+const char *mg_report_min_note(int64_t workspace, int64_t min_feasible)
+{
+    /* (a plan at the minimum can need less: layered_n250's at 116,330 bytes places in 104,820,
+     * and a budget of 104,820 is still refused: the solve there finds no plan) */
+    return min_feasible >= 0 && workspace < min_feasible
+               ? ": every budget from here up gets a plan (this plan needs less, yet a smaller budget may be "
+                 "refused: the schedulers are not monotone in their cap)"
+               : "";
+}
+
 mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const mg_plan_report_info *info,
                                  mg_report_figures *f, mg_diag *d)
 {

@@ -67,9 +67,7 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     figure(out, "store-all", f->store_all_bytes, exact, p && p->micro_batches > 1 ? ", of the whole batch" : "");
     if (f->min_feasible_bytes >= 0)
         figure(out, "minimum feasible", f->min_feasible_bytes, exact,
-               f->workspace_bytes < f->min_feasible_bytes
-                   ? ": every budget from here up gets a plan (smaller ones may too: this plan needs less)"
-                   : "");
+               mg_report_min_note(f->workspace_bytes, f->min_feasible_bytes));
     snprintf(tail, sizeof tail, ", allocator waste %.2f%%", 100.0 * f->allocator_waste);
     figure(out, "peak live", f->peak_live_bytes, exact, tail);
     figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
