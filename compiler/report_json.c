@@ -166,7 +166,7 @@ char *mg_plan_json(const mg_report_figures *f)
         f->from_cache ? "true" : "false");
     if (f->budget_bytes == INT64_MAX) put(&b, "  \"budget_bytes\": null,");
     else put(&b, "  \"budget_bytes\": %lld,", (long long)f->budget_bytes);
-    put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"allocator_waste\": %.6f,\n",
+    put(&b, " \"workspace_bytes\": %lld, \"peak_live_bytes\": %lld, \"allocator_waste\": %.17g,\n",
         (long long)f->workspace_bytes, (long long)f->peak_live_bytes, f->allocator_waste);
     put(&b, "  \"store_all_workspace_bytes\": %lld, ", (long long)f->store_all_bytes);
     if (f->min_feasible_bytes < 0) put(&b, "\"min_feasible_bytes\": null,\n");
@@ -175,7 +175,7 @@ char *mg_plan_json(const mg_report_figures *f)
         f->p->parts_not_tried);
     put(&b, "  \"param_bytes\": %lld, \"grad_bytes\": %lld, \"input_bytes\": %lld,\n", (long long)f->param_bytes,
         (long long)f->grad_bytes, (long long)f->input_bytes);
-    put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.6f,\n", f->flops_once,
+    put(&b, "  \"flops_once\": %.0f, \"flops_executed\": %.0f, \"recompute_overhead\": %.17g,\n", f->flops_once,
         f->flops_executed, f->recompute_overhead);
     put(&b, "  \"flops_lower_bound\": %.0f,\n", f->flops_lower_bound);
     put(&b, "  \"recompute_steps\": %d, \"recomputed_tensors\": %d,\n", f->recompute_steps, f->recomputed_tensors);
@@ -224,7 +224,7 @@ char *mg_problem_plan_json(const mg_problem *pr, const mg_solution *sol, int64_t
     put_num(&b, fo);
     put(&b, ", \"flops_executed\": ");
     put_num(&b, fe);
-    put(&b, ", \"recompute_overhead\": %.6f,\n  \"flops_lower_bound\": ", mg_recompute_overhead(fo, fe));
+    put(&b, ", \"recompute_overhead\": %.17g,\n  \"flops_lower_bound\": ", mg_recompute_overhead(fo, fe));
     put_num(&b, sol->lower_bound >= 0 ? sol->lower_bound : fo);
     put(&b, ",\n");
     put(&b, "  \"nodes\": [");
