@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #ifndef MG_VERSION
@@ -851,8 +852,22 @@ static int run(int argc, char **argv)
     return rc;
 }
 
+/* The library aborts where memory runs out (every allocation has an owner, and none of its
+ * callers could go on without it) and where a thread cannot be joined; the process then died
+ * without a word (`ulimit -v`, a model of millions of operations: exit 134 and nothing said).
+ * One line says what happened before the default action. */
+static void on_abort(int sig)
+{
+    static const char msg[] = "memgrad: aborted: out of memory (or an internal error)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
+    signal(SIGABRT, on_abort);
 #ifdef __GLIBC__
     /* The planner builds and drops thousands of schedules and arena placements of a few MB each;
      * with glibc's defaults every free trims the heap's top and the next allocation faults the

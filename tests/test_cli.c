@@ -1352,6 +1352,27 @@ START_TEST(test_output_with_a_long_name)
 }
 END_TEST
 
+/* Out of memory, memgrad died without a word (SIGABRT from an allocation, exit 134): now one
+ * line says so. A model of a million operations under a 400 MB address space (mlp checks in
+ * under 300 MB; this one needs about 560). Not under the sanitizers, whose shadow memory needs
+ * terabytes of address space. */
+START_TEST(test_out_of_memory_says_so)
+{
+#ifndef MG_TEST_SANITIZED
+    const char *m = write_model("big.mg", "model m\ninput x: f32[2]\nh = x\nrepeat 1000000 {\n  h = tanh(h)\n}\n"
+                                          "l = sum(h)\nminimize l\n");
+    char cmd[9000], *out;
+    snprintf(cmd, sizeof cmd, "ulimit -v 400000 && '%s' check '%s/examples/mlp.mg' && '%s' check '%s'", MG_MEMGRAD,
+             MG_SOURCE_DIR, MG_MEMGRAD, m);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc != 0 && strstr(out, "examples/mlp.mg: ok") &&
+                      strstr(out, "memgrad: aborted: out of memory (or an internal error)"),
+                  "exited %d:\n%.600s", rc, out);
+    free(out);
+#endif
+}
+END_TEST
+
 /* A FIFO under a cache entry's name blocked `plan` and `compile` for ever (opening it waits for a
  * writer) while `cache` listed no entry: now only a regular file is read as an entry; the plan
  * is made afresh, and its entry takes the FIFO's name. */
@@ -4252,6 +4273,7 @@ static Suite *cli_suite(void)
     tcase_add_checked_fixture(x, setup, teardown);
     tcase_set_timeout(x, 240);
     tcase_add_test(x, test_expansion_limits);
+    tcase_add_test(x, test_out_of_memory_says_so);
     suite_add_tcase(s, x);
     TCase *h = tcase_create("hash");
     tcase_add_unchecked_fixture(h, root_setup, root_teardown);
