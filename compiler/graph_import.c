@@ -344,7 +344,11 @@ mg_status mg_problem_from_json(const char *file, const char *text, size_t len, m
         pr->cost[v] = r->cost;
         pr->target[v] = 1;
         pr->evictable[v] = 1;
-        pr->names[v] = strdup(r->name ? r->name : "");
+        /* a layered DAG's node is named by its key, a number: the plan's ids are positions in
+         * graph.order, so the key is what ties a plan's node to the file's (it was "") */
+        char key[32];
+        if (!r->name && layered) snprintf(key, sizeof key, "%.17g", r->key);
+        pr->names[v] = strdup(r->name ? r->name : layered ? key : "");
         if (!pr->names[v]) abort();
         if (r->backward && v < pr->nfwd) pr->nfwd = v;
     }

@@ -1373,6 +1373,37 @@ START_TEST(test_out_of_memory_says_so)
 }
 END_TEST
 
+/* A layered DAG's plan names each node by the file's node name (a number): the plan's ids are
+ * positions in graph.order, and every name was "", so nothing tied a plan's node to the file's. */
+START_TEST(test_layered_plan_names_nodes)
+{
+    char graph[4200], *out;
+    snprintf(graph, sizeof graph, "%s/bench/data/layered/layered_n100.json", MG_SOURCE_DIR);
+    int rc = mg(&out, "plan --no-cache --graph '%s' --format json", graph);
+    ck_assert_msg(rc == 0, "exited %d:\n%.400s", rc, out);
+    cJSON *plan = cJSON_Parse(out);
+    free(out);
+    char *text = tu_read(graph);
+    cJSON *file = cJSON_Parse(text);
+    free(text);
+    ck_assert(plan && file);
+    const cJSON *order = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(file, "graph"), "order");
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(plan, "nodes"), *nd;
+    ck_assert_int_eq(cJSON_GetArraySize(nodes), 100);
+    cJSON_ArrayForEach(nd, nodes)
+    {
+        int id = cJSON_GetObjectItemCaseSensitive(nd, "id")->valueint;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(nd, "name");
+        char want[32];
+        snprintf(want, sizeof want, "%d", cJSON_GetArrayItem(order, id)->valueint);
+        ck_assert_msg(cJSON_IsString(name) && !strcmp(name->valuestring, want), "node %d is named '%s', not '%s'", id,
+                      cJSON_IsString(name) ? name->valuestring : "?", want);
+    }
+    cJSON_Delete(plan);
+    cJSON_Delete(file);
+}
+END_TEST
+
 /* A FIFO under a cache entry's name blocked `plan` and `compile` for ever (opening it waits for a
  * writer) while `cache` listed no entry: now only a regular file is read as an entry; the plan
  * is made afresh, and its entry takes the FIFO's name. */
@@ -4341,6 +4372,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_plan_table_columns_align);
         tcase_add_test(b, test_cache_entry_not_a_file);
         tcase_add_test(b, test_output_with_a_long_name);
+        tcase_add_test(b, test_layered_plan_names_nodes);
         tcase_add_test(b, test_graph_fractional_costs_add_up);
         tcase_add_test(b, test_graph_given_as_a_model_hints_graph);
         tcase_add_test(b, test_arena_csv_nul_byte_is_quoted);
