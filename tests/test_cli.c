@@ -1301,22 +1301,29 @@ END_TEST
  * container sharing the directory) interleaved its bytes, and a symlink of that name (a cache in
  * a shared directory) had the plan written through it over the file it names (review19). Here
  * the shell makes both names symlinks to a victim file, then becomes memgrad with its pid. */
+/* Plans model m into the empty cache directory cdir and names its one entry (16 hex digits and
+ * ".plan") in entry. */
+static void first_entry(const char *m, const char *cdir, char entry[32])
+{
+    char *out;
+    int rc = mg(&out, "plan '%s' --cache-dir '%s' > /dev/null && cd '%s' && ls", m, cdir, cdir);
+    ck_assert_msg(rc == 0 && strlen(out) == 22 && strstr(out, ".plan\n"), "exited %d:\n%s", rc, out);
+    snprintf(entry, 32, "%.21s", out);
+    free(out);
+}
+
 START_TEST(test_cache_temporary_is_exclusive)
 {
     const char *m = write_model("mlp.mg", mlp_src);
-    char *out, cdir[4300], cmd[16384];
+    char *out, cdir[4300], cmd[16384], entry[32];
     snprintf(cdir, sizeof cdir, "%s", path("c"));
-    int rc = mg(&out, "plan '%s' --cache-dir '%s' > /dev/null && cd '%s' && ls", m, cdir, cdir);
-    ck_assert_msg(rc == 0 && strlen(out) == 22 && strstr(out, ".plan\n"), "exited %d:\n%s", rc, out);
-    char entry[32];
-    snprintf(entry, sizeof entry, "%.21s", out);
-    free(out);
+    first_entry(m, cdir, entry);
     ck_assert_int_eq(tu_write(path("victim"), "victim\n"), 0);
     snprintf(cmd, sizeof cmd,
              "cd '%s' && rm '%s' && sh -c 'ln -s ../victim %s.tmp.$$ && ln -s ../victim %s.tmp.$$.0 && exec \"$0\" plan "
              "\"$1\" --cache-dir .' '%s' '%s' > /dev/null && rm %s.tmp.* && '%s' plan '%s' --cache-dir .",
              cdir, entry, entry, entry, MG_MEMGRAD, m, entry, MG_MEMGRAD, m);
-    rc = tu_run(cmd, &out);
+    int rc = tu_run(cmd, &out);
     char *victim = tu_read(path("victim"));
     ck_assert_msg(victim && !strcmp(victim, "victim\n"), "the plan was written through a symlink over another file");
     free(victim);
@@ -1410,16 +1417,12 @@ END_TEST
 START_TEST(test_cache_entry_not_a_file)
 {
     const char *m = write_model("mlp.mg", mlp_src);
-    char *out, cdir[4300], cmd[16384];
+    char *out, cdir[4300], cmd[16384], entry[32];
     snprintf(cdir, sizeof cdir, "%s", path("fifo-cache"));
-    int rc = mg(&out, "plan '%s' --cache-dir '%s' > /dev/null && cd '%s' && ls", m, cdir, cdir);
-    ck_assert_msg(rc == 0 && strlen(out) == 22 && strstr(out, ".plan\n"), "exited %d:\n%s", rc, out);
-    char entry[32];
-    snprintf(entry, sizeof entry, "%.21s", out);
-    free(out);
+    first_entry(m, cdir, entry);
     snprintf(cmd, sizeof cmd, "cd '%s' && rm '%s' && mkfifo '%s' && timeout 60 '%s' plan '%s' --cache-dir .", cdir, entry,
              entry, MG_MEMGRAD, m);
-    rc = tu_run(cmd, &out);
+    int rc = tu_run(cmd, &out);
     ck_assert_msg(rc == 0 && strstr(out, "model mlp") && !strstr(out, "from the plan cache"), "exited %d:\n%.600s", rc,
                   out);
     free(out);
