@@ -509,25 +509,119 @@ static mg_status solve_pinned_one(const mg_problem *q, int64_t budget, int64_t s
  * -> 11.9 s, 20%: 6.3 -> 8.6 s, side by side). */
 enum { PINNED_CHECKPOINTS = 3 };
 
-static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
-                              mg_plan **out, mg_diag *d)
+/* The solves of solve_pinned are independent (each its own problem, memo and plan; they share
+ * only pr, which no solve writes), so they are tasks that any thread with nothing else to do
+ * takes in turn: the pinned thread, and the solve's own thread once it reaches keep_pinned,
+ * where it used to wait for them (resnet18_64 at 33% of its store-all: the first solve done,
+ * one core idle for ~2 s in each part count while the four ran one after another). The plan is
+ * the one of solve_pinned's order whatever the timing: the results are taken in task order and
+ * kept as they were one after another (the first of the cheapest, mg_sv_keep_better), and those
+ * of tasks that would not have run (an earlier plan within IMPROVE_GAP of the bound, or an
+ * error) are dropped. A task is not started where the tasks before it, all done, already end the
+ * series. */
+enum { PINNED_TASKS = 1 + PINNED_CHECKPOINTS };
+
+typedef struct pinned_tasks {
+    const mg_problem *pr;
+    int64_t budget, store_all;
+    double lower_bound;
+    int n;                          /* tasks: 0 the gathered values kept, 1.. a class each (0: none) */
+    char *ev[PINNED_TASKS];         /* each task's evictable flags */
+    pthread_mutex_t mu;             /* guards next, stop and the results' done */
+    int next, stop;                 /* the next task to take; stop: take none (not wanted) */
+    struct pinned_result {
+        mg_plan *plan;
+        mg_status st;
+        mg_diag d;
+        int done;
+    } res[PINNED_TASKS];
+} pinned_tasks;
+
+/* The tasks of solve_pinned on pr (none where pr has no gathered value). */
+static void pinned_tasks_init(pinned_tasks *t, const mg_problem *pr, int64_t budget, int64_t store_all,
+                              double lower_bound)
 {
-    *out = NULL;
+    *t = (pinned_tasks){.pr = pr, .budget = budget, .store_all = store_all, .lower_bound = lower_bound};
+    if (pthread_mutex_init(&t->mu, NULL)) abort();
     mg_problem q;
     char *evictable = pinned_problem(pr, &q);
-    if (!evictable) return MG_OK;
-    mg_status st = solve_pinned_one(&q, budget, store_all, lower_bound, out, d);
-    char *mark = mg_xcalloc((size_t)pr->n + 1, 1), *ev = mg_xcalloc((size_t)pr->n + 1, 1);
-    int nclasses = st ? 0 : mg_part_checkpoints(pr, PINNED_CHECKPOINTS, mark);
-    for (int k = 1; k <= nclasses && !st && !(*out && (*out)->flops_executed <= lower_bound * (1 + IMPROVE_GAP)); k++) {
+    if (!evictable) return;
+    t->ev[t->n++] = evictable;
+    char *mark = mg_xcalloc((size_t)pr->n + 1, 1);
+    int nclasses = mg_part_checkpoints(pr, PINNED_CHECKPOINTS, mark);
+    for (int k = 1; k <= nclasses && t->n < PINNED_TASKS; k++) {
+        char *ev = mg_xcalloc((size_t)pr->n + 1, 1);
         for (int v = 0; v < pr->n; v++) ev[v] = pr->evictable[v] && mark[v] != k;
-        mg_problem qk = *pr;
-        qk.evictable = ev;
-        st = solve_pinned_one(&qk, budget, store_all, lower_bound, out, d);
+        t->ev[t->n++] = ev;
     }
     free(mark);
-    free(ev);
-    free(evictable);
+}
+
+/* Whether tasks 0..i-1, all done, end the series before task i (called with mu held). */
+static int pinned_ended_before(const pinned_tasks *t, int i)
+{
+    double best = INFINITY;
+    for (int j = 0; j < i; j++) {
+        if (!t->res[j].done) return 0;
+        if (t->res[j].st) return 1;
+        if (t->res[j].plan && t->res[j].plan->flops_executed < best) best = t->res[j].plan->flops_executed;
+        if (best <= t->lower_bound * (1 + IMPROVE_GAP)) return 1;
+    }
+    return 0;
+}
+
+/* Takes and solves tasks until none is left. */
+static void pinned_work(pinned_tasks *t)
+{
+    for (;;) {
+        if (pthread_mutex_lock(&t->mu)) abort();
+        int i = t->next;
+        if (t->stop || i >= t->n || pinned_ended_before(t, i)) {
+            if (pthread_mutex_unlock(&t->mu)) abort();
+            return;
+        }
+        t->next++;
+        if (pthread_mutex_unlock(&t->mu)) abort();
+        mg_problem q = *t->pr;
+        q.evictable = t->ev[i];
+        mg_plan *p = NULL;
+        mg_diag d = {0};
+        mg_status st = solve_pinned_one(&q, t->budget, t->store_all, t->lower_bound, &p, &d);
+        if (pthread_mutex_lock(&t->mu)) abort();
+        t->res[i] = (struct pinned_result){.plan = p, .st = st, .d = d, .done = 1};
+        if (pthread_mutex_unlock(&t->mu)) abort();
+    }
+}
+
+/* No task is started after this (their results are not wanted). */
+static void pinned_stop(pinned_tasks *t)
+{
+    if (pthread_mutex_lock(&t->mu)) abort();
+    t->stop = 1;
+    if (pthread_mutex_unlock(&t->mu)) abort();
+}
+
+/* The tasks' results taken as solve_pinned took them, one after another, into *out (NULL: none);
+ * frees the tasks, whose threads have all been joined. A task not done was never taken: the
+ * series ended before it, or the tasks were stopped (and the caller drops *out). */
+static mg_status pinned_finish(pinned_tasks *t, mg_plan **out, mg_diag *d)
+{
+    *out = NULL;
+    mg_status st = MG_OK;
+    for (int i = 0; i < t->n; i++) {
+        if (!t->res[i].done || (*out && (*out)->flops_executed <= t->lower_bound * (1 + IMPROVE_GAP))) break;
+        if ((st = t->res[i].st)) {
+            *d = t->res[i].d;
+            break;
+        }
+        mg_sv_keep_better(out, t->res[i].plan);
+        t->res[i].plan = NULL;
+    }
+    for (int i = 0; i < t->n; i++) {
+        mg_plan_free(t->res[i].plan);
+        free(t->ev[i]);
+    }
+    if (pthread_mutex_destroy(&t->mu)) abort();
     if (st) {
         mg_plan_free(*out);
         *out = NULL;
@@ -535,48 +629,61 @@ static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t stor
     return st;
 }
 
+static void *pinned_helper(void *arg)
+{
+    pinned_work(arg);
+    return NULL;
+}
+
+/* The solves of solve_pinned, here and on a helper thread, into *out (NULL: none, or no such
+ * value). */
+static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
+                              mg_plan **out, mg_diag *d)
+{
+    pinned_tasks t;
+    pinned_tasks_init(&t, pr, budget, store_all, lower_bound);
+    pthread_t th;
+    int helped = t.n > 1 && pthread_create(&th, NULL, pinned_helper, &t) == 0;
+    pinned_work(&t);
+    if (helped && pthread_join(th, NULL)) abort();
+    return pinned_finish(&t, out, d);
+}
+
 /* solve_pinned on a thread of its own, beside the solve at the budget: where the lower bound
  * already proves more than PINNED_GAP of a step recomputed, every plan at the budget does, so
  * keep_pinned will want it (resnet18_64 at 33% of its store-all, in 16 parts: the bound proves
  * 2.08%). Its plan is the one solve_pinned would make after the first solve: the same problem,
  * budget and bound. resnet18_64's `plan` at 33%: 6.9 s of wall clock with the second solve after
- * the first, 5.1 s beside it, the same CPU time (medians of 3). */
+ * the first, 5.1 s beside it, the same CPU time (medians of 3). The solve's thread takes the
+ * tasks left when it reaches keep_pinned (pinned_tasks). */
 struct pinned_job {
     const mg_problem *pr;
     int64_t budget, store_all;
-    double lower_bound;
-    mg_plan *plan; /* out */
-    mg_status st;
-    mg_diag d;
+    pinned_tasks t; /* (pinned_start) */
     pthread_t th;
     int started; /* running on th (pinned_start), until keep_pinned or solve_below's end joins it */
 };
 
-static void *pinned_thread(void *arg)
-{
-    pinned_job *j = arg;
-    j->st = solve_pinned(j->pr, j->budget, j->store_all, j->lower_bound, &j->plan, &j->d);
-    return NULL;
-}
-
 static void pinned_start(pinned_job *j, double once, double bound)
 {
     if (bound <= (1 + PINNED_GAP) * once) return;
-    j->lower_bound = bound;
-    j->started = pthread_create(&j->th, NULL, pinned_thread, j) == 0;
+    pinned_tasks_init(&j->t, j->pr, j->budget, j->store_all, bound);
+    j->started = j->t.n > 0 && pthread_create(&j->th, NULL, pinned_helper, &j->t) == 0;
+    mg_plan *none;
+    if (!j->started) pinned_finish(&j->t, &none, &(mg_diag){0}); /* (no task run: nothing) */
 }
 
-/* The thread's plan and status into *p and the return (a thread never started: none). */
-static mg_status pinned_join(pinned_job *j, mg_plan **p, mg_diag *d)
+/* The thread's plan and status into *p and the return (a thread never started: none); help: this
+ * thread takes the tasks left too, else none is started any more (the plan is not wanted). */
+static mg_status pinned_join(pinned_job *j, int help, mg_plan **p, mg_diag *d)
 {
     *p = NULL;
     if (!j || !j->started) return MG_OK;
+    if (help) pinned_work(&j->t);
+    else pinned_stop(&j->t);
     if (pthread_join(j->th, NULL)) abort();
     j->started = 0;
-    *p = j->plan;
-    j->plan = NULL;
-    if (j->st) *d = j->d;
-    return j->st;
+    return pinned_finish(&j->t, p, d);
 }
 
 /* *plan (a plan under budget) replaced by solve_pinned's where that is cheaper; not run where *plan
@@ -591,7 +698,7 @@ static mg_status keep_pinned(const mg_problem *pr, int64_t budget, int64_t store
     mg_diag why = {0};
     mg_status st = MG_OK;
     if (pj && pj->started) /* (read once the bound's thread is joined: memo_bound) */
-        st = pinned_join(pj, &p, &why);
+        st = pinned_join(pj, wanted, &p, &why);
     else if (wanted)
         st = solve_pinned(pr, budget, store_all, lower_bound, &p, &why);
     if (!wanted) { /* (the thread's, where there is no plan or it meets the bound) */
@@ -902,7 +1009,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
 done:
     memo_bound(&memo);
     mg_plan *unused = NULL;
-    pinned_join(&pj, &unused, &(mg_diag){0}); /* (not wanted, or the solve failed) */
+    pinned_join(&pj, 0, &unused, &(mg_diag){0}); /* (not wanted, or the solve failed) */
     mg_plan_free(unused);
     if (threaded) { /* (the solve failed: the search's results are dropped) */
         if (pthread_join(th, NULL)) abort();
