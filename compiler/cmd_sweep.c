@@ -62,7 +62,7 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
                 mg_drv_print_cost(pt[i].once);
                 printf(", \"flops_executed\": ");
                 mg_drv_print_cost(pt[i].executed);
-                printf(", \"recompute_overhead\": %.6f", mg_recompute_overhead(pt[i].once, pt[i].executed));
+                printf(", \"recompute_overhead\": %.17g", mg_recompute_overhead(pt[i].once, pt[i].executed));
             }
             if (pt[i].fits && !o->graph) printf(", \"micro_batches\": %d", parts_of(&pt[i]));
             if (pt[i].fits) printf(", \"optimal\": %s", pt[i].optimal == 1 ? "true" : "\"unknown\"");
@@ -92,7 +92,7 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
         double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
         double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
-            printf("%lld,%.2f,1,%lld,%lld,%.6f,%.6f,%d,%d,%s,", (long long)q->budget, pct, (long long)q->workspace,
+            printf("%lld,%.2f,1,%lld,%lld,%.17g,%.6f,%d,%d,%s,", (long long)q->budget, pct, (long long)q->workspace,
                    (long long)q->peak, ovh / 100, q->seconds, parts_of(q), q->from_cache, q->optimal == 1 ? "1" : "");
         else if (csv)
             printf("%lld,%.2f,0,,,,%.6f,,%d,,", (long long)q->budget, pct, q->seconds, q->from_cache);
