@@ -7,7 +7,6 @@
 #include "min_search.h"
 #include "sched_variants.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
@@ -26,10 +25,10 @@ static mg_status feasible_at(const mg_problem *pr, int64_t budget, mg_search_mem
         mg_sv_use_scratch(&o, z);
         mg_plan *p;
         if (mg_sv_schedule_memo(pr, &o, i, pm, &p, d)) st = MG_ERR;
-        else if (p && mg_sv_fit(pr, &o, budget, memo, p, 1, INFINITY, mm, NULL, out, NULL, d)) st = MG_ERR;
+        else if (p && mg_sv_fit(pr, &o, budget, memo, p, 1, mm, NULL, out, NULL, d)) st = MG_ERR;
     }
     if (!st && !*out && mg_sv_chain_fit(pr, budget, memo, NULL, 0, out, d)) st = MG_ERR;
-    if (!st && !*out && mg_sv_fit(pr, NULL, budget, memo, NULL, 1, INFINITY, mm, NULL, out, NULL, d)) /* last: the exact search */
+    if (!st && !*out && mg_sv_fit(pr, NULL, budget, memo, NULL, 1, mm, NULL, out, NULL, d)) /* last: the exact search */
         st = MG_ERR;
     return st;
 }

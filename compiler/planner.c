@@ -204,14 +204,11 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
             continue;
         }
         int at_budget = 0;
-        double beat = *out ? (*out)->flops_executed : INFINITY;
-        if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, mg_variant_take(pr, &v[i]), 0, beat, &mm, nm, &p, &at_budget,
-                            d)))
+        if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, mg_variant_take(pr, &v[i]), 0, &mm, nm, &p, &at_budget, d)))
             continue;
         if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
             mg_sv_keep_better(out, p);
-            beat = *out ? (*out)->flops_executed : INFINITY;
-            if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, NULL, 2, beat, &mm, nm, &p, NULL, d))) continue;
+            if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, NULL, 2, &mm, nm, &p, NULL, d))) continue;
         }
         mg_sv_keep_better(out, p);
     }
@@ -243,7 +240,7 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     }
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
-        if (!(st = mg_sv_fit(pr, NULL, budget, &memo->s, NULL, 1, INFINITY, NULL, NULL, &p, &at_budget, d))) {
+        if (!(st = mg_sv_fit(pr, NULL, budget, &memo->s, NULL, 1, NULL, NULL, &p, &at_budget, d))) {
             if (p && at_budget) *optimal = 1;
             mg_sv_keep_better(out, p);
         }

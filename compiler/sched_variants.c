@@ -117,12 +117,13 @@ static void near_miss_keep(mg_near_misses *nm, mg_plan *p, int64_t budget)
  * times its minimum: every variant's schedule under the budget placed 12-20% above it, and the
  * cap less that miss was below all its schedules, so no variant fitted and the plan was the
  * minimum's, +99.96%; halfway back fits, +69.76% (and +75.19% -> +45.78% at 1.12 times).
- * A schedule executing more than `beat` ends the search unplaced: placing it cannot give the
- * caller a cheaper plan (resnet18_64's `plan` at 33%: 16.3 -> 13.7 s of CPU, the placements of
- * schedules that could not win; every plan of plan_identity.sh the same). */
+ * A schedule dearer than the caller's best plan is placed all the same: a lower cap can schedule
+ * cheaper (the schedulers are not monotone in their cap), and ending the fit there (its `beat`,
+ * 2026-12-05) saved 8-15% of resnet18_64's CPU but cost its plans at 20% and 24% of store-all
+ * 3.3 and 0.9 points of recomputation (docs/planner.md). */
 mg_status mg_sv_fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, mg_search_memo *memo,
-                    mg_plan *first, int aim, double beat, mg_place_memo *mm, mg_near_misses *nm, mg_plan **out,
-                    int *at_budget, mg_diag *d)
+                    mg_plan *first, int aim, mg_place_memo *mm, mg_near_misses *nm, mg_plan **out, int *at_budget,
+                    mg_diag *d)
 {
     *out = NULL;
     int64_t cap = budget, missed = -1, dead = 0; /* the lowest cap whose schedule missed; a cap with none */
@@ -134,10 +135,6 @@ mg_status mg_sv_fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bud
             dead = cap;
             cap = dead + (missed - dead) / 2;
             continue;
-        }
-        if (p->flops_executed > beat) { /* (a lower cap costs more still, as a rule) */
-            mg_plan_free(p);
-            return MG_OK;
         }
         if (mg_place_memo_place(mm, p, budget, aim ? budget : INT64_MAX, 0, 1.0, d)) {
             mg_plan_free(p);

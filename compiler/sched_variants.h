@@ -91,12 +91,10 @@ mg_status mg_sv_build(const mg_problem *pr, const mg_sched_opts *opts, mg_plan *
 /* A plan under opts (NULL: the exact search) whose placed workspace is at most budget; first:
  * the schedule under opts at cap budget, or NULL; aim 0/1/2: how the cap is lowered after a
  * miss (sched_variants.c); mm, nm: the placements that missed and the near misses kept (NULL:
- * none); *at_budget (when not NULL): the plan was scheduled under the budget itself. beat: a
- * schedule executing more FLOPs is not placed, and ends the search without a plan (INFINITY:
- * none; fitting only adds cost, so the caller's best plan so far). */
+ * none); *at_budget (when not NULL): the plan was scheduled under the budget itself. */
 mg_status mg_sv_fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t budget, mg_search_memo *memo,
-                    mg_plan *first, int aim, double beat, mg_place_memo *mm, mg_near_misses *nm, mg_plan **out,
-                    int *at_budget, mg_diag *d);
+                    mg_plan *first, int aim, mg_place_memo *mm, mg_near_misses *nm, mg_plan **out, int *at_budget,
+                    mg_diag *d);
 /* The chain DP's plan within budget, or NULL (none can beat `beat`; probe: caps above the
  * budget are tried for a cheaper plan that still fits). */
 mg_status mg_sv_chain_fit(const mg_problem *pr, int64_t budget, mg_search_memo *memo, const mg_plan *beat, int probe,
