@@ -554,15 +554,15 @@ static void pinned_tasks_init(pinned_tasks *t, const mg_problem *pr, int64_t bud
     free(mark);
 }
 
+/* Whether a plan executing flops ends the series: none after it can be cheaper by enough. */
+static int pinned_enough(const pinned_tasks *t, double flops) { return flops <= t->lower_bound * (1 + IMPROVE_GAP); }
+
 /* Whether tasks 0..i-1, all done, end the series before task i (called with mu held). */
 static int pinned_ended_before(const pinned_tasks *t, int i)
 {
-    double best = INFINITY;
     for (int j = 0; j < i; j++) {
         if (!t->res[j].done) return 0;
-        if (t->res[j].st) return 1;
-        if (t->res[j].plan && t->res[j].plan->flops_executed < best) best = t->res[j].plan->flops_executed;
-        if (best <= t->lower_bound * (1 + IMPROVE_GAP)) return 1;
+        if (t->res[j].st || (t->res[j].plan && pinned_enough(t, t->res[j].plan->flops_executed))) return 1;
     }
     return 0;
 }
@@ -606,7 +606,7 @@ static mg_status pinned_finish(pinned_tasks *t, mg_plan **out, mg_diag *d)
     *out = NULL;
     mg_status st = MG_OK;
     for (int i = 0; i < t->n; i++) {
-        if (!t->res[i].done || (*out && (*out)->flops_executed <= t->lower_bound * (1 + IMPROVE_GAP))) break;
+        if (!t->res[i].done || (*out && pinned_enough(t, (*out)->flops_executed))) break;
         if ((st = t->res[i].st)) {
             *d = t->res[i].d;
             break;
