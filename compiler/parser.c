@@ -661,6 +661,8 @@ static mg_status parse_attr(parser *p, mg_op op, call_attrs *ca)
             ca->shape.dim[ca->shape.rank++] = v;
             if (is_punct(peek(p), ',')) {
                 p->pos++;
+                if (is_punct(peek(p), ']'))
+                    return mg_diag_set(p->d, here(p), "expected a value after ',' in %s, got ']'", what);
                 continue;
             }
             if (!is_punct(peek(p), ']'))
@@ -1278,6 +1280,8 @@ static mg_status parse_type(parser *p, mg_type *t)
             return mg_diag_set(p->d, dloc, "tensor too large (more than 2^40 elements)");
         if (is_punct(peek(p), ',')) {
             p->pos++;
+            if (is_punct(peek(p), ']')) /* (as a call's arguments: no comma before the end) */
+                return mg_diag_set(p->d, here(p), "expected a dimension after ',' in the shape, got ']'");
             continue;
         }
         if (!is_punct(peek(p), ']'))

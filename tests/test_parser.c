@@ -77,6 +77,11 @@ static const err_case errors[] = {
      "expected ',' or ']' in the shape, got 'param'", NULL, 0},
     {"missing '[' after dtype", "model m\ninput x: f32 4, 3\n", 2, 14, "expected '[' to start the shape, got '4'",
      NULL, 0},
+    /* were accepted, while a call's arguments refuse a comma before ')' */
+    {"comma before ']' of a shape", "model m\ninput x: f32[4, 3,]\n", 2, 19,
+     "expected a dimension after ',' in the shape, got ']'", NULL, 1},
+    {"comma before ']' of a reshape's shape", CHDR "z = reshape(im, shape=[6, -1,])\n", 7, 30,
+     "expected a value after ',' in attribute 'shape' of 'reshape', got ']'", NULL, 1},
     {"missing ')' of a call (joined with next line)", HDR "z = relu(x @ w\nl = sum(z)\n", 6, 1,
      "expected ')' to close the argument list, got 'l'", NULL, 0},
     {"missing ')' of a group", HDR "z = (x @ w, 1)\n", 5, 11, "expected ')' to close '(', got ','", NULL, 0},
