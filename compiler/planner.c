@@ -503,8 +503,12 @@ static mg_status solve_pinned_one(const mg_problem *q, int64_t budget, int64_t s
  * first residual block's output: 13.55%), and two kept at once are dearer, so each is a solve of
  * its own. Kept beside the gathered values (as first written), two classes gave less: 14.39% and
  * 6.03% at 25% and 33%; three on their own take 1-2.4 s more of resnet18_64's `plan` (33%: 10.4
- * -> 11.9 s, 20%: 6.3 -> 8.6 s, side by side). */
-enum { PINNED_CHECKPOINTS = 3 };
+ * -> 11.9 s, 20%: 6.3 -> 8.6 s, side by side). Five, not three (2026-12-06): the classes of
+ * least cost per byte, early in the part (layer1's outputs), win most often in 4 and 8 parts,
+ * and the fourth and fifth are those; resnet18_64 in 8 parts at 25% 15.93% -> 11.88%, and the
+ * plan at 21-27% 1.4-3.5 points cheaper, for 25-50% more CPU (at 25% 10.0 -> 15.2 s); a sixth,
+ * where there is one, never won (docs/planner.md). */
+enum { PINNED_CHECKPOINTS = 5 };
 
 /* The solves of solve_pinned are independent (each its own problem, memo and plan; they share
  * only pr, which no solve writes), so they are tasks that any thread with nothing else to do
