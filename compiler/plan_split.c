@@ -108,6 +108,13 @@ static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, d
                                  mg_diag *d)
 {
     if (!out->graph || !out->train || out->convs_uncapped || !mg_microbatch_convs_capped(out->graph)) return MG_OK;
+    /* Not where the plan recomputes more than CLEARLY of a step: the same graph with more
+     * scratch has never come within CLEARLY of it there, and its solve costs as much as the
+     * first (resnet18_64 at 40/33/25/20% of its store-all: 1.90/4.61/11.88/23.00% recomputed,
+     * with the whole scratch 2.99/7.45/25.11% and no plan; unet_small at 15 and 10% likewise;
+     * the plans kept with it recompute at most 0.42% before it). resnet18_64's `plan` at 25%:
+     * about a fifth of its CPU. */
+    if (out->train->flops_executed > (1 + CLEARLY) * out->train->flops_once) return MG_OK;
     mg_plan_request r = *rq;
     r.want_min_feasible = 0;
     /* a minimum search runs only where no plan meets the budget, for a plan at the budget: none
