@@ -65,7 +65,9 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
                 printf(", \"recompute_overhead\": %.17g", mg_recompute_overhead(pt[i].once, pt[i].executed));
             }
             if (pt[i].fits && !o->graph) printf(", \"micro_batches\": %d", parts_of(&pt[i]));
-            if (pt[i].fits) printf(", \"optimal\": %s", pt[i].optimal == 1 ? "true" : "\"unknown\"");
+            if (pt[i].fits)
+                printf(", \"optimal\": %s, \"planned_at_bytes\": %lld", pt[i].optimal == 1 ? "true" : "\"unknown\"",
+                       (long long)pt[i].planned_at);
             printf(", \"solve_seconds\": %.6f, \"from_cache\": %s, \"note\": ", pt[i].seconds,
                    pt[i].from_cache ? "true" : "false");
             if (notes[i]) json_string(notes[i]);
@@ -78,12 +80,12 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
     int csv = !strcmp(fmt, "csv");
     if (csv)
         printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds,"
-               "micro_batches,from_cache,optimal,note\n");
+               "micro_batches,from_cache,optimal,planned_at_bytes,note\n");
     else
         printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s%s  optimal\n",
                what, solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
                "workspace", "peak live", "overhead", "seconds", o->graph ? "" : "  parts");
-    int cached = 0;
+    int cached = 0, carried = 0;
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
         cached += q->from_cache;
@@ -92,10 +94,11 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
         double pct = all > 0 ? 100.0 * (double)q->budget / (double)all : 100.0;
         double ovh = 100.0 * mg_recompute_overhead(q->once, q->executed);
         if (csv && q->fits)
-            printf("%lld,%.2f,1,%lld,%lld,%.17g,%.6f,%d,%d,%s,", (long long)q->budget, pct, (long long)q->workspace,
-                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q), q->from_cache, q->optimal == 1 ? "1" : "");
+            printf("%lld,%.2f,1,%lld,%lld,%.17g,%.6f,%d,%d,%s,%lld,", (long long)q->budget, pct, (long long)q->workspace,
+                   (long long)q->peak, ovh / 100, q->seconds, parts_of(q), q->from_cache, q->optimal == 1 ? "1" : "",
+                   (long long)q->planned_at);
         else if (csv)
-            printf("%lld,%.2f,0,,,,%.6f,,%d,,", (long long)q->budget, pct, q->seconds, q->from_cache);
+            printf("%lld,%.2f,0,,,,%.6f,,%d,,,", (long long)q->budget, pct, q->seconds, q->from_cache);
         if (csv) {
             csv_string(notes[i]);
             putchar('\n');
@@ -103,10 +106,15 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
             printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f", (long long)q->budget, pct, (long long)q->workspace,
                    (long long)q->peak, ovh, q->seconds);
             if (!o->graph) printf(" %6d", parts_of(q)); /* (a --graph has no batch to split) */
-            printf("  %s\n", q->optimal == 1 ? "proven" : "unknown");
+            printf("  %s", q->optimal == 1 ? "proven" : "unknown");
+            if (q->planned_at != q->budget) printf("  planned at %lld", (long long)q->planned_at), carried++;
+            putchar('\n');
         } else
             printf("%14lld %6.1f%% %14s %14s %10s %9.3f\n", (long long)q->budget, pct, "no plan", "", "", q->seconds);
     }
+    if (!csv && carried)
+        printf("(%d of %d points say 'planned at B': they keep the plan of the smaller budget B, which recomputes "
+               "less than their own; `plan --budget B` gives it)\n", carried, n);
     if (!csv && cached)
         printf("(%d of %d points from the plan cache: their seconds are those of the planning that made them; "
                "--no-cache plans afresh)\n", cached, n);
@@ -132,6 +140,27 @@ static void write_sweep_svg(FILE *out, const void *ctx)
 static int overhead_below(const mg_plan *a, const mg_plan *b)
 {
     return a->flops_executed * b->flops_once < b->flops_executed * a->flops_once;
+}
+
+/* a and b are one plan: the same steps and buffers, placed alike (a point whose planning
+ * returned the plan of the point before, cheaper than its own: mg_solve_from) */
+static int same_plan(const mg_plan *a, const mg_plan *b)
+{
+    if (a->nsteps != b->nsteps || a->nbufs != b->nbufs || a->workspace_bytes != b->workspace_bytes ||
+        a->flops_executed != b->flops_executed)
+        return 0;
+    for (int i = 0; i < a->nsteps; i++) {
+        const mg_step *x = &a->steps[i], *y = &b->steps[i];
+        if (x->kind != y->kind || x->node != y->node || x->recompute != y->recompute || x->scratch != y->scratch)
+            return 0;
+    }
+    for (int i = 0; i < a->nbufs; i++) {
+        const mg_buffer *x = &a->bufs[i], *y = &b->bufs[i];
+        if (x->bytes != y->bytes || x->first != y->first || x->last != y->last || x->offset != y->offset ||
+            x->node != y->node)
+            return 0;
+    }
+    return 1;
 }
 
 int mg_cmd_sweep(mg_drv_options *o)
@@ -237,6 +266,7 @@ int mg_cmd_sweep(mg_drv_options *o)
                     q->peak = s.plan->peak_live_bytes;
                     q->once = s.plan->flops_once;
                     q->executed = s.plan->flops_executed;
+                    q->planned_at = prev && same_plan(prev, s.plan) ? q[-1].planned_at : q->budget;
                     mg_plan_free(prev);
                     prev = s.plan; /* (no plan on an error) */
                 }
@@ -253,15 +283,22 @@ int mg_cmd_sweep(mg_drv_options *o)
                     mg_planned_free(&c.plan); /* (prevp's workspace is under the smaller budget before) */
                     /* proven at that budget, not at this one, unless it recomputes nothing */
                     q->optimal = prevp.train->flops_executed == prevp.train->flops_once ? 1 : -1;
+                    q->planned_at = q[-1].planned_at;
                 } else {
                     mg_planned_free(&prevp);
                     prevp = c.plan;
                     q->optimal = prevp.optimal == 1 ? 1 : -1;
+                    q->planned_at = q->budget;
                 }
                 c.plan = (mg_planned){0};
                 if (!rc && (q->fits = prevp.train != NULL)) {
                     q->workspace = prevp.workspace_bytes;
-                    q->peak = prevp.train->peak_live_bytes;
+                    /* the training step's or the forward function's, the larger, as `plan` reports
+                     * it (the workspace is the larger of the two: a forward pass that peaks higher,
+                     * with an output the loss does not read, made the store-all point's peak 72
+                     * times below its workspace) */
+                    q->peak = prevp.train->peak_live_bytes > prevp.forward->peak_live_bytes ? prevp.train->peak_live_bytes
+                                                                                           : prevp.forward->peak_live_bytes;
                     q->once = prevp.train->flops_once;
                     q->executed = prevp.train->flops_executed;
                     q->parts = prevp.micro_batches;

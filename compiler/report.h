@@ -109,6 +109,8 @@ typedef struct mg_sweep_point {
     int parts; /* into how many micro-batches the plan splits the batch (0 or 1: whole) */
     int from_cache; /* the point's plan came from the plan cache (seconds: of the planning that made it) */
     int optimal;    /* 1: the point's plan is proven optimal at its budget; -1: not known */
+    int64_t planned_at; /* the budget whose planning made the plan: a smaller point's, where the
+                           point keeps that plan (cheaper than its own), else its own budget */
 } mg_sweep_point;
 typedef struct mg_sweep_curve {
     const char *solver;
