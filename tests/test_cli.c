@@ -3517,6 +3517,47 @@ START_TEST(test_header_of_a_model_without_inputs_or_outputs)
 }
 END_TEST
 
+/* The header states once what alignment each buffer needs, as the generated code assumes it: the
+ * element's size, and 8 bytes for a workspace that holds f64 (mlp at 50% runs in micro-batches and
+ * carries cross_entropy's f64 sum from part to part; its forward does not). The README said the
+ * workspace needed no alignment. It also shows the spelling of inputs[] that converts in C, says
+ * that an f64 loss comes back rounded to float, and names NAME_forward_train with its prefix (it
+ * said "_forward_train"). */
+START_TEST(test_header_states_alignment)
+{
+    char *out, mlp[4200];
+    snprintf(mlp, sizeof mlp, "%s/examples/mlp.mg", MG_SOURCE_DIR);
+    int rc = mg(&out, "compile '%s' --budget 50%% -o '%s' --header '%s' --no-cache -O0", mlp, path("m.o"), path("m.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("m.h"));
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(strstr(h, " * Alignment: the workspace must be aligned to at least 8 bytes (4 for mlp_forward alone), the\n"
+                            " * params and grads blobs and each input and output to 4; the generated code assumes no more,\n"
+                            " * and malloc's alignment suffices.\n") &&
+                      strstr(h, "const void *inputs[] = {x, y}; */\n") && !strstr(h, "needs no alignment"),
+                  "%s", h);
+    free(h);
+    const char *m = write_model("dbl.mg", "model dbl\ninput x: f64[8, 4]\ninput y: i32[8]\nparam w: f64[4, 3]\n"
+                                          "param s: f64[3] = ones\nparam t: f64[3] = zeros\n"
+                                          "logits = batch_norm(x @ w, s, t)\nloss = cross_entropy(logits, y)\n"
+                                          "output logits\nminimize loss\n");
+    rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0", m, path("d.o"), path("d.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    h = tu_read(path("d.h"));
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(strstr(h, " * Alignment: the workspace, the params and grads blobs and the state blob must be aligned to at\n"
+                            " * least 8 bytes, each input and output to its element's size (4 bytes for f32 and i32, 8 for\n"
+                            " * f64); the generated code assumes no more, and malloc's alignment suffices.\n") &&
+                      strstr(h, " * The scalar is f64 and returned rounded to float") &&
+                      strstr(h, "/* all dbl_forward and dbl_forward_train touch of it: a prefix */") &&
+                      !strstr(h, " _forward_train"),
+                  "%s", h);
+    free(h);
+}
+END_TEST
+
 /* Figures of one byte are "1 byte": the budget refusal, `plan --bytes`, `plan --graph`, the sweep's
  * heading and `arena` all printed "(1 bytes)" or "1 bytes" (review18). */
 START_TEST(test_one_byte_is_singular)
@@ -4408,6 +4449,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_cache_build_id_is_memgrads);
         tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
+        tcase_add_test(b, test_header_states_alignment);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
