@@ -51,6 +51,11 @@ int mg_fuse_chain(const mg_plan *pl, const mg_graph *g, int s);
  * steps they cover. */
 int mg_fuse_count(const mg_plan *pl, const mg_graph *g, int *steps_fused);
 
+/* program_hash.c: the hash of what p's object does with the caller's memory (the model, the
+ * sizes, both plans), which its header repeats as NAME_PLAN_HASH and the object holds as
+ * NAME_plan_hash. */
+uint64_t mg_program_hash(const mg_program *p);
+
 /* header.c: the C header text for p, malloc'd; the caller frees it. object, header: the -o and
  * --header paths, whose file names the header's opening comment gives (NULL: none). */
 char *mg_header_text(const mg_program *p, const char *object, const char *header);

@@ -1103,7 +1103,7 @@ static int is_export(const mg_graph *g, const char *name)
             !strcmp(name + k + 1, "init_params") || !strcmp(name + k + 1, "params_desc") ||
             !strcmp(name + k + 1, "inputs_desc") || !strcmp(name + k + 1, "outputs_desc") ||
             !strcmp(name + k + 1, "forward_train") || !strcmp(name + k + 1, "init_state") ||
-            !strcmp(name + k + 1, "state_desc"));
+            !strcmp(name + k + 1, "state_desc") || !strcmp(name + k + 1, "plan_hash"));
 }
 
 /* Internal linkage for everything but the model's API; every function retargeted. */
@@ -1359,6 +1359,13 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, int want_ll, m
         free(poff);
         free(onodes);
         free(onames);
+        /* const uint64_t NAME_plan_hash: the header's NAME_PLAN_HASH, for the caller to check
+         * that the header it compiled with is this object's (program_hash.c) */
+        char name[300];
+        snprintf(name, sizeof name, "%s_plan_hash", g->model_name);
+        LLVMValueRef hv = LLVMAddGlobal(c.mod, c.i64, name);
+        LLVMSetInitializer(hv, LLVMConstInt(c.i64, mg_program_hash(p), 0));
+        LLVMSetGlobalConstant(hv, 1);
     }
     if (c.failed) {
         st = MG_ERR;

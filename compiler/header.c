@@ -112,114 +112,6 @@ static char *shell_word(const char *s)
     return q;
 }
 
-/* The alignment the generated code assumes of a buffer holding elements of dt: the element's
- * size. Every access to a caller's buffer is a load or store of whole elements (the fused loops
- * with the target's ABI alignment, the kernels with their own: f64 at 8 bytes also on i686,
- * whose C aligns a double in a struct to 4), or byte-wise (copies, zeroing the blobs' padding).
- * Tensors lie at multiples of MG_ALIGN from a buffer's start, but nothing assumes more of that
- * start: the GEMM and convolution kernels round their scratch up to 64 bytes themselves, and the
- * wider alignments in the IR are of those rounded pointers and of the kernels' stack tiles. */
-static int elem_align(mg_dtype dt) { return (int)mg_dtype_size(dt); }
-
-/* What a plan keeps in the workspace needs: its widest element (4 at least; kernel scratch,
- * node -1, aligns itself). A step in micro-batches keeps f64 sums there in an f32 model too
- * (cross_entropy's and batch_norm's, carried from part to part). */
-static int plan_ws_align(const mg_plan *pl, const mg_graph *g)
-{
-    const mg_graph *pg = pl->g ? pl->g : g;
-    int a = 4;
-    for (int i = 0; i < pl->nbufs; i++)
-        if (pl->bufs[i].node >= 0 && elem_align(pg->nodes[pl->bufs[i].node].type.dtype) > a)
-            a = elem_align(pg->nodes[pl->bufs[i].node].type.dtype);
-    return a;
-}
-
-/* Appends words to o as comment lines (" * " and at most 96 columns). */
-static void put_wrapped(out *o, const char *text)
-{
-    const char *s = text;
-    while (*s) {
-        size_t n = strlen(s);
-        if (n > 93) {
-            n = 93;
-            while (n > 0 && s[n] != ' ') n--;
-            if (n == 0) n = strcspn(s, " ");
-        }
-        put(o, " * %.*s\n", (int)n, s);
-        s += n;
-        while (*s == ' ') s++;
-    }
-}
-
-/* The header's one statement of alignment: what each buffer the caller passes must be aligned
- * to in this compile (the README once said the workspace needed none, while the code loads f32
- * with 4-byte and f64 with 8-byte alignment, on which strict-alignment targets such as ARMv7
- * fault). Buffers that need the same are named together; the inputs and outputs by their
- * elements' size where these differ. */
-static void put_alignment(out *o, const mg_program *p, int nstate, const mg_state_entry *sent)
-{
-    const mg_graph *g = p->g;
-    const char *m = g->model_name;
-    int ws_train = plan_ws_align(p->train, g), ws_fwd = plan_ws_align(p->forward, g);
-    int ws = ws_train > ws_fwd ? ws_train : ws_fwd;
-    int par = 4, st = 4, io = 0; /* io: the inputs' and outputs' common alignment, -1 none */
-    for (int i = 0; i < g->nparams; i++)
-        if (elem_align(g->nodes[g->params[i]].type.dtype) > par) par = elem_align(g->nodes[g->params[i]].type.dtype);
-    for (int i = 0; i < nstate; i++)
-        if (sent[i].node >= 0 && elem_align(g->nodes[sent[i].node].type.dtype) > st)
-            st = elem_align(g->nodes[sent[i].node].type.dtype);
-    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-        int a = elem_align(g->nodes[i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs].node].type.dtype);
-        io = io == 0 || io == a ? a : -1;
-    }
-    const char *names[4];
-    int aligns[4], k = 0;
-    if (p->workspace_bytes > 0) names[k] = "the workspace", aligns[k++] = ws;
-    if (g->nparams) names[k] = "the params and grads blobs", aligns[k++] = par;
-    if (nstate) names[k] = "the state blob", aligns[k++] = st;
-    if (io > 0) names[k] = g->ninputs && g->noutputs ? "each input and output" : g->ninputs ? "each input" : "each output",
-                aligns[k++] = io;
-    if (k == 0 && io == 0) return;
-    char text[1200];
-    int fwd = ws_fwd < ws && p->workspace_bytes > 0;
-    size_t len = 0;
-#define ADD(...) (len += (size_t)snprintf(text + len, len < sizeof text ? sizeof text - len : 0, __VA_ARGS__))
-    int all = io >= 0 && !fwd;
-    for (int i = 1; i < k; i++) all &= aligns[i] == aligns[0];
-    if (all) {
-        ADD("Alignment: every buffer passed (");
-        for (int i = 0; i < k; i++) ADD("%s%s", i == 0 ? "" : i + 1 == k ? " and " : ", ", names[i]);
-        ADD(") must be aligned to at least %d bytes;", aligns[0]);
-    } else {
-        /* the widest first: "X and Y must be aligned to at least 8 bytes, Z to 4, each input ..." */
-        ADD("Alignment: ");
-        int first = 1;
-        for (int a = 8; a >= 4; a -= 4) {
-            int n = 0, cnt = 0;
-            for (int i = 0; i < k; i++) cnt += aligns[i] == a;
-            if (!cnt) continue;
-            if (!first) ADD(", ");
-            for (int i = 0; i < k; i++)
-                if (aligns[i] == a) {
-                    ADD("%s%s", n == 0 ? "" : n + 1 == cnt ? " and " : ", ", names[i]);
-                    n++;
-                }
-            if (first) ADD(" must be aligned to at least %d bytes", a);
-            else ADD(" to %d", a);
-            if (fwd && aligns[0] == a) ADD(cnt == 1 ? " (%d for %s_forward alone)" : " (the workspace %d for "
-                                                        "%s_forward alone)", ws_fwd, m);
-            first = 0;
-        }
-        if (io < 0)
-            ADD("%seach input and output%s to its element's size (4 bytes for f32 and i32, 8 for f64)",
-                first ? "" : ", ", first ? " must be aligned" : "");
-        ADD(";");
-    }
-    ADD(" the generated code assumes no more, and malloc's alignment suffices.");
-#undef ADD
-    put_wrapped(o, text);
-}
-
 char *mg_header_text(const mg_program *p, const char *object, const char *header)
 {
     const mg_graph *g = p->g;
@@ -249,12 +141,12 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
             " * hold %s_WORKSPACE_BYTES bytes; params and grads blobs %s_PARAM_BYTES bytes each (see\n"
             " * %s_params_desc for the layout).\n",
         M, M, m);
-    mg_state_entry *sent = calloc(2 * (size_t)g->n + 1, sizeof *sent);
-    if (!sent) abort();
-    mg_state_layout(g, sent, NULL);
-    put_alignment(&o, p, nstate, sent);
-    free(sent);
-    put(&o, " *\n");
+    /* the README once said the workspace needed no alignment, while the code loads f32 and i32
+     * with 4-byte and f64 with 8-byte alignment (the kernels' f64 at 8 also on i686), which
+     * strict-alignment targets such as ARMv7 fault on; tensors lie at multiples of 64 bytes from
+     * a buffer's start, but nothing relies on more of that start than its elements' size */
+    put(&o, " * Every buffer passed must be aligned to 8 bytes (the code assumes each one aligned to its\n"
+            " * elements' size, 4 or 8, and no more): malloc's alignment suffices.\n *\n");
     /* a model may declare no input or no output: an empty list under a heading would read as if
      * something had been lost, so the header says what that means for the caller instead */
     if (g->ninputs) {
@@ -334,6 +226,9 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
         (long long)p->param_bytes);
     put(&o, "#define %s_MODEL_HASH      0x%016llxULL  /* structural hash of the model */\n", M,
         (unsigned long long)mg_graph_hash(p->model ? p->model : g));
+    /* the model hash is the same at every budget: this one is of the plans too (program_hash.c) */
+    put(&o, "#define %s_PLAN_HASH       0x%016llxULL  /* the object compiled with this header has %s_plan_hash "
+            "equal to it */\n", M, (unsigned long long)mg_program_hash(p), m);
     put(&o, "#define %s_NUM_PARAMS      %d\n#define %s_NUM_INPUTS      %d\n#define %s_NUM_OUTPUTS     %d\n", M,
         g->nparams, M, g->ninputs, M, g->noutputs);
     put(&o, "#define %s_HAS_STATE       %d  /* 1: the functions below take a state blob */\n", M, nstate ? 1 : 0);
@@ -346,6 +241,10 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
     put(&o, "extern const mg_tensor_desc %s_inputs_desc[];   /* inputs in declaration order */\n", m);
     put(&o, "extern const mg_tensor_desc %s_outputs_desc[];  /* outputs in declaration order */\n", m);
     if (nstate) put(&o, "extern const mg_tensor_desc %s_state_desc[];    /* offsets into the state blob */\n", m);
+    put(&o, "/* The object's own %s_PLAN_HASH: a program built with another compile's header (another\n"
+            " * budget, solver or model) has sizes and offsets that do not hold for the object. Check it\n"
+            " * at startup: if (%s_plan_hash != %s_PLAN_HASH) abort(); */\n"
+            "extern const uint64_t %s_plan_hash;\n", M, m, M, m);
     put(&o, "\n");
     put(&o, "/* Fills params with each parameter's initializer; the same seed gives the same values. */\n");
     put(&o, "void  %s_init_params(void *params, uint64_t seed);\n", m);
@@ -353,18 +252,9 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
      * (-Wincompatible-pointer-types, an error from GCC 14 on), so the header shows the spelling
      * that does, with the model's input names where they are C identifiers */
     if (g->ninputs) {
-        int idents = 1;
-        for (int i = 0; i < g->ninputs; i++) {
-            const char *nm = g->nodes[g->inputs[i]].name;
-            idents &= nm && (isalpha((unsigned char)nm[0]) || nm[0] == '_') &&
-                      strspn(nm, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(nm);
-        }
         put(&o, "/* inputs[]: an array of const void *, in the order above (void *[] is an error in C from GCC 14): "
                 "const void *inputs[] = {");
-        for (int i = 0; i < g->ninputs && i < 4; i++) {
-            if (idents) put(&o, "%s%s", i ? ", " : "", g->nodes[g->inputs[i]].name);
-            else put(&o, "%sin%d", i ? ", " : "", i);
-        }
+        for (int i = 0; i < g->ninputs && i < 4; i++) put(&o, "%s%s", i ? ", " : "", g->nodes[g->inputs[i]].name);
         put(&o, "%s}; */\n", g->ninputs > 4 ? ", ..." : "");
     }
     const mg_node *loss = &(p->train->g ? p->train->g : g)->nodes[p->train->result];

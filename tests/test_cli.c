@@ -3517,10 +3517,8 @@ START_TEST(test_header_of_a_model_without_inputs_or_outputs)
 }
 END_TEST
 
-/* The header states once what alignment each buffer needs, as the generated code assumes it: the
- * element's size, and 8 bytes for a workspace that holds f64 (mlp at 50% runs in micro-batches and
- * carries cross_entropy's f64 sum from part to part; its forward does not). The README said the
- * workspace needed no alignment. It also shows the spelling of inputs[] that converts in C, says
+/* The header states what alignment every buffer needs: 8 bytes (the code assumes each buffer
+ * aligned to its elements' size). The README said the workspace needed no alignment. It also shows the spelling of inputs[] that converts in C, says
  * that an f64 loss comes back rounded to float, and names NAME_forward_train with its prefix (it
  * said "_forward_train"). */
 START_TEST(test_header_states_alignment)
@@ -3532,9 +3530,8 @@ START_TEST(test_header_states_alignment)
     free(out);
     char *h = tu_read(path("m.h"));
     ck_assert_ptr_nonnull(h);
-    ck_assert_msg(strstr(h, " * Alignment: the workspace must be aligned to at least 8 bytes (4 for mlp_forward alone), the\n"
-                            " * params and grads blobs and each input and output to 4; the generated code assumes no more,\n"
-                            " * and malloc's alignment suffices.\n") &&
+    ck_assert_msg(strstr(h, " * Every buffer passed must be aligned to 8 bytes (the code assumes each one aligned to its\n"
+                            " * elements' size, 4 or 8, and no more): malloc's alignment suffices.\n") &&
                       strstr(h, "const void *inputs[] = {x, y}; */\n") && !strstr(h, "needs no alignment"),
                   "%s", h);
     free(h);
@@ -3547,14 +3544,39 @@ START_TEST(test_header_states_alignment)
     free(out);
     h = tu_read(path("d.h"));
     ck_assert_ptr_nonnull(h);
-    ck_assert_msg(strstr(h, " * Alignment: the workspace, the params and grads blobs and the state blob must be aligned to at\n"
-                            " * least 8 bytes, each input and output to its element's size (4 bytes for f32 and i32, 8 for\n"
-                            " * f64); the generated code assumes no more, and malloc's alignment suffices.\n") &&
-                      strstr(h, " * The scalar is f64 and returned rounded to float") &&
+    ck_assert_msg(strstr(h, " * The scalar is f64 and returned rounded to float") &&
                       strstr(h, "/* all dbl_forward and dbl_forward_train touch of it: a prefix */") &&
                       !strstr(h, " _forward_train"),
                   "%s", h);
     free(h);
+}
+END_TEST
+
+/* A header from another compile is caught: the object holds NAME_plan_hash, equal to its own
+ * header's NAME_PLAN_HASH and not to that of a compile at another budget, whose sizes do not hold
+ * for it (the review of 2026-12-06: a stale header compiled, linked and wrote past the
+ * workspace it allocated, the model hash being the same at every budget). */
+START_TEST(test_plan_hash_catches_a_stale_header)
+{
+    char *out, mlp[4200], cmd[9000];
+    snprintf(mlp, sizeof mlp, "%s/examples/mlp.mg", MG_SOURCE_DIR);
+    int rc = mg(&out, "compile '%s' --budget 50%% -o '%s' --header '%s' --no-cache -O0", mlp, path("m50.o"), path("mlp.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "compile '%s' -o '%s' --no-cache -O0", mlp, path("mall.o"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    write_model("app.c", "#include \"mlp.h\"\n#include <stdio.h>\n"
+                         "int main(void)\n{\n    puts(mlp_plan_hash == MLP_PLAN_HASH ? \"same\" : \"stale\");\n"
+                         "    return 0;\n}\n");
+    const char *objs[] = {"m50.o", "mall.o"}, *says[] = {"same\n", "stale\n"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -pedantic -Wall -Wextra -Werror app.c %s -lm -o app && ./app",
+                 dir, MG_CC, objs[i]);
+        rc = tu_run(cmd, &out);
+        ck_assert_msg(rc == 0 && !strcmp(out, says[i]), "mlp.h of 50%% with %s: exited %d:\n%s", objs[i], rc, out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -4450,6 +4472,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_header_states_alignment);
+        tcase_add_test(b, test_plan_hash_catches_a_stale_header);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
