@@ -245,6 +245,10 @@ int main(int argc, char **argv)
             }
     }
 
+    if (FN(plan_hash) != UP(PLAN_HASH)) { /* a header from another compile: its sizes do not hold */
+        fprintf(stderr, "train: the model's header is not the one compiled with its object: build both again\n");
+        return 1;
+    }
     void *params = calloc(1, UP(PARAM_BYTES)), *grads = calloc(1, UP(PARAM_BYTES));
     void *vel = calloc(1, UP(PARAM_BYTES)), *ws = malloc(UP(WORKSPACE_BYTES) ? UP(WORKSPACE_BYTES) : 1);
     float *xb = malloc((size_t)B * 784 * sizeof(float));
