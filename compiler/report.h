@@ -17,6 +17,17 @@
 enum { MG_COST_TEXT_MAX = 320 };
 void mg_cost_text(double v, char out[MG_COST_TEXT_MAX]);
 
+/* report_escape.c: names and paths in the formats the reports write, always valid UTF-8: a
+ * well-formed UTF-8 sequence passes through, every other byte becomes U+FFFD (JSON: \ufffd).
+ * mg_json_escape writes s as a quoted JSON string ("" for NULL) into buf, cut to cap - 1 bytes
+ * and NUL-terminated, and returns its whole length, as snprintf does; mg_json_write_string
+ * writes it to out. mg_xml_write_text writes s as XML text or attribute value (& < > " escaped);
+ * mg_dot_write_string as the inside of a DOT "..." string. */
+size_t mg_json_escape(char *buf, size_t cap, const char *s);
+void mg_json_write_string(FILE *out, const char *s);
+void mg_xml_write_text(FILE *out, const char *s);
+void mg_dot_write_string(FILE *out, const char *s);
+
 typedef struct mg_plan_report_info {
     const char *solver;   /* the solver asked for */
     uint64_t model_hash;

@@ -4,24 +4,16 @@
  * carry the name, op, type and the decision; decisions come from mg_report_figures. */
 #include "report.h"
 
-static void dot_str(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', out);
-        fputc(*s, out);
-    }
-}
-
 void mg_report_dot(FILE *out, const mg_report_figures *f)
 {
     static const char *const fill[] = {"#1f5fae", "#e8431c", "#9cc3e8", "#8fd18f", "#f5e27a"};
     static const char *const font[] = {"white", "white", "black", "black", "black"};
     const mg_graph *g = f->g;
     fprintf(out, "digraph \"");
-    dot_str(out, g->model_name);
+    mg_dot_write_string(out, g->model_name);
     fprintf(out, "\" {\n  // memgrad dot: the joint graph; colours are the plan's decisions\n");
     fprintf(out, "  graph [rankdir=TB, fontname=\"Helvetica\", label=\"");
-    dot_str(out, g->model_name);
+    mg_dot_write_string(out, g->model_name);
     fprintf(out, ": %d recomputation step%s, recompute overhead %.1f%%", f->recompute_steps, mg_plural(f->recompute_steps),
             100.0 * f->recompute_overhead);
     /* a plan in parts draws the graph split into them: the label says so, as the plan report
@@ -35,7 +27,7 @@ void mg_report_dot(FILE *out, const mg_report_figures *f)
         char name[64], shape[80];
         const char *nm = mg_report_tensor_name(g, i, name, sizeof name);
         fprintf(out, "  n%d [label=\"", i);
-        dot_str(out, nm);
+        mg_dot_write_string(out, nm);
         fprintf(out, "\\n%s %s%s", mg_ops[n->op].name, mg_dtype_name(n->type.dtype), mg_shape_str(&n->type.shape, shape, sizeof shape));
         if (r < 0) {
             fprintf(out, "\", shape=ellipse, fillcolor=\"#dddddd\", fontcolor=black];\n");

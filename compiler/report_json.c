@@ -48,16 +48,15 @@ static void put_num(sbuf *b, double v)
     put(b, "%s", s);
 }
 
+/* s as a JSON string: mg_json_escape (report_escape.c), as every report writes names */
 static void put_str(sbuf *b, const char *s)
 {
-    put(b, "\"");
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') put(b, "\\%c", c);
-        else if (c < 0x20) put(b, "\\u%04x", c);
-        else put(b, "%c", c);
-    }
-    put(b, "\"");
+    size_t n = mg_json_escape(NULL, 0, s);
+    char *e = malloc(n + 1);
+    if (!e) abort();
+    mg_json_escape(e, n + 1, s);
+    put(b, "%s", e);
+    free(e);
 }
 
 static const char *mem_name(mg_mem m)

@@ -22,17 +22,6 @@ enum { W = 1280, H = 660, ML = 96, MR = 24, MT = 78, MB = 96 };
 static const char *const C_KEPT = "#1f5fae", *const C_FREED = "#9cc3e8", *const C_RECOMP = "#e8431c",
                          *const C_DROPPED = "#f6b26b", *const C_BACK = "#4e9a4e", *const C_SCRATCH = "#b8b8b8";
 
-static void xml_text(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", out);
-        else if (*s == '<') fputs("&lt;", out);
-        else if (*s == '>') fputs("&gt;", out);
-        else if (*s == '"') fputs("&quot;", out);
-        else fputc(*s, out);
-    }
-}
-
 /* A round step for about `n` ticks over [0, max]: 1, 2 or 5 times a power of ten; for bytes,
  * that times a power of 1024 (so ticks read 512 KiB, 1 MiB, 2 MiB rather than 1000.0 KiB). */
 static double nice_step(double max, int n, int bytes)
@@ -78,11 +67,11 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
     char h1[32], h2[32], h3[32];
     header(out, W, H);
     fprintf(out, "<title>");
-    xml_text(out, g->model_name);
+    mg_xml_write_text(out, g->model_name);
     fprintf(out, ": memory timeline of the training step</title>\n");
     /* title line */
     fprintf(out, "<text x=\"%d\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", ML);
-    xml_text(out, g->model_name);
+    mg_xml_write_text(out, g->model_name);
     fprintf(out, " \xe2\x80\x94 workspace over the training step</text>\n");
     fprintf(out, "<text x=\"%d\" y=\"44\" font-size=\"13\" fill=\"#333\">", ML);
     if (f->budget_bytes != INT64_MAX) fprintf(out, "budget %s, ", mg_human_bytes(f->budget_bytes, h1, sizeof h1));
@@ -138,7 +127,7 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
         double x0 = X(b->first), x1 = X(b->last + 1), y0 = Y(b->offset + b->bytes), y1 = Y(b->offset);
         fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>", x0, y0,
                 x1 - x0, y1 - y0 > 0.3 ? y1 - y0 : 0.3, color);
-        xml_text(out, nm);
+        mg_xml_write_text(out, nm);
         fprintf(out, "%s, %s, steps %d-%d, offset %lld: %s</title></rect>\n", shape,
                 mg_human_bytes(b->bytes, h1, sizeof h1), b->first, b->last, (long long)b->offset, what);
     }
@@ -155,7 +144,7 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
             char name[64];
             fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"14\" fill=\"%s\"><title>step %d: recompute ",
                     X(s), MT - 18, X(s + 1) - X(s) > 1 ? X(s + 1) - X(s) : 1, C_RECOMP, s);
-            xml_text(out, mg_report_tensor_name(g, t->steps[s].node, name, sizeof name));
+            mg_xml_write_text(out, mg_report_tensor_name(g, t->steps[s].node, name, sizeof name));
             fprintf(out, "</title></rect>\n");
         }
     /* budget and workspace */
@@ -210,10 +199,10 @@ void mg_sweep_svg(FILE *out, const char *what, int64_t store_all, int64_t min_fe
     if (strrchr(what, '/')) what = strrchr(what, '/') + 1; /* a --graph file: its name is enough */
     header(out, SW, SH);
     fprintf(out, "<title>");
-    xml_text(out, what);
+    mg_xml_write_text(out, what);
     fprintf(out, ": recompute overhead against the budget</title>\n<text x=\"%d\" y=\"28\" font-size=\"17\" "
                  "font-weight=\"bold\">", ML);
-    xml_text(out, what);
+    mg_xml_write_text(out, what);
     fprintf(out, " \xe2\x80\x94 recompute overhead against the budget</text>\n");
     fprintf(out, "<text x=\"%d\" y=\"48\" font-size=\"13\" fill=\"#333\">store-all workspace %s, minimum feasible %s</text>\n",
             ML, mg_human_bytes(store_all, h1, sizeof h1), mg_human_bytes(min_feasible, h2, sizeof h2));
@@ -238,7 +227,7 @@ void mg_sweep_svg(FILE *out, const char *what, int64_t store_all, int64_t min_fe
     for (int k = 0; k < ncurves; k++) {
         const char *c = colors[k % 4];
         fprintf(out, "<g><title>");
-        xml_text(out, curves[k].solver);
+        mg_xml_write_text(out, curves[k].solver);
         fprintf(out, "</title>");
         if (curves[k].n > 1) {
             fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
@@ -257,7 +246,7 @@ void mg_sweep_svg(FILE *out, const char *what, int64_t store_all, int64_t min_fe
             /* filled where the plan is proven optimal at its budget, hollow where that is not known */
             fprintf(out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%d\" fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"><title>",
                     SX(100.0 * (double)q->budget / all), SY(o), curves[k].n > 1 ? 4 : 7, q->optimal == 1 ? c : "#fff", c);
-            xml_text(out, curves[k].solver);
+            mg_xml_write_text(out, curves[k].solver);
             fprintf(out, ": budget %s, workspace %s, overhead %.2f%%, %s</title></circle>",
                     mg_human_bytes(q->budget, h1, sizeof h1), mg_human_bytes(q->workspace, h2, sizeof h2), o,
                     q->optimal == 1 ? "proven optimal" : "optimality not proven");
@@ -265,7 +254,7 @@ void mg_sweep_svg(FILE *out, const char *what, int64_t store_all, int64_t min_fe
         fprintf(out, "</g>\n<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>"
                      "<text x=\"%.0f\" y=\"%d\">", ML + pw + 20, ML + pw + 44, MT + 20 + 22 * k, MT + 20 + 22 * k, c,
                 ML + pw + 50, MT + 24 + 22 * k);
-        xml_text(out, curves[k].solver);
+        mg_xml_write_text(out, curves[k].solver);
         fprintf(out, "</text>\n");
     }
     double ly = MT + 20 + 22 * ncurves + 14; /* the points' key */

@@ -9,29 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c < 0x20) fprintf(out, "\\u%04x", c);
-        else fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 void mg_report_trace(FILE *out, const mg_report_figures *f)
 {
     const mg_graph *g = f->g;
     const mg_plan *t = f->p->train;
     fprintf(out, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"model\": ");
-    json_str(out, g->model_name);
+    mg_json_write_string(out, g->model_name);
     fprintf(out, ", \"model_hash\": \"0x%016llx\", \"solver\": \"%s\", \"workspace_bytes\": %lld, "
                  "\"recompute_overhead\": %.6f, \"time\": \"FLOPs at 1 GFLOP/s, not measured\"},\n\"traceEvents\": [\n",
             (unsigned long long)f->model_hash, f->solver, (long long)f->workspace_bytes, f->recompute_overhead);
     fprintf(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": 1, \"tid\": 1, \"args\": {\"name\": ");
-    json_str(out, g->model_name);
+    mg_json_write_string(out, g->model_name);
     fprintf(out, "}},\n{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": 1, \"tid\": 1, \"args\": "
                  "{\"name\": \"train_step\"}}");
     double ts = 0;
@@ -55,7 +43,7 @@ void mg_report_trace(FILE *out, const mg_report_figures *f)
             backward = 1;
         }
         fprintf(out, ",\n{\"name\": ");
-        json_str(out, nm);
+        mg_json_write_string(out, nm);
         fprintf(out, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": "
                      "{\"step\": %d, \"node\": %d, \"op\": \"%s\", \"type\": \"%s%s\", \"flops\": %.0f, \"phase\": \"%s\"",
                 cat, ts, dur, s, st->node, mg_ops[n->op].name, mg_dtype_name(n->type.dtype),

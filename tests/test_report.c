@@ -517,6 +517,113 @@ START_TEST(test_outputs_are_safe)
 }
 END_TEST
 
+/* Whether s is well-formed UTF-8 (RFC 3629), checked apart from memgrad's own decoder: each
+ * sequence decoded, then held to its shortest form, outside the surrogates, up to U+10FFFF. */
+static int valid_utf8(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int len = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+        if (!len) return 0;
+        unsigned long cp = len == 1 ? *p : *p & (0xffu >> (len + 1));
+        for (int i = 1; i < len; i++) {
+            if ((p[i] & 0xc0) != 0x80) return 0;
+            cp = cp << 6 | (p[i] & 0x3f);
+        }
+        static const unsigned long least[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < least[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return 0;
+        p += len;
+    }
+    return 1;
+}
+
+/* What an escaper wrote to a FILE, malloc'd. */
+static char *written(void (*write)(FILE *, const char *), const char *s)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ck_assert(f != NULL);
+    write(f, s);
+    fclose(f);
+    return buf;
+}
+
+/* Names and paths are bytes, the reports UTF-8 text: the JSON, XML and DOT escapers passed bytes
+ * >= 0x80 through as they came, so a path such as "bad\xff<&>.json" made a JSON Python cannot
+ * decode and an SVG expat calls not well-formed. Well-formed sequences pass, any other byte is
+ * U+FFFD, one per byte (an overlong '/', a surrogate, a code point past U+10FFFF, a cut
+ * sequence), and what each format cannot hold is escaped. */
+START_TEST(test_escapes_make_valid_utf8)
+{
+    static const struct {
+        const char *in, *json, *xml, *dot;
+    } cases[] = {
+        {"plain", "\"plain\"", "plain", "plain"},
+        {"bad\xff<&>.json", "\"bad\\ufffd<&>.json\"", "bad\xef\xbf\xbd&lt;&amp;&gt;.json", "bad\xef\xbf\xbd<&>.json"},
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+         "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"}, /* é € and an emoji */
+        {"\xc0\xaf", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd", "\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xf4\x90\x80\x80!", "\"\\ufffd\\ufffd\\ufffd\\ufffd!\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!",
+         "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!"},
+        {"x\xe2\x82", "\"x\\ufffd\\ufffd\"", "x\xef\xbf\xbd\xef\xbf\xbd", "x\xef\xbf\xbd\xef\xbf\xbd"},
+        {"q\"b\\\x01\t", "\"q\\\"b\\\\\\u0001\\u0009\"", "q&quot;b\\\xef\xbf\xbd\t", "q\\\"b\\\\\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xef\xbf\xbf", "\"\xef\xbf\xbf\"", "\xef\xbf\xbd", "\xef\xbf\xbf"}, /* U+FFFF: no XML character */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[128];
+        size_t n = mg_json_escape(buf, sizeof buf, cases[i].in);
+        ck_assert_msg(!strcmp(buf, cases[i].json) && n == strlen(buf), "case %zu: JSON %s", i, buf);
+        char *j = written(mg_json_write_string, cases[i].in), *x = written(mg_xml_write_text, cases[i].in),
+             *d = written(mg_dot_write_string, cases[i].in);
+        ck_assert_msg(!strcmp(j, cases[i].json), "case %zu: JSON written %s", i, j);
+        ck_assert_msg(!strcmp(x, cases[i].xml), "case %zu: XML %s", i, x);
+        ck_assert_msg(!strcmp(d, cases[i].dot), "case %zu: DOT %s", i, d);
+        ck_assert_msg(valid_utf8(j) && valid_utf8(x) && valid_utf8(d), "case %zu: not UTF-8", i);
+        cJSON *v = cJSON_Parse(j);
+        ck_assert_msg(cJSON_IsString(v), "case %zu: %s does not parse", i, j);
+        cJSON_Delete(v);
+        free(j), free(x), free(d);
+    }
+    /* as snprintf: cut to the buffer, the whole length returned */
+    char small[7];
+    ck_assert_int_eq(mg_json_escape(small, sizeof small, "bad\xff"), 11);
+    ck_assert_str_eq(small, "\"bad\\u");
+    ck_assert_int_eq(mg_json_escape(NULL, 0, NULL), 2);
+}
+END_TEST
+
+/* End to end: a benchmark graph whose file name and node names are not UTF-8 gets a plan JSON
+ * that is UTF-8 (json.load failed on it: UnicodeDecodeError) and a sweep SVG expat reads. */
+START_TEST(test_non_utf8_names_in_reports)
+{
+    char g[4300];
+    snprintf(g, sizeof g, "%s", path("bad\xff<&>.json"));
+    ck_assert_int_eq(tu_write(g, "{\"nodes\": [{\"id\": 0, \"name\": \"in\xff<&>\", \"cost_cpu\": 1, \"cost_ram\": 8},\n"
+                                 " {\"id\": 1, \"name\": \"\xc3\xa9\xed\xa0\x80x\", \"cost_cpu\": 1, \"cost_ram\": 8},\n"
+                                 " {\"id\": 2, \"cost_cpu\": 1, \"cost_ram\": 8, \"backward\": true}],\n"
+                                 " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2}]}\n"),
+                     0);
+    char *out;
+    ck_assert_int_eq(tu_memgrad(&out, "plan --graph '%s' --format json --no-cache 2>/dev/null", g), 0);
+    ck_assert_msg(valid_utf8(out), "plan --graph --format json is not UTF-8:\n%.400s", out);
+    cJSON *j = parse_json(out);
+    free(out);
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j, "nodes");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(nodes, 0), "name")->valuestring,
+                     "in\xef\xbf\xbd<&>");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(nodes, 1), "name")->valuestring,
+                     "\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx");
+    cJSON_Delete(j);
+    ck_assert_int_eq(tu_memgrad(&out, "sweep --graph '%s' --points 2 --svg '%s' --no-cache", g, path("g.svg")), 0);
+    free(out);
+    check_svg(path("g.svg"));
+    char *svg = tu_read(path("g.svg"));
+    ck_assert_msg(strstr(svg, "<title>bad\xef\xbf\xbd&lt;&amp;&gt;.json: "), "the SVG's title:\n%.400s", svg);
+    free(svg);
+}
+END_TEST
+
 /* dot: a node per joint-graph node, an edge per operand, recomputed nodes marked. */
 START_TEST(test_dot)
 {
@@ -653,6 +760,8 @@ int main(void)
     tcase_add_test(tc, test_svg_well_formed);
     tcase_add_test(tc, test_svg_renders_in_chromium);
     tcase_add_test(tc, test_outputs_are_safe);
+    tcase_add_test(tc, test_escapes_make_valid_utf8);
+    tcase_add_test(tc, test_non_utf8_names_in_reports);
     tcase_add_test(tc, test_dot);
     tcase_add_test(tc, test_strip_width_and_help);
     tcase_add_test(tc, test_figures_agree_with_plan);
