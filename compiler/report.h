@@ -73,6 +73,10 @@ typedef struct mg_report_figures {
     int nrows;
     int *row_of_node;           /* g->n entries: index into rows, or -1 */
     int first_backward_step;    /* the first step of a backward node (nsteps if none) */
+    /* per step: 1 in the backward phase (a backward node's step, or a zero step: it writes a
+     * gradient), else 0. A plan in parts runs a part's forward steps after an earlier part's
+     * backward ones, so the phase is each step's own, not "from first_backward_step on" */
+    unsigned char *step_backward;
     int64_t *live_bytes;        /* per step: bytes of the buffers live at it */
     int64_t *high_water;        /* per step: the highest arena byte used by any buffer so far */
 } mg_report_figures;

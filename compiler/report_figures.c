@@ -78,6 +78,9 @@ mg_status mg_report_figures_make(const mg_graph *g, const mg_planned *p, const m
     if (!f->row_of_node) abort();
     for (int i = 0; i < g->n; i++) f->row_of_node[i] = -1;
     f->first_backward_step = t->nsteps;
+    f->step_backward = mg_xcalloc((size_t)t->nsteps + 1, 1);
+    for (int s = 0; s < t->nsteps; s++)
+        f->step_backward[s] = t->steps[s].node >= g->nforward || t->steps[s].kind == MG_STEP_ZERO;
     f->fused_chains = mg_fuse_count(t, g, &f->fused_steps);
     f->fused_chains_fwd = mg_fuse_count(f->p->forward, g, &f->fused_steps_fwd);
     /* first pass: how many workspace buffers each value gets, to size the rows exactly */
@@ -148,5 +151,6 @@ void mg_report_figures_free(mg_report_figures *f)
     free(f->row_of_node);
     free(f->live_bytes);
     free(f->high_water);
+    free(f->step_backward);
     memset(f, 0, sizeof *f);
 }

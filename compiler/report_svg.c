@@ -79,12 +79,20 @@ void mg_report_svg(FILE *out, const mg_report_figures *f)
             mg_human_bytes(f->workspace_bytes, h2, sizeof h2), mg_human_bytes(f->store_all_bytes, h3, sizeof h3),
             f->recompute_steps, mg_plural(f->recompute_steps), f->recomputed_tensors,
             mg_plural(f->recomputed_tensors), 100.0 * f->recompute_overhead);
-    /* forward and backward backgrounds */
+    /* forward and backward backgrounds, one per run of steps of one phase (each step's own, as
+     * the trace gives it: in a plan in parts a part's forward steps follow an earlier part's
+     * backward ones); the first run of each phase is labelled, and any other as wide as its label */
+    int labelled[2] = {0, 0};
+    for (int s0 = 0, s1; s0 < t->nsteps; s0 = s1) {
+        int back = f->step_backward[s0];
+        for (s1 = s0 + 1; s1 < t->nsteps && f->step_backward[s1] == back; s1++) {}
+        fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"/>\n", X(s0), MT,
+                X(s1) - X(s0), ph, back ? "#faf5ea" : "#eef2f8");
+        if (!labelled[back]++ || X(s1) - X(s0) >= 100)
+            fprintf(out, "<text x=\"%.2f\" y=\"%d\" fill=\"%s\">%s pass</text>\n", X(s0) + 4, MT + 14,
+                    back ? "#7a6a4a" : "#56657a", back ? "backward" : "forward");
+    }
     int fb = f->first_backward_step;
-    fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%.0f\" fill=\"#eef2f8\"/>\n", X(0), MT, X(fb) - X(0), ph);
-    fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%.0f\" fill=\"#faf5ea\"/>\n", X(fb), MT, X(n) - X(fb), ph);
-    fprintf(out, "<text x=\"%.2f\" y=\"%d\" fill=\"#56657a\">forward pass</text>\n", X(0) + 4, MT + 14);
-    fprintf(out, "<text x=\"%.2f\" y=\"%d\" fill=\"#7a6a4a\">backward pass</text>\n", X(fb) + 4, MT + 14);
     /* y grid and labels */
     double ystep = nice_step(top, 6, 1);
     for (double v = 0; v <= top; v += ystep) {

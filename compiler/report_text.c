@@ -186,7 +186,8 @@ static void tensor_rows(FILE *out, const mg_report_figures *f, int exact)
 }
 
 /* The bytes live over the training step, one column per group of steps, `width` wide; below it
- * F marks forward steps, B backward ones, and R a group with a recomputation. */
+ * F marks forward steps, B backward ones (a group: the phase of most of its steps, as the trace
+ * gives each step's), and R a group with a recomputation. */
 static void strip(FILE *out, const mg_report_figures *f, int width, int exact)
 {
     enum { H = 8 };
@@ -204,7 +205,11 @@ static void strip(FILE *out, const mg_report_figures *f, int width, int exact)
     if (!v || !mark) abort();
     for (int c = 0; c < cols; c++) {
         int s0 = (int)((int64_t)c * n / cols), s1 = (int)((int64_t)(c + 1) * n / cols);
-        mark[c] = s0 >= f->first_backward_step ? 'B' : 'F';
+        /* (each step's phase: a plan in parts runs later parts' forward steps after the first
+         * backward step, and all of them read B) */
+        int back = 0;
+        for (int s = s0; s < s1; s++) back += f->step_backward[s];
+        mark[c] = 2 * back > s1 - s0 || (2 * back == s1 - s0 && f->step_backward[s0]) ? 'B' : 'F';
         for (int s = s0; s < s1; s++) {
             if (f->live_bytes[s] > v[c]) v[c] = f->live_bytes[s];
             if (t->steps[s].kind == MG_STEP_COMPUTE && t->steps[s].recompute) mark[c] = 'R';

@@ -34,20 +34,18 @@ void mg_report_trace(FILE *out, const mg_report_figures *f)
         double dur = flops / 1000 > 1 ? flops / 1000 : 1;
         char name[64], shape[80], *zname = NULL;
         const char *nm = mg_report_tensor_name(g, st->node, name, sizeof name);
-        int backward = st->node >= g->nforward;
         if (st->kind == MG_STEP_ZERO) { /* the step is on the param's node but writes its gradient, zeros:
-                                          it was named after the param and put in the forward phase */
+                                          it was named after the param (its phase: step_backward) */
             size_t len = strlen(nm) + 3;
             if ((zname = malloc(len))) snprintf(zname, len, "d_%s", nm);
             nm = zname ? zname : nm;
-            backward = 1;
         }
         fprintf(out, ",\n{\"name\": ");
         mg_json_write_string(out, nm);
         fprintf(out, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": "
                      "{\"step\": %d, \"node\": %d, \"op\": \"%s\", \"type\": \"%s%s\", \"flops\": %.0f, \"phase\": \"%s\"",
                 cat, ts, dur, s, st->node, mg_ops[n->op].name, mg_dtype_name(n->type.dtype),
-                mg_shape_str(&n->type.shape, shape, sizeof shape), flops, backward ? "backward" : "forward");
+                mg_shape_str(&n->type.shape, shape, sizeof shape), flops, f->step_backward[s] ? "backward" : "forward");
         free(zname);
         if (st->out.mem == MG_MEM_WS)
             fprintf(out, ", \"bytes\": %lld, \"offset\": %lld", (long long)t->bufs[st->out.index].bytes,

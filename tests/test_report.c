@@ -624,6 +624,96 @@ START_TEST(test_non_utf8_names_in_reports)
 }
 END_TEST
 
+/* The SVG timeline's phase backgrounds: [x, x + width) and whether it is the backward one. */
+typedef struct phase_rects {
+    double x[4096], w[4096];
+    int back[4096], n;
+} phase_rects;
+
+static void XMLCALL phase_rect_start(void *ud, const XML_Char *name, const XML_Char **attr)
+{
+    phase_rects *r = ud;
+    if (strcmp(name, "rect") || r->n == 4096) return;
+    double x = -1, w = -1;
+    int back = -1;
+    for (int i = 0; attr[i]; i += 2)
+        if (!strcmp(attr[i], "x")) x = atof(attr[i + 1]);
+        else if (!strcmp(attr[i], "width")) w = atof(attr[i + 1]);
+        else if (!strcmp(attr[i], "fill")) back = !strcmp(attr[i + 1], "#faf5ea") ? 1 : !strcmp(attr[i + 1], "#eef2f8") ? 0 : -1;
+    if (back < 0) return;
+    r->x[r->n] = x, r->w[r->n] = w, r->back[r->n++] = back;
+}
+
+/* Was a bug: in a plan split into micro-batches whose parts each run their backward pass after
+ * their forward pass, the strip marked every step from the first backward one on B and the SVG
+ * shaded only the steps before it as the forward pass, where the trace gives each step its
+ * node's phase (unet_small at 30%: f59 b80 f59 b80 ...; the strip read F×20, then B to the end).
+ * Every view now says what the trace says, step by step (mlp at 25%: 8 parts, f8 b7 f8 b7 ...). */
+START_TEST(test_phases_agree_with_trace)
+{
+    const char *mlp = MG_SOURCE_DIR "/examples/mlp.mg";
+    char *out;
+    int rc = tu_memgrad(&out, "plan '%s' --budget 25%% --trace '%s' --svg '%s' --format json", mlp, path("t.json"),
+                        path("t.svg"));
+    ck_assert_msg(rc == 0, "%s", out);
+    cJSON *plan = parse_json(out);
+    free(out);
+    ck_assert_msg(num(plan, "micro_batches") > 1, "mlp at 25%% is not in parts");
+    cJSON_Delete(plan);
+    char *text = tu_read(path("t.json"));
+    ck_assert(text != NULL);
+    cJSON *tr = parse_json(text);
+    free(text);
+    char phase[4096];
+    int n = 0, switches = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(tr, "traceEvents"))
+    {
+        if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "ph")->valuestring, "X")) continue;
+        ck_assert(n < (int)sizeof phase);
+        const char *ph = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "phase")->valuestring;
+        phase[n] = !strcmp(ph, "backward") ? 'B' : 'F';
+        switches += n > 0 && phase[n] != phase[n - 1];
+        n++;
+    }
+    cJSON_Delete(tr);
+    ck_assert_msg(switches >= 4, "the trace's phases switch %d times: not the order this test is about", switches);
+    /* the strip, one column a step (12 columns of labels and a space before them) */
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "COLUMNS=%d '%s' plan '%s' --budget 25%%", n + 13, MG_MEMGRAD, mlp);
+    ck_assert_int_eq(tu_run(cmd, &out), 0);
+    const char *legend = strstr(out, "\n# live - budget");
+    ck_assert_msg(legend != NULL, "no strip in:\n%s", out);
+    const char *marks = legend - 1;
+    while (marks > out && marks[-1] != '\n') marks--;
+    marks += 12;
+    ck_assert_msg(legend - marks == n, "the strip has %d columns for %d steps:\n%s", (int)(legend - marks), n, out);
+    for (int s = 0; s < n; s++)
+        ck_assert_msg(marks[s] == 'R' || marks[s] == phase[s], "step %d: the strip says %c, the trace %c:\n%.*s", s,
+                      marks[s], phase[s], n, marks);
+    free(out);
+    /* the SVG: the background under the middle of each step (x = 96 + s * 1160 / n) */
+    check_svg(path("t.svg"));
+    char *svg = tu_read(path("t.svg"));
+    static phase_rects r;
+    r.n = 0;
+    XML_Parser p = XML_ParserCreate("UTF-8");
+    XML_SetUserData(p, &r);
+    XML_SetElementHandler(p, phase_rect_start, xml_end);
+    ck_assert(XML_Parse(p, svg, (int)strlen(svg), 1) == XML_STATUS_OK);
+    XML_ParserFree(p);
+    free(svg);
+    for (int s = 0; s < n; s++) {
+        double x = 96 + (s + 0.5) * 1160 / n;
+        int k = 0;
+        while (k < r.n && !(r.x[k] <= x && x < r.x[k] + r.w[k])) k++;
+        ck_assert_msg(k < r.n, "step %d: no phase background at x = %.2f", s, x);
+        ck_assert_msg((r.back[k] ? 'B' : 'F') == phase[s], "step %d: the SVG shades it %s, the trace says %c", s,
+                      r.back[k] ? "backward" : "forward", phase[s]);
+    }
+}
+END_TEST
+
 /* dot: a node per joint-graph node, an edge per operand, recomputed nodes marked. */
 START_TEST(test_dot)
 {
@@ -762,6 +852,7 @@ int main(void)
     tcase_add_test(tc, test_outputs_are_safe);
     tcase_add_test(tc, test_escapes_make_valid_utf8);
     tcase_add_test(tc, test_non_utf8_names_in_reports);
+    tcase_add_test(tc, test_phases_agree_with_trace);
     tcase_add_test(tc, test_dot);
     tcase_add_test(tc, test_strip_width_and_help);
     tcase_add_test(tc, test_figures_agree_with_plan);
