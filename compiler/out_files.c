@@ -27,20 +27,49 @@ static int cannot_write(const mg_out_file *o, int err)
     return 1;
 }
 
-/* The canonical spelling of path, which need not exist yet: realpath of the file, or of its
- * directory followed by its base name. */
+/* path with the symlinks it names followed to what is not one (at most 40, as Linux follows),
+ * each relative target read against its link's directory: for a dangling link, the file that
+ * writing through it creates. */
+static void follow_links(const char *path, char *out, size_t cap)
+{
+    char cur[PATH_MAX], target[PATH_MAX];
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int depth = 0; depth < 40; depth++) {
+        ssize_t k = readlink(cur, target, sizeof target - 1);
+        if (k < 0) break; /* not a link (or nothing there) */
+        target[k] = 0;
+        const char *slash = strrchr(cur, '/');
+        size_t keep = target[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1; /* the link's directory */
+        if (keep + (size_t)k >= sizeof cur) break;
+        memcpy(cur + keep, target, (size_t)k + 1);
+    }
+    snprintf(out, cap, "%s", cur);
+}
+
+/* The canonical spelling of path, which need not exist yet: realpath of the file, or, its
+ * symlinks followed, realpath of its directory and its base name. A dangling link (realpath
+ * fails) was spelt by its own name, so `-o alink.o --header a.o`, alink.o a link to the a.o not
+ * yet made, wrote both into a.o and exited 0. */
 static void canonical_path(const char *path, char *out, size_t cap)
 {
-    char buf[PATH_MAX];
+    char buf[PATH_MAX], file[PATH_MAX];
     if (realpath(path, buf)) {
         snprintf(out, cap, "%s", buf);
         return;
     }
-    const char *slash = strrchr(path, '/');
+    follow_links(path, file, sizeof file);
+    const char *slash = strrchr(file, '/');
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
-    if (realpath(dir, buf)) snprintf(out, cap, "%s/%s", buf, slash ? slash + 1 : path);
-    else snprintf(out, cap, "%s", path);
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - file) + (slash == file) : 1, slash ? file : ".");
+    const char *base = slash ? slash + 1 : file;
+    size_t nb, nbase = strlen(base);
+    if (realpath(dir, buf) && (nb = strlen(buf)) + 1 + nbase < cap) {
+        memcpy(out, buf, nb);
+        out[nb] = '/';
+        memcpy(out + nb + 1, base, nbase + 1);
+    } else {
+        snprintf(out, cap, "%s", file);
+    }
 }
 
 int mg_out_same_file(const char *a, const char *b)

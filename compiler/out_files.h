@@ -21,7 +21,7 @@ typedef struct mg_out_file {
  * left behind. Fills each file's dest and direct. */
 int mg_out_check(const char *model, mg_out_file *o, int n);
 /* Whether paths a and b name one file (the same inode, or the same canonical path where either
- * does not exist yet: a.o and ./a.o). */
+ * does not exist yet: a.o and ./a.o; a dangling symlink, the file it would create). */
 int mg_out_same_file(const char *a, const char *b);
 /* Creates the temporary files (next to dest, or in $TMPDIR for a direct output); 1 on error. */
 int mg_out_begin(mg_out_file *o, int n);

@@ -936,6 +936,50 @@ START_TEST(test_fixed_header_over_object_other_spelling)
 }
 END_TEST
 
+/* Was a bug: a dangling symlink was compared by its own name, as realpath() fails for it, so with
+ * alink.o a link to the a.o not yet made, `-o alink.o --header a.o` exited 0 and wrote both
+ * outputs into a.o (one replacing the other). The link names the file writing through it would
+ * create: a usage error, nothing written, the link left dangling. So too a relative link in
+ * another directory, an absolute one and a chain of links; a dangling link to another file is
+ * written through as before. */
+START_TEST(test_dangling_link_to_another_output)
+{
+    char m[4300], abs_a[4300]; /* (path() reuses its buffers) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    ck_assert_int_eq(mkdir(path("sub"), 0777), 0);
+    snprintf(abs_a, sizeof abs_a, "%s/a.o", dir);
+    ck_assert_int_eq(symlink("a.o", path("alink.o")), 0);
+    ck_assert_int_eq(symlink("../a.o", path("sub/up.o")), 0);
+    ck_assert_int_eq(symlink(abs_a, path("abs.o")), 0);
+    ck_assert_int_eq(symlink("sub/up.o", path("chain.o")), 0);
+    const char *links[] = {"alink.o", "sub/up.o", "abs.o", "chain.o"};
+    for (int i = 0; i < 4; i++)
+        for (int swap = 0; swap < 2; swap++) {
+            char l[4300], *out;
+            snprintf(l, sizeof l, "%s", path(links[i]));
+            int rc = swap ? mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache", m, abs_a, l)
+                          : mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache", m, l, abs_a);
+            ck_assert_msg(rc == 2 && strstr(out, "-o and --header name the same file"), "%s%s: exited %d:\n%s", links[i],
+                          swap ? " as --header" : "", rc, out);
+            free(out);
+            ck_assert_msg(!exists(abs_a), "%s: a.o was written", links[i]);
+        }
+    /* a plan's reports, likewise */
+    char *out;
+    int rc = mg(&out, "plan '%s' --svg '%s' --trace '%s'", m, path("chain.o"), abs_a);
+    ck_assert_msg(rc == 2 && strstr(out, "--svg and --trace name the same file"), "plan: exited %d:\n%s", rc, out);
+    free(out);
+    char names[1024];
+    ck_assert_msg(list_dir(names, sizeof names) == 5, "the directory holds: %s", names);
+    /* not the same file: the object is created through the link */
+    ck_assert_int_eq(mg(&out, "compile '%s' -o '%s' --header '%s'", m, path("chain.o"), path("a.h")), 0);
+    free(out);
+    struct stat st;
+    ck_assert_msg(lstat(path("chain.o"), &st) == 0 && S_ISLNK(st.st_mode) && exists(abs_a) && exists(path("a.h")),
+                  "the object was not written through the link");
+}
+END_TEST
+
 /* A failed compile leaves the directory as it was: no object, no header, no temp files. */
 START_TEST(test_compile_bad_model_leaves_nothing)
 {
@@ -4440,6 +4484,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_fixed_help_shows_double_percent);
         tcase_add_test(b, test_fixed_emit_llvm_overwrites_model);
         tcase_add_test(b, test_fixed_header_over_object_other_spelling);
+        tcase_add_test(b, test_dangling_link_to_another_output);
         tcase_add_test(b, test_fixed_unwritable_output_message);
         tcase_add_test(b, test_unwritable_header_leaves_no_object);
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
