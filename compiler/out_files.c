@@ -148,16 +148,19 @@ static int resolve(mg_out_file *o)
     return 0;
 }
 
-int mg_out_check(const char *model, mg_out_file *o, int n)
+int mg_out_check(const char *model, mg_out_file *o, int n) { return mg_out_check_input(model, "model", o, n); }
+
+int mg_out_check_input(const char *input, const char *kind, mg_out_file *o, int n)
 {
     for (int i = 0; i < n; i++) {
         o[i].tmp[0] = 0;
         if (!o[i].path) continue;
-        if (model && mg_out_same_file(model, o[i].path)) {
+        if (input && mg_out_same_file(input, o[i].path)) {
             /* (naming the option and the path given: "-o hl.o", a hard link or a symlink to the
-             * model, read as if memgrad had named another file; review21) */
-            fprintf(stderr, "memgrad: refusing to overwrite the model file %s with %s %s\nTry 'memgrad --help'.\n",
-                    model, o[i].flag, o[i].path);
+             * model, read as if memgrad had named another file; review21. And the input's kind:
+             * `sweep --graph g.json --svg g.json` was refused as "the model file g.json") */
+            fprintf(stderr, "memgrad: refusing to overwrite the %s file %s with %s %s\nTry 'memgrad --help'.\n",
+                    kind ? kind : "input", input, o[i].flag, o[i].path);
             return 2;
         }
         for (int j = 0; j < i; j++)

@@ -20,6 +20,10 @@ typedef struct mg_out_file {
  * a file that cannot be created (no such directory, no permission) is an error (1). Nothing is
  * left behind. Fills each file's dest and direct. */
 int mg_out_check(const char *model, mg_out_file *o, int n);
+/* The same for an input of another kind, which the refusal to overwrite it names: kind is
+ * "model" (mg_out_check), "graph" (--graph FILE.json), ...: "refusing to overwrite the graph
+ * file g.json with --svg g.json". */
+int mg_out_check_input(const char *input, const char *kind, mg_out_file *o, int n);
 /* Whether paths a and b name one file (the same inode, or the same canonical path where either
  * does not exist yet: a.o and ./a.o; a dangling symlink, the file it would create). */
 int mg_out_same_file(const char *a, const char *b);

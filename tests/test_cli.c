@@ -19,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ir.h"
+#include "out_files.h"
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -977,6 +979,42 @@ START_TEST(test_dangling_link_to_another_output)
     struct stat st;
     ck_assert_msg(lstat(path("chain.o"), &st) == 0 && S_ISLNK(st.st_mode) && exists(abs_a) && exists(path("a.h")),
                   "the object was not written through the link");
+}
+END_TEST
+
+/* An output naming the input is refused in the input's own words: `sweep --graph g.json --svg
+ * g.json` said "refusing to overwrite the model file g.json". mg_out_check_input takes the
+ * input's kind (in process, in a child whose stderr is a file: the sweep's caller passes it). */
+START_TEST(test_refusal_names_the_input_kind)
+{
+    char g[4300], errp[4300], want[9000];
+    snprintf(g, sizeof g, "%s", write_model("g.json", "{}\n"));
+    snprintf(errp, sizeof errp, "%s", path("stderr"));
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (!freopen(errp, "w", stderr)) _exit(99);
+        mg_out_file svg = {.flag = "--svg", .path = g};
+        int rc = mg_out_check_input(g, "graph", &svg, 1);
+        fflush(NULL);
+        _exit(rc);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char *err = tu_read(errp);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 2, "exit status %d:\n%s", status, err);
+    snprintf(want, sizeof want, "memgrad: refusing to overwrite the graph file %s with --svg %s\n", g, g);
+    ck_assert_msg(err && strstr(err, want) == err, "wanted '%s', got:\n%s", want, err);
+    free(err);
+    /* the command refuses it, and the graph is as it was */
+    char *out;
+    ck_assert_int_eq(mg(&out, "sweep --graph '%s' --svg '%s'", g, g), 2);
+    ck_assert_msg(strstr(out, "refusing to overwrite the "), "%s", out);
+    free(out);
+    char *now = tu_read(g);
+    ck_assert_msg(now && !strcmp(now, "{}\n"), "the graph file changed");
+    free(now);
 }
 END_TEST
 
@@ -4485,6 +4523,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_fixed_emit_llvm_overwrites_model);
         tcase_add_test(b, test_fixed_header_over_object_other_spelling);
         tcase_add_test(b, test_dangling_link_to_another_output);
+        tcase_add_test(b, test_refusal_names_the_input_kind);
         tcase_add_test(b, test_fixed_unwritable_output_message);
         tcase_add_test(b, test_unwritable_header_leaves_no_object);
         tcase_add_test(b, test_bad_budget_unit_is_usage_error_first);
