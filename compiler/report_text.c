@@ -87,9 +87,13 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",
             flops_str(f->flops_once, exact, a, sizeof a), flops_str(f->flops_executed, exact, b, sizeof b),
             100.0 * f->recompute_overhead);
+    /* (a plan in parts: the bound, like "optimal", is the split graph's, for that many parts, not
+     * for every part count; docs/plan-json.md) */
+    tail[0] = 0;
+    if (p->micro_batches > 1) snprintf(tail, sizeof tail, " for the batch in %d parts", p->micro_batches);
     if (f->flops_lower_bound > f->flops_once)
-        fprintf(out, "  %-19s %s proven; the plan is within %.2f%% of it\n", "FLOPs lower bound",
-                flops_str(f->flops_lower_bound, exact, a, sizeof a),
+        fprintf(out, "  %-19s %s proven%s; the plan is within %.2f%% of it\n", "FLOPs lower bound",
+                flops_str(f->flops_lower_bound, exact, a, sizeof a), tail,
                 100.0 * (f->flops_executed - f->flops_lower_bound) / f->flops_lower_bound);
     fprintf(out, "  %-19s %d recomputation step%s of %d tensor%s\n", "recomputed", f->recompute_steps,
             mg_plural(f->recompute_steps), f->recomputed_tensors, mg_plural(f->recomputed_tensors));

@@ -683,11 +683,12 @@ START_TEST(test_phases_agree_with_trace)
     snprintf(cmd, sizeof cmd, "COLUMNS=%d '%s' plan '%s' --budget 25%%", n + 13, MG_MEMGRAD, mlp);
     ck_assert_int_eq(tu_run(cmd, &out), 0);
     const char *legend = strstr(out, "\n# live - budget");
-    ck_assert_msg(legend != NULL, "no strip in:\n%s", out);
+    const char *tail = out + (strlen(out) > 1200 ? strlen(out) - 1200 : 0); /* (for messages) */
+    ck_assert_msg(legend != NULL, "no strip in:\n%s", tail);
     const char *marks = legend - 1;
     while (marks > out && marks[-1] != '\n') marks--;
     marks += 12;
-    ck_assert_msg(legend - marks == n, "the strip has %d columns for %d steps:\n%s", (int)(legend - marks), n, out);
+    ck_assert_msg(legend - marks == n, "the strip has %d columns for %d steps:\n%s", (int)(legend - marks), n, tail);
     for (int s = 0; s < n; s++)
         ck_assert_msg(marks[s] == 'R' || marks[s] == phase[s], "step %d: the strip says %c, the trace %c:\n%.*s", s,
                       marks[s], phase[s], n, marks);
@@ -711,6 +712,32 @@ START_TEST(test_phases_agree_with_trace)
         ck_assert_msg((r.back[k] ? 'B' : 'F') == phase[s], "step %d: the SVG shades it %s, the trace says %c", s,
                       r.back[k] ? "backward" : "forward", phase[s]);
     }
+}
+END_TEST
+
+/* The FLOPs lower bound, like "optimal", holds for the joint graph split into the plan's part
+ * count, not for every part count (docs/plan-json.md): the text report said "proven" alone for
+ * a plan in parts. It says for how many parts then, and nothing more for a whole batch. */
+START_TEST(test_lower_bound_names_the_parts)
+{
+    const char *mlp = MG_SOURCE_DIR "/examples/mlp.mg";
+    cJSON *j = plan_json(mlp, "10%");
+    int parts = (int)num(j, "micro_batches");
+    ck_assert_msg(parts > 1 && num(j, "flops_lower_bound") > num(j, "flops_once"),
+                  "mlp at 10%%: %d parts, no lower bound above the FLOPs once: not the plan this test is about", parts);
+    cJSON_Delete(j);
+    char *out, want[96];
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget 10%%", mlp), 0);
+    snprintf(want, sizeof want, " proven for the batch in %d parts; the plan is within ", parts);
+    const char *line = strstr(out, "\n  FLOPs lower bound ");
+    ck_assert_msg(line && strstr(line, want) && strstr(line, want) < strchr(line + 1, '\n'), "wanted '%s' in:\n%.1200s",
+                  want, out);
+    free(out);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --budget %s", deep(), LOW), 0);
+    ck_assert_msg(strstr(out, "\n  FLOPs lower bound ") && strstr(out, " proven; the plan is within ") &&
+                      !strstr(out, " parts; the plan"),
+                  "a whole batch's bound:\n%.1200s", out);
+    free(out);
 }
 END_TEST
 
@@ -853,6 +880,7 @@ int main(void)
     tcase_add_test(tc, test_escapes_make_valid_utf8);
     tcase_add_test(tc, test_non_utf8_names_in_reports);
     tcase_add_test(tc, test_phases_agree_with_trace);
+    tcase_add_test(tc, test_lower_bound_names_the_parts);
     tcase_add_test(tc, test_dot);
     tcase_add_test(tc, test_strip_width_and_help);
     tcase_add_test(tc, test_figures_agree_with_plan);
