@@ -16,17 +16,6 @@
 
 typedef mg_sweep_point sweep_point;
 
-/* s as a JSON string: what names a --graph file, whose path may hold quotes and backslashes */
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20) printf("\\u%04x", *p);
-        else putchar(*p);
-    putchar('"');
-}
-
 /* s as a CSV field (RFC 4180): quoted, its quotes doubled; nothing for NULL */
 static void csv_string(const char *s)
 {
@@ -49,7 +38,7 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
     const char *solver = mg_solver_names[o->solver];
     if (!strcmp(fmt, "json")) {
         printf("{\"format\": \"memgrad-sweep\", \"version\": 1, \"model\": ");
-        json_string(what);
+        mg_json_write_string(stdout, what);
         printf(", \"solver\": \"%s\", \"store_all_workspace_bytes\": %lld, \"min_feasible_bytes\": %lld, "
                "\"points\": [",
                solver, (long long)all, (long long)minf);
@@ -70,7 +59,7 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
                        (long long)pt[i].planned_at);
             printf(", \"solve_seconds\": %.6f, \"from_cache\": %s, \"note\": ", pt[i].seconds,
                    pt[i].from_cache ? "true" : "false");
-            if (notes[i]) json_string(notes[i]);
+            if (notes[i]) mg_json_write_string(stdout, notes[i]);
             else printf("null");
             putchar('}');
         }
@@ -166,7 +155,7 @@ static int same_plan(const mg_plan *a, const mg_plan *b)
 int mg_cmd_sweep(mg_drv_options *o)
 {
     mg_out_file svg_out = {.flag = "--svg", .path = o->svg};
-    int rc = mg_out_check(o->model ? o->model : o->graph, &svg_out, 1);
+    int rc = mg_out_check_input(o->model ? o->model : o->graph, o->model ? "model" : "graph", &svg_out, 1);
     if (rc) return rc;
     mg_drv_source src = {0};
     mg_drv_compiled c = {0};

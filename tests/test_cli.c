@@ -1010,7 +1010,7 @@ START_TEST(test_refusal_names_the_input_kind)
     /* the command refuses it, and the graph is as it was */
     char *out;
     ck_assert_int_eq(mg(&out, "sweep --graph '%s' --svg '%s'", g, g), 2);
-    ck_assert_msg(strstr(out, "refusing to overwrite the "), "%s", out);
+    ck_assert_msg(strstr(out, "refusing to overwrite the graph file "), "%s", out);
     free(out);
     char *now = tu_read(g);
     ck_assert_msg(now && !strcmp(now, "{}\n"), "the graph file changed");
