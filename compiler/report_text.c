@@ -59,8 +59,11 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     figure(out, "inputs", f->input_bytes, exact, "");
     if (f->budget_bytes != INT64_MAX) figure(out, "budget", f->budget_bytes, exact, "");
     tail[0] = 0;
-    if (f->budget_bytes != INT64_MAX && f->budget_bytes > 0)
-        snprintf(tail, sizeof tail, ", %.1f%% of the budget", 100.0 * (double)f->workspace_bytes / (double)f->budget_bytes);
+    if (f->budget_bytes != INT64_MAX && f->budget_bytes > 0) {
+        /* (two significant digits below 1%: mlp under 1 GiB read "0.0% of the budget") */
+        double pct = 100.0 * (double)f->workspace_bytes / (double)f->budget_bytes;
+        snprintf(tail, sizeof tail, pct > 0 && pct < 1 ? ", %.2g%% of the budget" : ", %.1f%% of the budget", pct);
+    }
     figure(out, "workspace", f->workspace_bytes, exact, tail);
     /* (the whole batch's, what percentages refer to: a plan in parts may need more, as its slices
      * and concatenations take room of their own) */

@@ -3662,6 +3662,17 @@ START_TEST(test_plan_hash_catches_a_stale_header)
 }
 END_TEST
 
+/* A workspace far below its budget is not "0.0% of the budget" (mlp under 1 GiB, the review
+ * of 2026-12-06): below 1% the share has two significant digits. */
+START_TEST(test_small_share_of_the_budget)
+{
+    char *out;
+    int rc = mg(&out, "plan --no-cache '%s/examples/mlp.mg' --budget 1GiB", MG_SOURCE_DIR);
+    ck_assert_msg(rc == 0 && strstr(out, "(467008 bytes), 0.043% of the budget\n"), "exited %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 /* Figures of one byte are "1 byte": the budget refusal, `plan --bytes`, `plan --graph`, the sweep's
  * heading and `arena` all printed "(1 bytes)" or "1 bytes" (review18). */
 START_TEST(test_one_byte_is_singular)
@@ -4557,6 +4568,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_header_states_alignment);
         tcase_add_test(b, test_plan_hash_catches_a_stale_header);
+        tcase_add_test(b, test_small_share_of_the_budget);
         tcase_add_test(b, test_one_byte_is_singular);
         tcase_add_test(b, test_repeated_options);
         tcase_add_test(b, test_sweep_points_are_distinct_budgets);
