@@ -55,6 +55,9 @@ int mg_fuse_count(const mg_plan *pl, const mg_graph *g, int *steps_fused);
  * sizes, both plans), which its header repeats as NAME_PLAN_HASH and the object holds as
  * NAME_plan_hash. */
 uint64_t mg_program_hash(const mg_program *p);
+/* program_hash.c: the hash of one plan's steps (their places) and buffers (their lifetimes and
+ * offsets), field by field; NULL has one of its own. Two plans with one digest are one plan. */
+uint64_t mg_plan_digest(const mg_plan *p);
 
 /* header.c: the C header text for p, malloc'd; the caller frees it. object, header: the -o and
  * --header paths, whose file names the header's opening comment gives (NULL: none). */

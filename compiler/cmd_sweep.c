@@ -131,27 +131,6 @@ static int overhead_below(const mg_plan *a, const mg_plan *b)
     return a->flops_executed * b->flops_once < b->flops_executed * a->flops_once;
 }
 
-/* a and b are one plan: the same steps and buffers, placed alike (a point whose planning
- * returned the plan of the point before, cheaper than its own: mg_solve_from) */
-static int same_plan(const mg_plan *a, const mg_plan *b)
-{
-    if (a->nsteps != b->nsteps || a->nbufs != b->nbufs || a->workspace_bytes != b->workspace_bytes ||
-        a->flops_executed != b->flops_executed)
-        return 0;
-    for (int i = 0; i < a->nsteps; i++) {
-        const mg_step *x = &a->steps[i], *y = &b->steps[i];
-        if (x->kind != y->kind || x->node != y->node || x->recompute != y->recompute || x->scratch != y->scratch)
-            return 0;
-    }
-    for (int i = 0; i < a->nbufs; i++) {
-        const mg_buffer *x = &a->bufs[i], *y = &b->bufs[i];
-        if (x->bytes != y->bytes || x->first != y->first || x->last != y->last || x->offset != y->offset ||
-            x->node != y->node)
-            return 0;
-    }
-    return 1;
-}
-
 int mg_cmd_sweep(mg_drv_options *o)
 {
     mg_out_file svg_out = {.flag = "--svg", .path = o->svg};
@@ -255,7 +234,10 @@ int mg_cmd_sweep(mg_drv_options *o)
                     q->peak = s.plan->peak_live_bytes;
                     q->once = s.plan->flops_once;
                     q->executed = s.plan->flops_executed;
-                    q->planned_at = prev && same_plan(prev, s.plan) ? q[-1].planned_at : q->budget;
+                    /* (the point before's plan, which mg_solve_from returned where cheaper than this
+                     * budget's own) */
+                    int kept = prev && mg_plan_digest(prev) == mg_plan_digest(s.plan);
+                    q->planned_at = kept ? q[-1].planned_at : q->budget;
                     mg_plan_free(prev);
                     prev = s.plan; /* (no plan on an error) */
                 }
