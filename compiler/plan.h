@@ -317,6 +317,8 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *prob, mg_diag *d);
  * states of the walk found by bisection, and *best (a placed plan within budget, or NULL) is
  * replaced by the cheapest of them that fits budget when that is cheaper. At most max_schedules
  * schedules are made (and a few more, with their placements). */
+/* How many schedules a walk of prob gets (0: none, the problem is too large). */
+int mg_improve_schedules(const mg_problem *prob);
 mg_status mg_improve_schedule(const mg_problem *prob, const mg_sched_opts *opts, int64_t budget, int max_schedules,
                               mg_plan **best, mg_diag *d);
 /* The same, at most *schedules schedules; *schedules is then set to how many of them it did not

@@ -98,27 +98,16 @@ static double memo_bound(solve_memo *memo)
     return memo->lower_bound;
 }
 
-enum { IMPROVE_SEEDS = 3, IMPROVE_SCHEDULES = 600, IMPROVE_MIN = 60, IMPROVE_WORK = 210000 };
+enum { IMPROVE_SEEDS = 3 };
 /* The improvement search (sched_improve.c) runs where auto's best plan is more than IMPROVE_GAP
  * above the lower bound, from the IMPROVE_SEEDS cheapest variants of sched_remat.c whose
  * schedules cost at most IMPROVE_SLACK more than that plan (where sched_rc.c's are far cheaper,
- * as on layered DAGs, it never catches up), each with up to IMPROVE_SCHEDULES schedules, fewer
- * on large problems (IMPROVE_WORK / nodes), and not at all where that is below IMPROVE_MIN
- * (above 3500 nodes: a search that short seldom finds anything, and each schedule is dear).
- * (600, not 300: the search no longer places the schedules it walks through, only the last
- * few, and a schedule that can no longer win stops early, so each costs ~0.3 ms on resnet50;
- * at its minimum: 1.1856 to 1.1664 of running every op once. IMPROVE_MIN doubled with
- * IMPROVE_WORK: still no search above 3500 nodes.) A walk that stops short of its schedules (its
+ * as on layered DAGs, it never catches up), each with mg_improve_schedules(pr) schedules (none
+ * above 3500 nodes; sched_improve.c). A walk that stops short of its schedules (its
  * start missed the budget far, or a round kept nothing) hands the rest to the next seed's walk:
  * resnet50 at its minimum, whose first seed's start misses far, walks its second seed twice as
  * far, 1.1664 to 1.1543, where it was still getting cheaper when it ran out. */
 static const double IMPROVE_GAP = 0.001, IMPROVE_SLACK = 0.05;
-
-static int improve_schedules(const mg_problem *pr)
-{
-    int k = IMPROVE_WORK / (pr->n > 0 ? pr->n : 1);
-    return k < IMPROVE_MIN ? 0 : k > IMPROVE_SCHEDULES ? IMPROVE_SCHEDULES : k;
-}
 
 /* The polish's schedules (sched_improve.c's mg_polish_schedule): each is built whole, so as many
  * as keep plans x nodes^2 near IMPROVE_POLISH (unet: 793, resnet50: 32), and none where that
@@ -223,8 +212,8 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
          * until its start fits, unless that misses far (sched_improve.c: resnet50 at its minimum,
          * by 9-14%), and bisects its way back when its end misses (layered_n1000 at 0.9 of its
          * peak: 1.0572 without it, 1.0371) */
-        if (improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK)) {
-            spare += improve_schedules(pr);
+        if (mg_improve_schedules(pr) > 0 && seeds[i].cost <= (*out)->flops_executed * (1 + IMPROVE_SLACK)) {
+            spare += mg_improve_schedules(pr);
             st = mg_improve_schedule_n(pr, &seeds[i].o, budget, &spare, out, d);
         }
     }
@@ -280,7 +269,7 @@ mg_status mg_solve_part(void *ctx, const mg_problem *q, int64_t cap, mg_plan **o
  * plan above the bound by more than IMPROVE_GAP). */
 static int walks_can_gain(const mg_problem *pr, const solve_memo *memo, const mg_plan *out)
 {
-    return improve_schedules(pr) > 0 && out && out->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
+    return mg_improve_schedules(pr) > 0 && out && out->flops_executed > memo->lower_bound * (1 + IMPROVE_GAP);
 }
 
 /* The polish at `at` of *out where walks there made it cheaper than `before`. */
@@ -306,7 +295,7 @@ static mg_status improve_below(const mg_problem *pr, int64_t at, solve_memo *mem
         if (!st && !v[i].o.rc && nseeds < IMPROVE_SEEDS && walks_can_gain(pr, memo, *out) &&
             v[i].p->flops_executed <= (*out)->flops_executed * (1 + IMPROVE_SLACK)) {
             nseeds++;
-            spare += improve_schedules(pr);
+            spare += mg_improve_schedules(pr);
             st = mg_improve_schedule_n(pr, &v[i].o, at, &spare, out, d);
         }
         mg_variant_free(&v[i]);
@@ -323,7 +312,7 @@ static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int6
 {
     if (o->rc || !walks_can_gain(pr, memo, *out)) return MG_OK;
     double before = (*out)->flops_executed;
-    int spare = improve_schedules(pr);
+    int spare = mg_improve_schedules(pr);
     mg_status st = mg_improve_schedule_n(pr, o, at, &spare, out, d);
     return st ? st : polish_walked(pr, at, before, memo, out, d);
 }

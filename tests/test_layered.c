@@ -3,7 +3,8 @@
  *
  *   - layered_n250 at 0.8x and 0.9x of its store-all peak: auto gives a verified plan within the
  *     budget (before sched_rc.c its minimum was 0.84x: a node reading 44 values spread over the
- *     whole order), and its minimum feasible budget is at most 0.8x.
+ *     whole order), and its minimum feasible budget is at most 0.8x; the solve at that minimum
+ *     does not plan far below it (the minimum is not overstated).
  *   - sched_rc.c alone on layered_n250 at 0.8x: a schedule whose live bytes never exceed the cap.
  *   - random layered DAGs (skip connections, a wide last layer, some values that may not be
  *     dropped, one kept to the end) at caps from store-all down to below the widest step: every
@@ -47,6 +48,30 @@ START_TEST(test_n250_auto)
         if (i == 1) ck_assert_int_le(s.min_feasible_bytes, budget);
         mg_plan_free(s.plan);
     }
+    mg_problem_free(pr);
+}
+END_TEST
+
+/* The minimum feasible budget is not overstated: the solve at it must not plan far below it, or
+ * budgets between that plan and the minimum would be refused while a plan for them is known.
+ * Until 2026-12-06 layered_n250's minimum was 116,330 bytes, while the solve there planned in
+ * 104,820 (a walk's schedule peaking far below its cap) and 110,000 was refused. */
+START_TEST(test_n250_minimum_not_overstated)
+{
+    mg_problem *pr = tu_load_graph("layered/layered_n250.json");
+    mg_solution s;
+    mg_diag d = {0};
+    ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, store_all_peak(pr) - 1, 1, 0, &s, &d) == MG_OK, "%s", d.msg);
+    int64_t min = s.min_feasible_bytes;
+    mg_plan_free(s.plan);
+    ck_assert_int_gt(min, 0);
+    ck_assert_msg(mg_solve(pr, MG_SOLVER_AUTO, min, 1, 0, &s, &d) == MG_OK, "%s", d.msg);
+    ck_assert_ptr_nonnull(s.plan);
+    ck_assert_int_eq(s.min_feasible_bytes, min); /* (every budget names the same minimum) */
+    ck_assert_msg(s.plan->workspace_bytes >= min - min / 100, "the solve at the minimum, %lld bytes, planned in %lld",
+                  (long long)min, (long long)s.plan->workspace_bytes);
+    ck_assert_msg(mg_plan_verify(s.plan, pr, &d) == MG_OK, "%s", d.msg);
+    mg_plan_free(s.plan);
     mg_problem_free(pr);
 }
 END_TEST
@@ -289,6 +314,7 @@ static Suite *layered_suite(void)
     TCase *c = tcase_create("layered");
     tcase_set_timeout(c, 600);
     tcase_add_test(c, test_n250_auto);
+    tcase_add_test(c, test_n250_minimum_not_overstated);
     tcase_add_test(c, test_n250_sched_rc);
     tcase_add_test(c, test_random_sched_rc);
     tcase_add_test(c, test_sched_rc_range);
