@@ -149,9 +149,11 @@ static char *sqrt_checkpoints(const mg_problem *pr)
 
 /* The plan of one solver under budget, or NULL (and MG_OK) when it has none that fits. *optimal
  * is set when the exact search's plan, found under the budget itself, is among the candidates:
- * then the cheapest candidate is optimal. */
-static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
-                          solve_memo *memo, mg_near_misses *nm, mg_plan **out, int *optimal, mg_diag *d)
+ * then the cheapest candidate is optimal. pre: NULL, or (auto only) the variants already
+ * scheduled under budget (mg_variants_schedule; npre of them, taken over). */
+static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
+                              solve_memo *memo, mg_near_misses *nm, mg_variant *pre, int npre, mg_plan **out,
+                              int *optimal, mg_diag *d)
 {
     *out = NULL;
     *optimal = 0;
@@ -168,15 +170,18 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
     }
     if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
         mg_sched_opts chk = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST, .keep = sqrt_keep};
-        if (mg_sv_build(pr, &chk, &p, d)) return MG_ERR;
+        if (mg_sv_build(pr, &chk, &p, d)) {
+            for (int i = 0; i < npre; i++) mg_variant_free(&pre[i]);
+            return MG_ERR;
+        }
         if (p->workspace_bytes <= budget) *out = p;
         else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
     /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
      * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
-    mg_variant v[MG_VARIANTS_MAX];
-    int nv = mg_variants_schedule(pr, budget, v, MG_VARIANTS + mg_variants_restarts(pr), d);
+    mg_variant own[MG_VARIANTS_MAX], *v = pre ? pre : own;
+    int nv = pre ? npre : mg_variants_schedule(pr, budget, v, MG_VARIANTS + mg_variants_restarts(pr), d);
     mg_status st = MG_OK;
     struct seed {
         mg_sched_opts o;
@@ -240,6 +245,12 @@ static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget
         *out = NULL;
     }
     return st;
+}
+
+static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
+                          solve_memo *memo, mg_near_misses *nm, mg_plan **out, int *optimal, mg_diag *d)
+{
+    return solve_at_pre(pr, solver, budget, sqrt_keep, memo, nm, NULL, 0, out, optimal, d);
 }
 
 mg_status mg_solve_part(void *ctx, const mg_problem *q, int64_t cap, mg_plan **out, mg_diag *d)
@@ -464,14 +475,15 @@ static char *pinned_problem(const mg_problem *pr, mg_problem *q)
     return evictable;
 }
 
+/* q's plan under budget into *out, from its variants v[0..nv) scheduled under budget (taken over). */
 static mg_status solve_pinned_one(const mg_problem *q, int64_t budget, int64_t store_all, double lower_bound,
-                                  mg_plan **out, mg_diag *d)
+                                  mg_variant *v, int nv, mg_plan **out, mg_diag *d)
 {
     char *keep = sqrt_checkpoints(q);
     solve_memo memo = {.s = {.infeasible_cap = -1, .store_all = store_all}, .lower_bound = lower_bound};
     int optimal = 0;
     mg_plan *p = NULL;
-    mg_status st = solve_at(q, MG_SOLVER_AUTO, budget, keep, &memo, NULL, &p, &optimal, d);
+    mg_status st = solve_at_pre(q, MG_SOLVER_AUTO, budget, keep, &memo, NULL, v, nv, &p, &optimal, d);
     if (!st && p) mg_plan_refill(p, q);
     mg_chain_free(memo.s.chain);
     free(keep);
@@ -504,11 +516,19 @@ enum { PINNED_CHECKPOINTS = 5 };
  * takes in turn: the pinned thread, and the solve's own thread once it reaches keep_pinned,
  * where it used to wait for them (resnet18_64 at 33% of its store-all: the first solve done,
  * one core idle for ~2 s in each part count while the four ran one after another). The plan is
- * the one of solve_pinned's order whatever the timing: the results are taken in task order and
- * kept as they were one after another (the first of the cheapest, mg_sv_keep_better), and those
- * of tasks that would not have run (an earlier plan within IMPROVE_GAP of the bound, or an
+ * the one of solve_pinned's order whatever the timing: the results are judged in the tasks'
+ * order and kept as they were one after another (the cheapest, the lower task on a tie), and
+ * those of tasks that would not have run (an earlier plan within IMPROVE_GAP of the bound, or an
  * error) are dropped. A task is not started where the tasks before it, all done, already end the
- * series. */
+ * series.
+ * The order is the classes' last first, the gathered values' task last: the later classes (of
+ * least cost per byte, early in the part) win most often. A task whose cheapest variant,
+ * scheduled but not yet placed, costs no less than the plan kept from the tasks before it is
+ * not solved further, as most of a solve is placing its variants and fitting only adds cost
+ * (the walks could take it lower, but never did: resnet18_64 at 19-50% of its store-all, every
+ * plan the same); so a task, its variants scheduled, waits until the tasks before it are done.
+ * resnet18_64 at 33%: 20 of its 29 pinned solves cut short, 16.4 -> 8.1 s of CPU
+ * (docs/planner.md). */
 enum { PINNED_TASKS = 1 + PINNED_CHECKPOINTS };
 
 typedef struct pinned_tasks {
@@ -518,21 +538,25 @@ typedef struct pinned_tasks {
     int n;                          /* tasks: 0 the gathered values kept, 1.. a class each (0: none) */
     char *ev[PINNED_TASKS];         /* each task's evictable flags */
     pthread_mutex_t mu;             /* guards next, stop and the results' done */
-    int next, stop;                 /* the next task to take; stop: take none (not wanted) */
+    pthread_cond_t judged;          /* signalled when a task is done, or on stop */
+    int next, stop;                 /* the next task to take (its place in the order); stop: take none */
     struct pinned_result {
         mg_plan *plan;
         mg_status st;
         mg_diag d;
-        int done;
+        int done, cut; /* cut: not solved further (a plan before it is as cheap as its variants) */
     } res[PINNED_TASKS];
 } pinned_tasks;
+
+/* The task judged k-th: the classes' last first, the gathered values' (task 0) last. */
+static int pinned_task(const pinned_tasks *t, int k) { return t->n - 1 - k; }
 
 /* The tasks of solve_pinned on pr (none where pr has no gathered value). */
 static void pinned_tasks_init(pinned_tasks *t, const mg_problem *pr, int64_t budget, int64_t store_all,
                               double lower_bound)
 {
     *t = (pinned_tasks){.pr = pr, .budget = budget, .store_all = store_all, .lower_bound = lower_bound};
-    if (pthread_mutex_init(&t->mu, NULL)) abort();
+    if (pthread_mutex_init(&t->mu, NULL) || pthread_cond_init(&t->judged, NULL)) abort();
     mg_problem q;
     char *evictable = pinned_problem(pr, &q);
     if (!evictable) return;
@@ -550,14 +574,28 @@ static void pinned_tasks_init(pinned_tasks *t, const mg_problem *pr, int64_t bud
 /* Whether a plan executing flops ends the series: none after it can be cheaper by enough. */
 static int pinned_enough(const pinned_tasks *t, double flops) { return flops <= t->lower_bound * (1 + IMPROVE_GAP); }
 
-/* Whether tasks 0..i-1, all done, end the series before task i (called with mu held). */
-static int pinned_ended_before(const pinned_tasks *t, int i)
+/* The tasks judged before the k-th, all done, judged as pinned_finish does (called with mu held):
+ * 0 where one is not done; else 1, with *ended where they end the series, and *kept the cost of
+ * the plan they keep (INFINITY: none). */
+static int pinned_judged_before(const pinned_tasks *t, int k, int *ended, double *kept)
 {
-    for (int j = 0; j < i; j++) {
-        if (!t->res[j].done) return 0;
-        if (t->res[j].st || (t->res[j].plan && pinned_enough(t, t->res[j].plan->flops_executed))) return 1;
+    *ended = 0;
+    *kept = INFINITY;
+    for (int j = 0; j < k; j++) {
+        const struct pinned_result *r = &t->res[pinned_task(t, j)];
+        if (!r->done) return 0;
+        if (r->st) {
+            *ended = 1;
+            return 1;
+        }
+        if (r->cut || !r->plan) continue;
+        if (r->plan->flops_executed < *kept) *kept = r->plan->flops_executed;
+        if (pinned_enough(t, *kept)) {
+            *ended = 1;
+            return 1;
+        }
     }
-    return 0;
+    return 1;
 }
 
 /* Takes and solves tasks until none is left. */
@@ -565,21 +603,38 @@ static void pinned_work(pinned_tasks *t)
 {
     for (;;) {
         if (pthread_mutex_lock(&t->mu)) abort();
-        int i = t->next;
-        if (t->stop || i >= t->n || pinned_ended_before(t, i)) {
+        int k = t->next, ended = 0;
+        double kept;
+        if (!t->stop && k < t->n) pinned_judged_before(t, k, &ended, &kept);
+        if (t->stop || k >= t->n || ended) {
             if (pthread_mutex_unlock(&t->mu)) abort();
             return;
         }
         t->next++;
         if (pthread_mutex_unlock(&t->mu)) abort();
+        int i = pinned_task(t, k);
         mg_problem q = *t->pr;
         q.evictable = t->ev[i];
-        mg_plan *p = NULL;
+        mg_variant v[MG_VARIANTS_MAX];
         mg_diag d = {0};
-        mg_status st = solve_pinned_one(&q, t->budget, t->store_all, t->lower_bound, &p, &d);
+        int nv = mg_variants_schedule(&q, t->budget, v, MG_VARIANTS + mg_variants_restarts(&q), &d);
+        double least = nv > 0 ? v[0].p->flops_executed : INFINITY; /* (cheapest first) */
+        /* judged once the tasks before it are (they were all taken before it, so they end) */
         if (pthread_mutex_lock(&t->mu)) abort();
-        t->res[i] = (struct pinned_result){.plan = p, .st = st, .d = d, .done = 1};
+        while (!t->stop && !pinned_judged_before(t, k, &ended, &kept))
+            if (pthread_cond_wait(&t->judged, &t->mu)) abort();
+        int cut = t->stop || ended || (kept < INFINITY && least >= kept);
         if (pthread_mutex_unlock(&t->mu)) abort();
+        mg_plan *p = NULL;
+        mg_status st = MG_OK;
+        if (cut) {
+            for (int j = 0; j < nv; j++) mg_variant_free(&v[j]);
+        } else {
+            st = solve_pinned_one(&q, t->budget, t->store_all, t->lower_bound, v, nv, &p, &d);
+        }
+        if (pthread_mutex_lock(&t->mu)) abort();
+        t->res[i] = (struct pinned_result){.plan = p, .st = st, .d = d, .done = 1, .cut = cut};
+        if (pthread_cond_broadcast(&t->judged) || pthread_mutex_unlock(&t->mu)) abort();
     }
 }
 
@@ -588,30 +643,41 @@ static void pinned_stop(pinned_tasks *t)
 {
     if (pthread_mutex_lock(&t->mu)) abort();
     t->stop = 1;
-    if (pthread_mutex_unlock(&t->mu)) abort();
+    if (pthread_cond_broadcast(&t->judged) || pthread_mutex_unlock(&t->mu)) abort();
 }
 
-/* The tasks' results taken as solve_pinned took them, one after another, into *out (NULL: none);
- * frees the tasks, whose threads have all been joined. A task not done was never taken: the
- * series ended before it, or the tasks were stopped (and the caller drops *out). */
+/* The tasks' results judged in their order, as if they ran one after another, into *out (NULL:
+ * none); frees the tasks, whose threads have all been joined. A task not done was never taken:
+ * the series ended before it, or the tasks were stopped (and the caller drops *out). */
 static mg_status pinned_finish(pinned_tasks *t, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     mg_status st = MG_OK;
-    for (int i = 0; i < t->n; i++) {
-        if (!t->res[i].done || (*out && pinned_enough(t, (*out)->flops_executed))) break;
-        if ((st = t->res[i].st)) {
-            *d = t->res[i].d;
+    int from = -1; /* the task *out is of */
+    for (int k = 0; k < t->n; k++) {
+        int i = pinned_task(t, k);
+        struct pinned_result *r = &t->res[i];
+        if (!r->done || (*out && pinned_enough(t, (*out)->flops_executed))) break;
+        if ((st = r->st)) {
+            *d = r->d;
             break;
         }
-        mg_sv_keep_better(out, t->res[i].plan);
-        t->res[i].plan = NULL;
+        if (r->cut || !r->plan) continue;
+        const mg_plan *p = r->plan, *o = *out;
+        if (!o || p->flops_executed < o->flops_executed ||
+            (p->flops_executed == o->flops_executed &&
+             (p->workspace_bytes < o->workspace_bytes || (p->workspace_bytes == o->workspace_bytes && i < from)))) {
+            mg_plan_free(*out);
+            *out = r->plan;
+            r->plan = NULL;
+            from = i;
+        }
     }
     for (int i = 0; i < t->n; i++) {
         mg_plan_free(t->res[i].plan);
         free(t->ev[i]);
     }
-    if (pthread_mutex_destroy(&t->mu)) abort();
+    if (pthread_mutex_destroy(&t->mu) || pthread_cond_destroy(&t->judged)) abort();
     if (st) {
         mg_plan_free(*out);
         *out = NULL;
