@@ -85,7 +85,7 @@ static const char *usage_text =
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
     "                       command but cache, which takes --cache-dir; check and arena\n"
-    "                       cache nothing)\n"
+    "                       cache nothing); not with --cache-dir, which it would leave unused\n"
     "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
     "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
@@ -303,6 +303,11 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         return mg_drv_usage_error("%s", "plan: --bytes is for a model's report; --graph's gives the exact numbers already");
     if (o->graph && o->micro_text)
         return mg_drv_usage_error("%s: --micro-batches splits a model's batch; a --graph has none", cmd);
+    /* --no-cache reads and writes no cache, so a --cache-dir beside it named a directory nothing
+     * went to, and was accepted without a word (a script meaning to cache there cached nothing) */
+    if (o->no_cache && o->cache_dir)
+        return mg_drv_usage_error("%s: --cache-dir has no effect with --no-cache (which neither reads nor writes the "
+                                  "plan cache); give one of them", cmd);
     if (!o->model && !o->graph)
         return mg_drv_usage_error(!strcmp(cmd, "plan") || !strcmp(cmd, "sweep")
                                ? "%s: no model file given (MODEL.mg, or --graph FILE.json)"

@@ -1378,6 +1378,51 @@ START_TEST(test_cache_dir_unusable)
 }
 END_TEST
 
+/* Was accepted: --no-cache with --cache-dir DIR planned uncached and left DIR unused without a
+ * word, where other options that would be ignored (--bytes with --format json) are refused. Every
+ * command that takes both refuses them together (exit 2, before any planning: no DIR made); each
+ * alone still works, and `cache --cache-dir DIR` (which takes no --no-cache) still shows DIR. */
+START_TEST(test_no_cache_with_cache_dir_is_refused)
+{
+    char m[4300], csv[4300], cdir[4300], obj[4300]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    snprintf(csv, sizeof csv, "%s", write_model("b.csv", "id,lower,upper,size\n0,0,2,64\n"));
+    snprintf(cdir, sizeof cdir, "%s", path("cdir"));
+    snprintf(obj, sizeof obj, "%s", path("m.o"));
+    const char *cmds[] = {"plan", "sweep", "dot", "check", "compile", "arena"};
+    char *out, args[13000];
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        for (int order = 0; order < 2; order++) {
+            snprintf(args, sizeof args, "%s '%s'", cmds[i], i == 5 ? csv : m);
+            size_t k = strlen(args);
+            if (i == 4) k += (size_t)snprintf(args + k, sizeof args - k, " -o '%s'", obj);
+            snprintf(args + k, sizeof args - k, order ? " --cache-dir='%s' --no-cache" : " --no-cache --cache-dir '%s'",
+                     cdir);
+            int rc = mg(&out, "%s", args);
+            ck_assert_msg(rc == 2 && strstr(out, "--cache-dir has no effect with --no-cache") &&
+                              strstr(out, "Try 'memgrad --help'.") && !strstr(out, "workspace"),
+                          "memgrad %s: exited %d:\n%s", args, rc, out);
+            free(out);
+            ck_assert_msg(!exists(cdir) && !exists(obj), "memgrad %s made files", args);
+        }
+    }
+    int rc = mg(&out, "plan '%s' --no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace") && !exists(cdir), "--no-cache alone: exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --cache-dir '%s'", m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace") && exists(cdir), "--cache-dir alone: exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "cache --cache-dir '%s'", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "plan cache ") && strstr(out, "entries       1"), "cache: exited %d:\n%s", rc,
+                  out);
+    free(out);
+    rc = mg(&out, "cache --cache-dir '%s' --no-cache", cdir);
+    ck_assert_msg(rc == 2 && strstr(out, "cache: --no-cache turns the cache off"), "cache --no-cache: exited %d:\n%s",
+                  rc, out);
+    free(out);
+}
+END_TEST
+
 /* A plan cache entry is written through a temporary file only this process created (O_EXCL):
  * the temporary was "ENTRY.tmp.PID", opened with fopen, so another writer with the same pid (a
  * container sharing the directory) interleaved its bytes, and a symlink of that name (a cache in
@@ -2476,8 +2521,16 @@ START_TEST(test_sweep_uses_the_plan_cache)
     sweep_points(out, again, sizeof again, &cached);
     ck_assert_msg(cached == 0, "sqrt's sweep took cached plans:\n%s", out);
     free(out);
-    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --no-cache", m, cdir);
-    ck_assert_msg(rc == 0 && !strstr(out, "from the plan cache"), "exited %d:\n%s", rc, out);
+    /* (the cache where it is by default, XDG_CACHE_HOME/memgrad: --no-cache with --cache-dir is a
+     * usage error) */
+    ck_assert(mkdir(path("xdg"), 0777) == 0 && symlink(cdir, path("xdg/memgrad")) == 0);
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' sweep '%s' --points 4 --no-cache", path("xdg"),
+            MG_MEMGRAD, m);
+    ck_assert_msg(rc == 0 && !strstr(out, "from the plan cache") && strstr(out, "budget"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' sweep '%s' --points 4", path("xdg"), MG_MEMGRAD, m);
+    ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "the default cache is not the one --no-cache left "
+                  "unread: exited %d:\n%s", rc, out);
     free(out);
 }
 END_TEST
@@ -4559,6 +4612,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
+        tcase_add_test(b, test_no_cache_with_cache_dir_is_refused);
         tcase_add_test(b, test_cache_temporary_is_exclusive);
         tcase_add_test(b, test_cache_dir_unwritable_warns);
         tcase_add_test(b, test_cache_bound_and_clear);
