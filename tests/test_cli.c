@@ -3382,6 +3382,69 @@ START_TEST(test_sweep_svg_draws_auto_and_sqrt)
 }
 END_TEST
 
+/* Was a bug: sweep's text table had columns 14 characters wide, so a 15-digit byte count (a
+ * --graph of hundreds of TB; sizes may add up to 2^50 bytes) pushed every column after it off its
+ * heading. Each column is now as wide as its widest value: every value ends under the end of its
+ * heading, and a sweep of small values looks as it did. */
+START_TEST(test_sweep_columns_fit_their_values)
+{
+    for (int big = 0; big < 2; big++) {
+        const char *ram = big ? "100000000000000" : "100";
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 2, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 3, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 4, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": %s}],"
+                 "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                 "{\"source\": 2, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                 "{\"source\": 3, \"target\": 4}, {\"source\": 0, \"target\": 4}]}",
+                 ram, ram, ram, ram, ram);
+        const char *g = write_model("g.json", json);
+        char *out;
+        int rc = mg(&out, "sweep --graph '%s' --points 4 --no-cache", g);
+        ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+        char *head = strchr(out, '\n');
+        ck_assert(head);
+        head++;
+        char *eol = strchr(head, '\n');
+        ck_assert(eol);
+        *eol = '\0';
+        if (!big) /* (the look it always had) */
+            ck_assert_str_eq(head, "        budget       %      workspace      peak live   overhead   seconds  optimal");
+        const char *labels[] = {"budget", "%", "workspace", "peak live", "overhead", "seconds"};
+        int ends[6];
+        for (int k = 0; k < 6; k++) {
+            const char *at = strstr(k ? head + ends[k - 1] : head, labels[k]);
+            ck_assert_msg(at, "no '%s' in the heading '%s'", labels[k], head);
+            ends[k] = (int)(at - head) + (int)strlen(labels[k]);
+        }
+        int rows = 0;
+        for (char *line = eol + 1; *line && *line != '(';) { /* (the rows, then the lines that explain them) */
+            char *end = strchr(line, '\n');
+            if (end) *end = '\0';
+            long long budget, ws, peak;
+            double pct, ovh, secs;
+            ck_assert_msg(sscanf(line, "%lld %lf%% %lld %lld %lf%% %lf", &budget, &pct, &ws, &peak, &ovh, &secs) == 6,
+                          "row '%s'", line);
+            ck_assert_msg(!big || (budget >= 100000000000000 && ws >= 100000000000000), "row '%s'", line);
+            /* each value ends where its heading ends */
+            for (int k = 0; k < 6; k++) {
+                int e = ends[k];
+                ck_assert_msg((int)strlen(line) >= e && (line[e] == ' ' || !line[e]) && line[e - 1] != ' ',
+                              "a value out of line with '%s':\n%s\n%s", labels[k], head, line);
+            }
+            rows++;
+            if (!end) break;
+            line = end + 1;
+        }
+        ck_assert_msg(rows == 4, "%d rows:\n%s", rows, out);
+        free(out);
+    }
+}
+END_TEST
+
 /* Was a bug: the report's "micro-batches" line took the batch from the first input, which may be
  * a scalar ("run on 5882399483646 samples at a time"); the batch is axis 0 of the first input
  * with axes, as the split takes it. */
@@ -4604,6 +4667,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_untried_part_counts_are_said);
         tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
         tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
+        tcase_add_test(b, test_sweep_columns_fit_their_values);
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
         tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
