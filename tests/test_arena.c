@@ -742,7 +742,11 @@ static const csv_err csv_errors[] = {
     {"indented duplicate id", H "  7,0,10,64\n  7,2,3,4\n", 3, 3, "duplicate id 7 (first on line 2)"},
     {"too few fields, CRLF", "id,lower,upper,size\r\n0,0,10\r\n", 2, 7, "got 3"},
     {"no header after a byte order mark", "\xEF\xBB\xBF" "0,0,1,1\n", 1, 1, "expected the header"},
-    {"sizes overflow", H "0,0,10,4611686018427387904\n1,0,10,1\n", 3, 8, "more than 2^62"},
+    {"sizes overflow", H "0,0,10,4611686018427387904\n1,0,10,1\n", 3, 8, "sizes add up to more than 2^62 bytes"},
+    /* one size over the limit is no sum (it said "sizes add up to more than 2^62 bytes") */
+    {"one size too large", H "0,0,10,4611686018427387905\n", 2, 8, "size 4611686018427387905 is above 2^62 bytes"},
+    {"one size too large after others", H "0,0,10,64\n1,0,10,9223372036854775807\n", 3, 8,
+     "size 9223372036854775807 is above 2^62 bytes"},
 };
 #undef H
 enum { NCSV_ERRORS = sizeof csv_errors / sizeof csv_errors[0] };
