@@ -5,7 +5,8 @@
 
 typedef struct mg_target {
     const char *triple;   /* NULL: the host's */
-    const char *cpu;      /* NULL: the host CPU (or "generic" with an explicit triple) */
+    const char *cpu;      /* NULL: the host CPU (or "generic" with an explicit triple); "native": the
+                             host CPU with its features, whatever the triple */
     const char *features; /* NULL: the host CPU's (or none with an explicit triple) */
     int opt_level;        /* 0..3 */
     int no_fuse;          /* 1: every step its own kernel call (no fused elementwise loops) */

@@ -1155,12 +1155,15 @@ static mg_status tmachine_new(const mg_target *t, tmachine *m, mg_diag *d)
     LLVMInitializeAllTargetMCs();
     LLVMInitializeAllAsmPrinters();
     m->triple = t->triple ? LLVMNormalizeTargetTriple(t->triple) : LLVMGetDefaultTargetTriple();
-    if (!t->triple) {
+    /* "native" is this machine's CPU with its features, as clang's -mcpu=native, also beside a
+     * triple; LLVM knows no CPU of that name ("'native' is not a recognized processor") */
+    int native = t->cpu && !strcmp(t->cpu, "native");
+    if (!t->triple || native) {
         m->host_cpu = LLVMGetHostCPUName();
         m->host_feat = LLVMGetHostCPUFeatures();
     }
-    m->cpu = t->cpu ? t->cpu : m->host_cpu ? m->host_cpu : "generic";
-    m->features = t->features ? t->features : (!t->cpu && m->host_feat) ? m->host_feat : "";
+    m->cpu = native ? m->host_cpu : t->cpu ? t->cpu : m->host_cpu ? m->host_cpu : "generic";
+    m->features = t->features ? t->features : ((!t->cpu || native) && m->host_feat) ? m->host_feat : "";
     /* RISC-V Linux: LLVM's generic CPU is RV64I/RV32I, whose soft-float ABI the system's libraries
      * (RV64GC/RV32GC, double-float ABI, as GCC and clang build for these triples) refuse to
      * link with ("can't link soft-float modules with double-float modules"). The same default

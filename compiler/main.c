@@ -121,7 +121,8 @@ static const char *usage_text =
     "  --header FILE        C header to write alongside\n"
     "  --target TRIPLE      target triple (default: this machine)\n"
     "  --cpu NAME           target CPU (default: this machine's; with --target LLVM's generic\n"
-    "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple)\n"
+    "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple);\n"
+    "                       native: this machine's CPU and its features, also with --target\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
     "  --name NAME          name the symbols, macros and header guard NAME_... instead of after\n"
@@ -701,7 +702,11 @@ static int check_target(const mg_drv_options *o)
     char *nl = strchr(msg, '\n');
     if (nl) *nl = 0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || strstr(msg, "is not a recognized")) {
-        if (o->cpu && (strstr(msg, "is not a recognized") || !WIFEXITED(status)))
+        if (o->cpu && !strcmp(o->cpu, "native") && (strstr(msg, "is not a recognized") || !WIFEXITED(status)))
+            /* (this machine's CPU, on a --target of another architecture: LLVM names the CPU) */
+            fprintf(stderr, "memgrad: error: --cpu native is this machine's CPU, which target %s does not have (LLVM: "
+                    "%s)\n", o->triple ? o->triple : "of this machine", msg);
+        else if (o->cpu && (strstr(msg, "is not a recognized") || !WIFEXITED(status)))
             fprintf(stderr, "memgrad: error: unknown CPU '%s' for target %s (LLVM: %s)\n", o->cpu,
                     o->triple ? o->triple : "of this machine", msg);
         else

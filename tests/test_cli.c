@@ -889,6 +889,63 @@ START_TEST(test_compile_target_and_cpu)
 }
 END_TEST
 
+/* The text between key and the next '"' in text, into buf ("" when key is not there). */
+static const char *quoted_after(const char *text, const char *key, char *buf, size_t n)
+{
+    const char *at = text ? strstr(text, key) : NULL;
+    buf[0] = 0;
+    if (at) snprintf(buf, n, "%.*s", (int)strcspn(at + strlen(key), "\""), at + strlen(key));
+    return buf;
+}
+
+/* Was refused: `--cpu native` (clang's spelling for this machine's CPU) was an unknown CPU, as
+ * LLVM knows no CPU of that name. It is now this machine's CPU and its features, the default's
+ * very object, also beside a --target of this machine's architecture, and --help says so. Beside
+ * a --target of another architecture it is a usage error that says why. */
+START_TEST(test_compile_cpu_native)
+{
+    char m[4300], cmd[13000];
+    snprintf(m, sizeof m, "%s", write_model("t.mg", "model t\ninput x: f32[4,3]\nparam w: f32[3,2]\n"
+                                                    "loss = sum(relu(x @ w))\nminimize loss\n"));
+    char *out, arch[128] = "", cpu[3][128], feat[3][4096];
+    for (int i = 0; i < 3; i++) {
+        char args[256] = "", obj[64], ll[64];
+        if (i == 1) snprintf(args, sizeof args, "--cpu native");
+        if (i == 2) snprintf(args, sizeof args, "--cpu native --target %s-linux-gnu", arch);
+        snprintf(obj, sizeof obj, "o%d.o", i);
+        snprintf(ll, sizeof ll, "o%d.ll", i);
+        int rc = mg(&out, "compile '%s' -o '%s' --emit-llvm '%s' --no-cache -O1 %s", m, path(obj), path(ll), args);
+        ck_assert_msg(rc == 0 && !out[0], "compile %s: exited %d:\n%s", args, rc, out);
+        free(out);
+        char *ir = tu_read(path(ll));
+        quoted_after(ir, "\"target-cpu\"=\"", cpu[i], sizeof cpu[i]);
+        quoted_after(ir, "\"target-features\"=\"", feat[i], sizeof feat[i]);
+        if (!i) { /* this machine's architecture: the default triple's first part */
+            quoted_after(ir, "target triple = \"", arch, sizeof arch);
+            arch[strcspn(arch, "-")] = 0;
+        }
+        free(ir);
+        ck_assert_msg(cpu[i][0] && strcmp(cpu[i], "native") && !strcmp(cpu[i], cpu[0]) && !strcmp(feat[i], feat[0]),
+                      "compile %s: target-cpu '%s' (the default's '%s'), features %s", args, cpu[i], cpu[0],
+                      strcmp(feat[i], feat[0]) ? "not the default's" : "the default's");
+    }
+    snprintf(cmd, sizeof cmd, "cmp '%s/o0.o' '%s/o1.o'", dir, dir);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "--cpu native made another object than the default:\n%s", out);
+    free(out);
+    /* another architecture has not this machine's CPU */
+    const char *other = strcmp(arch, "x86_64") ? "x86_64-linux-gnu" : "aarch64-linux-gnu";
+    rc = mg(&out, "compile '%s' -o '%s' --cpu native --target %s --no-cache", m, path("other.o"), other);
+    ck_assert_msg(rc == 2 && strstr(out, "--cpu native is this machine's CPU, which target") && strstr(out, other) &&
+                      !exists(path("other.o")),
+                  "--target %s: exited %d:\n%s", other, rc, out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    ck_assert_msg(strstr(out, "native: this machine's CPU"), "--help does not say --cpu native:\n%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_compile_refuses_to_overwrite_model)
 {
     const char *m = write_model("mlp.mg", mlp_src);
@@ -4606,6 +4663,7 @@ static Suite *cli_suite(void)
     tcase_add_test(c, test_compile_writes_object_and_header);
     tcase_add_test(c, test_compile_budget);
     tcase_add_test(c, test_compile_target_and_cpu);
+    tcase_add_test(c, test_compile_cpu_native);
     tcase_add_test(c, test_compile_refuses_to_overwrite_model);
     tcase_add_test(c, test_compile_bad_model_leaves_nothing);
     suite_add_tcase(s, c);
