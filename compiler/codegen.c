@@ -1259,7 +1259,17 @@ void mg_emitted_free(mg_emitted *e)
 {
     free(e->obj);
     free(e->ll);
+    free(e->triple);
+    free(e->cpu);
+    free(e->features);
     *e = (mg_emitted){0};
+}
+
+static char *copy(const char *s)
+{
+    char *c = strdup(s);
+    if (!c) abort();
+    return c;
 }
 
 mg_status mg_emit_object(const mg_program *p, const mg_target *t, int want_ll, mg_emitted *out, mg_diag *d)
@@ -1414,6 +1424,13 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, int want_ll, m
         memcpy(out->obj, LLVMGetBufferStart(obj), out->obj_len);
         LLVMDisposeMemoryBuffer(obj);
     }
+    /* what the object is for, as compiled, for the header to say: an object copied to a machine
+     * whose CPU lacks a feature of this one's dies of SIGILL, with nothing else to tell why */
+    out->triple = copy(triple);
+    out->cpu = copy(cpu);
+    out->host_cpu = m.host_cpu && cpu == m.host_cpu;
+    out->host_features = m.host_feat && features == m.host_feat;
+    out->features = !out->host_features && features && *features ? copy(features) : NULL;
 dispose:
     step_fns_free(&c);
     for (int i = 0; i < c.nsent; i++) free(snames[i]);

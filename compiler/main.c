@@ -744,7 +744,7 @@ static int cmd_compile(mg_drv_options *o)
             rc = 1;
         }
     }
-    if (!rc && o->header) h = mg_header_text(&c.prog, o->out, o->header);
+    if (!rc && o->header) h = mg_header_text(&c.prog, &e, o->out, o->header);
     /* Every output goes to a temporary file first; all are put in place only when all are
      * written, so a failure leaves the user's old files as they were and no partial set behind.
      * The temporary files are made once everything is in memory: made before the code

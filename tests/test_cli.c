@@ -3807,6 +3807,58 @@ START_TEST(test_header_states_alignment)
 }
 END_TEST
 
+/* Was missing: the header said nothing of the target and CPU its object was compiled for (the
+ * default is this machine's CPU with all its features), so a program copied with its object to
+ * another machine could die of SIGILL with nothing in the header to say why. Its opening comment
+ * now names the triple and the CPU the backend used (the IR's), and what the object needs. */
+START_TEST(test_header_names_target_and_cpu)
+{
+    char m[4300];
+    snprintf(m, sizeof m, "%s", write_model("t.mg", "model t\ninput x: f32[4,3]\nparam w: f32[3,2]\n"
+                                                    "loss = sum(relu(x @ w))\nminimize loss\n"));
+    struct {
+        const char *args, *whose;
+    } runs[] = {{"", " (this machine's, with its features)."},
+                {"--cpu native", " (this machine's, with its features)."},
+                {"--target aarch64-linux-gnu --cpu cortex-a72", "."},
+                {"--target x86_64-linux-gnu", "."},
+                {"--target riscv64-linux-gnu", " with features +m,+a,+f,+d,+c."}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char *out;
+        int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --emit-llvm '%s' --no-cache -O0 %s", m, path("t.o"),
+                    path("t.h"), path("t.ll"), runs[i].args);
+        ck_assert_msg(rc == 0, "compile %s: exited %d:\n%s", runs[i].args, rc, out);
+        free(out);
+        char *ir = tu_read(path("t.ll")), *h = tu_read(path("t.h")), triple[128], cpu[128], want[512];
+        quoted_after(ir, "target triple = \"", triple, sizeof triple);
+        quoted_after(ir, "\"target-cpu\"=\"", cpu, sizeof cpu);
+        ck_assert_msg(triple[0] && cpu[0], "compile %s: no triple or CPU in the IR", runs[i].args);
+        snprintf(want, sizeof want, "\n * Compiled for target %s, CPU %s%s\n", triple, cpu, runs[i].whose);
+        const char *end = h ? strstr(h, " */\n") : NULL; /* (the opening comment's end) */
+        const char *at = h ? strstr(h, want) : NULL;
+        ck_assert_msg(at && at < end && strstr(at, "features: on another it may stop with SIGILL"),
+                      "compile %s: the header does not say '%s':\n%.1200s", runs[i].args, want + 1, h);
+        free(ir);
+        free(h);
+    }
+    /* a triple's vendor is the user's word, which LLVM takes as it is: its "*" "/" does not end the
+     * comment (a program including the header builds) */
+    char *out, cmd[9000];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0 --target 'x86_64-a*/b-linux-gnu'", m,
+                path("t.o"), path("t.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("t.h"));
+    ck_assert_msg(h && strstr(h, "\n * Compiled for target x86_64-a*?b-linux-gnu, CPU generic.\n"), "%.600s", h);
+    free(h);
+    write_model("inc.c", "#include \"t.h\"\nint t_inputs(void);\nint t_inputs(void) { return T_NUM_INPUTS; }\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Werror -fsyntax-only inc.c", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "%s:\n%s", cmd, out);
+    free(out);
+}
+END_TEST
+
 /* A header from another compile is caught: the object holds NAME_plan_hash, equal to its own
  * header's NAME_PLAN_HASH and not to that of a compile at another budget, whose sizes do not hold
  * for it (the review of 2026-12-06: a stale header compiled, linked and wrote past the
@@ -4743,6 +4795,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_header_states_alignment);
+        tcase_add_test(b, test_header_names_target_and_cpu);
         tcase_add_test(b, test_plan_hash_catches_a_stale_header);
         tcase_add_test(b, test_small_share_of_the_budget);
         tcase_add_test(b, test_one_byte_is_singular);
