@@ -181,7 +181,12 @@ char *mg_header_text(const mg_program *p, const mg_emitted *e, const char *objec
      * strict-alignment targets such as ARMv7 fault on; tensors lie at multiples of 64 bytes from
      * a buffer's start, but nothing relies on more of that start than its elements' size */
     put(&o, " * Every buffer passed must be aligned to 8 bytes (the code assumes each one aligned to its\n"
-            " * elements' size, 4 or 8, and no more): malloc's alignment suffices.\n *\n");
+            " * elements' size, 4 or 8, and no more): malloc's alignment suffices.\n");
+    /* it compiles without a warning under -std=c99 and -std=c++11 -Wall -Wextra -pedantic; before
+     * those, the ULL constants warn ("use of C99 long long integer constant"), and the header needs
+     * C99's <stdint.h> anyway: said, rather than spelled around */
+    put(&o, " * This header is C99 or later and C++11 or later (it needs <stdint.h>, and its hashes are\n"
+            " * unsigned long long constants).\n *\n");
     /* a model may declare no input or no output: an empty list under a heading would read as if
      * something had been lost, so the header says what that means for the caller instead */
     if (g->ninputs) {

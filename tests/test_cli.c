@@ -2682,6 +2682,45 @@ START_TEST(test_header_builds_as_c_and_cpp)
 }
 END_TEST
 
+/* The header compiles without a warning under the standards it says it needs, C99 and C++11, with
+ * GCC's -Wall -Wextra -pedantic -Werror (g++: skipped where it is not installed); it said nothing
+ * of them, and under C89 or C++98 its ULL constants warn. examples/mlp.mg, every macro used. */
+START_TEST(test_header_is_c99_and_cpp11)
+{
+    char *out, cmd[9000];
+    int rc = mg(&out, "compile '%s/examples/mlp.mg' -o '%s' --header '%s' --no-cache -O0", MG_SOURCE_DIR, path("m.o"),
+                path("mlp.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("mlp.h"));
+    ck_assert_msg(h && strstr(h, " * This header is C99 or later and C++11 or later (it needs <stdint.h>, and its "
+                                 "hashes are\n * unsigned long long constants).\n"),
+                  "the header does not say which standards it needs:\n%.1500s", h);
+    free(h);
+    const char *uses = "#include \"mlp.h\"\n"
+                       "unsigned long long mlp_figures(void);\nconst char *mlp_names(void);\n"
+                       "unsigned long long mlp_figures(void)\n{\n"
+                       "    return MLP_WORKSPACE_BYTES + MLP_FORWARD_WORKSPACE_BYTES + MLP_PARAM_BYTES + MLP_MODEL_HASH +\n"
+                       "           MLP_PLAN_HASH + mlp_plan_hash + MLP_NUM_PARAMS + MLP_NUM_INPUTS + MLP_NUM_OUTPUTS +\n"
+                       "           MLP_HAS_STATE + MG_F32 + (unsigned long long)mlp_params_desc[0].shape[0];\n}\n"
+                       "const char *mlp_names(void) { return mlp_inputs_desc[0].name ? mlp_outputs_desc[0].name : \"\"; }\n";
+    write_model("uses.c", uses);
+    write_model("uses.cpp", uses);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only uses.c", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && !out[0], "%s:\n%s", cmd, out);
+    free(out);
+    if (tu_run("command -v g++ >/dev/null", NULL) != 0) {
+        fprintf(stderr, "test_header_is_c99_and_cpp11: C++ skipped (no g++)\n");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s' && g++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only uses.cpp", dir);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && !out[0], "%s:\n%s", cmd, out);
+    free(out);
+}
+END_TEST
+
 /* Was unclear: the header listed every input for NAME_forward alike, so a program running
  * inference had to pass a batch of labels it does not have (review22). An input no output
  * depends on (the loss's labels) is marked as not read by NAME_forward, and a program that
@@ -4806,6 +4845,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_report_file_named_as_the_standard_output);
         tcase_add_test(b, test_compile_name);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
+        tcase_add_test(b, test_header_is_c99_and_cpp11);
         tcase_add_test(b, test_header_says_which_inputs_forward_reads);
         tcase_add_test(b, test_link_hint_is_a_shell_command);
         tcase_add_test(b, test_cross_entropy_label_out_of_range_is_nan);
