@@ -3,7 +3,8 @@
  *
  * Why it exists: published allocation instances come in this format, and a wrong number must
  * be reported with its line rather than silently placed. Validation is strict: the header is
- * required, every row has four integer fields, ids are distinct, upper > lower, size >= 0.
+ * required, every row has four integer fields, ids are distinct, upper > lower, size >= 0, and
+ * the sizes add up to at most 2^62 bytes.
  * Blank lines are skipped; a CR before the newline is accepted, and so is a UTF-8 byte order
  * mark at the very start of the file (spreadsheet exports write one). An error names its line
  * and, where it is about one field, the field's column (bytes from 1, as a model's). */
@@ -150,6 +151,11 @@ mg_status mg_arena_csv_parse(const char *text, size_t len, const char *file, mg_
             return fail(d, file, line, COL(fs[2]), out, ids, "upper (%lld) must be greater than lower (%lld)", (long long)v[2],
                         (long long)v[1]);
         if (v[3] < 0) return fail(d, file, line, COL(fs[3]), out, ids, "size %lld is negative", (long long)v[3]);
+        /* (one size past the limit is said as such: "sizes add up to more than 2^62 bytes" of a
+         * file whose one buffer was too large named a sum there was none of) */
+        if (v[3] > total_size_max)
+            return fail(d, file, line, COL(fs[3]), out, ids,
+                        "size %lld is above 2^62 bytes, the most that the sizes may add up to", (long long)v[3]);
         if (v[3] > total_size_max - total)
             return fail(d, file, line, COL(fs[3]), out, ids, "sizes add up to more than 2^62 bytes");
         total += v[3];

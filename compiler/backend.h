@@ -5,7 +5,8 @@
 
 typedef struct mg_target {
     const char *triple;   /* NULL: the host's */
-    const char *cpu;      /* NULL: the host CPU (or "generic" with an explicit triple) */
+    const char *cpu;      /* NULL: the host CPU (or "generic" with an explicit triple); "native": the
+                             host CPU with its features, whatever the triple */
     const char *features; /* NULL: the host CPU's (or none with an explicit triple) */
     int opt_level;        /* 0..3 */
     int no_fuse;          /* 1: every step its own kernel call (no fused elementwise loops) */
@@ -29,6 +30,11 @@ typedef struct mg_program {
 typedef struct mg_emitted {
     char *obj, *ll;
     size_t obj_len, ll_len;
+    /* what the object was compiled for, as the backend took it: the (normalised) target triple,
+     * the CPU's name and the features given beside it (NULL: the CPU's own, or this machine's
+     * where host_features); host_cpu: the CPU is this machine's (the default, --cpu native) */
+    char *triple, *cpu, *features;
+    int host_cpu, host_features;
 } mg_emitted;
 
 /* codegen.c: the object of p for t into *out (and the IR where want_ll); on an error *out is
@@ -59,7 +65,8 @@ uint64_t mg_program_hash(const mg_program *p);
  * offsets), field by field; NULL has one of its own. Two plans with one digest are one plan. */
 uint64_t mg_plan_digest(const mg_plan *p);
 
-/* header.c: the C header text for p, malloc'd; the caller frees it. object, header: the -o and
- * --header paths, whose file names the header's opening comment gives (NULL: none). */
-char *mg_header_text(const mg_program *p, const char *object, const char *header);
+/* header.c: the C header text for p, malloc'd; the caller frees it. e: the object compiled for p
+ * (the target and CPU its opening comment names); object, header: the -o and --header paths,
+ * whose file names the opening comment gives (NULL: none). */
+char *mg_header_text(const mg_program *p, const mg_emitted *e, const char *object, const char *header);
 #endif

@@ -21,6 +21,7 @@
 int mg_cmd_arena(int argc, char **argv)
 {
     const char *file = NULL, *capacity_text = NULL, *format = "text", *time_text = NULL, *cache_dir = NULL;
+    int no_cache = 0;
     int operands = 0; /* after "--" every argument is the file, as POSIX utilities take it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -34,7 +35,10 @@ int mg_cmd_arena(int argc, char **argv)
             else if (!strcmp(a, "--format")) slot = &format;
             else if (!strcmp(a, "--time-limit")) slot = &time_text;
             else if (!strcmp(a, "--cache-dir")) slot = &cache_dir;
-            else if (!strcmp(a, "--no-cache")) continue; /* accepted as on every command: nothing here is cached */
+            else if (!strcmp(a, "--no-cache")) { /* accepted as on every command: nothing here is cached */
+                no_cache = 1;
+                continue;
+            }
             else return mg_drv_unknown_option(a, "arena");
             if (mg_drv_needs_value(argc, argv, i)) return 2;
             *slot = argv[++i];
@@ -43,7 +47,9 @@ int mg_cmd_arena(int argc, char **argv)
         if (file) return mg_drv_usage_error("arena: unexpected argument '%s' (one buffer file at a time)", a);
         file = a;
     }
-    (void)cache_dir;
+    if (no_cache && cache_dir) /* (refused as on the commands that plan: one of them goes unused) */
+        return mg_drv_usage_error("%s", "arena: --cache-dir has no effect with --no-cache (which neither reads nor "
+                                        "writes the plan cache); give one of them");
     if (!file) return mg_drv_usage_error("%s", "arena: no buffer file given (FILE.csv)");
     if (strcmp(format, "text") && strcmp(format, "json"))
         return mg_drv_usage_error("arena: --format wants text or json, got '%s'", format);

@@ -31,6 +31,31 @@ static void csv_string(const char *s)
 /* A point's part count as the reports give it: 1 for a plan of the whole batch (and a --graph's) */
 static int parts_of(const sweep_point *q) { return q->parts > 1 ? q->parts : 1; }
 
+/* The text table's column widths: each column as wide as its widest value and at least as wide as
+ * it has always been (14 for a byte count: up to 99 TB every sweep looks as it did). They were
+ * fixed, and a 15-digit byte count (a --graph of 2^50 bytes, a model of a few hundred TB) pushed
+ * every column after it off its heading. */
+typedef struct sweep_widths {
+    int budget, workspace, peak, overhead, seconds;
+} sweep_widths;
+
+static int at_least(int w, int n) { return n > w ? n : w; }
+
+static sweep_widths widths_of(const sweep_point *pt, int n)
+{
+    sweep_widths w = {14, 14, 14, 10, 9};
+    for (int i = 0; i < n; i++) {
+        const sweep_point *q = &pt[i];
+        w.budget = at_least(w.budget, snprintf(NULL, 0, "%lld", (long long)q->budget));
+        w.seconds = at_least(w.seconds, snprintf(NULL, 0, "%.3f", q->seconds));
+        if (!q->fits) continue;
+        w.workspace = at_least(w.workspace, snprintf(NULL, 0, "%lld", (long long)q->workspace));
+        w.peak = at_least(w.peak, snprintf(NULL, 0, "%lld", (long long)q->peak));
+        w.overhead = at_least(w.overhead, snprintf(NULL, 0, "%.2f%%", 100.0 * mg_recompute_overhead(q->once, q->executed)));
+    }
+    return w;
+}
+
 static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, int64_t minf, const sweep_point *pt,
                         const char *const *notes, int n)
 {
@@ -67,13 +92,15 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
         return;
     }
     int csv = !strcmp(fmt, "csv");
+    sweep_widths w = widths_of(pt, n);
     if (csv)
         printf("budget_bytes,percent_of_store_all,fits,workspace_bytes,peak_live_bytes,recompute_overhead,solve_seconds,"
                "micro_batches,from_cache,optimal,planned_at_bytes,note\n");
     else
-        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%14s %7s %14s %14s %10s %9s%s  optimal\n",
-               what, solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), "budget", "%",
-               "workspace", "peak live", "overhead", "seconds", o->graph ? "" : "  parts");
+        printf("%s  solver %s  store-all %lld %s, minimum feasible %lld %s\n%*s %7s %*s %*s %*s %*s%s  optimal\n",
+               what, solver, (long long)all, mg_bytes_word(all), (long long)minf, mg_bytes_word(minf), w.budget,
+               "budget", "%", w.workspace, "workspace", w.peak, "peak live", w.overhead, "overhead", w.seconds,
+               "seconds", o->graph ? "" : "  parts");
     int cached = 0, carried = 0;
     for (int i = 0; i < n; i++) {
         const sweep_point *q = &pt[i];
@@ -92,14 +119,15 @@ static void sweep_print(const mg_drv_options *o, const char *what, int64_t all, 
             csv_string(notes[i]);
             putchar('\n');
         } else if (q->fits) {
-            printf("%14lld %6.1f%% %14lld %14lld %9.2f%% %9.3f", (long long)q->budget, pct, (long long)q->workspace,
-                   (long long)q->peak, ovh, q->seconds);
+            printf("%*lld %6.1f%% %*lld %*lld %*.2f%% %*.3f", w.budget, (long long)q->budget, pct, w.workspace,
+                   (long long)q->workspace, w.peak, (long long)q->peak, w.overhead - 1, ovh, w.seconds, q->seconds);
             if (!o->graph) printf(" %6d", parts_of(q)); /* (a --graph has no batch to split) */
             printf("  %s", q->optimal == 1 ? "proven" : "unknown");
             if (q->planned_at != q->budget) printf("  planned at %lld", (long long)q->planned_at), carried++;
             putchar('\n');
         } else
-            printf("%14lld %6.1f%% %14s %14s %10s %9.3f\n", (long long)q->budget, pct, "no plan", "", "", q->seconds);
+            printf("%*lld %6.1f%% %*s %*s %*s %*.3f\n", w.budget, (long long)q->budget, pct, w.workspace, "no plan", w.peak,
+                   "", w.overhead, "", w.seconds, q->seconds);
     }
     if (!csv && carried)
         printf("(%d of %d points say 'planned at B': they keep the plan of the smaller budget B, which recomputes "

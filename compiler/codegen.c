@@ -1155,12 +1155,15 @@ static mg_status tmachine_new(const mg_target *t, tmachine *m, mg_diag *d)
     LLVMInitializeAllTargetMCs();
     LLVMInitializeAllAsmPrinters();
     m->triple = t->triple ? LLVMNormalizeTargetTriple(t->triple) : LLVMGetDefaultTargetTriple();
-    if (!t->triple) {
+    /* "native" is this machine's CPU with its features, as clang's -mcpu=native, also beside a
+     * triple; LLVM knows no CPU of that name ("'native' is not a recognized processor") */
+    int native = t->cpu && !strcmp(t->cpu, "native");
+    if (!t->triple || native) {
         m->host_cpu = LLVMGetHostCPUName();
         m->host_feat = LLVMGetHostCPUFeatures();
     }
-    m->cpu = t->cpu ? t->cpu : m->host_cpu ? m->host_cpu : "generic";
-    m->features = t->features ? t->features : (!t->cpu && m->host_feat) ? m->host_feat : "";
+    m->cpu = native ? m->host_cpu : t->cpu ? t->cpu : m->host_cpu ? m->host_cpu : "generic";
+    m->features = t->features ? t->features : ((!t->cpu || native) && m->host_feat) ? m->host_feat : "";
     /* RISC-V Linux: LLVM's generic CPU is RV64I/RV32I, whose soft-float ABI the system's libraries
      * (RV64GC/RV32GC, double-float ABI, as GCC and clang build for these triples) refuse to
      * link with ("can't link soft-float modules with double-float modules"). The same default
@@ -1256,7 +1259,17 @@ void mg_emitted_free(mg_emitted *e)
 {
     free(e->obj);
     free(e->ll);
+    free(e->triple);
+    free(e->cpu);
+    free(e->features);
     *e = (mg_emitted){0};
+}
+
+static char *copy(const char *s)
+{
+    char *c = strdup(s);
+    if (!c) abort();
+    return c;
 }
 
 mg_status mg_emit_object(const mg_program *p, const mg_target *t, int want_ll, mg_emitted *out, mg_diag *d)
@@ -1411,6 +1424,13 @@ mg_status mg_emit_object(const mg_program *p, const mg_target *t, int want_ll, m
         memcpy(out->obj, LLVMGetBufferStart(obj), out->obj_len);
         LLVMDisposeMemoryBuffer(obj);
     }
+    /* what the object is for, as compiled, for the header to say: an object copied to a machine
+     * whose CPU lacks a feature of this one's dies of SIGILL, with nothing else to tell why */
+    out->triple = copy(triple);
+    out->cpu = copy(cpu);
+    out->host_cpu = m.host_cpu && cpu == m.host_cpu;
+    out->host_features = m.host_feat && features == m.host_feat;
+    out->features = !out->host_features && features && *features ? copy(features) : NULL;
 dispose:
     step_fns_free(&c);
     for (int i = 0; i < c.nsent; i++) free(snames[i]);

@@ -112,7 +112,41 @@ static char *shell_word(const char *s)
     return q;
 }
 
-char *mg_header_text(const mg_program *p, const char *object, const char *header)
+/* s for a line of a C comment, into buf: a control byte as '?', and a '/' right after a '*' as '?'
+ * (the comment would end there); at most n - 1 bytes. */
+static const char *comment_safe(const char *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (; s[k] && k + 1 < n; k++) {
+        unsigned char c = (unsigned char)s[k];
+        buf[k] = c < 0x20 || c == 0x7f || (c == '/' && k > 0 && s[k - 1] == '*') ? '?' : (char)c;
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+/* What the object runs on: its target triple and CPU, as the backend compiled it (the default is
+ * this machine's CPU with all its features). A program copied with its object to a machine whose
+ * CPU lacks one of them died of SIGILL, and nothing in the header said what the object needs. */
+static void target_note(out *o, const mg_emitted *e)
+{
+    if (!e || !e->triple || !e->cpu) return;
+    /* (the triple's vendor and system are the user's words, which LLVM takes whatever they are: a
+     * vendor with a '*' and then a '/' in it ended the comment early) */
+    char triple[256], cpu[256], features[1024];
+    const char *whose = !e->host_cpu ? "" : e->host_features ? " (this machine's, with its features)" : " (this machine's)";
+    put(o, " * Compiled for target %s, CPU %s%s%s%s.\n", comment_safe(e->triple, triple, sizeof triple),
+        comment_safe(e->cpu, cpu, sizeof cpu), whose, e->features ? " with features " : "",
+        e->features ? comment_safe(e->features, features, sizeof features) : "");
+    put(o, " * The object runs only on CPUs with %s features: on another it may stop with SIGILL (an\n"
+           " * illegal instruction). `memgrad compile --cpu NAME` compiles for another CPU%s.\n",
+        e->features ? "these" : "that CPU's",
+        /* (not where features were given beside the CPU: RISC-V Linux's generic CPU without them
+         * has the soft-float ABI, which the system's libraries refuse to link with) */
+        e->features ? "" : " (generic: any\n * CPU of the target)");
+}
+
+char *mg_header_text(const mg_program *p, const mg_emitted *e, const char *object, const char *header)
 {
     const mg_graph *g = p->g;
     const char *m = g->model_name;
@@ -137,6 +171,7 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
         free(q);
     }
     else put(&o, " * Link the object memgrad compiled with this header: cc app.c OBJECT.o -lm.\n");
+    target_note(&o, e);
     put(&o, " * Every function is reentrant: all state lives in the caller's buffers. The workspace must\n"
             " * hold %s_WORKSPACE_BYTES bytes; params and grads blobs %s_PARAM_BYTES bytes each (see\n"
             " * %s_params_desc for the layout).\n",
@@ -146,7 +181,12 @@ char *mg_header_text(const mg_program *p, const char *object, const char *header
      * strict-alignment targets such as ARMv7 fault on; tensors lie at multiples of 64 bytes from
      * a buffer's start, but nothing relies on more of that start than its elements' size */
     put(&o, " * Every buffer passed must be aligned to 8 bytes (the code assumes each one aligned to its\n"
-            " * elements' size, 4 or 8, and no more): malloc's alignment suffices.\n *\n");
+            " * elements' size, 4 or 8, and no more): malloc's alignment suffices.\n");
+    /* it compiles without a warning under -std=c99 and -std=c++11 -Wall -Wextra -pedantic; before
+     * those, the ULL constants warn ("use of C99 long long integer constant"), and the header needs
+     * C99's <stdint.h> anyway: said, rather than spelled around */
+    put(&o, " * This header is C99 or later and C++11 or later (it needs <stdint.h>, and its hashes are\n"
+            " * unsigned long long constants).\n *\n");
     /* a model may declare no input or no output: an empty list under a heading would read as if
      * something had been lost, so the header says what that means for the caller instead */
     if (g->ninputs) {

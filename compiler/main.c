@@ -85,7 +85,7 @@ static const char *usage_text =
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
     "                       command but cache, which takes --cache-dir; check and arena\n"
-    "                       cache nothing)\n"
+    "                       cache nothing); not with --cache-dir, which it would leave unused\n"
     "  --points N           sweep: number of budgets, 2 to 1000 (default 8; fewer when the\n"
     "                       minimum and store-all are fewer bytes apart)\n"
     "\n"
@@ -121,7 +121,8 @@ static const char *usage_text =
     "  --header FILE        C header to write alongside\n"
     "  --target TRIPLE      target triple (default: this machine)\n"
     "  --cpu NAME           target CPU (default: this machine's; with --target LLVM's generic\n"
-    "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple)\n"
+    "                       one, but RV64GC/RV32GC, double-float ABI, for a RISC-V Linux triple);\n"
+    "                       native: this machine's CPU and its features, also with --target\n"
     "  -O0 .. -O3           optimisation level (default -O3)\n"
     "  --emit-llvm FILE     also write the optimised LLVM IR as text\n"
     "  --name NAME          name the symbols, macros and header guard NAME_... instead of after\n"
@@ -303,6 +304,11 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         return mg_drv_usage_error("%s", "plan: --bytes is for a model's report; --graph's gives the exact numbers already");
     if (o->graph && o->micro_text)
         return mg_drv_usage_error("%s: --micro-batches splits a model's batch; a --graph has none", cmd);
+    /* --no-cache reads and writes no cache, so a --cache-dir beside it named a directory nothing
+     * went to, and was accepted without a word (a script meaning to cache there cached nothing) */
+    if (o->no_cache && o->cache_dir)
+        return mg_drv_usage_error("%s: --cache-dir has no effect with --no-cache (which neither reads nor writes the "
+                                  "plan cache); give one of them", cmd);
     if (!o->model && !o->graph)
         return mg_drv_usage_error(!strcmp(cmd, "plan") || !strcmp(cmd, "sweep")
                                ? "%s: no model file given (MODEL.mg, or --graph FILE.json)"
@@ -696,7 +702,11 @@ static int check_target(const mg_drv_options *o)
     char *nl = strchr(msg, '\n');
     if (nl) *nl = 0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || strstr(msg, "is not a recognized")) {
-        if (o->cpu && (strstr(msg, "is not a recognized") || !WIFEXITED(status)))
+        if (o->cpu && !strcmp(o->cpu, "native") && (strstr(msg, "is not a recognized") || !WIFEXITED(status)))
+            /* (this machine's CPU, on a --target of another architecture: LLVM names the CPU) */
+            fprintf(stderr, "memgrad: error: --cpu native is this machine's CPU, which target %s does not have (LLVM: "
+                    "%s)\n", o->triple ? o->triple : "of this machine", msg);
+        else if (o->cpu && (strstr(msg, "is not a recognized") || !WIFEXITED(status)))
             fprintf(stderr, "memgrad: error: unknown CPU '%s' for target %s (LLVM: %s)\n", o->cpu,
                     o->triple ? o->triple : "of this machine", msg);
         else
@@ -734,7 +744,7 @@ static int cmd_compile(mg_drv_options *o)
             rc = 1;
         }
     }
-    if (!rc && o->header) h = mg_header_text(&c.prog, o->out, o->header);
+    if (!rc && o->header) h = mg_header_text(&c.prog, &e, o->out, o->header);
     /* Every output goes to a temporary file first; all are put in place only when all are
      * written, so a failure leaves the user's old files as they were and no partial set behind.
      * The temporary files are made once everything is in memory: made before the code

@@ -742,7 +742,11 @@ static const csv_err csv_errors[] = {
     {"indented duplicate id", H "  7,0,10,64\n  7,2,3,4\n", 3, 3, "duplicate id 7 (first on line 2)"},
     {"too few fields, CRLF", "id,lower,upper,size\r\n0,0,10\r\n", 2, 7, "got 3"},
     {"no header after a byte order mark", "\xEF\xBB\xBF" "0,0,1,1\n", 1, 1, "expected the header"},
-    {"sizes overflow", H "0,0,10,4611686018427387904\n1,0,10,1\n", 3, 8, "more than 2^62"},
+    {"sizes overflow", H "0,0,10,4611686018427387904\n1,0,10,1\n", 3, 8, "sizes add up to more than 2^62 bytes"},
+    /* one size over the limit is no sum (it said "sizes add up to more than 2^62 bytes") */
+    {"one size too large", H "0,0,10,4611686018427387905\n", 2, 8, "size 4611686018427387905 is above 2^62 bytes"},
+    {"one size too large after others", H "0,0,10,64\n1,0,10,9223372036854775807\n", 3, 8,
+     "size 9223372036854775807 is above 2^62 bytes"},
 };
 #undef H
 enum { NCSV_ERRORS = sizeof csv_errors / sizeof csv_errors[0] };
@@ -865,10 +869,17 @@ START_TEST(test_command)
     ck_assert_ptr_nonnull(strstr(r.out, "solve time"));
     run_free(&r);
 
-    /* --no-cache and --cache-dir are accepted on every command; the arena has nothing to cache */
+    /* --no-cache and --cache-dir are accepted on every command (the arena has nothing to cache),
+     * but not together, as on the commands that plan: --cache-dir has no effect beside --no-cache */
+    r = run_arena(dir, (const char *const[]){path, "--no-cache", NULL});
+    ck_assert_msg(r.code == 0 && strstr(r.out, "arena         6 bytes\n"), "exit %d: %s", r.code, r.err);
+    run_free(&r);
+    r = run_arena(dir, (const char *const[]){path, "--cache-dir", dir, NULL});
+    ck_assert_msg(r.code == 0 && strstr(r.out, "arena         6 bytes\n"), "exit %d: %s", r.code, r.err);
+    run_free(&r);
     r = run_arena(dir, (const char *const[]){path, "--no-cache", "--cache-dir", dir, NULL});
-    ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
-    ck_assert_ptr_nonnull(strstr(r.out, "arena         6 bytes\n"));
+    ck_assert_msg(r.code == 2 && strstr(r.err, "arena: --cache-dir has no effect with --no-cache") && !r.out[0],
+                  "exit %d: %s", r.code, r.err);
     run_free(&r);
 
     r = run_arena(dir, (const char *const[]){path, "--capacity", "5", NULL});

@@ -889,6 +889,63 @@ START_TEST(test_compile_target_and_cpu)
 }
 END_TEST
 
+/* The text between key and the next '"' in text, into buf ("" when key is not there). */
+static const char *quoted_after(const char *text, const char *key, char *buf, size_t n)
+{
+    const char *at = text ? strstr(text, key) : NULL;
+    buf[0] = 0;
+    if (at) snprintf(buf, n, "%.*s", (int)strcspn(at + strlen(key), "\""), at + strlen(key));
+    return buf;
+}
+
+/* Was refused: `--cpu native` (clang's spelling for this machine's CPU) was an unknown CPU, as
+ * LLVM knows no CPU of that name. It is now this machine's CPU and its features, the default's
+ * very object, also beside a --target of this machine's architecture, and --help says so. Beside
+ * a --target of another architecture it is a usage error that says why. */
+START_TEST(test_compile_cpu_native)
+{
+    char m[4300], cmd[13000];
+    snprintf(m, sizeof m, "%s", write_model("t.mg", "model t\ninput x: f32[4,3]\nparam w: f32[3,2]\n"
+                                                    "loss = sum(relu(x @ w))\nminimize loss\n"));
+    char *out, arch[128] = "", cpu[3][128], feat[3][4096];
+    for (int i = 0; i < 3; i++) {
+        char args[256] = "", obj[64], ll[64];
+        if (i == 1) snprintf(args, sizeof args, "--cpu native");
+        if (i == 2) snprintf(args, sizeof args, "--cpu native --target %s-linux-gnu", arch);
+        snprintf(obj, sizeof obj, "o%d.o", i);
+        snprintf(ll, sizeof ll, "o%d.ll", i);
+        int rc = mg(&out, "compile '%s' -o '%s' --emit-llvm '%s' --no-cache -O1 %s", m, path(obj), path(ll), args);
+        ck_assert_msg(rc == 0 && !out[0], "compile %s: exited %d:\n%s", args, rc, out);
+        free(out);
+        char *ir = tu_read(path(ll));
+        quoted_after(ir, "\"target-cpu\"=\"", cpu[i], sizeof cpu[i]);
+        quoted_after(ir, "\"target-features\"=\"", feat[i], sizeof feat[i]);
+        if (!i) { /* this machine's architecture: the default triple's first part */
+            quoted_after(ir, "target triple = \"", arch, sizeof arch);
+            arch[strcspn(arch, "-")] = 0;
+        }
+        free(ir);
+        ck_assert_msg(cpu[i][0] && strcmp(cpu[i], "native") && !strcmp(cpu[i], cpu[0]) && !strcmp(feat[i], feat[0]),
+                      "compile %s: target-cpu '%s' (the default's '%s'), features %s", args, cpu[i], cpu[0],
+                      strcmp(feat[i], feat[0]) ? "not the default's" : "the default's");
+    }
+    snprintf(cmd, sizeof cmd, "cmp '%s/o0.o' '%s/o1.o'", dir, dir);
+    int rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "--cpu native made another object than the default:\n%s", out);
+    free(out);
+    /* another architecture has not this machine's CPU */
+    const char *other = strcmp(arch, "x86_64") ? "x86_64-linux-gnu" : "aarch64-linux-gnu";
+    rc = mg(&out, "compile '%s' -o '%s' --cpu native --target %s --no-cache", m, path("other.o"), other);
+    ck_assert_msg(rc == 2 && strstr(out, "--cpu native is this machine's CPU, which target") && strstr(out, other) &&
+                      !exists(path("other.o")),
+                  "--target %s: exited %d:\n%s", other, rc, out);
+    free(out);
+    ck_assert_int_eq(mg(&out, "--help"), 0);
+    ck_assert_msg(strstr(out, "native: this machine's CPU"), "--help does not say --cpu native:\n%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_compile_refuses_to_overwrite_model)
 {
     const char *m = write_model("mlp.mg", mlp_src);
@@ -1374,6 +1431,51 @@ START_TEST(test_cache_dir_unusable)
     rc = mg(&out, "plan '%s' --budget 50%% --cache-dir '%s'", m, path("dangling"));
     ck_assert_msg(rc == 0 && strstr(out, "dangling' is not a directory: plans are not cached") && strstr(out, "workspace"),
                   "exited %d:\n%.600s", rc, out);
+    free(out);
+}
+END_TEST
+
+/* Was accepted: --no-cache with --cache-dir DIR planned uncached and left DIR unused without a
+ * word, where other options that would be ignored (--bytes with --format json) are refused. Every
+ * command that takes both refuses them together (exit 2, before any planning: no DIR made); each
+ * alone still works, and `cache --cache-dir DIR` (which takes no --no-cache) still shows DIR. */
+START_TEST(test_no_cache_with_cache_dir_is_refused)
+{
+    char m[4300], csv[4300], cdir[4300], obj[4300]; /* (path()'s buffers are reused) */
+    snprintf(m, sizeof m, "%s", write_model("mlp.mg", mlp_src));
+    snprintf(csv, sizeof csv, "%s", write_model("b.csv", "id,lower,upper,size\n0,0,2,64\n"));
+    snprintf(cdir, sizeof cdir, "%s", path("cdir"));
+    snprintf(obj, sizeof obj, "%s", path("m.o"));
+    const char *cmds[] = {"plan", "sweep", "dot", "check", "compile", "arena"};
+    char *out, args[13000];
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        for (int order = 0; order < 2; order++) {
+            snprintf(args, sizeof args, "%s '%s'", cmds[i], i == 5 ? csv : m);
+            size_t k = strlen(args);
+            if (i == 4) k += (size_t)snprintf(args + k, sizeof args - k, " -o '%s'", obj);
+            snprintf(args + k, sizeof args - k, order ? " --cache-dir='%s' --no-cache" : " --no-cache --cache-dir '%s'",
+                     cdir);
+            int rc = mg(&out, "%s", args);
+            ck_assert_msg(rc == 2 && strstr(out, "--cache-dir has no effect with --no-cache") &&
+                              strstr(out, "Try 'memgrad --help'.") && !strstr(out, "workspace"),
+                          "memgrad %s: exited %d:\n%s", args, rc, out);
+            free(out);
+            ck_assert_msg(!exists(cdir) && !exists(obj), "memgrad %s made files", args);
+        }
+    }
+    int rc = mg(&out, "plan '%s' --no-cache", m);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace") && !exists(cdir), "--no-cache alone: exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "plan '%s' --cache-dir '%s'", m, cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "workspace") && exists(cdir), "--cache-dir alone: exited %d:\n%.400s", rc, out);
+    free(out);
+    rc = mg(&out, "cache --cache-dir '%s'", cdir);
+    ck_assert_msg(rc == 0 && strstr(out, "plan cache ") && strstr(out, "entries       1"), "cache: exited %d:\n%s", rc,
+                  out);
+    free(out);
+    rc = mg(&out, "cache --cache-dir '%s' --no-cache", cdir);
+    ck_assert_msg(rc == 2 && strstr(out, "cache: --no-cache turns the cache off"), "cache --no-cache: exited %d:\n%s",
+                  rc, out);
     free(out);
 }
 END_TEST
@@ -2476,8 +2578,16 @@ START_TEST(test_sweep_uses_the_plan_cache)
     sweep_points(out, again, sizeof again, &cached);
     ck_assert_msg(cached == 0, "sqrt's sweep took cached plans:\n%s", out);
     free(out);
-    rc = mg(&out, "sweep '%s' --points 4 --cache-dir '%s' --no-cache", m, cdir);
-    ck_assert_msg(rc == 0 && !strstr(out, "from the plan cache"), "exited %d:\n%s", rc, out);
+    /* (the cache where it is by default, XDG_CACHE_HOME/memgrad: --no-cache with --cache-dir is a
+     * usage error) */
+    ck_assert(mkdir(path("xdg"), 0777) == 0 && symlink(cdir, path("xdg/memgrad")) == 0);
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' sweep '%s' --points 4 --no-cache", path("xdg"),
+            MG_MEMGRAD, m);
+    ck_assert_msg(rc == 0 && !strstr(out, "from the plan cache") && strstr(out, "budget"), "exited %d:\n%s", rc, out);
+    free(out);
+    rc = mg(&out, "--version >/dev/null; XDG_CACHE_HOME='%s' '%s' sweep '%s' --points 4", path("xdg"), MG_MEMGRAD, m);
+    ck_assert_msg(rc == 0 && strstr(out, "from the plan cache"), "the default cache is not the one --no-cache left "
+                  "unread: exited %d:\n%s", rc, out);
     free(out);
 }
 END_TEST
@@ -2569,6 +2679,45 @@ START_TEST(test_header_builds_as_c_and_cpp)
                       builds[i].cc, builds[i].flags, builds[i].file, out);
         free(out);
     }
+}
+END_TEST
+
+/* The header compiles without a warning under the standards it says it needs, C99 and C++11, with
+ * GCC's -Wall -Wextra -pedantic -Werror (g++: skipped where it is not installed); it said nothing
+ * of them, and under C89 or C++98 its ULL constants warn. examples/mlp.mg, every macro used. */
+START_TEST(test_header_is_c99_and_cpp11)
+{
+    char *out, cmd[9000];
+    int rc = mg(&out, "compile '%s/examples/mlp.mg' -o '%s' --header '%s' --no-cache -O0", MG_SOURCE_DIR, path("m.o"),
+                path("mlp.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("mlp.h"));
+    ck_assert_msg(h && strstr(h, " * This header is C99 or later and C++11 or later (it needs <stdint.h>, and its "
+                                 "hashes are\n * unsigned long long constants).\n"),
+                  "the header does not say which standards it needs:\n%.1500s", h);
+    free(h);
+    const char *uses = "#include \"mlp.h\"\n"
+                       "unsigned long long mlp_figures(void);\nconst char *mlp_names(void);\n"
+                       "unsigned long long mlp_figures(void)\n{\n"
+                       "    return MLP_WORKSPACE_BYTES + MLP_FORWARD_WORKSPACE_BYTES + MLP_PARAM_BYTES + MLP_MODEL_HASH +\n"
+                       "           MLP_PLAN_HASH + mlp_plan_hash + MLP_NUM_PARAMS + MLP_NUM_INPUTS + MLP_NUM_OUTPUTS +\n"
+                       "           MLP_HAS_STATE + MG_F32 + (unsigned long long)mlp_params_desc[0].shape[0];\n}\n"
+                       "const char *mlp_names(void) { return mlp_inputs_desc[0].name ? mlp_outputs_desc[0].name : \"\"; }\n";
+    write_model("uses.c", uses);
+    write_model("uses.cpp", uses);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only uses.c", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && !out[0], "%s:\n%s", cmd, out);
+    free(out);
+    if (tu_run("command -v g++ >/dev/null", NULL) != 0) {
+        fprintf(stderr, "test_header_is_c99_and_cpp11: C++ skipped (no g++)\n");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s' && g++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only uses.cpp", dir);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0 && !out[0], "%s:\n%s", cmd, out);
+    free(out);
 }
 END_TEST
 
@@ -3329,6 +3478,69 @@ START_TEST(test_sweep_svg_draws_auto_and_sqrt)
 }
 END_TEST
 
+/* Was a bug: sweep's text table had columns 14 characters wide, so a 15-digit byte count (a
+ * --graph of hundreds of TB; sizes may add up to 2^50 bytes) pushed every column after it off its
+ * heading. Each column is now as wide as its widest value: every value ends under the end of its
+ * heading, and a sweep of small values looks as it did. */
+START_TEST(test_sweep_columns_fit_their_values)
+{
+    for (int big = 0; big < 2; big++) {
+        const char *ram = big ? "100000000000000" : "100";
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{\"nodes\": [{\"id\": 0, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 1, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 2, \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 3, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": %s},"
+                 "{\"id\": 4, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": %s}],"
+                 "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                 "{\"source\": 2, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                 "{\"source\": 3, \"target\": 4}, {\"source\": 0, \"target\": 4}]}",
+                 ram, ram, ram, ram, ram);
+        const char *g = write_model("g.json", json);
+        char *out;
+        int rc = mg(&out, "sweep --graph '%s' --points 4 --no-cache", g);
+        ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+        char *head = strchr(out, '\n');
+        ck_assert(head);
+        head++;
+        char *eol = strchr(head, '\n');
+        ck_assert(eol);
+        *eol = '\0';
+        if (!big) /* (the look it always had) */
+            ck_assert_str_eq(head, "        budget       %      workspace      peak live   overhead   seconds  optimal");
+        const char *labels[] = {"budget", "%", "workspace", "peak live", "overhead", "seconds"};
+        int ends[6];
+        for (int k = 0; k < 6; k++) {
+            const char *at = strstr(k ? head + ends[k - 1] : head, labels[k]);
+            ck_assert_msg(at, "no '%s' in the heading '%s'", labels[k], head);
+            ends[k] = (int)(at - head) + (int)strlen(labels[k]);
+        }
+        int rows = 0;
+        for (char *line = eol + 1; *line && *line != '(';) { /* (the rows, then the lines that explain them) */
+            char *end = strchr(line, '\n');
+            if (end) *end = '\0';
+            long long budget, ws, peak;
+            double pct, ovh, secs;
+            ck_assert_msg(sscanf(line, "%lld %lf%% %lld %lld %lf%% %lf", &budget, &pct, &ws, &peak, &ovh, &secs) == 6,
+                          "row '%s'", line);
+            ck_assert_msg(!big || (budget >= 100000000000000 && ws >= 100000000000000), "row '%s'", line);
+            /* each value ends where its heading ends */
+            for (int k = 0; k < 6; k++) {
+                int e = ends[k];
+                ck_assert_msg((int)strlen(line) >= e && (line[e] == ' ' || !line[e]) && line[e - 1] != ' ',
+                              "a value out of line with '%s':\n%s\n%s", labels[k], head, line);
+            }
+            rows++;
+            if (!end) break;
+            line = end + 1;
+        }
+        ck_assert_msg(rows == 4, "%d rows:\n%s", rows, out);
+        free(out);
+    }
+}
+END_TEST
+
 /* Was a bug: the report's "micro-batches" line took the batch from the first input, which may be
  * a scalar ("run on 5882399483646 samples at a time"); the batch is axis 0 of the first input
  * with axes, as the split takes it. */
@@ -3631,6 +3843,58 @@ START_TEST(test_header_states_alignment)
                       !strstr(h, " _forward_train"),
                   "%s", h);
     free(h);
+}
+END_TEST
+
+/* Was missing: the header said nothing of the target and CPU its object was compiled for (the
+ * default is this machine's CPU with all its features), so a program copied with its object to
+ * another machine could die of SIGILL with nothing in the header to say why. Its opening comment
+ * now names the triple and the CPU the backend used (the IR's), and what the object needs. */
+START_TEST(test_header_names_target_and_cpu)
+{
+    char m[4300];
+    snprintf(m, sizeof m, "%s", write_model("t.mg", "model t\ninput x: f32[4,3]\nparam w: f32[3,2]\n"
+                                                    "loss = sum(relu(x @ w))\nminimize loss\n"));
+    struct {
+        const char *args, *whose;
+    } runs[] = {{"", " (this machine's, with its features)."},
+                {"--cpu native", " (this machine's, with its features)."},
+                {"--target aarch64-linux-gnu --cpu cortex-a72", "."},
+                {"--target x86_64-linux-gnu", "."},
+                {"--target riscv64-linux-gnu", " with features +m,+a,+f,+d,+c."}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char *out;
+        int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --emit-llvm '%s' --no-cache -O0 %s", m, path("t.o"),
+                    path("t.h"), path("t.ll"), runs[i].args);
+        ck_assert_msg(rc == 0, "compile %s: exited %d:\n%s", runs[i].args, rc, out);
+        free(out);
+        char *ir = tu_read(path("t.ll")), *h = tu_read(path("t.h")), triple[128], cpu[128], want[512];
+        quoted_after(ir, "target triple = \"", triple, sizeof triple);
+        quoted_after(ir, "\"target-cpu\"=\"", cpu, sizeof cpu);
+        ck_assert_msg(triple[0] && cpu[0], "compile %s: no triple or CPU in the IR", runs[i].args);
+        snprintf(want, sizeof want, "\n * Compiled for target %s, CPU %s%s\n", triple, cpu, runs[i].whose);
+        const char *end = h ? strstr(h, " */\n") : NULL; /* (the opening comment's end) */
+        const char *at = h ? strstr(h, want) : NULL;
+        ck_assert_msg(at && at < end && strstr(at, "features: on another it may stop with SIGILL"),
+                      "compile %s: the header does not say '%s':\n%.1200s", runs[i].args, want + 1, h);
+        free(ir);
+        free(h);
+    }
+    /* a triple's vendor is the user's word, which LLVM takes as it is: its "*" "/" does not end the
+     * comment (a program including the header builds) */
+    char *out, cmd[9000];
+    int rc = mg(&out, "compile '%s' -o '%s' --header '%s' --no-cache -O0 --target 'x86_64-a*/b-linux-gnu'", m,
+                path("t.o"), path("t.h"));
+    ck_assert_msg(rc == 0, "compile exited %d:\n%s", rc, out);
+    free(out);
+    char *h = tu_read(path("t.h"));
+    ck_assert_msg(h && strstr(h, "\n * Compiled for target x86_64-a*?b-linux-gnu, CPU generic.\n"), "%.600s", h);
+    free(h);
+    write_model("inc.c", "#include \"t.h\"\nint t_inputs(void);\nint t_inputs(void) { return T_NUM_INPUTS; }\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' -std=c99 -Wall -Werror -fsyntax-only inc.c", dir, MG_CC);
+    rc = tu_run(cmd, &out);
+    ck_assert_msg(rc == 0, "%s:\n%s", cmd, out);
+    free(out);
 }
 END_TEST
 
@@ -4490,6 +4754,7 @@ static Suite *cli_suite(void)
     tcase_add_test(c, test_compile_writes_object_and_header);
     tcase_add_test(c, test_compile_budget);
     tcase_add_test(c, test_compile_target_and_cpu);
+    tcase_add_test(c, test_compile_cpu_native);
     tcase_add_test(c, test_compile_refuses_to_overwrite_model);
     tcase_add_test(c, test_compile_bad_model_leaves_nothing);
     suite_add_tcase(s, c);
@@ -4551,6 +4816,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_untried_part_counts_are_said);
         tcase_add_test(b, test_sweep_json_escapes_the_graph_path);
         tcase_add_test(b, test_sweep_svg_draws_auto_and_sqrt);
+        tcase_add_test(b, test_sweep_columns_fit_their_values);
         tcase_add_test(b, test_micro_batches_line_with_a_scalar_input_first);
         tcase_add_test(b, test_compile_32bit_target_refuses_what_it_cannot_address);
         tcase_add_test(b, test_compile_riscv_linux_uses_the_double_float_abi);
@@ -4559,6 +4825,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_arena_capacity_says_why);
         tcase_add_test(b, test_zero_budget_is_a_budget);
         tcase_add_test(b, test_cache_dir_unusable);
+        tcase_add_test(b, test_no_cache_with_cache_dir_is_refused);
         tcase_add_test(b, test_cache_temporary_is_exclusive);
         tcase_add_test(b, test_cache_dir_unwritable_warns);
         tcase_add_test(b, test_cache_bound_and_clear);
@@ -4567,6 +4834,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_dot_says_micro_batches);
         tcase_add_test(b, test_header_of_a_model_without_inputs_or_outputs);
         tcase_add_test(b, test_header_states_alignment);
+        tcase_add_test(b, test_header_names_target_and_cpu);
         tcase_add_test(b, test_plan_hash_catches_a_stale_header);
         tcase_add_test(b, test_small_share_of_the_budget);
         tcase_add_test(b, test_one_byte_is_singular);
@@ -4577,6 +4845,7 @@ static Suite *cli_suite(void)
         tcase_add_test(b, test_report_file_named_as_the_standard_output);
         tcase_add_test(b, test_compile_name);
         tcase_add_test(b, test_header_builds_as_c_and_cpp);
+        tcase_add_test(b, test_header_is_c99_and_cpp11);
         tcase_add_test(b, test_header_says_which_inputs_forward_reads);
         tcase_add_test(b, test_link_hint_is_a_shell_command);
         tcase_add_test(b, test_cross_entropy_label_out_of_range_is_nan);
