@@ -150,10 +150,12 @@ static char *sqrt_checkpoints(const mg_problem *pr)
 /* The plan of one solver under budget, or NULL (and MG_OK) when it has none that fits. *optimal
  * is set when the exact search's plan, found under the budget itself, is among the candidates:
  * then the cheapest candidate is optimal. pre: NULL, or (auto only) the variants already
- * scheduled under budget (mg_variants_schedule; npre of them, taken over). */
+ * scheduled under budget (mg_variants_schedule; npre of them, taken over). ceiling: the cost of
+ * a plan already had elsewhere (INFINITY: none); variants costing no less, unplaced, are not
+ * fitted. */
 static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
-                              solve_memo *memo, mg_near_misses *nm, mg_variant *pre, int npre, mg_plan **out,
-                              int *optimal, mg_diag *d)
+                              solve_memo *memo, mg_near_misses *nm, mg_variant *pre, int npre, double ceiling,
+                              mg_plan **out, int *optimal, mg_diag *d)
 {
     *out = NULL;
     *optimal = 0;
@@ -179,7 +181,8 @@ static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t bu
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
     /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
-     * variant's unfitted schedule costs no less than the best fitted plan, none later can win */
+     * variant's unfitted schedule costs no less than the best fitted plan (or the ceiling), none
+     * later can win */
     mg_variant own[MG_VARIANTS_MAX], *v = pre ? pre : own;
     int nv = pre ? npre : mg_variants_schedule(pr, budget, v, MG_VARIANTS + mg_variants_restarts(pr), d);
     mg_status st = MG_OK;
@@ -193,7 +196,7 @@ static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t bu
             seeds[nseeds++] = (struct seed){v[i].o, v[i].p->flops_executed};
     mg_place_memo mm = {.n = 0}; /* the variants' placements that missed */
     for (int i = 0; i < nv; i++) {
-        if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed)) {
+        if (st || (*out && v[i].p->flops_executed >= (*out)->flops_executed) || v[i].p->flops_executed >= ceiling) {
             mg_variant_free(&v[i]);
             continue;
         }
@@ -250,7 +253,7 @@ static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t bu
 static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
                           solve_memo *memo, mg_near_misses *nm, mg_plan **out, int *optimal, mg_diag *d)
 {
-    return solve_at_pre(pr, solver, budget, sqrt_keep, memo, nm, NULL, 0, out, optimal, d);
+    return solve_at_pre(pr, solver, budget, sqrt_keep, memo, nm, NULL, 0, INFINITY, out, optimal, d);
 }
 
 mg_status mg_solve_part(void *ctx, const mg_problem *q, int64_t cap, mg_plan **out, mg_diag *d)
@@ -475,15 +478,16 @@ static char *pinned_problem(const mg_problem *pr, mg_problem *q)
     return evictable;
 }
 
-/* q's plan under budget into *out, from its variants v[0..nv) scheduled under budget (taken over). */
+/* q's plan under budget into *out, from its variants v[0..nv) scheduled under budget (taken over);
+ * kept: the cost of the plan kept from the tasks before (solve_at_pre's ceiling). */
 static mg_status solve_pinned_one(const mg_problem *q, int64_t budget, int64_t store_all, double lower_bound,
-                                  mg_variant *v, int nv, mg_plan **out, mg_diag *d)
+                                  mg_variant *v, int nv, double kept, mg_plan **out, mg_diag *d)
 {
     char *keep = sqrt_checkpoints(q);
     solve_memo memo = {.s = {.infeasible_cap = -1, .store_all = store_all}, .lower_bound = lower_bound};
     int optimal = 0;
     mg_plan *p = NULL;
-    mg_status st = solve_at_pre(q, MG_SOLVER_AUTO, budget, keep, &memo, NULL, v, nv, &p, &optimal, d);
+    mg_status st = solve_at_pre(q, MG_SOLVER_AUTO, budget, keep, &memo, NULL, v, nv, kept, &p, &optimal, d);
     if (!st && p) mg_plan_refill(p, q);
     mg_chain_free(memo.s.chain);
     free(keep);
@@ -535,6 +539,7 @@ typedef struct pinned_tasks {
     const mg_problem *pr;
     int64_t budget, store_all;
     double lower_bound;
+    double ceiling;                 /* a plan had elsewhere: tasks' plans costing no less are not wanted */
     int n;                          /* tasks: 0 the gathered values kept, 1.. a class each (0: none) */
     char *ev[PINNED_TASKS];         /* each task's evictable flags */
     pthread_mutex_t mu;             /* guards next, stop and the results' done */
@@ -553,9 +558,10 @@ static int pinned_task(const pinned_tasks *t, int k) { return t->n - 1 - k; }
 
 /* The tasks of solve_pinned on pr (none where pr has no gathered value). */
 static void pinned_tasks_init(pinned_tasks *t, const mg_problem *pr, int64_t budget, int64_t store_all,
-                              double lower_bound)
+                              double lower_bound, double ceiling)
 {
-    *t = (pinned_tasks){.pr = pr, .budget = budget, .store_all = store_all, .lower_bound = lower_bound};
+    *t = (pinned_tasks){.pr = pr, .budget = budget, .store_all = store_all, .lower_bound = lower_bound,
+                        .ceiling = ceiling};
     if (pthread_mutex_init(&t->mu, NULL) || pthread_cond_init(&t->judged, NULL)) abort();
     mg_problem q;
     char *evictable = pinned_problem(pr, &q);
@@ -623,6 +629,7 @@ static void pinned_work(pinned_tasks *t)
         if (pthread_mutex_lock(&t->mu)) abort();
         while (!t->stop && !pinned_judged_before(t, k, &ended, &kept))
             if (pthread_cond_wait(&t->judged, &t->mu)) abort();
+        if (t->ceiling < kept) kept = t->ceiling; /* (not for pinned_enough: no plan of the series) */
         int cut = t->stop || ended || (kept < INFINITY && least >= kept);
         if (pthread_mutex_unlock(&t->mu)) abort();
         mg_plan *p = NULL;
@@ -630,7 +637,7 @@ static void pinned_work(pinned_tasks *t)
         if (cut) {
             for (int j = 0; j < nv; j++) mg_variant_free(&v[j]);
         } else {
-            st = solve_pinned_one(&q, t->budget, t->store_all, t->lower_bound, v, nv, &p, &d);
+            st = solve_pinned_one(&q, t->budget, t->store_all, t->lower_bound, v, nv, kept, &p, &d);
         }
         if (pthread_mutex_lock(&t->mu)) abort();
         t->res[i] = (struct pinned_result){.plan = p, .st = st, .d = d, .done = 1, .cut = cut};
@@ -694,10 +701,10 @@ static void *pinned_helper(void *arg)
 /* The solves of solve_pinned, here and on a helper thread, into *out (NULL: none, or no such
  * value). */
 static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
-                              mg_plan **out, mg_diag *d)
+                              double ceiling, mg_plan **out, mg_diag *d)
 {
     pinned_tasks t;
-    pinned_tasks_init(&t, pr, budget, store_all, lower_bound);
+    pinned_tasks_init(&t, pr, budget, store_all, lower_bound, ceiling);
     pthread_t th;
     int helped = t.n > 1 && pthread_create(&th, NULL, pinned_helper, &t) == 0;
     pinned_work(&t);
@@ -723,7 +730,7 @@ struct pinned_job {
 static void pinned_start(pinned_job *j, double once, double bound)
 {
     if (bound <= (1 + PINNED_GAP) * once) return;
-    pinned_tasks_init(&j->t, j->pr, j->budget, j->store_all, bound);
+    pinned_tasks_init(&j->t, j->pr, j->budget, j->store_all, bound, INFINITY);
     j->started = j->t.n > 0 && pthread_create(&j->th, NULL, pinned_helper, &j->t) == 0;
     mg_plan *none;
     if (!j->started) pinned_finish(&j->t, &none, &(mg_diag){0}); /* (no task run: nothing) */
@@ -744,9 +751,11 @@ static mg_status pinned_join(pinned_job *j, int help, mg_plan **p, mg_diag *d)
 
 /* *plan (a plan under budget) replaced by solve_pinned's where that is cheaper; not run where *plan
  * recomputes at most PINNED_GAP of a step, or no more than lower_bound proves every plan must.
- * From pj's thread where it was started (pj: NULL or never started, solved here). */
+ * From pj's thread where it was started (pj: NULL or never started, solved here). ceiling: the
+ * cost of a plan had elsewhere, which its plan must beat too (INFINITY: none); solved here, the
+ * tasks cut short at that or at *plan's (solve_pinned). */
 static mg_status keep_pinned(const mg_problem *pr, int64_t budget, int64_t store_all, double lower_bound,
-                             pinned_job *pj, mg_plan **plan, mg_diag *d)
+                             pinned_job *pj, double ceiling, mg_plan **plan, mg_diag *d)
 {
     int wanted = *plan && (*plan)->flops_executed > lower_bound &&
                  (*plan)->flops_executed > (1 + PINNED_GAP) * (*plan)->flops_once;
@@ -756,7 +765,7 @@ static mg_status keep_pinned(const mg_problem *pr, int64_t budget, int64_t store
     if (pj && pj->started) /* (read once the bound's thread is joined: memo_bound) */
         st = pinned_join(pj, wanted, &p, &why);
     else if (wanted)
-        st = solve_pinned(pr, budget, store_all, lower_bound, &p, &why);
+        st = solve_pinned(pr, budget, store_all, lower_bound, fmin(ceiling, (*plan)->flops_executed), &p, &why);
     if (!wanted) { /* (the thread's, where there is no plan or it meets the bound) */
         mg_plan_free(p);
         return MG_OK;
@@ -774,10 +783,15 @@ static mg_status keep_pinned(const mg_problem *pr, int64_t budget, int64_t store
 /* One rung's solve. A rung on a thread of its own has its own search memo: a copy of the solve's
  * (the memo is a cache the solves write to: the exact search's findings, the chain DP's tables),
  * the chain analysed again and its tables built for the same cap, so each rung finds the plan
- * it would have found with the rungs run one after another. */
+ * it would have found with the rungs run one after another. Its plan is wanted only where it
+ * is cheaper than the plan had before the rungs (ceiling; INFINITY: none), so its pinned solves
+ * are cut short at that (keep_pinned). Not its own solve: the walks from a variant costing more
+ * can end below it (layered_n500 at 0.8 of its peak: 8.26% -> 8.80% recomputed, not fitting
+ * those variants). */
 typedef struct rung_job {
     const mg_problem *pr;
     int64_t budget;
+    double ceiling;
     const char *keep;
     solve_memo *memo;
     solve_memo own;
@@ -794,7 +808,8 @@ static void *rung_solve(void *arg)
     int optimal = 0;
     j->st = solve_at(j->pr, MG_SOLVER_AUTO, j->budget, j->keep, j->memo, NULL, &j->plan, &optimal, &j->d);
     if (!j->st && !optimal) /* (as at the budget: solve_below) */
-        j->st = keep_pinned(j->pr, j->budget, j->memo->s.store_all, j->memo->lower_bound, NULL, &j->plan, &j->d);
+        j->st = keep_pinned(j->pr, j->budget, j->memo->s.store_all, j->memo->lower_bound, NULL, j->ceiling, &j->plan,
+                            &j->d);
     return NULL;
 }
 
@@ -807,12 +822,13 @@ static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, 
 {
     rung_job job[NEAR_MIN_RUNGS_MAX];
     int n = 0;
-    if (!*out) job[n++] = (rung_job){.budget = from};
+    double ceiling = *out ? (*out)->flops_executed : INFINITY;
+    if (!*out) job[n++] = (rung_job){.budget = from, .ceiling = ceiling};
     for (int r = 0; r + 1 < NEAR_MIN_RUNGS_MAX; r++) {
         if (only >= 0 && r != only) continue;
         int64_t b = (int64_t)((double)hi * (1 + NEAR_MIN_RUNG_AT[r]));
         if (b >= budget) break;
-        if (b > from) job[n++] = (rung_job){.budget = b};
+        if (b > from) job[n++] = (rung_job){.budget = b, .ceiling = ceiling};
     }
     memo_bound(memo); /* (the copies take its bound, and no thread of its own) */
     for (int r = 0; r < n; r++) {
@@ -1053,7 +1069,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     /* in a step in parts, the solve again never dropping what is gathered from the parts
      * (solve_pinned), where the plan recomputes more than PINNED_GAP of a step */
     if (!st && searching && out->optimal != 1)
-        st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &pj, &out->plan, d);
+        st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &pj, INFINITY, &out->plan, d);
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1, out->optimal_in_class = 0; /* nothing recomputed: no plan executes fewer FLOPs */
