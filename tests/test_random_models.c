@@ -1263,7 +1263,7 @@ typedef struct ctx {
     uint64_t seed;
     const char *dir, *opt; /* opt: -O0 .. -O3 */
     sbuf fails, notes;
-    int nfail, ncompiled;
+    int nfail;
 } ctx;
 
 static void failf(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1277,7 +1277,7 @@ static void failf(ctx *c, const char *fmt, ...)
     c->nfail++;
 }
 
-/* at most n bytes of a command's output, indented */
+/* at most n bytes of a command's output */
 static const char *clip(const char *s, size_t n)
 {
     static char buf[2200];
@@ -1305,6 +1305,10 @@ static int plan_min(ctx *c, const char *extra, long long *minf, long long *all, 
 
 enum { V_OK, V_REFUSED, V_FAILED };
 
+/* what a failed command's exit status says beyond its number (124: timeout(1) stopped it; below 0
+ * or above 128: a signal) */
+static const char *how_failed(int rc) { return rc == 124 ? ", timed out" : rc > 128 || rc < 0 ? ", a signal" : ""; }
+
 /* Compiles the model as variant tag with opts, links the harness, runs it: V_OK with its records
  * in *r, V_REFUSED (a refusal that the variant allows: a budget below min, a part count that does
  * not divide or split the batch, a baseline solver missing a budget), V_FAILED (recorded). */
@@ -1315,7 +1319,6 @@ static int run_variant(ctx *c, const char *tag, const char *opts, long long budg
     snprintf(cmd, sizeof cmd, "cd '%s' && timeout 900 '%s' compile m.mg -o %s.o --header %s.h --no-cache --verify %s %s", c->dir,
              MG_MEMGRAD, tag, tag, c->opt, opts);
     int rc = tu_run(cmd, &out);
-    c->ncompiled++;
     if (rc != 0) {
         int below = strstr(out, "is below the minimum feasible budget") != NULL;
         int nosplit = strstr(out, "cannot split the batch") || strstr(out, "not split into micro-batches");
@@ -1333,7 +1336,7 @@ static int run_variant(ctx *c, const char *tag, const char *opts, long long budg
                   tag, budget, min, c->opt, opts, clip(out, 1500));
         else
             failf(c, "%s: compile failed (exit status %d%s)\n  $ memgrad compile m.mg %s %s\n%s\n", tag, rc,
-                  rc == 124 ? ", timed out" : rc > 128 || rc < 0 ? ", a signal" : "", c->opt, opts, clip(out, 1500));
+                  how_failed(rc), c->opt, opts, clip(out, 1500));
         free(out);
         return V_FAILED;
     }
@@ -1352,7 +1355,7 @@ static int run_variant(ctx *c, const char *tag, const char *opts, long long budg
     rc = tu_run(cmd, &out);
     if (rc != 0) {
         failf(c, "%s: the harness failed (exit status %d%s)\n  $ memgrad compile m.mg %s %s\n%s\n", tag, rc,
-              rc == 124 ? ", timed out" : rc > 128 || rc < 0 ? ", a signal" : "", c->opt, opts, clip(out, 1500));
+              how_failed(rc), c->opt, opts, clip(out, 1500));
         free(out);
         return V_FAILED;
     }
