@@ -94,7 +94,7 @@ static const double EPS = 1e-9;
  * rule: at most 5 ms more on any Checkmate row). More rounds (30) changed no row.
  * mg_cut_bound_chained takes WIDE_CAND candidates (resnet50 at its minimum, with the chain:
  * 42,982 -> 43,863; 28, 36, 40 or 64: the same 43,863). */
-enum { MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8, BB_WORK = 4000, BB_NODES_MIN = 12, BB_NODES_MAX = 100,
+enum { MAX_TARGETS = 5000, CHAIN_MAX_TARGETS = 600, MAX_CAND = 24, LAMBDA_STEPS = 8, BB_WORK = 4000, BB_NODES_MIN = 12, BB_NODES_MAX = 100,
        BB_ROUNDS = 8, WIDE_CAND = 32 };
 
 /* Levels from s by BFS over edges with capacity left. With t >= 0 it stops as soon as t has
@@ -429,7 +429,8 @@ static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps
 
 /* mg_cut_bound; chain_iters > 0: WIDE_CAND candidates, and the chain of the best sum's windows
  * (mg_cut_bound_chained) */
-static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters, int *starts_out, int *nstarts_out)
+static double cut_bound(const mg_problem *pr, int64_t budget, const int *order, int chain_iters, int *starts_out,
+                        int *nstarts_out)
 {
     int n = pr->n, T = 0;
     if (budget == INT64_MAX) return 0;
@@ -437,9 +438,10 @@ static double cut_bound(const mg_problem *pr, int64_t budget, int chain_iters, i
     c.pos = mg_xcalloc((size_t)n + 1, sizeof *c.pos);
     c.tg = mg_xcalloc((size_t)n + 1, sizeof *c.tg);
     for (int v = 0; v < n; v++) {
-        c.pos[v] = pr->target[v] ? T : -1;
+        c.pos[v] = order || !pr->target[v] ? -1 : T;
         if (pr->target[v]) c.tg[T++] = v;
     }
+    for (int i = 0; order && i < T; i++) c.pos[c.tg[i] = order[i]] = i;
     c.T = T;
     c.integral = 1;
     for (int v = 0; v < n && c.integral; v++)
@@ -628,17 +630,22 @@ done:
     return total;
 }
 
-double mg_cut_bound(const mg_problem *pr, int64_t budget) { return cut_bound(pr, budget, 0, NULL, NULL); }
+double mg_cut_bound(const mg_problem *pr, int64_t budget) { return cut_bound(pr, budget, NULL, 0, NULL, NULL); }
+
+double mg_cut_bound_in(const mg_problem *pr, int64_t budget, const int *order)
+{
+    return cut_bound(pr, budget, order, 0, NULL, NULL);
+}
 
 double mg_cut_bound_chained(const mg_problem *pr, int64_t budget, int iters)
 {
-    return cut_bound(pr, budget, iters, NULL, NULL);
+    return cut_bound(pr, budget, NULL, iters, NULL, NULL);
 }
 
 double mg_cut_bound_chain_steps(const mg_problem *pr, int64_t budget, int iters, int *starts, int *nstarts)
 {
     *nstarts = 0;
-    return cut_bound(pr, budget, iters, starts, nstarts);
+    return cut_bound(pr, budget, NULL, iters, starts, nstarts);
 }
 
 /* ---- the chained windows (mg_cut_bound_chained) ------------------------------------------
@@ -752,7 +759,7 @@ static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps
         if (pr->target[v]) tg[T++] = v;
         last[v] = -1;
     }
-    if (T > MAX_TARGETS || T == 0) goto out;
+    if (T > CHAIN_MAX_TARGETS || T == 0) goto out;
     for (int i = 0; i < T; i++)
         for (int z = pr->in_start[tg[i]]; z < pr->in_start[tg[i] + 1]; z++) last[pr->in[z]] = i;
     for (int v = 0; v < n; v++)

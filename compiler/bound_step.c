@@ -24,7 +24,9 @@ static int by_bytes_desc(const void *a, const void *b)
  * droppable value v computed before t and read after it that does not fit beside them must be
  * absent at t, so it is computed again after t: its cost is paid twice. Each such v counts
  * once. */
-double mg_step_bound(const mg_problem *pr, int64_t budget)
+double mg_step_bound(const mg_problem *pr, int64_t budget) { return mg_step_bound_in(pr, budget, NULL); }
+
+double mg_step_bound_in(const mg_problem *pr, int64_t budget, const int *order)
 {
     int n = pr->n;
     if (budget == INT64_MAX) return 0;
@@ -36,10 +38,11 @@ double mg_step_bound(const mg_problem *pr, int64_t budget)
     if (!pos || !last || !forced || !tg || !cand || !delta) abort();
     int T = 0, nc = 0;
     for (int v = 0; v < n; v++) {
-        pos[v] = pr->target[v] ? T : -1;
+        pos[v] = order || !pr->target[v] ? -1 : T;
         if (pr->target[v]) tg[T++] = v;
         last[v] = -1;
     }
+    for (int i = 0; order && i < T; i++) pos[tg[i] = order[i]] = i;
     for (int i = 0; i < T; i++)
         for (int k = pr->in_start[tg[i]]; k < pr->in_start[tg[i] + 1]; k++) last[pr->in[k]] = i;
     for (int v = 0; v < n; v++) {

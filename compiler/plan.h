@@ -388,6 +388,9 @@ mg_status mg_solve_exact(const mg_problem *prob, int64_t cap, double time_limit,
  * run twice, and the cheapest bytes that cover what does not fit beside a step (0 with no
  * budget). */
 double mg_step_bound(const mg_problem *prob, int64_t budget);
+/* mg_step_bound of the schedules that run prob's targets in `order` (each target once, the
+ * order its first computations take; NULL: node order, the memory model's). */
+double mg_step_bound_in(const mg_problem *prob, int64_t budget, const int *order);
 /* bound_step.c: the least workspace any schedule of prob needs: the largest working set of one
  * step (its operands in the workspace, its output and its scratch). */
 int64_t mg_working_set_bound(const mg_problem *prob);
@@ -395,6 +398,13 @@ int64_t mg_working_set_bound(const mg_problem *prob);
  * every target once), from the steps where what is live across does not fit: what the next
  * steps read must then be rebuilt from what fits (a minimum cut per window of steps). */
 double mg_cut_bound(const mg_problem *prob, int64_t budget);
+/* mg_cut_bound of the schedules that run prob's targets in `order` (as mg_step_bound_in). */
+double mg_cut_bound_in(const mg_problem *prob, int64_t budget, const int *order);
+/* planner.c: what every plan auto may make within budget recomputes at least (beyond running every
+ * target once): the larger of mg_step_bound and mg_cut_bound in each order of the targets its
+ * plans may take (the graph's, mg_parts_orders'), the least of those, and at least
+ * mg_parts_bound; what `flops_lower_bound` reports (with the relaxed program's under exact). */
+double mg_lower_bound(const mg_problem *prob, int64_t budget);
 /* bound_parts.c: a lower bound on the cost a training step in parts (microbatch.c) recomputes
  * within budget: the sum over its parts (prob->part) of what each part's own problem must
  * recompute (0 for a step not in parts). It holds for any labelling of the nodes. */
@@ -407,6 +417,12 @@ double mg_parts_bound(const mg_problem *prob, int64_t budget);
 typedef mg_status (*mg_part_solver)(void *ctx, const mg_problem *q, int64_t cap, mg_plan **out, mg_diag *d);
 mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver solve, void *ctx, mg_plan **out,
                             mg_diag *d);
+/* sched_parts.c: the orders other than the graph's in which mg_parts_schedule's plans run the
+ * targets of pr (their first computations): into orders[0..k), each an array of every target
+ * once, which the caller frees; returns k (0 to 2; 0 where pr is not in parts or its blocks
+ * cannot run one after another). The bounds of the graph's order (bound_step.c, bound_cut.c,
+ * the relaxed program) hold only for plans in that order. */
+int mg_parts_orders(const mg_problem *pr, int *orders[2]);
 /* planner.c: mg_parts_schedule's solver of a part's own problem under cap, as auto uses it:
  * store-all where it fits, else auto's solve at cap (placed, not verified: a part's problem
  * has no graph of its own), its walks stopping at the part's own lower bound. ctx unused. */

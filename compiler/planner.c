@@ -48,7 +48,9 @@ static void pinned_start(pinned_job *j, double once, double bound);
 typedef struct bound_job {
     const mg_problem *pr;
     int64_t budget, store_all;
-    double once, bound; /* in: every op once; out: that and the larger of the two arguments */
+    double once, bound; /* in: every op once; out: that and what bound_compute proves beyond it */
+    double others;      /* out: what plans in the other orders of a step in parts recompute at least
+                           (bound_compute; INFINITY where there are none) */
     mg_chain *chain;    /* out (thread): the chain analysed, its tables filled for table_cap */
     int64_t table_cap;
     pinned_job *pinned; /* in (or NULL): started once the bound is in, where it shows it is wanted */
@@ -56,12 +58,53 @@ typedef struct bound_job {
     int running;
 } bound_job;
 
+/* The larger of the two arguments (bound_step.c, bound_cut.c) for the schedules that run the
+ * targets in `order` (NULL: the graph's); the second only with `cut`, and not where the first
+ * reaches `enough` (the caller takes no more). */
+static double order_bound(const mg_problem *pr, int64_t budget, const int *order, int cut, double enough)
+{
+    double forced = mg_step_bound_in(pr, budget, order);
+    if (!cut || forced >= enough) return forced;
+    double x = mg_cut_bound_in(pr, budget, order);
+    return x > forced ? x : forced;
+}
+
+/* A step in parts that may run in other orders takes the cut bound only up to this many targets:
+ * above, the other orders' bounds come out at about the parts' own and take longer than the rest
+ * (the transformer in 8 parts, 4,089 nodes: 0.75 s for 16.63% of every op once, the parts' 16.61%). */
+enum { ORDERS_CUT_TARGETS = 600 };
+
+/* Both arguments assume the targets run in the graph's order, which the whole-step schedulers
+ * keep; a step in parts planned part by part (sched_parts.c) runs them in another, and there a
+ * plan can recompute less than the graph's order allows (a 12-layer chain in 2 parts at 1.5
+ * times its minimum: 15,077,376 FLOPs recomputed against the cut bound's 15,957,745, which
+ * until 2026-12-06 was taken as proven, and the plan said optimal). So in a step in parts the
+ * bound is the least over the orders its plans may take, and at least the parts' own
+ * (bound_parts.c), which holds in any order that keeps each part's own. */
 static void bound_compute(bound_job *b)
 {
-    double forced = mg_step_bound(b->pr, b->budget), cut = mg_cut_bound(b->pr, b->budget),
-           parts = mg_parts_bound(b->pr, b->budget);
-    if (cut > forced) forced = cut;
-    b->bound = b->once + (parts > forced ? parts : forced);
+    int *orders[2];
+    int k = mg_parts_orders(b->pr, orders), targets = 0;
+    for (int v = 0; v < b->pr->n; v++) targets += b->pr->target[v] != 0;
+    int cut = k == 0 || targets <= ORDERS_CUT_TARGETS;
+    double whole = order_bound(b->pr, b->budget, NULL, cut, INFINITY), parts = mg_parts_bound(b->pr, b->budget);
+    b->others = INFINITY;
+    for (int i = 0; i < k; i++) { /* (worked out only where it may matter: else the parts', which holds too) */
+        double x = whole > parts && b->others > parts
+                       ? order_bound(b->pr, b->budget, orders[i], cut, b->others < whole ? b->others : whole)
+                       : parts;
+        if (x < b->others) b->others = x;
+        free(orders[i]);
+    }
+    if (b->others < whole) whole = b->others;
+    b->bound = b->once + (parts > whole ? parts : whole);
+}
+
+double mg_lower_bound(const mg_problem *pr, int64_t budget)
+{
+    bound_job b = {.pr = pr, .budget = budget};
+    bound_compute(&b);
+    return b.bound;
 }
 
 static void *bound_thread(void *job)
@@ -81,6 +124,8 @@ static void *bound_thread(void *job)
 typedef struct solve_memo {
     mg_search_memo s;   /* the exact search's findings, the chain DP's tables (sched_variants.c) */
     double lower_bound; /* proven for every plan under the budget solved for (0: none) */
+    double graph_cap;   /* what a bound in the graph's order alone (the relaxed program) may raise it
+                           to: every op once and bound_job's others (0: not known, nothing) */
     bound_job *pending; /* lower_bound is still being computed there (memo_bound) */
 } solve_memo;
 
@@ -91,6 +136,7 @@ static double memo_bound(solve_memo *memo)
         if (pthread_join(memo->pending->th, NULL)) abort();
         memo->pending->running = 0;
         memo->lower_bound = memo->pending->bound;
+        memo->graph_cap = memo->pending->once + memo->pending->others;
         memo->s.chain_tried = 1; /* (as mg_sv_chain_fit would analyse it, and fill the tables for its cap) */
         memo->s.chain = memo->pending->chain;
         memo->s.chain_table_cap = memo->s.chain ? memo->pending->table_cap : 0;
@@ -238,7 +284,7 @@ static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t bu
     if (!st) { /* the exact search last: optimal where the problem is small enough */
         int at_budget = 0;
         if (!(st = mg_sv_fit(pr, NULL, budget, &memo->s, NULL, 1, NULL, NULL, &p, &at_budget, d))) {
-            if (p && at_budget) *optimal = 1;
+            if (p && at_budget && !pr->part) *optimal = 1; /* (in parts, of the graph's order only) */
             mg_sv_keep_better(out, p);
         }
     }
@@ -359,6 +405,7 @@ static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double tim
         mg_plan_free(best);
         return MG_ERR;
     }
+    if (relaxed > memo->graph_cap) relaxed = memo->graph_cap; /* (a bound in the graph's order: bound_compute) */
     if (relaxed > out->lower_bound) out->lower_bound = relaxed;
     if (best && out->lower_bound >= best->flops_executed) {
         out->plan = best; /* mg_solve says it is optimal */
@@ -866,6 +913,10 @@ static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, 
     return st;
 }
 
+/* How far above a plan's cost a lower bound may come out from rounding alone (the relaxed
+ * program's scaled sums, solve_exact.c); further is a mistake (solve_below). */
+static const double BOUND_ROUNDING = 1e-6;
+
 /* The minimum search of pr (job) and, in a step in parts, the same search once more with every
  * value gathered from the parts kept (pinned_problem), below the first one's minimum, where it
  * may find plans: the schedulers of pr drop such a value and bring it back by running every
@@ -960,6 +1011,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         } else {
             bound_compute(&bj);
             out->lower_bound = bj.bound;
+            memo.graph_cap = bj.once + bj.others;
         }
     }
     memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
@@ -1071,6 +1123,13 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     if (!st && searching && out->optimal != 1)
         st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &pj, INFINITY, &out->plan, d);
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
+    /* a bound above a verified plan is a bound's mistake, not a proof (beyond the relaxed
+     * program's rounding, below): nothing is claimed from it, and the user is told */
+    if (!st && out->plan && out->lower_bound > out->plan->flops_executed * (1 + BOUND_ROUNDING)) {
+        out->lower_bound = out->plan->flops_once;
+        out->note = "a lower bound came out above this plan's cost, which is a mistake in memgrad's bounds "
+                    "(please report it with the model): no bound or optimality is claimed";
+    }
     if (!st && out->plan && out->plan->flops_executed == out->plan->flops_once)
         out->optimal = 1, out->optimal_in_class = 0; /* nothing recomputed: no plan executes fewer FLOPs */
     if (!st && out->plan && out->plan->flops_executed <= out->lower_bound)

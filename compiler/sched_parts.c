@@ -288,28 +288,49 @@ done:
     return st;
 }
 
+/* The parts' blocks of pr (s[c].q NULL: part c has no block) into *s, their count into *parts;
+ * returns how many blocks there are. */
+static int parts_subs(const mg_problem *pr, part_sub **s, int *parts)
+{
+    *parts = 0;
+    for (int v = 0; v < pr->n; v++)
+        if (pr->part[v] > *parts) *parts = pr->part[v];
+    *s = mg_xcalloc((size_t)*parts + 1, sizeof **s);
+    int *map = mg_xcalloc((size_t)pr->n, sizeof *map), blocks = 0;
+    for (int c = 0; c < *parts; c++) {
+        int backward = 0;
+        for (int v = pr->nfwd; v < pr->n && !backward; v++) backward = pr->part[v] == c + 1 && pr->target[v];
+        if (!backward) continue; /* (a part with no backward op has no block: its ops run one by one) */
+        blocks++;
+        part_sub *b = &(*s)[c];
+        b->q = mg_part_problem(pr, c, map);
+        b->back = mg_xcalloc((size_t)b->q->n, sizeof *b->back);
+        for (int v = 0; v < pr->n; v++)
+            if (map[v] >= 0) b->back[map[v]] = v;
+        b->hash = mg_problem_hash(b->q);
+    }
+    free(map);
+    return blocks;
+}
+
+static void parts_subs_free(part_sub *s, int parts)
+{
+    for (int c = 0; c < parts; c++) {
+        mg_problem_free(s[c].q);
+        free(s[c].back);
+        free(s[c].seq);
+    }
+    free(s);
+}
+
 mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver solve, void *ctx, mg_plan **out,
                             mg_diag *d)
 {
     *out = NULL;
     if (!pr->part || budget == INT64_MAX) return MG_OK;
-    int parts = 0;
-    for (int v = 0; v < pr->n; v++)
-        if (pr->part[v] > parts) parts = pr->part[v];
-    if (parts < 2) return MG_OK;
-    part_sub *s = mg_xcalloc((size_t)parts, sizeof *s);
-    int *map = mg_xcalloc((size_t)pr->n, sizeof *map), blocks = 0;
-    for (int c = 0; c < parts; c++) {
-        int backward = 0;
-        for (int v = pr->nfwd; v < pr->n && !backward; v++) backward = pr->part[v] == c + 1 && pr->target[v];
-        if (!backward) continue; /* (a part with no backward op has no block: its ops run one by one) */
-        blocks++;
-        s[c].q = mg_part_problem(pr, c, map);
-        s[c].back = mg_xcalloc((size_t)s[c].q->n, sizeof *s[c].back);
-        for (int v = 0; v < pr->n; v++)
-            if (map[v] >= 0) s[c].back[map[v]] = v;
-        s[c].hash = mg_problem_hash(s[c].q);
-    }
+    int parts;
+    part_sub *s;
+    int blocks = parts_subs(pr, &s, &parts);
     mg_status st = MG_OK;
     for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && blocks >= 2 && !st; how++)
         for (int border = 0; border < 2 && !st; border++) {
@@ -321,12 +342,36 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
         mg_plan_free(*out);
         *out = NULL;
     }
-    for (int c = 0; c < parts; c++) {
-        mg_problem_free(s[c].q);
-        free(s[c].back);
-        free(s[c].seq);
-    }
-    free(s);
-    free(map);
+    parts_subs_free(s, parts);
     return st;
+}
+
+/* The targets in the order parts_plan's seq first computes them: the units in turn, a block's
+ * targets in its part's own order (the node order: a part's own schedule runs its targets in
+ * order, and its forward values computed before the block are not the block's targets). */
+int mg_parts_orders(const mg_problem *pr, int *orders[2])
+{
+    if (!pr->part) return 0;
+    int parts, k = 0;
+    part_sub *s;
+    int blocks = parts_subs(pr, &s, &parts);
+    for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && blocks >= 2; how++) {
+        parts_units o = {0};
+        if (order_units(pr, s, parts, how, &o)) {
+            int *ord = orders[k++] = mg_xcalloc((size_t)pr->n + 1, sizeof *ord),
+                *at = mg_xcalloc((size_t)o.n + 1, sizeof *at); /* where each place's targets start */
+            for (int v = 0; v < pr->n; v++)
+                if (o.unit[v] >= 0) at[o.pos[o.unit[v]] + 1]++;
+            for (int i = 0; i < o.n; i++) at[i + 1] += at[i];
+            for (int v = 0; v < pr->n; v++)
+                if (o.unit[v] >= 0) ord[at[o.pos[o.unit[v]]]++] = v;
+            free(at);
+        }
+        free(o.unit);
+        free(o.order);
+        free(o.pos);
+        free(o.first);
+    }
+    parts_subs_free(s, parts);
+    return k;
 }

@@ -1340,6 +1340,11 @@ static int run_variant(ctx *c, const char *tag, const char *opts, long long budg
         free(out);
         return V_FAILED;
     }
+    if (strstr(out, "a lower bound came out above")) { /* (a bound above a verified plan: planner.c) */
+        failf(c, "%s: a lower bound above the plan\n  $ memgrad compile m.mg %s %s\n%s\n", tag, c->opt, opts, clip(out, 1500));
+        free(out);
+        return V_FAILED;
+    }
     free(out);
     char hpath[4200];
     snprintf(hpath, sizeof hpath, "%s/%s.h", c->dir, tag);
