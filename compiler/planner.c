@@ -36,7 +36,7 @@
 
 const char *const mg_solver_names[] = {"auto", "store-all", "sqrt", "exact"};
 
-/* The lower bound at a budget (bound_step.c and bound_cut.c: the larger holds), computed on a
+/* The lower bound at a budget (bound_step.c and bound_cut.c, the larger, per order: bound_compute), computed on a
  * thread of its own while auto's solve schedules and places its variants, which do not read it
  * (resnet50 at its minimum: 0.06 s); the solve waits for it before the walks (memo_bound). The
  * thread then also analyses the chain and fills the chain DP's tables for the cap mg_sv_chain_fit
