@@ -30,11 +30,13 @@
  * integers (a small branch and bound over "v live at the step or not", its nodes bounded by
  * their Lagrangians) and the sum taken again, until its windows are all solved so (unet at 40%
  * of Checkmate's graphs: 1.1136 -> 1.1175 of every op once; resnet50 at its minimum 1.1000 ->
- * 1.1052). tests/test_optimal.c (bounds) checks it against the brute-force optimum of random
- * problems, and on problems where only the integers prove the optimum. mg_cut_bound_chained
- * also links the best sum's windows by what each keeps live at its start (the chained windows,
- * below; solve_exact.c's bound runs it, auto does not: ~0.45 s on resnet50), and hands the
- * chain's steps to solve_exact.c, which solves that chain in integers (mg_chain_milp_bound). */
+ * 1.1052). In integers a window also counts the steps that rebuild its values, beside what stays
+ * live from the window's step (rebuilds_fit). tests/test_optimal.c (bounds) checks it against the
+ * brute-force optimum of random problems, and on problems where only the integers prove the
+ * optimum. mg_cut_bound_chained also links the best sum's windows by what each keeps live at
+ * its start (the chained windows, below; solve_exact.c's bound runs it, auto does not: ~0.45 s
+ * on resnet50), and hands the chain's steps to solve_exact.c, which solves that chain in
+ * integers (mg_chain_milp_bound). */
 #include "plan.h"
 
 #include <math.h>
@@ -171,6 +173,13 @@ typedef struct ctx {
     char *lo_res, *hi_res; /* the same for the last solutions above and within the slack */
     const double *addT, *addS; /* NULL, or per window value: more weight on t_v = 1 and on s_v = 1
                                   (mg_chain_bound's prices of the links between windows) */
+    /* rebuilds_fit's (in the windows branch_and_bound solves; rebuilds 0 elsewhere) */
+    int rebuilds;            /* the window's values have first[] and lastr[] */
+    int *first, *lastr;      /* per window value in N: its first and last read in the window */
+    int *held, nheld;        /* values that may not be dropped, computed by the window's step */
+    const int *last;         /* per value: the last target that reads it */
+    int64_t budget;
+    char *solfix;            /* a solution's fixes (solution_rebuilds_fit) */
     flow f;
 } ctx;
 
@@ -240,6 +249,50 @@ static double recomputed(const ctx *c)
     return sum;
 }
 
+/* Whether a node's fixes leave room for the steps that rebuild its values (branch_and_bound).
+ * A value w of N fixed not live at the step (fix 2) is recomputed in the window. Either it is
+ * live at the step too, beside the values fixed live there, or it was dropped before the step
+ * and is rebuilt in the window before its first read a there. That rebuild is a step of its
+ * own, and its output and scratch fit the budget together with every value fixed live at the
+ * window's step and read at a or later (not recomputed in the window, so its buffer lives from
+ * the step to that read) and every value that may not be dropped, computed by the step and read
+ * at a or later. The window's Lagrangian counts memory at its step only: here, in the stem of a
+ * residual network in two parts, rebuilding one part's convolution with its scratch leaves no
+ * room for the other part's beside the gradients held between batch_norm's two passes
+ * (bench/models/resnet_stem.mg at 50%: the bound 2 -> 3 convolutions, the optimum's). */
+static int rebuilds_fit(const ctx *c, double slack)
+{
+    const mg_problem *pr = c->pr;
+    if (!c->rebuilds) return 1;
+    double kept = 0;
+    for (int q = 0; q < c->nv; q++)
+        if (c->fix[q] == 1) kept += (double)pr->bytes[c->vals[q]];
+    for (int q = 0; q < c->nv; q++) {
+        int w = c->vals[q], a = c->first[q];
+        if (c->fix[q] != 2 || !c->inN[w] || kept + (double)pr->bytes[w] <= slack) continue;
+        double live = (double)pr->bytes[w] + (double)pr->scratch[w];
+        for (int r = 0; r < c->nv; r++)
+            if (c->fix[r] == 1 && c->inN[c->vals[r]] && c->lastr[r] >= a) live += (double)pr->bytes[c->vals[r]];
+        for (int k = 0; k < c->nheld; k++)
+            if (c->last[c->held[k]] >= a) live += (double)pr->bytes[c->held[k]];
+        if (live > (double)c->budget) return 0;
+    }
+    return 1;
+}
+
+/* rebuilds_fit of the last closure's solution (every value of N live at the step or not), under
+ * the node's fixes. */
+static int solution_rebuilds_fit(ctx *c, double slack)
+{
+    if (!c->rebuilds) return 1;
+    char *node = c->fix;
+    for (int q = 0; q < c->nv; q++) c->solfix[q] = c->cur[q] ? 1 : 2;
+    c->fix = c->solfix;
+    int ok = rebuilds_fit(c, slack);
+    c->fix = node;
+    return ok;
+}
+
 /* The Lagrangian bound of the window's values under c->fix: the best over `steps` values of
  * lambda, bisected in log scale between lo and hi on the bytes kept; *primal:
  * the least recomputation of a solution met that keeps within the slack (HUGE_VAL: none),
@@ -262,7 +315,7 @@ static double lagrange(ctx *c, double slack, double lo, double hi, int steps, do
             memcpy(c->hi_res, c->cur, (size_t)c->nv);
             *have_hi = 1;
             double r = recomputed(c);
-            if (r < *primal) *primal = r;
+            if (r < *primal && solution_rebuilds_fit(c, slack)) *primal = r;
         }
     }
     return best;
@@ -290,12 +343,13 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
     char *fixes = mg_xcalloc((size_t)cap * (size_t)nv, 1), *lo_of = mg_xcalloc((size_t)cap * (size_t)nv, 1),
          *hi_of = mg_xcalloc((size_t)cap * (size_t)nv, 1);
     double *bound = mg_xcalloc((size_t)cap, sizeof *bound), incumbent = HUGE_VAL;
-    char *haslo = mg_xcalloc((size_t)cap, 1);
+    char *haslo = mg_xcalloc((size_t)cap, 1), *hashi = mg_xcalloc((size_t)cap, 1);
     bound[0] = root; /* the root: the window's Lagrangian, its solutions in c->lo_res and hi_res */
     if (primal < incumbent) incumbent = primal;
     memcpy(lo_of, c->lo_res, (size_t)nv);
     memcpy(hi_of, c->hi_res, (size_t)nv);
     haslo[0] = have_lo && have_hi;
+    hashi[0] = (char)have_hi;
     open = 1;
     for (int expanded = 0; expanded < nodes && open > 0; expanded++) {
         int b = 0;
@@ -311,6 +365,21 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
                 if (lo_of[(size_t)b * nv + q] == hi_of[(size_t)b * nv + q]) continue;
                 if (pick < 0 || c->pr->bytes[v] > c->pr->bytes[c->vals[pick]]) pick = q;
             }
+        /* where the solutions agree, the one within the slack may still leave no room for its
+         * rebuilds (rebuilds_fit): then the largest free value of N it keeps live */
+        if (pick < 0 && c->rebuilds && hashi[b]) {
+            memcpy(c->cur, hi_of + (size_t)b * nv, (size_t)nv);
+            char *node = c->fix;
+            c->fix = fixes + (size_t)b * nv;
+            int ok = solution_rebuilds_fit(c, slack);
+            c->fix = node;
+            for (int q = 0; q < nv && !ok; q++) {
+                int v = c->vals[q];
+                if (fixes[(size_t)b * nv + q] || !c->pr->evictable[v] || !c->inN[v] || !hi_of[(size_t)b * nv + q])
+                    continue;
+                if (pick < 0 || c->pr->bytes[v] > c->pr->bytes[c->vals[pick]]) pick = q;
+            }
+        }
         if (pick < 0) break; /* (the node stays open: its bound holds) */
         double pb = bound[b];
         char *pf = mg_xcalloc((size_t)nv, 1);
@@ -322,6 +391,7 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
         memcpy(hi_of + (size_t)b * nv, hi_of + (size_t)open * nv, (size_t)nv);
         bound[b] = bound[open];
         haslo[b] = haslo[open];
+        hashi[b] = hashi[open];
         for (int side = 1; side <= 2; side++) {
             memcpy(c->fix, pf, (size_t)nv);
             c->fix[pick] = (char)side;
@@ -329,6 +399,7 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
             for (int q = 0; q < nv; q++)
                 if (c->fix[q] == 1) kept += (double)c->pr->bytes[c->vals[q]];
             if (kept > slack) continue; /* no solution: the values fixed live do not fit */
+            if (!rebuilds_fit(c, slack)) continue; /* nor the rebuilds */
             if (side == 2 && c->inN[c->vals[pick]] && !c->pr->evictable[c->vals[pick]]) continue;
             double x = lagrange(c, slack, lo, hi, LAMBDA_STEPS, &primal, &have_lo, &have_hi);
             if (primal < incumbent) incumbent = primal;
@@ -339,6 +410,7 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
             memcpy(hi_of + (size_t)open * nv, c->hi_res, (size_t)nv);
             bound[open] = x;
             haslo[open] = have_lo && have_hi;
+            hashi[open] = (char)have_hi;
             open++;
         }
         free(pf);
@@ -353,6 +425,7 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
     free(hi_of);
     free(bound);
     free(haslo);
+    free(hashi);
     return lb;
 }
 
@@ -362,6 +435,7 @@ static double window(ctx *c, const int64_t *need, int64_t budget, const int *rea
 {
     const mg_problem *pr = c->pr;
     c->nv = 0;
+    c->rebuilds = 0;
     /* N: values computed before i, not live at i anyway, read by a target in (i, j] */
     for (int v = 0; v < c->n; v++) {
         c->inN[v] = 0;
@@ -391,6 +465,23 @@ static double window(ctx *c, const int64_t *need, int64_t budget, const int *rea
             c->idx[u] = c->nv;
             c->vals[c->nv++] = u;
         }
+    }
+    if (bb) { /* rebuilds_fit's: the reads of N in the window, the values held across it */
+        for (int q = 0; q < c->nv; q++) {
+            int v = c->vals[q];
+            c->first[q] = c->lastr[q] = -1;
+            for (int z = reads_start[v]; z < reads_start[v + 1]; z++)
+                if (reads[z] > i && reads[z] <= j) {
+                    if (c->first[q] < 0 || reads[z] < c->first[q]) c->first[q] = reads[z];
+                    if (reads[z] > c->lastr[q]) c->lastr[q] = reads[z];
+                }
+        }
+        c->nheld = 0;
+        for (int v = 0; v < c->n; v++)
+            if (ws(c, v) && !pr->evictable[v] && c->idx[v] < 0 && c->pos[v] <= i && c->last[v] > i)
+                c->held[c->nheld++] = v;
+        c->budget = budget;
+        c->rebuilds = 1;
     }
     double slack = (double)(budget - need[i]), sumc = 0, sumb = 0, best = 0;
     for (int q = 0; q < c->nv; q++) {
@@ -456,6 +547,7 @@ static double cut_bound(const mg_problem *pr, int64_t budget, const int *order, 
     int64_t *excess = mg_xcalloc((size_t)T + 1, sizeof *excess);
     double *best = NULL;
     int *reads = NULL;
+    c.last = last;
     c.freeat = mg_xcalloc((size_t)n + 1, 1);
     c.idx = mg_xcalloc((size_t)n + 1, sizeof *c.idx);
     c.vals = mg_xcalloc((size_t)n + 1, sizeof *c.vals);
@@ -541,6 +633,10 @@ static double cut_bound(const mg_problem *pr, int64_t budget, const int *order, 
     c.cur = mg_xcalloc((size_t)n + 1, 1);
     c.lo_res = mg_xcalloc((size_t)n + 1, 1);
     c.hi_res = mg_xcalloc((size_t)n + 1, 1);
+    c.solfix = mg_xcalloc((size_t)n + 1, 1);
+    c.first = mg_xcalloc((size_t)n + 1, sizeof *c.first);
+    c.lastr = mg_xcalloc((size_t)n + 1, sizeof *c.lastr);
+    c.held = mg_xcalloc((size_t)n + 1, sizeof *c.held);
     for (int k = 0; k < m; k++) {
         live_anyway(&c, cand[k], last);
         for (int d = 0; d < span && k + 1 + d < m; d++)
@@ -629,6 +725,10 @@ done:
     free(c.cur);
     free(c.lo_res);
     free(c.hi_res);
+    free(c.solfix);
+    free(c.first);
+    free(c.lastr);
+    free(c.held);
     flow_free(&c.f);
     return total;
 }
