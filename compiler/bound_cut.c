@@ -176,7 +176,7 @@ typedef struct ctx {
     /* rebuilds_fit's (in the windows branch_and_bound solves; rebuilds 0 elsewhere) */
     int rebuilds;            /* the window's values have first[] and lastr[] */
     int *first, *lastr;      /* per window value in N: its first and last read in the window */
-    int *held, nheld;        /* values that may not be dropped, computed by the window's step */
+    int *held, nheld;        /* values that may not be dropped, computed at or before the step */
     const int *last;         /* per value: the last target that reads it */
     int64_t budget;
     char *solfix;            /* a solution's fixes (solution_rebuilds_fit) */
@@ -255,8 +255,8 @@ static double recomputed(const ctx *c)
  * and is rebuilt in the window before its first read a there. That rebuild is a step of its
  * own, and its output and scratch fit the budget together with every value fixed live at the
  * window's step and read at a or later (not recomputed in the window, so its buffer lives from
- * the step to that read) and every value that may not be dropped, computed by the step and read
- * at a or later. The window's Lagrangian counts memory at its step only: here, in the stem of a
+ * the step to that read) and every value that may not be dropped, computed at or before the
+ * step and read at a or later. The window's Lagrangian counts memory at its step only: here, in the stem of a
  * residual network in two parts, rebuilding one part's convolution with its scratch leaves no
  * room for the other part's beside the gradients held between batch_norm's two passes
  * (bench/models/resnet_stem.mg at 50%: the bound 2 -> 3 convolutions, the optimum's). */
