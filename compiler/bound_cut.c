@@ -249,7 +249,8 @@ static double recomputed(const ctx *c)
     return sum;
 }
 
-/* Whether a node's fixes leave room for the steps that rebuild its values (branch_and_bound).
+/* Whether a node's fixes leave room for the steps that rebuild its values (branch_and_bound;
+ * kept: the bytes of the values it fixes live).
  * A value w of N fixed not live at the step (fix 2) is recomputed in the window. Either it is
  * live at the step too, beside the values fixed live there, or it was dropped before the step
  * and is rebuilt in the window before its first read a there. That rebuild is a step of its
@@ -260,13 +261,10 @@ static double recomputed(const ctx *c)
  * residual network in two parts, rebuilding one part's convolution with its scratch leaves no
  * room for the other part's beside the gradients held between batch_norm's two passes
  * (bench/models/resnet_stem.mg at 50%: the bound 2 -> 3 convolutions, the optimum's). */
-static int rebuilds_fit(const ctx *c, double slack)
+static int rebuilds_fit(const ctx *c, double slack, double kept)
 {
     const mg_problem *pr = c->pr;
     if (!c->rebuilds) return 1;
-    double kept = 0;
-    for (int q = 0; q < c->nv; q++)
-        if (c->fix[q] == 1) kept += (double)pr->bytes[c->vals[q]];
     for (int q = 0; q < c->nv; q++) {
         int w = c->vals[q], a = c->first[q];
         if (c->fix[q] != 2 || !c->inN[w] || kept + (double)pr->bytes[w] <= slack) continue;
@@ -286,9 +284,13 @@ static int solution_rebuilds_fit(ctx *c, double slack)
 {
     if (!c->rebuilds) return 1;
     char *node = c->fix;
-    for (int q = 0; q < c->nv; q++) c->solfix[q] = c->cur[q] ? 1 : 2;
+    double kept = 0;
+    for (int q = 0; q < c->nv; q++) {
+        c->solfix[q] = c->cur[q] ? 1 : 2;
+        if (c->cur[q]) kept += (double)c->pr->bytes[c->vals[q]];
+    }
     c->fix = c->solfix;
-    int ok = rebuilds_fit(c, slack);
+    int ok = rebuilds_fit(c, slack, kept);
     c->fix = node;
     return ok;
 }
@@ -399,7 +401,7 @@ static double branch_and_bound(ctx *c, double slack, double lo, double hi, doubl
             for (int q = 0; q < nv; q++)
                 if (c->fix[q] == 1) kept += (double)c->pr->bytes[c->vals[q]];
             if (kept > slack) continue; /* no solution: the values fixed live do not fit */
-            if (!rebuilds_fit(c, slack)) continue; /* nor the rebuilds */
+            if (!rebuilds_fit(c, slack, kept)) continue; /* nor the rebuilds */
             if (side == 2 && c->inN[c->vals[pick]] && !c->pr->evictable[c->vals[pick]]) continue;
             double x = lagrange(c, slack, lo, hi, LAMBDA_STEPS, &primal, &have_lo, &have_hi);
             if (primal < incumbent) incumbent = primal;

@@ -61,21 +61,21 @@ typedef struct parts_units {
                                           unit: that op) */
 } parts_units;
 
-/* Whether target v runs in part c's block in this order. */
-static int in_block(const mg_problem *pr, const part_sub *s, parts_order how, int v)
+/* Whether target v runs in its part's block in this order (block: per part, whether it has one). */
+static int in_block(const mg_problem *pr, const char *block, parts_order how, int v)
 {
     int c = pr->part[v] - 1;
-    return c >= 0 && s[c].q && (how == WHOLE_PARTS || v >= pr->nfwd);
+    return c >= 0 && block[c] && (how == WHOLE_PARTS || v >= pr->nfwd);
 }
 
 /* Orders the units: each when every unit it reads is done, the one whose first op comes first
  * in the graph among those ready. 0 where they form a cycle. */
-static int order_units(const mg_problem *pr, const part_sub *s, int parts, parts_order how, parts_units *o)
+static int order_units(const mg_problem *pr, const char *block, int parts, parts_order how, parts_units *o)
 {
     int n = pr->n, nu = parts;
     o->unit = mg_xcalloc((size_t)n, sizeof *o->unit);
     for (int v = 0; v < n; v++)
-        o->unit[v] = !pr->target[v] ? -1 : in_block(pr, s, how, v) ? pr->part[v] - 1 : nu++;
+        o->unit[v] = !pr->target[v] ? -1 : in_block(pr, block, how, v) ? pr->part[v] - 1 : nu++;
     o->n = nu;
     int *key = o->first = mg_xcalloc((size_t)nu, sizeof *key), *indeg = mg_xcalloc((size_t)nu, sizeof *indeg),
         *start = mg_xcalloc((size_t)nu + 1, sizeof *start), *fill = mg_xcalloc((size_t)nu, sizeof *fill);
@@ -199,8 +199,8 @@ static mg_problem *border_problem(const mg_problem *pr, const mg_problem *q, con
 }
 
 /* The plan of the step in parts in order `how`, into *out (NULL where it has none). */
-static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, int parts, parts_order how,
-                            int border, mg_part_solver solve, void *ctx, mg_plan **out, mg_diag *d)
+static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, const char *block, int parts,
+                            parts_order how, int border, mg_part_solver solve, void *ctx, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     parts_units o = {0};
@@ -209,7 +209,7 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, i
     mg_problem **bq = mg_xcalloc((size_t)parts, sizeof *bq); /* the blocks' problems (NULL: s[c].q) */
     int **bback = mg_xcalloc((size_t)parts, sizeof *bback);
     uint64_t *bhash = mg_xcalloc((size_t)parts, sizeof *bhash);
-    if (!order_units(pr, s, parts, how, &o)) goto done;
+    if (!order_units(pr, block, parts, how, &o)) goto done;
     held_across(pr, s, parts, &o, border, ends_in);
     int bordered = 0;
     for (int c = 0; c < parts; c++) {
@@ -288,20 +288,33 @@ done:
     return st;
 }
 
-/* The parts' blocks of pr (s[c].q NULL: part c has no block) into *s, their count into *parts;
- * returns how many blocks there are. */
-static int parts_subs(const mg_problem *pr, part_sub **s, int *parts)
+/* Which parts of pr have a block (a backward target: a part without one runs its ops one by
+ * one) into *block (per part; the caller frees it), the part count into *parts; returns how many
+ * do. */
+static int part_blocks(const mg_problem *pr, char **block, int *parts)
 {
     *parts = 0;
     for (int v = 0; v < pr->n; v++)
         if (pr->part[v] > *parts) *parts = pr->part[v];
-    *s = mg_xcalloc((size_t)*parts + 1, sizeof **s);
-    int *map = mg_xcalloc((size_t)pr->n, sizeof *map), blocks = 0;
-    for (int c = 0; c < *parts; c++) {
-        int backward = 0;
-        for (int v = pr->nfwd; v < pr->n && !backward; v++) backward = pr->part[v] == c + 1 && pr->target[v];
-        if (!backward) continue; /* (a part with no backward op has no block: its ops run one by one) */
-        blocks++;
+    *block = mg_xcalloc((size_t)*parts + 1, 1);
+    int blocks = 0;
+    for (int v = pr->nfwd; v < pr->n; v++) {
+        int c = pr->part[v] - 1;
+        if (c >= 0 && pr->target[v] && !(*block)[c]) {
+            (*block)[c] = 1;
+            blocks++;
+        }
+    }
+    return blocks;
+}
+
+/* The blocks' problems of pr into *s (s[c].q NULL where part c has none: block). */
+static void parts_subs(const mg_problem *pr, const char *block, int parts, part_sub **s)
+{
+    *s = mg_xcalloc((size_t)parts + 1, sizeof **s);
+    int *map = mg_xcalloc((size_t)pr->n, sizeof *map);
+    for (int c = 0; c < parts; c++) {
+        if (!block[c]) continue;
         part_sub *b = &(*s)[c];
         b->q = mg_part_problem(pr, c, map);
         b->back = mg_xcalloc((size_t)b->q->n, sizeof *b->back);
@@ -310,7 +323,6 @@ static int parts_subs(const mg_problem *pr, part_sub **s, int *parts)
         b->hash = mg_problem_hash(b->q);
     }
     free(map);
-    return blocks;
 }
 
 static void parts_subs_free(part_sub *s, int parts)
@@ -329,20 +341,27 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
     *out = NULL;
     if (!pr->part || budget == INT64_MAX) return MG_OK;
     int parts;
+    char *block;
+    if (part_blocks(pr, &block, &parts) < 2) { /* (nothing to run one block after another) */
+        free(block);
+        return MG_OK;
+    }
     part_sub *s;
-    int blocks = parts_subs(pr, &s, &parts);
+    parts_subs(pr, block, parts, &s);
     mg_status st = MG_OK;
-    for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && blocks >= 2 && !st; how++)
+    for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && !st; how++)
         for (int border = 0; border < 2 && !st; border++) {
             if (*out && (*out)->flops_executed <= (*out)->flops_once) break; /* (nothing recomputed) */
             mg_plan *p = NULL;
-            if (!(st = parts_plan(pr, budget, s, parts, how, border, solve, ctx, &p, d))) mg_sv_keep_better(out, p);
+            if (!(st = parts_plan(pr, budget, s, block, parts, how, border, solve, ctx, &p, d)))
+                mg_sv_keep_better(out, p);
         }
     if (st) {
         mg_plan_free(*out);
         *out = NULL;
     }
     parts_subs_free(s, parts);
+    free(block);
     return st;
 }
 
@@ -353,11 +372,11 @@ int mg_parts_orders(const mg_problem *pr, int *orders[2])
 {
     if (!pr->part) return 0;
     int parts, k = 0;
-    part_sub *s;
-    int blocks = parts_subs(pr, &s, &parts);
+    char *block;
+    int blocks = part_blocks(pr, &block, &parts);
     for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && blocks >= 2; how++) {
         parts_units o = {0};
-        if (order_units(pr, s, parts, how, &o)) {
+        if (order_units(pr, block, parts, how, &o)) {
             int *ord = orders[k++] = mg_xcalloc((size_t)pr->n + 1, sizeof *ord),
                 *at = mg_xcalloc((size_t)o.n + 1, sizeof *at); /* where each place's targets start */
             for (int v = 0; v < pr->n; v++)
@@ -372,6 +391,6 @@ int mg_parts_orders(const mg_problem *pr, int *orders[2])
         free(o.pos);
         free(o.first);
     }
-    parts_subs_free(s, parts);
+    free(block);
     return k;
 }

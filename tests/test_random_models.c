@@ -1341,7 +1341,8 @@ static int run_variant(ctx *c, const char *tag, const char *opts, long long budg
         return V_FAILED;
     }
     if (strstr(out, "a lower bound came out above")) { /* (a bound above a verified plan: planner.c) */
-        failf(c, "%s: a lower bound above the plan\n  $ memgrad compile m.mg %s %s\n%s\n", tag, c->opt, opts, clip(out, 1500));
+        failf(c, "%s: a lower bound above the plan\n  $ memgrad compile m.mg %s %s\n%s\n", tag, c->opt, opts,
+              clip(out, 1500));
         free(out);
         return V_FAILED;
     }
