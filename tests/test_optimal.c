@@ -953,11 +953,12 @@ START_TEST(test_exact_not_dearer_than_auto)
         mg_solution au, ex;
         ck_assert_int_eq(mg_solve(p, MG_SOLVER_AUTO, cap, 0, 0, &au, &d), MG_OK);
         ck_assert_int_eq(mg_solve(p, MG_SOLVER_EXACT, cap, 0, 5, &ex, &d), MG_OK);
-        if (isinf(opt)) {
-            ck_assert(!au.plan && !ex.plan);
+        if (!au.plan) { /* (the parts in other orders may fit where the graph's order does not) */
+            ck_assert(isinf(opt));
+            mg_plan_free(ex.plan);
             continue;
         }
-        ck_assert(au.plan && ex.plan);
+        ck_assert(ex.plan != NULL);
         ck_assert_msg(ex.plan->flops_executed <= au.plan->flops_executed &&
                           (ex.optimal != 1 || ex.optimal_in_class || ex.plan->flops_executed <= opt),
                       "at %d%%: exact %.0f (optimal %d, in its class %d), auto %.0f, the optimum %.0f", pct,
