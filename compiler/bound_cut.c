@@ -274,10 +274,11 @@ static double proven(double x, double scale, int integral)
  * own, and its output and scratch fit the budget together with every value fixed live at the
  * window's step and read at a or later (not recomputed in the window, so its buffer lives from
  * the step to that read) and every value that may not be dropped, computed at or before the
- * step and read at a or later. The window's Lagrangian counts memory at its step only: here, in the stem of a
- * residual network in two parts, rebuilding one part's convolution with its scratch leaves no
- * room for the other part's beside the gradients held between batch_norm's two passes
- * (bench/models/resnet_stem.mg at 50%: the bound 2 -> 3 convolutions, the optimum's). */
+ * step and read at a or later. The window's Lagrangian counts memory at its step only: here, in
+ * the stem of a residual network in two parts, rebuilding one part's convolution with its
+ * scratch leaves no room for the other part's beside the gradients held between batch_norm's
+ * two passes (bench/models/resnet_stem.mg at 50%: the bound 2 -> 3 convolutions, the
+ * optimum's). */
 static int rebuilds_fit(const ctx *c, double slack, double kept)
 {
     const mg_problem *pr = c->pr;
@@ -752,8 +753,7 @@ static double cut_bound(const mg_problem *pr, int64_t budget, const int *order, 
     c.held = mg_xcalloc((size_t)n + 1, sizeof *c.held);
     c.snext = mg_xcalloc((size_t)n + 1, sizeof *c.snext);
     c.sprev = mg_xcalloc((size_t)n + 1, sizeof *c.sprev);
-    for (int v = 0; v < n && pr->part; v++)
-        if (pr->part[v] > c.nparts) c.nparts = pr->part[v];
+    c.nparts = mg_part_count(pr);
     if (c.nparts > 1) { /* each part's nodes in node order (sym_runs) */
         c.pstart = mg_xcalloc((size_t)c.nparts + 2, sizeof *c.pstart);
         c.pnode = mg_xcalloc((size_t)n + 1, sizeof *c.pnode);

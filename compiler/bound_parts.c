@@ -23,9 +23,7 @@
 double mg_parts_bound(const mg_problem *pr, int64_t budget)
 {
     if (budget == INT64_MAX || !pr->part) return 0;
-    int parts = 0;
-    for (int v = 0; v < pr->n; v++)
-        if (pr->part[v] > parts) parts = pr->part[v];
+    int parts = mg_part_count(pr);
     if (parts < 2) return 0;
     int *map = malloc((size_t)pr->n * sizeof *map);
     uint64_t *seen = malloc((size_t)parts * sizeof *seen);

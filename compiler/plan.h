@@ -121,6 +121,9 @@ void mg_problem_node_copy(mg_problem *to, int w, const mg_problem *from, int v);
  * order; edges from other nodes dropped: their values are taken as given), and map[v] its index
  * of each node of p (-1: not in it); NULL when the part has no nodes. */
 mg_problem *mg_part_problem(const mg_problem *pr, int c, int *map);
+/* problem.c: the number of parts of a step in parts (the largest label in p->part; 0 when p is
+ * not in parts). */
+int mg_part_count(const mg_problem *p);
 /* problem.c: in a step in parts, the evictable values of no one part made of two parts' values or
  * more, directly or through another such value (a concatenation of the parts' values, made in
  * steps where there are more parts than an op has inputs): marks them in gathered (when not NULL,

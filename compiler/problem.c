@@ -233,12 +233,20 @@ int mg_part_gathers(const mg_problem *p, char *gathered)
 
 static const double SAME_CHECKPOINT = 0.01;
 
+int mg_part_count(const mg_problem *p)
+{
+    int parts = 0;
+    for (int v = 0; p->part && v < p->n; v++)
+        if (p->part[v] > parts) parts = p->part[v];
+    return parts;
+}
+
 int mg_part_checkpoints(const mg_problem *p, int want, char *mark)
 {
     memset(mark, 0, (size_t)p->n);
     if (!p->part || want <= 0) return 0;
     int n = p->nfwd < p->n ? p->nfwd : p->n, nparts = 0, npos = 0;
-    for (int v = 0; v < n; v++)
+    for (int v = 0; v < n; v++) /* (the parts of the forward pass) */
         if (p->part[v] > nparts) nparts = p->part[v];
     int *pos = mg_xcalloc((size_t)n + 1, sizeof *pos), *last = mg_xcalloc((size_t)n + 1, sizeof *last);
     int *count = mg_xcalloc((size_t)nparts + 1, sizeof *count), *reach = mg_xcalloc((size_t)nparts + 1, sizeof *reach);

@@ -293,9 +293,7 @@ done:
  * do. */
 static int part_blocks(const mg_problem *pr, char **block, int *parts)
 {
-    *parts = 0;
-    for (int v = 0; v < pr->n; v++)
-        if (pr->part[v] > *parts) *parts = pr->part[v];
+    *parts = mg_part_count(pr);
     *block = mg_xcalloc((size_t)*parts + 1, 1);
     int blocks = 0;
     for (int v = pr->nfwd; v < pr->n; v++) {
