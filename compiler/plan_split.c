@@ -127,6 +127,15 @@ static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, d
         mg_planned_free(&p);
         return MG_OK;
     }
+    /* The bound and the claim are for the batch in these parts, both graphs of it: each graph's
+     * own holds for its plans only, and the capped graph's plan may be the cheaper (a plan in 2
+     * parts said optimal at 0.50% recomputed, its bound 0.50%, where the capped graph's plan
+     * recomputed nothing). So the bound is the lesser of the two, and the plan is optimal where
+     * it meets that, or where it is optimal in its graph and no dearer than the other's optimum. */
+    double flops = p.train->flops_executed;
+    if (out->flops_lower_bound < p.flops_lower_bound) p.flops_lower_bound = out->flops_lower_bound;
+    int opt = p.optimal == 1 && out->optimal == 1 && flops <= out->train->flops_executed;
+    p.optimal = opt || (p.flops_lower_bound >= 0 && flops <= p.flops_lower_bound) ? 1 : -1;
     p.store_all_bytes = out->store_all_bytes;
     p.budget_bytes = out->budget_bytes;
     p.min_feasible_bytes = out->min_feasible_bytes;
