@@ -381,11 +381,11 @@ static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int6
  * bytes; when the arena adds waste on top, the cap is lowered and the program solved again, and
  * then optimality is no longer proven. lower_bound is the bound at the budget itself. */
 static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double time_limit, const char *sqrt_keep,
-                                solve_memo *memo, mg_solution *out, mg_diag *d)
+                                solve_memo *memo, mg_near_misses *nm, mg_solution *out, mg_diag *d)
 {
     double end = mg_seconds() + time_limit;
     mg_plan *best = NULL;
-    if (solve_at(pr, MG_SOLVER_AUTO, budget, sqrt_keep, memo, NULL, &best, &out->optimal, d)) return MG_ERR;
+    if (solve_at(pr, MG_SOLVER_AUTO, budget, sqrt_keep, memo, nm, &best, &out->optimal, d)) return MG_ERR;
     if (out->optimal) { /* the exact search already settled it */
         out->plan = best;
         return MG_OK;
@@ -1024,6 +1024,11 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
             bound_compute(&bj);
             out->lower_bound = bj.bound;
             memo.graph_cap = bj.once + bj.others;
+            /* (as bound_thread: exact's pinned solve as auto's, not cut short at the plan's cost,
+             * where a task's walks could still go below it: a step in 2 parts, 207,240 FLOPs
+             * under exact against auto's 207,048) */
+            if (bj.pinned && (solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT))
+                pinned_start(bj.pinned, bj.once, bj.bound);
         }
     }
     memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
@@ -1040,7 +1045,7 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
         out->plan = sa;
         sa = NULL;
     } else if (solver == MG_SOLVER_EXACT) {
-        if ((st = solve_exact_at(pr, budget, time_limit, keep, &memo, out, d))) goto done;
+        if ((st = solve_exact_at(pr, budget, time_limit, keep, &memo, &nm, out, d))) goto done;
         if (out->optimal_in_class && out->plan) in_class = out->plan->flops_executed;
     } else {
         int opt = 0;
