@@ -260,6 +260,15 @@ static double recomputed(const ctx *c)
  * costs it summed), rounded up where every cost is an integer: 2e-16 above a window's true 0
  * is not a recomputation of 1 (a window of 0 rounded so once made a bound 1 above the optimum,
  * test_cut_bound_symmetric_random). */
+/* Whether every cost of pr is an integer that a double holds exactly (a recomputation's cost is
+ * then a sum of integers, and a figure may be rounded up). */
+static int integral_costs(const mg_problem *pr)
+{
+    for (int v = 0; v < pr->n; v++)
+        if (!(pr->cost[v] >= 0 && pr->cost[v] < 0x1p52 && pr->cost[v] == floor(pr->cost[v]))) return 0;
+    return 1;
+}
+
 static double proven(double x, double scale, int integral)
 {
     x -= 1e-9 * (fabs(x) + scale);
@@ -651,9 +660,7 @@ static double cut_bound(const mg_problem *pr, int64_t budget, const int *order, 
     }
     for (int i = 0; order && i < T; i++) c.pos[c.tg[i] = order[i]] = i;
     c.T = T;
-    c.integral = 1;
-    for (int v = 0; v < n && c.integral; v++)
-        c.integral = pr->cost[v] >= 0 && pr->cost[v] < 0x1p52 && pr->cost[v] == floor(pr->cost[v]);
+    c.integral = integral_costs(pr);
     double total = 0;
     int *last = mg_xcalloc((size_t)n + 1, sizeof *last), *rs = mg_xcalloc((size_t)n + 2, sizeof *rs);
     int64_t *need = mg_xcalloc((size_t)T + 1, sizeof *need);
@@ -1223,13 +1230,9 @@ static double chain_bound(const mg_problem *pr, int64_t budget, const int *steps
     free(lam_lo);
     free(lam_hi);
     {
-        int integral = 1;
         double once = 0;
-        for (int v = 0; v < n; v++) {
-            integral &= pr->cost[v] >= 0 && pr->cost[v] < 0x1p52 && pr->cost[v] == floor(pr->cost[v]);
-            once += fabs(pr->cost[v]);
-        }
-        result = proven(bestL, once, integral);
+        for (int v = 0; v < n; v++) once += fabs(pr->cost[v]);
+        result = proven(bestL, once, integral_costs(pr));
     }
 #undef CWS
 out:

@@ -107,11 +107,20 @@ double mg_lower_bound(const mg_problem *pr, int64_t budget)
     return b.bound;
 }
 
+/* bound_compute, then the pinned solve started on its own thread where b has one (pinned_start:
+ * where the bound proves enough), for auto and exact alike: run after the solve instead, it is
+ * cut short at the plan's cost, where a task's walks can still go below it (a step in 2 parts,
+ * 207,240 FLOPs under exact against auto's 207,048). */
+static void bound_then_pinned(bound_job *b)
+{
+    bound_compute(b);
+    if (b->pinned) pinned_start(b->pinned, b->once, b->bound);
+}
+
 static void *bound_thread(void *job)
 {
     bound_job *b = job;
-    bound_compute(b);
-    if (b->pinned) pinned_start(b->pinned, b->once, b->bound);
+    bound_then_pinned(b);
     b->chain = mg_chain_analyse(b->pr);
     if (b->chain) {
         b->table_cap = mg_sv_chain_table_cap(b->budget, b->store_all);
@@ -1015,20 +1024,16 @@ static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t bud
     bound_job bj = {.pr = pr, .budget = budget, .store_all = memo.s.store_all, .once = out->lower_bound,
                     .bound = out->lower_bound};
     pj.store_all = memo.s.store_all;
-    if (pr->part) bj.pinned = &pj; /* (a step in parts: mg_part_gathers) */
+    if (pr->part && (solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT))
+        bj.pinned = &pj; /* (a step in parts: mg_part_gathers; keep_pinned's solvers) */
     if (sa->workspace_bytes > budget) { /* two different arguments (bound_step.c, bound_cut.c): the larger holds */
         if (solver == MG_SOLVER_AUTO && pthread_create(&bj.th, NULL, bound_thread, &bj) == 0) {
             bj.running = 1; /* (auto's solve waits for it before its walks: memo_bound) */
             memo.pending = &bj;
         } else {
-            bound_compute(&bj);
+            bound_then_pinned(&bj);
             out->lower_bound = bj.bound;
             memo.graph_cap = bj.once + bj.others;
-            /* (as bound_thread: exact's pinned solve as auto's, not cut short at the plan's cost,
-             * where a task's walks could still go below it: a step in 2 parts, 207,240 FLOPs
-             * under exact against auto's 207,048) */
-            if (bj.pinned && (solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT))
-                pinned_start(bj.pinned, bj.once, bj.bound);
         }
     }
     memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
