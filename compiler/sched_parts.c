@@ -22,14 +22,18 @@
  * The units (ops outside the blocks, and blocks) are ordered as the graph orders their first
  * ops, as far as their dependencies allow; where the dependencies between units form a cycle (a
  * batch_norm's statistics over all parts read by every part: resnet18_64) the order has no plan.
- * A block is planned under the budget less what the step holds across it. A value of an earlier
- * unit that the block reads last (the loss's sum carried in from the part before) is held only
- * until that read: each order is also tried with such values in the block's own problem
- * (border_problem), under the budget less the rest, and the cheaper plan kept; with them held
- * across the whole block, mlp at its minimum (16 parts) recomputed 49.79%, with them in its
- * problem 0.10% (cnn_fmnist 32.09% and 0.003%, unet_small 67.12% and 40.06%), yet neither way is
- * always the cheaper (the transformer in 8 parts at 1.1 times its minimum: 80.97% with them
- * held, 85.37% in the blocks).
+ * A block is planned under the budget less what the step holds across it. That cap is safe but
+ * can be tighter than needed, as what is held is not all live at the block's peak; where a part
+ * has no plan under it, the order is planned again with every block under the budget itself
+ * (optimistic), and the placement tells whether the step fits (a perceptron in 2 parts whose
+ * plan at 3,025 bytes recomputes nothing in 2,944: at 2,944 this order had no plan, and the
+ * step's plan recomputed 41% of a step). A value of an earlier unit that the block reads last
+ * (the loss's sum carried in from the part before) is held only until that read: each order is
+ * also tried with such values in the block's own problem (border_problem), under the budget less
+ * the rest, and the cheaper plan kept; with them held across the whole block, mlp at its minimum
+ * (16 parts) recomputed 49.79%, with them in its problem 0.10% (cnn_fmnist 32.09% and 0.003%,
+ * unet_small 67.12% and 40.06%), yet neither way is always the cheaper (the transformer in 8
+ * parts at 1.1 times its minimum: 80.97% with them held, 85.37% in the blocks).
  * Parts with the same problem and cap are solved once (mg_problem_hash). The plan is replayed
  * (mg_pb_replay) and placed like any other, and the caller verifies it and keeps it only where
  * it is cheaper than the whole-step solve's; where it misses the budget once placed, the parts'
@@ -198,9 +202,12 @@ static mg_problem *border_problem(const mg_problem *pr, const mg_problem *q, con
     return r;
 }
 
-/* The plan of the step in parts in order `how`, into *out (NULL where it has none). */
+/* The plan of the step in parts in order `how`, into *out (NULL where it has none). Each block is
+ * planned under the budget less what the step holds across it, or (optimistic) under the budget
+ * itself; either way the caps are lowered by what the placed plan misses the budget by. */
 static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, const char *block, int parts,
-                            parts_order how, int border, mg_part_solver solve, void *ctx, mg_plan **out, mg_diag *d)
+                            parts_order how, int border, int optimistic, mg_part_solver solve, void *ctx,
+                            mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     parts_units o = {0};
@@ -226,7 +233,7 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, c
             free(s[c].seq);
             s[c].seq = NULL;
             if (!s[c].q) continue;
-            int64_t cap = budget - s[c].held - lowered;
+            int64_t cap = budget - (optimistic ? 0 : s[c].held) - lowered;
             int same = 0;
             while (same < c && !(s[same].q && s[same].seq && bhash[same] == bhash[c] && s[same].held == s[c].held))
                 same++;
@@ -351,8 +358,9 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
         for (int border = 0; border < 2 && !st; border++) {
             if (*out && (*out)->flops_executed <= (*out)->flops_once) break; /* (nothing recomputed) */
             mg_plan *p = NULL;
-            if (!(st = parts_plan(pr, budget, s, block, parts, how, border, solve, ctx, &p, d)))
-                mg_sv_keep_better(out, p);
+            for (int optimistic = 0; optimistic < 2 && !st && !p; optimistic++)
+                st = parts_plan(pr, budget, s, block, parts, how, border, optimistic, solve, ctx, &p, d);
+            if (!st) mg_sv_keep_better(out, p);
         }
     if (st) {
         mg_plan_free(*out);

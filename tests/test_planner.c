@@ -729,6 +729,41 @@ START_TEST(test_exact_not_dearer_in_parts)
 }
 END_TEST
 
+/* A step in parts planned at the workspace its plan at a larger budget takes is no dearer there:
+ * the part-by-part order (sched_parts.c) planned each part under the budget less all that the
+ * step holds across the part's block, more than is live at the block's peak, and where a part
+ * then had no plan the order gave none (a fuzzer, 2026-12-06: the perceptron's plan at 3,025
+ * bytes recomputes nothing in 2,944, its plan at 2,944 recomputed 41% of a step; the attention
+ * model's 1,381,569 FLOPs in 16,000 bytes from 16,064, 1,561,057 at 16,000). */
+START_TEST(test_parts_plan_at_its_workspace)
+{
+    static const struct {
+        const char *file;
+        int64_t budget;
+    } cases[] = {{"parts_held_mlp.mg", 3025}, {"parts_held_attn.mg", 16064}};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/data/%s", MG_SOURCE_DIR, cases[_i].file);
+    char *src = tu_read(path);
+    mg_graph *g = parse_joint(src);
+    mg_budget b = {0, 0, cases[_i].budget};
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &b};
+    mg_planned hi, at;
+    mg_diag d = {0};
+    ck_assert_msg(mg_plan_split(g, &rq, 2, &hi, &d) == MG_OK && hi.train, "%s", d.msg);
+    ck_assert_int_lt(hi.train->workspace_bytes, cases[_i].budget);
+    b.bytes = hi.train->workspace_bytes;
+    ck_assert_msg(mg_plan_split(g, &rq, 2, &at, &d) == MG_OK && at.train, "%s", d.msg);
+    ck_assert_int_le(at.train->workspace_bytes, b.bytes);
+    ck_assert_msg(at.train->flops_executed <= hi.train->flops_executed, "%s: %.0f FLOPs at %lld bytes, %.0f at %lld",
+                  cases[_i].file, at.train->flops_executed, (long long)b.bytes, hi.train->flops_executed,
+                  (long long)cases[_i].budget);
+    mg_planned_free(&at);
+    mg_planned_free(&hi);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 /* examples/transformer.mg (6 pre-LayerNorm layers, attention by batched matmul and softmax,
  * embedding, per-position cross-entropy) at store-all, 50%, 25% and the minimum feasible
  * budget, each of which recomputes or runs in parts (since 2026-12-05: the embedding, the layer
@@ -2108,6 +2143,7 @@ static Suite *planner_suite(void)
     tcase_add_test(r, test_split_uncapped_claims);
     tcase_add_test(r, test_exact_in_parts_claims);
     tcase_add_loop_test(r, test_exact_not_dearer_in_parts, 0, 2);
+    tcase_add_loop_test(r, test_parts_plan_at_its_workspace, 0, 2);
     tcase_add_test(r, test_rc_store_changes_no_schedule);
     tcase_add_test(r, test_schedules_are_their_replay);
     suite_add_tcase(s, r);
