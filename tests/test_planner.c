@@ -764,6 +764,33 @@ START_TEST(test_parts_plan_at_its_workspace)
 }
 END_TEST
 
+/* A step in parts is no dearer under a larger budget that the smaller budget's plan fits: the
+ * part-by-part order, placed 128 bytes over the budget at 2,112 bytes, cut every part's cap by
+ * all of that and kept the first plan that fitted (63,349 FLOPs), where the caps of 2,048 bytes
+ * give 60,613 in 2,048 (a fuzzer, 2026-12-06); once a plan fits, the cut is halved back. */
+START_TEST(test_parts_plan_larger_budget)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/data/parts_fit_mlp.mg", MG_SOURCE_DIR);
+    char *src = tu_read(path);
+    mg_graph *g = parse_joint(src);
+    mg_budget b = {0, 0, 2048};
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &b};
+    mg_planned lo, hi;
+    mg_diag d = {0};
+    ck_assert_msg(mg_plan_split(g, &rq, 2, &lo, &d) == MG_OK && lo.train, "%s", d.msg);
+    b.bytes = 2112;
+    ck_assert_msg(mg_plan_split(g, &rq, 2, &hi, &d) == MG_OK && hi.train, "%s", d.msg);
+    ck_assert_int_le(lo.train->workspace_bytes, 2112);
+    ck_assert_msg(hi.train->flops_executed <= lo.train->flops_executed, "%.0f FLOPs at 2,112 bytes, %.0f at 2,048",
+                  hi.train->flops_executed, lo.train->flops_executed);
+    mg_planned_free(&hi);
+    mg_planned_free(&lo);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 /* examples/transformer.mg (6 pre-LayerNorm layers, attention by batched matmul and softmax,
  * embedding, per-position cross-entropy) at store-all, 50%, 25% and the minimum feasible
  * budget, each of which recomputes or runs in parts (since 2026-12-05: the embedding, the layer
@@ -2144,6 +2171,7 @@ static Suite *planner_suite(void)
     tcase_add_test(r, test_exact_in_parts_claims);
     tcase_add_loop_test(r, test_exact_not_dearer_in_parts, 0, 2);
     tcase_add_loop_test(r, test_parts_plan_at_its_workspace, 0, 2);
+    tcase_add_test(r, test_parts_plan_larger_budget);
     tcase_add_test(r, test_rc_store_changes_no_schedule);
     tcase_add_test(r, test_schedules_are_their_replay);
     suite_add_tcase(s, r);
