@@ -304,6 +304,10 @@ done:
     free(o.order);
     free(o.pos);
     free(o.first);
+    if (st) { /* (a round after one that fitted can fail) */
+        mg_plan_free(*out);
+        *out = NULL;
+    }
     return st;
 }
 
