@@ -256,10 +256,6 @@ static double recomputed(const ctx *c)
     return sum;
 }
 
-/* A figure of the floating-point Lagrangian less its rounding error (relative to `scale`, the
- * costs it summed), rounded up where every cost is an integer: 2e-16 above a window's true 0
- * is not a recomputation of 1 (a window of 0 rounded so once made a bound 1 above the optimum,
- * test_cut_bound_symmetric_random). */
 /* Whether every cost of pr is an integer that a double holds exactly (a recomputation's cost is
  * then a sum of integers, and a figure may be rounded up). */
 static int integral_costs(const mg_problem *pr)
@@ -269,6 +265,10 @@ static int integral_costs(const mg_problem *pr)
     return 1;
 }
 
+/* A figure of the floating-point Lagrangian less its rounding error (relative to `scale`, the
+ * costs it summed), rounded up where every cost is an integer: 2e-16 above a window's true 0
+ * is not a recomputation of 1 (a window of 0 rounded so once made a bound 1 above the optimum,
+ * test_cut_bound_symmetric_random). */
 static double proven(double x, double scale, int integral)
 {
     x -= 1e-9 * (fabs(x) + scale);

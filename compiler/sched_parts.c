@@ -241,8 +241,9 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, c
             s[c].seq = NULL;
             if (!s[c].q) continue;
             int64_t cap = budget - (optimistic ? 0 : s[c].held) - lowered;
-            int same = 0;
-            while (same < c && !(s[same].q && s[same].seq && bhash[same] == bhash[c] && s[same].held == s[c].held))
+            int same = 0; /* (an earlier part with the same problem and cap: its schedule) */
+            while (same < c && !(s[same].q && s[same].seq && bhash[same] == bhash[c] &&
+                                 (optimistic || s[same].held == s[c].held)))
                 same++;
             if (same < c) {
                 s[c].seq = mg_xcalloc((size_t)s[same].nseq, sizeof *s[c].seq);
