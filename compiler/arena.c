@@ -28,6 +28,8 @@
 #include "arena_internal.h"
 #include "clock.h"
 
+#include <math.h>
+
 enum {
     MG_ARENA_GREEDY_MAX = 40000, /* buffers; above this the linear scan takes over */
     MG_ARENA_SCAN_FROM = 20000,  /* buffers; above this the linear scan runs too, the better kept */
@@ -275,8 +277,10 @@ static void assign(mg_plan *p, int64_t capacity, double effort, int compact_larg
     mg_interval *iv = mg_arena_pal(P, (size_t)n * sizeof *iv);
     for (int i = 0; i < n; i++)
         iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
-    /* the effort limit is what binds (about 30 ms optimised); the clock is only a backstop */
-    mg_arena_opts o = {INT64_MAX, 3.0, (int64_t)((double)plan_work_limit * effort)};
+    /* the effort limit alone (about 30 ms optimised, 0.3 s under the sanitizers), no clock: a
+     * backstop of 3 s of wall clock let a search stopped by it, on a loaded machine, give
+     * another placement and so another plan */
+    mg_arena_opts o = {INT64_MAX, INFINITY, (int64_t)((double)plan_work_limit * effort)};
     mg_arena_stats st;
     p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, compact_large, capacity, &st, P);
     if (same) {

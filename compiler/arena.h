@@ -30,7 +30,7 @@ int64_t mg_arena_place(mg_interval *iv, int n, int64_t capacity, double time_lim
 /* The same with every knob and figure. */
 typedef struct mg_arena_opts {
     int64_t capacity;   /* INT64_MAX: none */
-    double time_limit;  /* seconds of search (wall clock); <= 0: no search */
+    double time_limit;  /* seconds of search (wall clock); <= 0: no search; INFINITY: no clock */
     int64_t work_limit; /* deterministic cap on search effort (scanned items); INT64_MAX: none.
                            The planner uses this instead of the clock so that plans do not
                            depend on the machine's speed. */
