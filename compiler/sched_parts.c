@@ -34,10 +34,11 @@
  * (16 parts) recomputed 49.79%, with them in its problem 0.10% (cnn_fmnist 32.09% and 0.003%,
  * unet_small 67.12% and 40.06%), yet neither way is always the cheaper (the transformer in 8
  * parts at 1.1 times its minimum: 80.97% with them held, 85.37% in the blocks).
- * Parts with the same problem and cap are solved once (mg_problem_hash). The plan is replayed
- * (mg_pb_replay) and placed like any other, and the caller verifies it and keeps it only where
- * it is cheaper than the whole-step solve's; where it misses the budget once placed, the parts'
- * caps are lowered by the miss, and once a plan fits, raised halfway back towards the caps that
+ * Parts with the same problem and cap are solved once (mg_problem_hash), in every order and
+ * pass. The plan is replayed (mg_pb_replay) and placed like any other, and the caller verifies
+ * it and keeps it only where it is cheaper than the whole-step solve's; where it misses the
+ * budget once placed (or its live bytes alone pass it: then it is not placed), the parts' caps
+ * are lowered by the miss, and once a plan fits, raised halfway back towards the caps that
  * missed while rounds are left (the whole miss can be more than the arena needs: a perceptron in
  * 2 parts at 2,112 bytes, 128 over once placed, kept 63,349 FLOPs under caps cut by 128, where a
  * cut of 64 gives 60,613 in 2,048). */
@@ -61,6 +62,62 @@ typedef struct part_sub {
     int64_t held;  /* bytes the step holds across its block */
     int *seq, nseq;/* its schedule's compute steps, in q's indices */
 } part_sub;
+
+/* The parts' solves of one mg_parts_schedule, by problem (hash) and cap: the orders and their
+ * passes ask the same ones again (cnn_fmnist at 25% in 4 parts: 13 solves, 5 distinct). */
+typedef struct part_solved {
+    uint64_t hash;
+    int64_t cap;
+    int *seq, nseq; /* the schedule's compute steps (NULL: no plan) */
+} part_solved;
+
+typedef struct parts_memo {
+    part_solved *e;
+    int n, room;
+} parts_memo;
+
+/* q's schedule under cap (hash: q's) into a copy in *seq (NULL: no plan), *nseq. */
+static mg_status part_solve(parts_memo *m, mg_part_solver solve, void *ctx, const mg_problem *q, uint64_t hash,
+                            int64_t cap, int **seq, int *nseq, mg_diag *d)
+{
+    int i = 0;
+    while (i < m->n && !(m->e[i].hash == hash && m->e[i].cap == cap)) i++;
+    if (i == m->n) {
+        mg_plan *p = NULL;
+        mg_status st = solve(ctx, q, cap, &p, d);
+        if (st) {
+            mg_plan_free(p);
+            return st;
+        }
+        if (m->n == m->room) {
+            m->room = m->room ? 2 * m->room : 16;
+            part_solved *e = realloc(m->e, (size_t)m->room * sizeof *e);
+            if (!e) abort();
+            m->e = e;
+        }
+        part_solved *e = &m->e[m->n++];
+        *e = (part_solved){hash, cap, NULL, 0};
+        if (p) {
+            e->seq = mg_xcalloc((size_t)p->nsteps + 1, sizeof *e->seq);
+            e->nseq = mg_plan_compute_steps(p, e->seq);
+            mg_plan_free(p);
+        }
+    }
+    const part_solved *e = &m->e[i];
+    *seq = NULL;
+    *nseq = e->nseq;
+    if (e->seq) {
+        *seq = mg_xcalloc((size_t)e->nseq + 1, sizeof **seq);
+        memcpy(*seq, e->seq, (size_t)e->nseq * sizeof **seq);
+    }
+    return MG_OK;
+}
+
+static void parts_memo_free(parts_memo *m)
+{
+    for (int i = 0; i < m->n; i++) free(m->e[i].seq);
+    free(m->e);
+}
 
 /* The step's order of units: unit[v] the unit of target v (-1: not a target), units 0..nparts-1
  * the parts' blocks, then one unit per other target; order[] the units in turn. */
@@ -211,7 +268,7 @@ static mg_problem *border_problem(const mg_problem *pr, const mg_problem *q, con
  * itself; either way less the cut the rounds make (above). */
 static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, const char *block, int parts,
                             parts_order how, int border, int optimistic, mg_part_solver solve, void *ctx,
-                            mg_plan **out, mg_diag *d)
+                            parts_memo *solved, mg_plan **out, mg_diag *d)
 {
     *out = NULL;
     parts_units o = {0};
@@ -241,24 +298,10 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, c
             s[c].seq = NULL;
             if (!s[c].q) continue;
             int64_t cap = budget - (optimistic ? 0 : s[c].held) - lowered;
-            int same = 0; /* (an earlier part with the same problem and cap: its schedule) */
-            while (same < c && !(s[same].q && s[same].seq && bhash[same] == bhash[c] &&
-                                 (optimistic || s[same].held == s[c].held)))
-                same++;
-            if (same < c) {
-                s[c].seq = mg_xcalloc((size_t)s[same].nseq, sizeof *s[c].seq);
-                memcpy(s[c].seq, s[same].seq, (size_t)s[same].nseq * sizeof *s[c].seq);
-                s[c].nseq = s[same].nseq;
-            } else {
-                mg_plan *p = NULL;
-                if (cap <= 0 || (st = solve(ctx, bq[c] ? bq[c] : s[c].q, cap, &p, d)) || !p) {
-                    mg_plan_free(p);
-                    goto done;
-                }
-                s[c].seq = mg_xcalloc((size_t)p->nsteps + 1, sizeof *s[c].seq);
-                s[c].nseq = mg_plan_compute_steps(p, s[c].seq);
-                mg_plan_free(p);
-            }
+            if (cap <= 0 || (st = part_solve(solved, solve, ctx, bq[c] ? bq[c] : s[c].q, bhash[c], cap, &s[c].seq,
+                                             &s[c].nseq, d)) ||
+                !s[c].seq)
+                goto done;
             total += s[c].nseq;
         }
         free(seq);
@@ -275,7 +318,13 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, c
         }
         mg_plan *p = mg_pb_replay(pr, seq, n, NULL);
         if (!p) break; /* (the units are in an order the step allows: not expected) */
-        if ((st = mg_place_memo_place(NULL, p, budget, budget, 0, 1.0, d))) {
+        /* a plan whose live bytes alone pass the budget misses by at least that much, however
+         * it is placed: not placed (the arena's search would spend its whole effort on the
+         * miss: cnn_fmnist at 25% in 4 parts, ~30 ms a round) */
+        int64_t peak = mg_plan_peak_live(p);
+        if (peak > budget) {
+            p->workspace_bytes = p->peak_live_bytes = peak;
+        } else if ((st = mg_place_memo_place(NULL, p, budget, budget, 0, 1.0, d))) {
             mg_plan_free(p);
             break;
         }
@@ -371,18 +420,20 @@ mg_status mg_parts_schedule(const mg_problem *pr, int64_t budget, mg_part_solver
     part_sub *s;
     parts_subs(pr, block, parts, &s);
     mg_status st = MG_OK;
+    parts_memo solved = {0};
     for (parts_order how = WHOLE_PARTS; how <= BACKWARD_BLOCKS && !st; how++)
         for (int border = 0; border < 2 && !st; border++) {
             if (*out && (*out)->flops_executed <= (*out)->flops_once) break; /* (nothing recomputed) */
             mg_plan *p = NULL;
             for (int optimistic = 0; optimistic < 2 && !st && !p; optimistic++)
-                st = parts_plan(pr, budget, s, block, parts, how, border, optimistic, solve, ctx, &p, d);
+                st = parts_plan(pr, budget, s, block, parts, how, border, optimistic, solve, ctx, &solved, &p, d);
             if (!st) mg_sv_keep_better(out, p);
         }
     if (st) {
         mg_plan_free(*out);
         *out = NULL;
     }
+    parts_memo_free(&solved);
     parts_subs_free(s, parts);
     free(block);
     return st;
