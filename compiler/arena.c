@@ -278,8 +278,8 @@ static void assign(mg_plan *p, int64_t capacity, double effort, int compact_larg
     for (int i = 0; i < n; i++)
         iv[i] = (mg_interval){p->bufs[i].first, (int64_t)p->bufs[i].last + 1, p->bufs[i].bytes, 0};
     /* the effort limit alone (about 30 ms optimised, 0.3 s under the sanitizers), no clock: a
-     * backstop of 3 s of wall clock let a search stopped by it, on a loaded machine, give
-     * another placement and so another plan */
+     * backstop of 3 s of wall clock could stop a search on a very loaded machine, and so give
+     * another placement and another plan */
     mg_arena_opts o = {INT64_MAX, INFINITY, (int64_t)((double)plan_work_limit * effort)};
     mg_arena_stats st;
     p->workspace_bytes = place_with_limits(iv, n, &o, MG_ARENA_PLAN_SEARCH_MAX, 0, compact_large, capacity, &st, P);

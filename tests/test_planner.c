@@ -1247,15 +1247,6 @@ END_TEST
 /* The same model and budget give the same plan, run after run, also where the near-minimum rungs
  * solve on threads of their own (planner.c, near_min_rungs): transformer's whole batch at 1.03
  * times its minimum, twice; the plan JSON alike but for the solve time. The plan cache depends on this. */
-static void drop_solve_seconds(char *json)
-{
-    char *p = strstr(json, "\"solve_seconds\": ");
-    ck_assert_msg(p != NULL, "no solve_seconds in %.200s", json);
-    char *q = strchr(p, ',');
-    ck_assert_msg(q != NULL, "solve_seconds unterminated");
-    memmove(p, q, strlen(q) + 1);
-}
-
 START_TEST(test_same_plan_every_run)
 {
     const char *m = example("examples/transformer.mg");
@@ -1264,7 +1255,7 @@ START_TEST(test_same_plan_every_run)
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(tu_memgrad(&out[i], "plan '%s' --micro-batches 1 --budget %lldB --format json --no-cache", m, b),
                          0);
-        drop_solve_seconds(out[i]);
+        tu_drop_solve_seconds(out[i]);
     }
     ck_assert_msg(!strcmp(out[0], out[1]), "two runs at %lld bytes gave different plans", b);
     free(out[0]);

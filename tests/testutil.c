@@ -78,6 +78,15 @@ int tu_run(const char *cmd, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+void tu_drop_solve_seconds(char *json)
+{
+    char *p = strstr(json, "\"solve_seconds\": ");
+    ck_assert_msg(p != NULL, "no solve_seconds in %.200s", json);
+    char *q = strchr(p, ',');
+    ck_assert_msg(q != NULL, "solve_seconds unterminated");
+    memmove(p, q, strlen(q) + 1);
+}
+
 void *tu_build_model(const char *dir, const char *name, const char *src, const char *options, char **log)
 {
     char path[4200], cmd[9000];

@@ -41,6 +41,9 @@ struct mg_problem *tu_random_problem(uint64_t *seed, int nfwd, int nbwd, int wit
 /* Runs cmd with sh -c; stdout and stderr go to *out (malloc'd, may be NULL). Returns the exit
  * status, or -1 if it did not exit normally. */
 int tu_run(const char *cmd, char **out);
+/* A plan's JSON with its "solve_seconds" field left out (two runs' plans then compare equal
+ * byte for byte; zeroing the digits did not: 9.8 s and 10.2 s have different lengths). */
+void tu_drop_solve_seconds(char *json);
 /* Runs `memgrad ARGS` (ARGS printf-formatted; quote paths with '%s'); like tu_run. */
 int tu_memgrad(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tu_vmemgrad(char **out, const char *fmt, va_list ap);
