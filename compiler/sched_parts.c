@@ -37,11 +37,10 @@
  * Parts with the same problem and cap are solved once (mg_problem_hash), in every order and
  * pass. The plan is replayed (mg_pb_replay) and placed like any other, and the caller verifies
  * it and keeps it only where it is cheaper than the whole-step solve's; where it misses the
- * budget once placed (or its live bytes alone pass it: then it is not placed), the parts' caps
- * are lowered by the miss, and once a plan fits, raised halfway back towards the caps that
- * missed while rounds are left (the whole miss can be more than the arena needs: a perceptron in
- * 2 parts at 2,112 bytes, 128 over once placed, kept 63,349 FLOPs under caps cut by 128, where a
- * cut of 64 gives 60,613 in 2,048). */
+ * budget once placed, the parts' caps are lowered by the miss, and once a plan fits, raised
+ * halfway back towards the caps that missed while rounds are left (the whole miss can be more
+ * than the arena needs: a perceptron in 2 parts at 2,112 bytes, 128 over once placed, kept
+ * 63,349 FLOPs under caps cut by 128, where a cut of 64 gives 60,613 in 2,048). */
 #include "place_memo.h"
 #include "plan.h"
 #include "sched_variants.h"
@@ -318,13 +317,7 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, c
         }
         mg_plan *p = mg_pb_replay(pr, seq, n, NULL);
         if (!p) break; /* (the units are in an order the step allows: not expected) */
-        /* a plan whose live bytes alone pass the budget misses by at least that much, however
-         * it is placed: not placed (the arena's search would spend its whole effort on the
-         * miss: cnn_fmnist at 25% in 4 parts, ~30 ms a round) */
-        int64_t peak = mg_plan_peak_live(p);
-        if (peak > budget) {
-            p->workspace_bytes = p->peak_live_bytes = peak;
-        } else if ((st = mg_place_memo_place(NULL, p, budget, budget, 0, 1.0, d))) {
+        if ((st = mg_place_memo_place(NULL, p, budget, budget, 0, 1.0, d))) {
             mg_plan_free(p);
             break;
         }
