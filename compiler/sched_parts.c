@@ -59,7 +59,8 @@ typedef struct part_sub {
     int *back;     /* q's index -> the step's node */
     uint64_t hash;
     int64_t held;  /* bytes the step holds across its block */
-    int *seq, nseq;/* its schedule's compute steps, in q's indices */
+    const int *seq;/* its schedule's compute steps, in q's indices (the memo's: parts_memo) */
+    int nseq;
 } part_sub;
 
 /* The parts' solves of one mg_parts_schedule, by problem (hash) and cap: the orders and their
@@ -75,9 +76,10 @@ typedef struct parts_memo {
     int n, room;
 } parts_memo;
 
-/* q's schedule under cap (hash: q's) into a copy in *seq (NULL: no plan), *nseq. */
+/* q's schedule under cap (hash: q's) into *seq (the memo's, kept until parts_memo_free; NULL: no
+ * plan), *nseq. */
 static mg_status part_solve(parts_memo *m, mg_part_solver solve, void *ctx, const mg_problem *q, uint64_t hash,
-                            int64_t cap, int **seq, int *nseq, mg_diag *d)
+                            int64_t cap, const int **seq, int *nseq, mg_diag *d)
 {
     int i = 0;
     while (i < m->n && !(m->e[i].hash == hash && m->e[i].cap == cap)) i++;
@@ -102,13 +104,8 @@ static mg_status part_solve(parts_memo *m, mg_part_solver solve, void *ctx, cons
             mg_plan_free(p);
         }
     }
-    const part_solved *e = &m->e[i];
-    *seq = NULL;
-    *nseq = e->nseq;
-    if (e->seq) {
-        *seq = mg_xcalloc((size_t)e->nseq + 1, sizeof **seq);
-        memcpy(*seq, e->seq, (size_t)e->nseq * sizeof **seq);
-    }
+    *seq = m->e[i].seq;
+    *nseq = m->e[i].nseq;
     return MG_OK;
 }
 
@@ -293,7 +290,6 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, c
     for (int round = 0; round < PARTS_FIT_ROUNDS && !st; round++) {
         int64_t total = 0;
         for (int c = 0; c < parts && !st; c++) {
-            free(s[c].seq);
             s[c].seq = NULL;
             if (!s[c].q) continue;
             int64_t cap = budget - (optimistic ? 0 : s[c].held) - lowered;
@@ -394,7 +390,6 @@ static void parts_subs_free(part_sub *s, int parts)
     for (int c = 0; c < parts; c++) {
         mg_problem_free(s[c].q);
         free(s[c].back);
-        free(s[c].seq);
     }
     free(s);
 }
