@@ -29,8 +29,9 @@ def run(mg, args):
     return p.returncode, p.stdout, p.stderr
 
 
-def plan(mg, target, budget=None, solver="auto", graph=False, repeat=3, time_limit=None):
+def plan(mg, target, budget=None, solver="auto", graph=False, repeat=3, time_limit=None, extra=()):
     args = ["plan"] + (["--graph", target] if graph else [target]) + ["--format", "json", "--verify", "--solver", solver]
+    args += list(extra)
     if time_limit is not None:
         args += ["--time-limit", str(time_limit)]
     if budget is not None:
@@ -205,45 +206,63 @@ GROWTH = [("chain", "`x -> repeat L { h = tanh(h @ w) } -> mean(h * h)`, batch 3
            [1, 10, 106], transformer_model)]
 
 
+def growth_rate(rows):
+    """The exponents of CPU and solve time in the node count between the two largest rows (n, solve, cpu)."""
+    (n1, s1, c1), (n2, s2, c2) = rows[-2], rows[-1]
+    kc = math.log(c2 / c1) / math.log(n2 / n1) if c1 > 0 and c2 > 0 and n2 != n1 else float("nan")
+    ks = math.log(s2 / s1) / math.log(n2 / n1) if s1 > 0 and s2 > 0 and n2 != n1 else float("nan")
+    return f"{n1} to {n2} nodes: process CPU time ~ nodes^{kc:.2f}, memgrad's solve time ~ nodes^{ks:.2f}"
+
+
 def growth(mg, lines, tmp):
     lines.append("Two families of models sized for about 100, 1,000 and 10,000 joint-graph nodes (the training "
-                 "step's nodes, counted exactly), planned by `auto` at 50% of their store-all workspace: "
-                 + "; ".join(f"{fam}: {desc}" for fam, desc, _, _ in GROWTH) + ". `solve s` is memgrad's own "
-                 "wall-clock solve time (`solve_seconds`: the plan and the minimum feasible budget); `process wall s` "
-                 "and `CPU s` are those of the whole `memgrad plan --verify --format json` process (parse, autodiff, "
-                 "solve, verify, write), CPU from `getrusage(RUSAGE_CHILDREN)` deltas; medians of 3. What `auto` "
+                 "step's nodes of the whole batch, counted exactly), planned by `auto` at 50% of their store-all "
+                 "workspace: " + "; ".join(f"{fam}: {desc}" for fam, desc, _, _ in GROWTH) + ". `whole batch` "
+                 "columns: planned with `--micro-batches 1`, so the graph planned is the one of that size; `auto` "
+                 "columns: as `plan` does by default, which may split the batch into parts (a larger graph, "
+                 "`joint nodes` then counts the split graph's). `solve s` is memgrad's own "
+                 "wall-clock solve time (`solve_seconds`: the plan and the minimum feasible budget); `CPU s` is "
+                 "that of the whole `memgrad plan --verify --format json` process (parse, autodiff, "
+                 "solve, verify, write), from `getrusage(RUSAGE_CHILDREN)` deltas; medians of 3. What `auto` "
                  "tries depends on the size (docs/planner.md: the chain DP up to 160 stages, the score-perturbed "
-                 "restarts fewer above 312 nodes and none above 20,000), so the "
+                 "restarts fewer above 312 nodes and none above 20,000, split graphs up to 5,000 nodes), so the "
                  "growth rate is that of `auto` as a whole, not of one algorithm.\n")
-    lines.append("| model | layers | joint nodes | overhead | solve s | process wall s | CPU s |")
-    lines.append("|---|---|---|---|---|---|---|")
-    growths = []
+    lines.append("| model | layers | whole batch: joint nodes | overhead | solve s | CPU s "
+                 "| auto: joint nodes | overhead | solve s | CPU s |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    whole_growth, auto_growth = [], []
     for fam, _, sizes, make in GROWTH:
-        rows = []
+        wrows, arows = [], []
         for layers in sizes:
             text = make(layers)
             if text is None:
-                lines.append(f"| {fam} | {layers} | not run: no model text | | | | |")
+                lines.append(f"| {fam} | {layers} | not run: no model text | | | | | | | |")
                 continue
             f = os.path.join(tmp, f"{fam}{layers}.mg")
             with open(f, "w") as fh:
                 fh.write(text)
             base = plan(mg, f, repeat=1)
-            a = plan(mg, f, base["store_all_workspace_bytes"] // 2) if base else None
-            if a is None:
-                lines.append(f"| {fam} | {layers} | {len(base['nodes']) if base else '?'} | no plan at 50% | | | |")
-                continue
-            rows.append((layers, len(a["nodes"]), a["median_seconds"], a["median_cpu_seconds"]))
-            lines.append(f"| {fam} | {layers} | {len(a['nodes'])} | {pct(a['recompute_overhead'])} | "
-                         f"{a['median_seconds']:.3f} | {a['median_wall_seconds']:.2f} | {a['median_cpu_seconds']:.2f} |")
-        if len(rows) >= 2:
-            (_, n1, s1, c1), (_, n2, s2, c2) = rows[-2], rows[-1]
-            kc = math.log(c2 / c1) / math.log(n2 / n1) if c1 > 0 and c2 > 0 else float("nan")
-            ks = math.log(s2 / s1) / math.log(n2 / n1) if s1 > 0 and s2 > 0 else float("nan")
-            growths.append(f"{fam}, {n1} to {n2} nodes: process CPU time ~ nodes^{kc:.2f}, memgrad's solve time "
-                           f"~ nodes^{ks:.2f}")
-    if growths:
-        lines.append("\nGrowth between the two largest sizes: " + "; ".join(growths) + ".\n")
+            half = base["store_all_workspace_bytes"] // 2 if base else None
+            w = plan(mg, f, half, extra=("--micro-batches", "1")) if base else None
+            a = plan(mg, f, half) if base else None
+            cells = []
+            for p, rows in ((w, wrows), (a, arows)):
+                if p is None:
+                    cells.append("| no plan at 50% | | |")
+                    continue
+                rows.append((len(p["nodes"]), p["median_seconds"], p["median_cpu_seconds"]))
+                k = p.get("micro_batches", 1)
+                cells.append(f"{len(p['nodes'])}{f' ({k} parts)' if k > 1 else ''} | {pct(p['recompute_overhead'])} | "
+                             f"{p['median_seconds']:.3f} | {p['median_cpu_seconds']:.2f}")
+            lines.append(f"| {fam} | {layers} | " + " | ".join(cells) + " |")
+        if len(wrows) >= 2:
+            whole_growth.append(f"{fam}, {growth_rate(wrows)}")
+        if len(arows) >= 2:
+            auto_growth.append(f"{fam}, {growth_rate(arows)}")
+    if whole_growth:
+        lines.append("\nGrowth between the two largest sizes, whole batch: " + "; ".join(whole_growth) + ".")
+    if auto_growth:
+        lines.append("\nGrowth between the two largest sizes, `auto` as `plan` runs it: " + "; ".join(auto_growth) + ".\n")
 
 
 EXAMPLE_ORDER = ["mlp", "mlp_deep", "cnn_fmnist", "transformer", "resnet18_64", "unet_small"]
