@@ -248,7 +248,7 @@ def growth(mg, lines, tmp):
             cells = []
             for p, rows in ((w, wrows), (a, arows)):
                 if p is None:
-                    cells.append("| no plan at 50% | | |")
+                    cells.append("no plan at 50% | | |")
                     continue
                 rows.append((len(p["nodes"]), p["median_seconds"], p["median_cpu_seconds"]))
                 k = p.get("micro_batches", 1)
