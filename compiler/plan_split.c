@@ -106,11 +106,12 @@ static int cheaper(const mg_planned *a, const mg_planned *b) { return cheaper_th
  * 86 ms a step against 60 ms with the whole batch's blocks, for 0.4 MiB of an 18 MiB workspace).
  * So the chosen part count is planned once more with the convolutions' whole scratch, and that
  * plan is kept when it meets the budget and executes no more FLOPs (within 1% of one step, as
- * `cheaper` says) than the cheapest plan of the search, least (the FLOPs it executes), which may
- * be another part count's that out's was preferred to, within 1% too: the two allowances do not
- * add up (unet_small at 36% of its store-all: 4 parts recompute nothing, 2 parts 0.67%, chosen,
- * and 2 parts with the whole scratch 1.17%, taken until 2026-12-07). The figures stay those of
- * the search (the minimum is the capped graphs', and the part count it left out). */
+ * `cheaper` says) than the cheapest plan of the search: out's, or least (the FLOPs executed by
+ * another part count's plan that out's was preferred to, within 1% too; INFINITY: none), as the
+ * two allowances do not add up (unet_small at 36% of its store-all: 4 parts recompute nothing,
+ * 2 parts 0.67%, chosen, and 2 parts with the whole scratch 1.17%, taken until 2026-12-07). The
+ * figures stay those of the search (the minimum is the capped graphs', and the part count it
+ * left out). */
 static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, double end, double least,
                                  mg_planned *out, mg_diag *d)
 {
@@ -130,7 +131,8 @@ static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, d
     r.min_feasible_below = out->budget_bytes < INT64_MAX ? out->budget_bytes + 1 : 0;
     mg_planned p;
     if (plan_parts(g, out->micro_batches, 0, &r, out->budget_bytes, INT32_MAX, 0, NULL, end, &p, d)) return MG_ERR;
-    if (!p.train || cheaper_than(least, &p)) { /* (least: at most out's) */
+    if (least > out->train->flops_executed) least = out->train->flops_executed;
+    if (!p.train || cheaper_than(least, &p)) {
         mg_planned_free(&p);
         return MG_OK;
     }
@@ -243,7 +245,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
         p.solve_seconds += whole.solve_seconds;
         mg_planned_free(&whole);
         *out = p;
-        return finish(g, rq, end, p.train ? p.train->flops_executed : INFINITY, out, d);
+        return finish(g, rq, end, INFINITY, out, d);
     }
     /* parts are tried when no plan of the whole batch fits, or when it recomputes: running the
      * per-sample layers in parts lowers the peak, and with it what must be recomputed

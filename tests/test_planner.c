@@ -539,13 +539,20 @@ static void check_model(const char *model, const char *src, int classes, int min
     free(dir);
 }
 
-/* check_model on examples/NAME.mg. */
-static void check_example(const char *name, int classes, int min_below_all, const enum point *points)
+/* The source of examples/NAME.mg (the caller frees it). */
+static char *read_example(const char *name)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/examples/%s.mg", MG_SOURCE_DIR, name);
     char *src = tu_read(path);
     ck_assert_msg(src != NULL, "cannot read %s", path);
+    return src;
+}
+
+/* check_model on examples/NAME.mg. */
+static void check_example(const char *name, int classes, int min_below_all, const enum point *points)
+{
+    char *src = read_example(name);
     check_model(name, src, classes, min_below_all, points);
     free(src);
 }
@@ -673,9 +680,7 @@ END_TEST
  * the 2 parts with the convolutions' whole scratch took their place at 1.17%. */
 START_TEST(test_split_allowances_do_not_add_up)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/examples/unet_small.mg", MG_SOURCE_DIR);
-    char *src = tu_read(path);
+    char *src = read_example("unet_small");
     mg_graph *g = parse_joint(src);
     free(src);
     mg_budget pct = {1, 36, 0};
