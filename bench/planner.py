@@ -225,7 +225,7 @@ def growth(mg, lines, tmp):
                  "that of the whole `memgrad plan --verify --format json` process (parse, autodiff, "
                  "solve, verify, write), from `getrusage(RUSAGE_CHILDREN)` deltas; medians of 3. What `auto` "
                  "tries depends on the size (docs/planner.md: the chain DP up to 160 stages, the score-perturbed "
-                 "restarts fewer above 312 nodes and none above 20,000, split graphs up to 5,000 nodes), so the "
+                 "restarts fewer above 312 nodes and none above 20,000, split graphs up to 20,000 nodes), so the "
                  "growth rate is that of `auto` as a whole, not of one algorithm.\n")
     lines.append("| model | layers | whole batch: joint nodes | overhead | solve s | CPU s "
                  "| auto: joint nodes | overhead | solve s | CPU s |")

@@ -199,7 +199,8 @@ int mg_cmd_sweep(mg_drv_options *o)
         minf = s.min_feasible_bytes;
         mg_plan_free(s.plan);
     } else {
-        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = o->time_limit, .want_min_feasible = MG_MIN_YES};
+        mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = o->time_limit, .want_min_feasible = MG_MIN_YES,
+                              .parts_max_nodes = {o->max_split_ops, o->max_split_ops}};
         int cached; /* (`plan MODEL`'s plan) */
         if (mg_drv_plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &cached, &d)) rc = 1;
         all = c.plan.store_all_bytes;
@@ -270,7 +271,8 @@ int mg_cmd_sweep(mg_drv_options *o)
                     prev = s.plan; /* (no plan on an error) */
                 }
             } else {
-                mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit};
+                mg_plan_request rq = {.solver = solvers[k], .budget = &b, .time_limit = o->time_limit,
+                                      .parts_max_nodes = {o->max_split_ops, o->max_split_ops}};
                 if (mg_drv_plan_with_cache(&pc, c.g, rq, o->micro_batches, &c.plan, &q->from_cache, &d)) rc = 1;
                 /* its planning's seconds, as `plan` reports them (from the cache: those of the
                  * planning that made it), whichever plan the point keeps */

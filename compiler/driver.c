@@ -41,7 +41,8 @@ static const struct option_row {
     {"--emit-llvm", "compile", 1}, {"--no-fuse", "compile", 0}, {"--name", "compile", 1}, {"-O0", "compile", 0},
     {"-O1", "compile", 0}, {"-O2", "compile", 0}, {"-O3", "compile", 0}, {"--budget", "compile, plan and dot", 1},
     {"--verify", "compile, plan and dot", 0}, {"--solver", "compile, plan, sweep and dot", 1},
-    {"--micro-batches", "compile, plan, sweep and dot", 1}, {"--time-limit", "compile, plan, sweep, dot and arena", 1},
+    {"--micro-batches", "compile, plan, sweep and dot", 1}, {"--max-split-ops", "compile, plan, sweep and dot", 1},
+    {"--time-limit", "compile, plan, sweep, dot and arena", 1},
     {"--points", "sweep", 1}, {"--format", "plan, sweep and arena", 1}, {"--graph", "plan and sweep", 1},
     {"--svg", "plan and sweep", 1}, {"--trace", "plan", 1}, {"--bytes", "plan", 0}, {"--print-ir", "check", 0},
     {"--print-joint", "check", 0}, {"--capacity", "arena", 1}, {"--clear", "cache", 0},
@@ -257,9 +258,9 @@ void mg_drv_parts_not_tried_note(const char *path, const mg_planned *p, int of_m
     if (p->parts_not_tried > 2) snprintf(over, sizeof over, "the best of 1 to %d micro-batches", p->parts_not_tried / 2);
     fprintf(stderr,
             "%s: note: the %s is %s: in %d parts the step makes %d operations, more than the %d the search plans "
-            "by itself; --micro-batches %d (or more) may %s\n",
+            "by itself; --micro-batches %d (or more, or --max-split-ops %d) may %s\n",
             path, of_min ? "minimum feasible budget" : "plan", over, p->parts_not_tried, p->parts_not_tried_ops,
-            p->parts_max_nodes, p->parts_not_tried, of_min ? "meet a smaller budget" : "recompute less");
+            p->parts_max_nodes, p->parts_not_tried, p->parts_not_tried_ops, of_min ? "meet a smaller budget" : "recompute less");
 }
 
 void mg_drv_print_cost(double v)

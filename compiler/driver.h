@@ -29,7 +29,7 @@ typedef void (*mg_drv_report_writer)(FILE *out, const void *ctx);
 typedef struct mg_drv_options {
     const char *model, *out, *header, *budget, *triple, *cpu, *emit_llvm, *solver_name, *time_limit_text, *format;
     const char *graph; /* plan --graph FILE.json */
-    const char *points_text, *cache_dir, *micro_text;
+    const char *points_text, *cache_dir, *micro_text, *max_split_text;
     const char *svg, *trace; /* plan --svg / --trace, sweep --svg */
     const char *name;        /* compile --name: the C names' prefix instead of the model's name */
     int report_file_to_stdout; /* --svg or --trace is - (or names the file stdout is): that file is the
@@ -37,6 +37,7 @@ typedef struct mg_drv_options {
     int points, no_cache, from_cache, exact_bytes, no_fuse;
     int opt_level, print_ir, print_joint, verify;
     int micro_batches; /* --micro-batches: 0 auto, 1 never split, k */
+    int max_split_ops; /* --max-split-ops: 0 the planner's limits (plan.h, MG_PARTS_AUTO_MAX_NODES) */
     mg_solver solver;
     double time_limit;
 } mg_drv_options;

@@ -82,6 +82,10 @@ static const char *usage_text =
     "                       (default) splits when no plan of the whole batch meets the budget\n"
     "                       or the one that does recomputes, and parts execute fewer FLOPs;\n"
     "                       1 never; gradients are bit-identical either way\n"
+    "  --max-split-ops N    with --micro-batches auto: the most operations of a split training\n"
+    "                       step the search over part counts plans (default 20000, or 40000 when\n"
+    "                       no plan of the whole batch meets the budget): more may find cheaper\n"
+    "                       plans or smaller minimums for large models, in more time\n"
     "  --cache-dir DIR      plan cache (default $XDG_CACHE_HOME/memgrad or ~/.cache/memgrad)\n"
     "  --no-cache           neither read nor write the plan cache (both accepted by every\n"
     "                       command but cache, which takes --cache-dir; check and arena\n"
@@ -226,6 +230,7 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         else if ((is_compile || is_plan) && !strcmp(a, "--solver")) slot = &o->solver_name;
         else if ((is_compile || is_plan) && !strcmp(a, "--time-limit")) slot = &o->time_limit_text;
         else if ((is_compile || is_plan) && !strcmp(a, "--micro-batches")) slot = &o->micro_text;
+        else if ((is_compile || is_plan) && !strcmp(a, "--max-split-ops")) slot = &o->max_split_text;
         else if (is_plan && !is_dot && !strcmp(a, "--format")) slot = &o->format;
         else if (is_plan && !is_dot && !strcmp(a, "--graph")) slot = &o->graph;
         else if ((is_plan_only || is_sweep) && !strcmp(a, "--svg")) slot = &o->svg;
@@ -351,6 +356,19 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
             return mg_drv_usage_error("--micro-batches wants auto or a whole number from 1 to 4096, got '%s'", o->micro_text);
         o->micro_batches = (int)v;
     }
+    if (o->max_split_text) {
+        char *end;
+        long v = strtol(o->max_split_text, &end, 10);
+        if (!mg_plain_decimal(o->max_split_text, end) || *end || v < 1 || v > MG_PLAN_MAX_NODES)
+            return mg_drv_usage_error("--max-split-ops wants a whole number from 1 to %d, got '%s'", MG_PLAN_MAX_NODES,
+                                      o->max_split_text);
+        if (o->graph) return mg_drv_usage_error("%s: --max-split-ops bounds the split of a model's batch; a --graph has none", cmd);
+        /* (only the search over part counts has a limit: a part count asked for is planned whatever its size) */
+        if (o->micro_batches > 0)
+            return mg_drv_usage_error("%s: --max-split-ops bounds the search over part counts, which --micro-batches %d "
+                                      "replaces; give one of them", cmd, o->micro_batches);
+        o->max_split_ops = (int)v;
+    }
     o->points = 8;
     if (o->points_text) {
         char *end;
@@ -436,7 +454,7 @@ static int run_planner(mg_drv_options *o, mg_drv_compiled *c, int want_min)
     char err[256];
     if (o->budget && !mg_budget_parse(o->budget, &b, err, sizeof err)) return mg_drv_usage_error("%s", err);
     mg_plan_request rq = {.solver = o->solver, .budget = o->budget ? &b : NULL, .time_limit = o->time_limit,
-                          .want_min_feasible = want_min};
+                          .want_min_feasible = want_min, .parts_max_nodes = {o->max_split_ops, o->max_split_ops}};
     mg_drv_plan_cache pc;
     mg_drv_plan_cache_open(o, &pc);
     if (mg_drv_plan_with_cache(&pc, c->g, rq, o->micro_batches, &c->plan, &o->from_cache, &d)) {

@@ -503,13 +503,17 @@ mg_status mg_solve_from(const mg_problem *prob, mg_solver solver, int64_t budget
  * for. */
 enum { MG_PLAN_MAX_NODES = 1 << 16 };
 /* The most operations of a split graph the search over part counts plans by itself (plan_split.c):
- * a bound on its time (mlp_deep with 400 hidden layers, 6,435 operations in 2 parts: 1.8 s of CPU,
- * 7.3 s in 8); MG_PARTS_UNMET_MAX_NODES where no plan of the whole batch meets the budget, as
- * the alternative is to refuse it (mlp_deep with 400 hidden layers under 3 MiB: met in 4 parts,
- * 8.7 s, where the whole batch's minimum is 8.1 MiB); more parts are planned when asked for
+ * a bound on its time. MG_PARTS_AUTO_MAX_NODES lets a model of ~10,000 operations be tried in 2
+ * parts (a chain of 1,666 matmul layers at 50% of its store-all: 16.94% recomputed whole, 0.05%
+ * in 2 parts of 18,340 operations, 3.4 s -> 9.9 s of `plan`; 5,000 until 2026-12-07, which kept it
+ * whole); MG_PARTS_UNMET_MAX_NODES where no plan of the whole batch meets the budget, as
+ * the alternative is to refuse it or recompute more (that chain under 150,000 bytes: 258%
+ * recomputed in 4 parts of 35,010 operations, 36.7 s, against 558% in 2 parts, 15.9 s, and a
+ * refusal in 3.4 s with the limits of before); --max-split-ops sets both
+ * (mg_plan_request.parts_max_nodes); more parts are planned when asked for
  * (--micro-batches), up to MG_PLAN_MAX_NODES, and the reports say which part count was left out
  * (mg_planned). */
-enum { MG_PARTS_AUTO_MAX_NODES = 5000, MG_PARTS_UNMET_MAX_NODES = 20000 };
+enum { MG_PARTS_AUTO_MAX_NODES = 20000, MG_PARTS_UNMET_MAX_NODES = 40000 };
 
 /* mg_plan_request.want_min_feasible: the minimum search's plans can be cheaper than the solve's at
  * a budget near the minimum (planner.c, solve_below), so a command that emits a plan (compile)
@@ -535,7 +539,7 @@ typedef struct mg_plan_request {
     int parts_max_nodes[2];     /* the most operations of a split graph the search over part counts
                                    plans by itself (plan_split.c), where the whole batch meets the
                                    budget and where it misses it; 0: MG_PARTS_AUTO_MAX_NODES,
-                                   MG_PARTS_UNMET_MAX_NODES (the driver's; tests set smaller ones) */
+                                   MG_PARTS_UNMET_MAX_NODES (--max-split-ops sets both) */
 } mg_plan_request;
 
 typedef struct mg_planned {

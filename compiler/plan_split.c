@@ -10,7 +10,7 @@
  * workspace, and the minimum feasible budget is the least over k = 1, 2, 4, ... up to the first
  * k that does not lower it. More parts are tried while they lower it, up to split graphs of
  * MG_PARTS_AUTO_MAX_NODES nodes (MG_PARTS_UNMET_MAX_NODES where the whole batch misses the
- * budget), a bound on the planner's time only: the backend specialises each distinct step once (codegen.c's step
+ * budget; --max-split-ops), a bound on the planner's time only: the backend specialises each distinct step once (codegen.c's step
  * functions), so the k parts cost little more to compile than one (cnn_fmnist: 2.3 s whole,
  * 2.2 s in 8 parts of 189 nodes, 3.4 s in 32 parts of 677; unet_small in 4 parts of 588 nodes:
  * 4.7 s), and planning 128 parts of cnn_fmnist (2,629 nodes) takes under a second. */
@@ -290,8 +290,16 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
             *out = (mg_planned){0};
             return MG_ERR;
         }
-        if (!p.graph) { /* too many nodes to plan in reasonable time (said), or floored */
-            carry_not_tried(out, &p);
+        /* (MG_MIN_AS_PLANNED: the minimum matters only to say why no plan meets the budget) */
+        int min_wanted = rq->want_min_feasible == MG_MIN_YES || (rq->want_min_feasible && !out->train);
+        if (!p.graph) { /* too many nodes to plan in reasonable time, or floored */
+            /* said where it was wanted: for the minimum, or for a plan that still recomputes more
+             * than CLEARLY of a step, which is all more parts could save and still be taken (the
+             * chain of 1,666 layers at 50%, 0.05% in 2 parts: compile's note said 4 parts "may
+             * recompute less") */
+            if ((minimizing && min_wanted) || !out->train ||
+                out->train->flops_executed > (1 + CLEARLY) * out->train->flops_once)
+                carry_not_tried(out, &p);
             break;
         }
         out->solve_seconds += p.solve_seconds;
@@ -323,8 +331,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
          * (a build each): without the minimum they find the plan they find with it (mlp, sqrt
          * at 362,512 bytes: 4 parts, where this gave up after 2 when it depended on the minimum) */
         if (!out->train && !lower && searching) selecting = 0;
-        /* (MG_MIN_AS_PLANNED: the minimum matters only to say why no plan meets the budget) */
-        int min_wanted = rq->want_min_feasible == MG_MIN_YES || (rq->want_min_feasible && !out->train);
+        min_wanted = rq->want_min_feasible == MG_MIN_YES || (rq->want_min_feasible && !out->train);
         if (!selecting && (!min_wanted || !minimizing)) break;
     }
     out->min_feasible_bytes = minf;

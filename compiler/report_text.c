@@ -85,8 +85,9 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
      * stopped short, and how to go on) */
     if (p->parts_not_tried > 0)
         fprintf(out, "  %-19s not tried from %d parts up (%d parts: %d operations, more than the %d the search "
-                "plans by itself; --micro-batches %d plans them)\n", "micro-batches", p->parts_not_tried,
-                p->parts_not_tried, p->parts_not_tried_ops, p->parts_max_nodes, p->parts_not_tried);
+                "plans by itself; --micro-batches %d or --max-split-ops %d plans them)\n", "micro-batches",
+                p->parts_not_tried, p->parts_not_tried, p->parts_not_tried_ops, p->parts_max_nodes, p->parts_not_tried,
+                p->parts_not_tried_ops);
     fprintf(out, "  %-19s %s once, %s executed, recompute overhead %.2f%%\n", "FLOPs",
             flops_str(f->flops_once, exact, a, sizeof a), flops_str(f->flops_executed, exact, b, sizeof b),
             100.0 * f->recompute_overhead);

@@ -224,7 +224,7 @@ END_TEST
 START_TEST(test_help_lists_every_option)
 {
     static const char *const taken[] = {"-o", "--header", "--target", "--cpu", "--emit-llvm", "--no-fuse", "-O0",
-                                        "--name", "--budget", "--verify", "--solver", "--micro-batches", "--time-limit", "--points",
+                                        "--name", "--budget", "--verify", "--solver", "--micro-batches", "--max-split-ops", "--time-limit", "--points",
                                         "--format", "--graph", "--svg", "--trace", "--bytes", "--print-ir",
                                         "--print-joint", "--capacity", "--clear", "--cache-dir", "--no-cache", "--help", "--version"};
     size_t n = sizeof taken / sizeof taken[0];
@@ -946,6 +946,42 @@ START_TEST(test_compile_cpu_native)
 }
 END_TEST
 
+/* A long plan's steps are emitted in chunk functions of at most 512 steps (codegen.c,
+ * CHUNK_STEPS), not as one straight line: LLVM's time on one function grows faster than its
+ * length (a chain of 1,666 matmul layers compiled in 22 s, 19 of them LLVM's on a train_step of
+ * 9,000 calls; now 3.4 s). A 600-layer chain, about 3,000 steps: its train_step and forward hold
+ * a handful of calls, and no function of the emitted IR holds more than 512 steps' calls.
+ * (test_gradcheck.c's long_chain checks the chunked code's numbers.) */
+START_TEST(test_long_plans_are_emitted_in_chunks)
+{
+    const char *m = write_model("deep.mg", "model deep\ninput x: f32[8,4]\nh = x\nrepeat 600 {\n"
+                                           "  param w: f32[4,4] = xavier\n  h = tanh(h @ w)\n}\n"
+                                           "output h\nloss = mean(h * h)\nminimize loss\n");
+    char *out;
+    int rc = mg(&out, "compile '%s' -o '%s' --emit-llvm '%s' --no-cache -O0", m, path("d.o"), path("d.ll"));
+    ck_assert_msg(rc == 0, "exited %d:\n%s", rc, out);
+    free(out);
+    char *ir = tu_read(path("d.ll"));
+    ck_assert_ptr_nonnull(ir);
+    int chunks = 0, most = 0;
+    for (const char *f = strstr(ir, "\ndefine "); f; f = strstr(f + 1, "\ndefine ")) {
+        const char *end = strstr(f, "\n}\n");
+        ck_assert_ptr_nonnull(end);
+        int calls = 0;
+        for (const char *c = strstr(f, " call "); c && c < end; c = strstr(c + 1, " call ")) calls++;
+        char name[64] = "";
+        const char *at = strchr(f, '@');
+        if (at) sscanf(at + 1, "%63[A-Za-z0-9_.]", name);
+        if (!strncmp(name, "mg.chunk", 8)) chunks++;
+        if (!strcmp(name, "deep_train_step") || !strcmp(name, "deep_forward"))
+            ck_assert_msg(calls <= 16, "%s makes %d calls: not chunked", name, calls);
+        if (calls > most) most = calls;
+    }
+    free(ir);
+    ck_assert_msg(chunks >= 6 && most <= 2 * 512, "%d chunk functions, at most %d calls in a function", chunks, most);
+}
+END_TEST
+
 START_TEST(test_compile_refuses_to_overwrite_model)
 {
     const char *m = write_model("mlp.mg", mlp_src);
@@ -1336,6 +1372,11 @@ START_TEST(test_bad_budget_values)
         {"plan '%s' --no-cache --time-limit 1e7", "--time-limit wants a number of seconds above 0 and at most 1e6, got '1e7'"},
         {"plan '%s' --no-cache --time-limit 0", "--time-limit wants a number of seconds above 0 and at most 1e6, got '0'"},
         {"plan '%s' --no-cache --micro-batches ' 4'", "--micro-batches wants auto or a whole number from 1 to 4096"},
+        {"plan '%s' --no-cache --max-split-ops 0", "--max-split-ops wants a whole number from 1 to 65536, got '0'"},
+        {"sweep '%s' --no-cache --max-split-ops 1e4", "--max-split-ops wants a whole number from 1 to 65536, got '1e4'"},
+        /* a limit on the search over part counts, which a part count asked for replaces */
+        {"compile '%s' --no-cache -o x.o --max-split-ops 9000 --micro-batches 2",
+         "compile: --max-split-ops bounds the search over part counts, which --micro-batches 2 replaces"},
         {"sweep '%s' --no-cache --points 0x4", "--points wants a whole number from 2 to 1000, got '0x4'"},
         {"plan '%s' --no-cache --svg ''", "option '--svg' needs a value"},
         {"compile '%s' --no-cache -o ''", "option '-o' needs a value"},
@@ -3350,14 +3391,15 @@ END_TEST
 
 /* The minimum feasible budget is the least over the part counts the search tries, and where the
  * whole batch meets the budget it plans no split graph of more than MG_PARTS_AUTO_MAX_NODES
- * operations by itself: where it stops there with more parts still wanted, sweep, the text
- * report and the JSON say so (they called the whole batch's minimum of a 400-layer perceptron
- * "the minimum feasible budget", 8.1 MiB, where --micro-batches 8 meets 1.9 MiB). 250 layers:
- * 5,301 operations in 4 parts; --micro-batches 4 meets 9,792 bytes where the search's minimum
- * is 15,040. At 8%, where 2 parts are cheaper than the whole batch. (Where the whole batch
- * misses the budget the search goes on to 20,000 operations: test_planner.c's
- * test_unmet_budget_plans_more_parts, with smaller limits, as a model that reaches those takes
- * seconds a plan.) */
+ * operations by itself (--max-split-ops sets the limit: 5,000 here, which was the default until
+ * 2026-12-07, as a model that passes 20,000 takes seconds a plan): where it stops there with
+ * more parts still wanted, sweep, the text report and the JSON say so (they called the whole
+ * batch's minimum of a 400-layer perceptron "the minimum feasible budget", 8.1 MiB, where
+ * --micro-batches 8 meets 1.9 MiB). 250 layers: 5,301 operations in 4 parts; --micro-batches 4
+ * meets 9,792 bytes where the search's minimum is 15,040, and so does the search let go up to
+ * 5,301. At 8%, where 2 parts are cheaper than the whole batch. (Where the whole batch misses
+ * the budget the search goes on to twice the limit: test_planner.c's
+ * test_unmet_budget_plans_more_parts.) */
 START_TEST(test_untried_part_counts_are_said)
 {
     char src[1024];
@@ -3368,24 +3410,32 @@ START_TEST(test_untried_part_counts_are_said)
              "output logits\nminimize loss\n");
     const char *m = write_model("deep.mg", src);
     char *out;
-    int rc = mg(&out, "plan '%s' --budget 8%% --format json --no-cache", m);
+    int rc = mg(&out, "plan '%s' --budget 8%% --format json --no-cache --max-split-ops 5000", m);
     ck_assert_msg(rc == 0 && tu_json_figure(out, "micro_batches_not_tried") == 4, "exited %d:\n%.600s", rc, out);
     long long minf = tu_json_figure(out, "min_feasible_bytes");
     free(out);
-    rc = mg(&out, "sweep '%s' --points 2 --no-cache", m); /* (its lowest point is that minimum) */
-    ck_assert_msg(rc == 0 && strstr(out, "--micro-batches 4 (or more) may meet a smaller budget"), "exited %d:\n%s", rc,
-                  out);
+    rc = mg(&out, "sweep '%s' --points 2 --no-cache --max-split-ops 5000", m); /* (its lowest point is that minimum) */
+    ck_assert_msg(rc == 0 && strstr(out, "--micro-batches 4 (or more, or --max-split-ops 5301) may meet a smaller budget"),
+                  "exited %d:\n%s", rc, out);
     free(out);
-#ifndef MG_TEST_SANITIZED /* (three plans more, seconds each under the sanitizers) */
-    rc = mg(&out, "plan '%s' --budget 8%% --no-cache", m);
-    ck_assert_msg(rc == 0 && strstr(out, "micro-batches       not tried from 4 parts up (4 parts: "), "exited %d:\n%s",
-                  rc, out);
+#ifndef MG_TEST_SANITIZED /* (four plans more, seconds each under the sanitizers) */
+    rc = mg(&out, "plan '%s' --budget 8%% --no-cache --max-split-ops 5000", m);
+    ck_assert_msg(rc == 0 && strstr(out, "micro-batches       not tried from 4 parts up (4 parts: 5301 operations, more than "
+                                         "the 5000 the search plans by itself; --micro-batches 4 or --max-split-ops 5301 "
+                                         "plans them)"),
+                  "exited %d:\n%s", rc, out);
     free(out);
     /* compile, which reports nothing else, says it too (it said nothing) */
-    rc = mg(&out, "compile '%s' -o '%s' --budget 8%% --no-cache", m, path("deep.o"));
+    rc = mg(&out, "compile '%s' -o '%s' --budget 8%% --no-cache --max-split-ops 5000", m, path("deep.o"));
     ck_assert_msg(rc == 0 && strstr(out, "note: the plan is the best of 1 to 2 micro-batches: in 4 parts the step makes ") &&
-                      strstr(out, "--micro-batches 4 (or more) may recompute less"),
+                      strstr(out, "--micro-batches 4 (or more, or --max-split-ops 5301) may recompute less"),
                   "exited %d:\n%s", rc, out);
+    free(out);
+    /* and the limit the note names lets the search plan 4 parts (and stop at 8: 10,501 operations) */
+    rc = mg(&out, "plan '%s' --budget 8%% --format json --no-cache --max-split-ops 5301", m);
+    ck_assert_msg(rc == 0 && tu_json_figure(out, "min_feasible_bytes") < minf &&
+                      tu_json_figure(out, "micro_batches_not_tried") == 8,
+                  "exited %d (the search's minimum at 5,000 %lld):\n%.600s", rc, minf, out);
     free(out);
     /* and the note is right: 4 parts meet less than that minimum */
     rc = mg(&out, "plan '%s' --budget 8%% --micro-batches 4 --format json --no-cache", m);
@@ -3402,7 +3452,7 @@ START_TEST(test_untried_part_counts_are_said)
              "  h = relu(conv2d(h, w, pad=1))\n}\nparam wf: f32[256, 10] = he\nlogits = flatten(h) @ wf\n"
              "loss = cross_entropy(logits, y)\noutput logits\nminimize loss\n");
     m = write_model("dcnn.mg", src);
-    rc = mg(&out, "plan '%s' --budget 15%% --format json --no-cache", m);
+    rc = mg(&out, "plan '%s' --budget 15%% --format json --no-cache --max-split-ops 5000", m);
     ck_assert_msg(rc == 0 && tu_json_figure(out, "micro_batches") == 4 &&
                       tu_json_figure(out, "micro_batches_not_tried") == 8,
                   "exited %d:\n%.600s", rc, out);
@@ -4755,6 +4805,7 @@ static Suite *cli_suite(void)
     tcase_add_test(c, test_compile_budget);
     tcase_add_test(c, test_compile_target_and_cpu);
     tcase_add_test(c, test_compile_cpu_native);
+    tcase_add_test(c, test_long_plans_are_emitted_in_chunks);
     tcase_add_test(c, test_compile_refuses_to_overwrite_model);
     tcase_add_test(c, test_compile_bad_model_leaves_nothing);
     suite_add_tcase(s, c);

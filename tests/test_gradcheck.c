@@ -160,6 +160,10 @@ static const gcase cases[] = {
                          "input t: f64[4,2,3,3]\n"
                          "loss = sum(tanh(batch_norm(tanh(batch_norm(x * p, g, b)), g2, b2, eps=0.01)) * t)\n"},
     {"scalar_param", "param s: f64[] = normal(1)\nparam a: f64[2,2] = normal(1)\nloss = sum(tanh(a - s)) / s\n"},
+    /* more steps than codegen.c emits in one function (CHUNK_STEPS, 512): forward (602 steps)
+     * and train_step (1,505) each run as calls to several chunk functions */
+    {"long_chain", "input x: f64[2,2]\nh = x\nrepeat 300 {\n  param w: f64[2,2] = normal(1)\n  h = tanh(h @ w)\n}\n"
+                   "loss = sum(h * h)\n"},
 };
 
 static double rnd(uint64_t *s)
