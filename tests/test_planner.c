@@ -290,6 +290,54 @@ START_TEST(test_unmet_budget_plans_more_parts)
 }
 END_TEST
 
+/* A part count the search left out is said where it was wanted: for the minimum, or where the
+ * plan still recomputes more than 1% of a step, all that more parts could save and still be
+ * preferred (plan_split.c). compile's note said that 4 parts "may recompute less" than a plan
+ * of a 1,666-layer chain in 2 parts that recomputed 0.05%. */
+START_TEST(test_untried_parts_said_where_wanted)
+{
+    static const char *src = "model deep\ninput x: f32[64, 16]\ninput y: i32[64]\nparam w_in: f32[16, 16] = he\n"
+                             "h = relu(x @ w_in)\nrepeat 30 {\n  param w: f32[16, 16] = he\n  h = relu(h @ w)\n}\n"
+                             "param w_out: f32[16, 4] = he\nlogits = h @ w_out\nloss = cross_entropy(logits, y)\n"
+                             "output logits\nminimize loss\n";
+    mg_graph *g = parse_joint(src), *g4;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, 4, &g4, &d) == MG_OK, "%s", d.msg);
+    int n4 = g4->n;
+    mg_graph_free(g4);
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10, .want_min_feasible = MG_MIN_YES};
+    mg_planned p;
+    ck_assert_msg(mg_plan_split(g, &rq, 2, &p, &d) == MG_OK, "%s", d.msg);
+    int64_t m2 = p.min_feasible_bytes;
+    mg_planned_free(&p);
+    rq.parts_max_nodes[0] = rq.parts_max_nodes[1] = n4 - 1;
+    /* at 51% of its store-all 2 parts recompute 0.03% (the whole batch 18%; 4 parts nothing, but
+     * that saves less than 1% of a step): 4 are left out, said for the minimum (plan) but not for
+     * the plan alone (compile) */
+    mg_budget b = {1, 51, 0};
+    rq.budget = &b;
+    for (int as_planned = 0; as_planned < 2; as_planned++) {
+        rq.want_min_feasible = as_planned ? MG_MIN_AS_PLANNED : MG_MIN_YES;
+        ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK, "%s", d.msg);
+        ck_assert_msg(p.train && p.micro_batches == 2 && p.train->flops_executed <= 1.01 * p.train->flops_once &&
+                          p.parts_not_tried == (as_planned ? 0 : 4),
+                      "%s at 51%%: %d parts, overhead %.4f, not tried %d", as_planned ? "compile" : "plan",
+                      p.micro_batches, p.train ? p.train->flops_executed / p.train->flops_once - 1 : -1,
+                      p.parts_not_tried);
+        mg_planned_free(&p);
+    }
+    /* at the 2 parts' minimum they recompute more than that: 4 parts said for the plan too */
+    b = (mg_budget){0, 0, m2};
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(p.train && p.micro_batches == 2 && p.train->flops_executed > 1.01 * p.train->flops_once &&
+                      p.parts_not_tried == 4,
+                  "compile at %lld: %d parts, overhead %.4f, not tried %d", (long long)m2, p.micro_batches,
+                  p.train ? p.train->flops_executed / p.train->flops_once - 1 : -1, p.parts_not_tried);
+    mg_planned_free(&p);
+    mg_graph_free(g);
+}
+END_TEST
+
 static mg_graph *recomputing_plan(mg_planned *out)
 {
     static const char *src = "model c\ninput x: f32[16, 32]\nv = x\nrepeat 8 {\n param w: f32[32, 32] = xavier\n"
@@ -2206,6 +2254,7 @@ static Suite *planner_suite(void)
     tcase_set_timeout(mf, 300);
     tcase_add_loop_test(mf, test_min_feasible_consistent, 0, MINFEAS_MODELS);
     tcase_add_test(mf, test_unmet_budget_plans_more_parts);
+    tcase_add_test(mf, test_untried_parts_said_where_wanted);
     suite_add_tcase(s, mf);
     /* the end-to-end tests run as ctest entries of their own (test_planner_e2e and _cnn:
      * compiled models; test_planner_cli: the command line on benchmark graphs), each well
