@@ -234,21 +234,33 @@ START_TEST(test_min_feasible_consistent)
 }
 END_TEST
 
+/* A perceptron of 30 hidden layers whose split graphs the tests below hold the search's limits
+ * around (the real ones need models of thousands of operations). */
+static const char *const deep30_src =
+    "model deep\ninput x: f32[64, 16]\ninput y: i32[64]\nparam w_in: f32[16, 16] = he\n"
+    "h = relu(x @ w_in)\nrepeat 30 {\n  param w: f32[16, 16] = he\n  h = relu(h @ w)\n}\n"
+    "param w_out: f32[16, 4] = he\nlogits = h @ w_out\nloss = cross_entropy(logits, y)\n"
+    "output logits\nminimize loss\n";
+
+/* The operations of g split into k parts. */
+static int split_ops(const mg_graph *g, int k)
+{
+    mg_graph *gk;
+    mg_diag d = {0};
+    ck_assert_msg(mg_microbatch(g, k, &gk, &d) == MG_OK, "%s", d.msg);
+    int n = gk->n;
+    mg_graph_free(gk);
+    return n;
+}
+
 /* plan_split.c plans split graphs of more operations where the whole batch misses the budget
  * (MG_PARTS_UNMET_MAX_NODES) than where it meets it (MG_PARTS_AUTO_MAX_NODES): a budget the
- * search would refuse is met in parts. The limits are set here around the 2 parts' operations,
- * as the real ones need models of thousands. */
+ * search would refuse is met in parts. The limits are set here around the 2 parts' operations. */
 START_TEST(test_unmet_budget_plans_more_parts)
 {
-    static const char *src = "model deep\ninput x: f32[64, 16]\ninput y: i32[64]\nparam w_in: f32[16, 16] = he\n"
-                             "h = relu(x @ w_in)\nrepeat 30 {\n  param w: f32[16, 16] = he\n  h = relu(h @ w)\n}\n"
-                             "param w_out: f32[16, 4] = he\nlogits = h @ w_out\nloss = cross_entropy(logits, y)\n"
-                             "output logits\nminimize loss\n";
-    mg_graph *g = parse_joint(src), *g2;
+    mg_graph *g = parse_joint(deep30_src);
     mg_diag d = {0};
-    ck_assert_msg(mg_microbatch(g, 2, &g2, &d) == MG_OK, "%s", d.msg);
-    int n2 = g2->n;
-    mg_graph_free(g2);
+    int n2 = split_ops(g, 2);
     /* the whole batch's minimum, and the 2 parts' (searched below it, as the search does) */
     mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10, .want_min_feasible = MG_MIN_YES};
     mg_planned whole, two;
@@ -296,15 +308,9 @@ END_TEST
  * of a 1,666-layer chain in 2 parts that recomputed 0.05%. */
 START_TEST(test_untried_parts_said_where_wanted)
 {
-    static const char *src = "model deep\ninput x: f32[64, 16]\ninput y: i32[64]\nparam w_in: f32[16, 16] = he\n"
-                             "h = relu(x @ w_in)\nrepeat 30 {\n  param w: f32[16, 16] = he\n  h = relu(h @ w)\n}\n"
-                             "param w_out: f32[16, 4] = he\nlogits = h @ w_out\nloss = cross_entropy(logits, y)\n"
-                             "output logits\nminimize loss\n";
-    mg_graph *g = parse_joint(src), *g4;
+    mg_graph *g = parse_joint(deep30_src);
     mg_diag d = {0};
-    ck_assert_msg(mg_microbatch(g, 4, &g4, &d) == MG_OK, "%s", d.msg);
-    int n4 = g4->n;
-    mg_graph_free(g4);
+    int n4 = split_ops(g, 4);
     mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10, .want_min_feasible = MG_MIN_YES};
     mg_planned p;
     ck_assert_msg(mg_plan_split(g, &rq, 2, &p, &d) == MG_OK, "%s", d.msg);
