@@ -101,6 +101,13 @@ static int cheaper_than(double flops, const mg_planned *b)
 
 static int cheaper(const mg_planned *a, const mg_planned *b) { return cheaper_than(a->train->flops_executed, b); }
 
+/* The minimum is wanted of the search (MG_MIN_AS_PLANNED: only to say why no plan meets the
+ * budget). */
+static int min_wanted(const mg_plan_request *rq, const mg_planned *out)
+{
+    return rq->want_min_feasible == MG_MIN_YES || (rq->want_min_feasible && !out->train);
+}
+
 /* A graph in parts gives its convolutions 1/k of their scratch (microbatch.c): that is what lets
  * the smallest budgets be met, but the smaller blocks run slower (cnn_fmnist at 50% in 4 parts:
  * 86 ms a step against 60 ms with the whole batch's blocks, for 0.4 MiB of an 18 MiB workspace).
@@ -290,14 +297,12 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
             *out = (mg_planned){0};
             return MG_ERR;
         }
-        /* (MG_MIN_AS_PLANNED: the minimum matters only to say why no plan meets the budget) */
-        int min_wanted = rq->want_min_feasible == MG_MIN_YES || (rq->want_min_feasible && !out->train);
         if (!p.graph) { /* too many nodes to plan in reasonable time, or floored */
             /* said where it was wanted: for the minimum, or for a plan that still recomputes more
              * than CLEARLY of a step, which is all more parts could save and still be taken (the
              * chain of 1,666 layers at 50%, 0.05% in 2 parts: compile's note said 4 parts "may
              * recompute less") */
-            if ((minimizing && min_wanted) || !out->train ||
+            if ((minimizing && min_wanted(rq, out)) || !out->train ||
                 out->train->flops_executed > (1 + CLEARLY) * out->train->flops_once)
                 carry_not_tried(out, &p);
             break;
@@ -331,8 +336,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
          * (a build each): without the minimum they find the plan they find with it (mlp, sqrt
          * at 362,512 bytes: 4 parts, where this gave up after 2 when it depended on the minimum) */
         if (!out->train && !lower && searching) selecting = 0;
-        min_wanted = rq->want_min_feasible == MG_MIN_YES || (rq->want_min_feasible && !out->train);
-        if (!selecting && (!min_wanted || !minimizing)) break;
+        if (!selecting && (!min_wanted(rq, out) || !minimizing)) break;
     }
     out->min_feasible_bytes = minf;
     return finish(g, rq, end, least, out, d);
