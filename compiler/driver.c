@@ -256,6 +256,12 @@ void mg_drv_parts_not_tried_note(const char *path, const mg_planned *p, int of_m
     if (p->parts_not_tried <= 0) return;
     char over[48] = "the whole batch's";
     if (p->parts_not_tried > 2) snprintf(over, sizeof over, "the best of 1 to %d micro-batches", p->parts_not_tried / 2);
+    if (p->parts_not_tried_ops > MG_PLAN_MAX_NODES) { /* (neither option would plan it: no advice) */
+        fprintf(stderr, "%s: note: the %s is %s: in %d parts the step would make %d operations, more than the %d the "
+                "planner takes\n", path, of_min ? "minimum feasible budget" : "plan", over, p->parts_not_tried,
+                p->parts_not_tried_ops, MG_PLAN_MAX_NODES);
+        return;
+    }
     fprintf(stderr,
             "%s: note: the %s is %s: in %d parts the step makes %d operations, more than the %d the search plans "
             "by itself; --micro-batches %d (or more, or --max-split-ops %d) may %s\n",

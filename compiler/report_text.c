@@ -83,7 +83,11 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     }
     /* (the minimum and the plan above are the best of the part counts tried: say where that
      * stopped short, and how to go on) */
-    if (p->parts_not_tried > 0)
+    if (p->parts_not_tried > 0 && p->parts_not_tried_ops > MG_PLAN_MAX_NODES)
+        fprintf(out, "  %-19s not tried from %d parts up (%d parts: %d operations, more than the %d the planner "
+                "takes)\n", "micro-batches", p->parts_not_tried, p->parts_not_tried, p->parts_not_tried_ops,
+                MG_PLAN_MAX_NODES);
+    else if (p->parts_not_tried > 0)
         fprintf(out, "  %-19s not tried from %d parts up (%d parts: %d operations, more than the %d the search "
                 "plans by itself; --micro-batches %d or --max-split-ops %d plans them)\n", "micro-batches",
                 p->parts_not_tried, p->parts_not_tried, p->parts_not_tried_ops, p->parts_max_nodes, p->parts_not_tried,

@@ -741,6 +741,51 @@ START_TEST(test_lower_bound_names_the_parts)
 }
 END_TEST
 
+/* The report's line on a part count the search left out says how to plan it, and where that
+ * count's split graph is past what the planner takes at all (MG_PLAN_MAX_NODES), says that
+ * instead: a chain of 10,000 layers (60,003 operations) was told that --micro-batches 2 or
+ * --max-split-ops 110014 would plan 2 parts, which both refuse. */
+START_TEST(test_untried_parts_line)
+{
+    const char *path = MG_SOURCE_DIR "/examples/mlp.mg";
+    char *src = tu_read(path);
+    ck_assert(src != NULL);
+    mg_graph *g = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_parse(path, src, strlen(src), &g, &d) == MG_OK && mg_autodiff(g, &d) == MG_OK, "%s", d.msg);
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10}; /* (store-all: any plan will do) */
+    mg_planned p;
+    ck_assert_msg(mg_plan_program(g, &rq, &p, &d) == MG_OK && p.train, "%s", d.msg);
+    static const struct {
+        int ops;
+        const char *want;
+    } cases[] = {
+        {30000, "not tried from 2 parts up (2 parts: 30000 operations, more than the 20000 the search plans by itself; "
+                "--micro-batches 2 or --max-split-ops 30000 plans them)\n"},
+        {MG_PLAN_MAX_NODES + 1, "not tried from 2 parts up (2 parts: 65537 operations, more than the 65536 the planner "
+                                "takes)\n"},
+    };
+    for (int i = 0; i < 2; i++) {
+        p.parts_not_tried = 2, p.parts_not_tried_ops = cases[i].ops, p.parts_max_nodes = 20000;
+        mg_plan_report_info info = {"auto", 0, 0};
+        mg_report_figures f;
+        ck_assert(mg_report_figures_make(g, &p, &info, &f, &d) == MG_OK);
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *out = open_memstream(&buf, &n);
+        ck_assert(out != NULL);
+        mg_report_text(out, &f, 100, 0);
+        fclose(out);
+        ck_assert_msg(strstr(buf, cases[i].want), "wanted '%s' in:\n%.1500s", cases[i].want, buf);
+        free(buf);
+        mg_report_figures_free(&f);
+    }
+    mg_planned_free(&p);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 /* A plan a hair above its lower bound and not proven optimal is not "within 0.00%" of it (the
  * transformer at 89,553,883 bytes: 0.0041%): below 0.01% the gap has two significant digits. */
 START_TEST(test_small_gap_to_the_bound)
@@ -899,6 +944,7 @@ int main(void)
     tcase_add_test(tc, test_non_utf8_names_in_reports);
     tcase_add_test(tc, test_phases_agree_with_trace);
     tcase_add_test(tc, test_lower_bound_names_the_parts);
+    tcase_add_test(tc, test_untried_parts_line);
     tcase_add_test(tc, test_small_gap_to_the_bound);
     tcase_add_test(tc, test_dot);
     tcase_add_test(tc, test_strip_width_and_help);
