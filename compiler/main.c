@@ -199,6 +199,14 @@ static int bad_model_name(const char *name)
     return 0;
 }
 
+/* Whether text is a plain decimal whole number (no sign, spaces or hex) from lo to hi: *v. */
+static int whole_in(const char *text, long lo, long hi, long *v)
+{
+    char *end;
+    *v = strtol(text, &end, 10);
+    return mg_plain_decimal(text, end) && !*end && *v >= lo && *v <= hi;
+}
+
 static int parse_options(int argc, char **argv, mg_drv_options *o, const char *cmd)
 {
     memset(o, 0, sizeof *o);
@@ -349,17 +357,14 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
         return mg_drv_usage_error(is_sweep ? "unknown format '%s' (use text, csv or json)" : "unknown format '%s' (use text or json)",
                            o->format);
     if (o->micro_text) {
-        char *end;
-        long v = strtol(o->micro_text, &end, 10);
-        if (!strcmp(o->micro_text, "auto")) v = 0;
-        else if (!mg_plain_decimal(o->micro_text, end) || *end || v < 1 || v > 4096)
+        long v = 0;
+        if (strcmp(o->micro_text, "auto") && !whole_in(o->micro_text, 1, 4096, &v))
             return mg_drv_usage_error("--micro-batches wants auto or a whole number from 1 to 4096, got '%s'", o->micro_text);
         o->micro_batches = (int)v;
     }
     if (o->max_split_text) {
-        char *end;
-        long v = strtol(o->max_split_text, &end, 10);
-        if (!mg_plain_decimal(o->max_split_text, end) || *end || v < 1 || v > MG_PLAN_MAX_NODES)
+        long v;
+        if (!whole_in(o->max_split_text, 1, MG_PLAN_MAX_NODES, &v))
             return mg_drv_usage_error("--max-split-ops wants a whole number from 1 to %d, got '%s'", MG_PLAN_MAX_NODES,
                                       o->max_split_text);
         if (o->graph) return mg_drv_usage_error("%s: --max-split-ops bounds the split of a model's batch; a --graph has none", cmd);
@@ -371,9 +376,8 @@ static int parse_options(int argc, char **argv, mg_drv_options *o, const char *c
     }
     o->points = 8;
     if (o->points_text) {
-        char *end;
-        long v = strtol(o->points_text, &end, 10);
-        if (!mg_plain_decimal(o->points_text, end) || *end || v < 2 || v > 1000)
+        long v;
+        if (!whole_in(o->points_text, 2, 1000, &v))
             return mg_drv_usage_error("--points wants a whole number from 2 to 1000, got '%s'", o->points_text);
         o->points = (int)v;
     }
