@@ -10,6 +10,18 @@
 
 #include <stdlib.h>
 
+/* The caller wants the search to end now (mg_min_search_job.stop). */
+static int stopped(const atomic_int *stop) { return stop && atomic_load(stop) == MG_SEARCH_STOP; }
+
+/* ... or now that hi, the least workspace found (found), is far below the budget. Asked only
+ * where hi is still the bisection's: the descent's lower hi would leave out the walks at the
+ * bisection's least that the solve runs where the budget is near that (solve_below). */
+static int stop_asked(const mg_min_search_job *a, int found, int64_t hi)
+{
+    return stopped(a->stop) ||
+           (a->stop && atomic_load(a->stop) == MG_SEARCH_STOP_FAR && found && mg_far_above_min(hi, a->budget));
+}
+
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
  * still fits once placed. */
 static mg_status feasible_at(const mg_problem *pr, int64_t budget, mg_search_memo *memo, mg_probe_memo *pm,
@@ -177,7 +189,8 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, mg_vari
  * that made it, its cap that of the step (*won_by; set where *out is); its placements search with
  * effort times the arena's usual effort. */
 static mg_status descend(const mg_problem *pr, int64_t hi, double effort, mg_search_memo *memo,
-                         const mg_sched_scratch *z, mg_plan **out, mg_sched_opts *won_by, mg_diag *d)
+                         const mg_sched_scratch *z, const atomic_int *stop, mg_plan **out, mg_sched_opts *won_by,
+                         mg_diag *d)
 {
     *out = NULL;
     mg_status st = MG_OK;
@@ -186,7 +199,7 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, mg_sea
     mg_probe_memo *fm = mg_xcalloc(1, sizeof *fm); /* (not the bisection's: other policies, other limits) */
     mg_sched_opts won[DESCENT_KEEP];
     int nwon = 0;
-    for (int round = 0; round < DESCENT_ROUNDS && !st; round++) {
+    for (int round = 0; round < DESCENT_ROUNDS && !st && !stopped(stop); round++) {
         int64_t budget = (*out ? (*out)->workspace_bytes : hi) - 1;
         int nv = 0;
         if (round == 0) {
@@ -230,7 +243,7 @@ static mg_status descend(const mg_problem *pr, int64_t hi, double effort, mg_sea
         *out = least;
         *won_by = least_by;
     }
-    if (!st && mg_plan_wastes(*out, mg_waste_target)) st = descend_ladder(pr, &mm, v, z, fm, out, d);
+    if (!st && !stopped(stop) && mg_plan_wastes(*out, mg_waste_target)) st = descend_ladder(pr, &mm, v, z, fm, out, d);
     free(fm);
     mg_sv_use_scratch(won_by, NULL); /* (the scratch is the caller's, and won_by outlives it) */
     return st;
@@ -308,6 +321,7 @@ void mg_min_search(mg_min_search_job *r)
     int searching = a->searching;
     const char *keep = a->keep;
     r->st = MG_OK;
+    r->cut_short = 0;
     mg_search_memo mmemo = {.infeasible_cap = -1, .store_all = a->store_all};
     int64_t ws = mg_working_set_bound(pr), lo = ws, hi = a->store_all;
     int found = 1; /* store-all */
@@ -350,7 +364,7 @@ void mg_min_search(mg_min_search_job *r)
      * probes reach, and a probe that misses costs every variant's fitting: mlp_deep in 32 parts,
      * five misses of ~0.35 s each between 149,679 and 151,734 bytes, then the descent to 141,376
      * (the same minimum and plans, `plan` 1.1-1.5 s faster) */
-    while (hi - lo > MG_ALIGN && hi - lo > hi / (searching && mg_plan_wastes(best, DESCENT_TOL_WASTE) ? DESCENT_TOL : 1000)) {
+    while (!(r->cut_short = stop_asked(a, found, hi)) && hi - lo > MG_ALIGN && hi - lo > hi / (searching && mg_plan_wastes(best, DESCENT_TOL_WASTE) ? DESCENT_TOL : 1000)) {
         int64_t mid = first > 0 ? first : lo + (hi - lo) / 2;
         first = -1;
         mg_plan *p;
@@ -371,10 +385,11 @@ void mg_min_search(mg_min_search_job *r)
      * its peak live bytes, a quick one (DESCENT_QUICK); nor where one step alone needs hi bytes
      * (no plan can be below it: unet_small in 8 parts needs 8,388,608 bytes in one step, more
      * than the 2,883,648 of the 4 parts' minimum, `below`) */
-    if (!r->st && searching && (found || below > 0) && !(floor > 0 && hi <= floor) && ws < hi) {
+    if (!r->st && !r->cut_short) r->cut_short = stop_asked(a, found, hi);
+    if (!r->st && searching && !r->cut_short && (found || below > 0) && !(floor > 0 && hi <= floor) && ws < hi) {
         mg_plan *p;
         double effort = found && !mg_plan_wastes(best, mg_waste_target) ? DESCENT_QUICK : 1.0;
-        if (!(r->st = descend(pr, hi, effort, &mmemo, &z, &p, &r->seed, &r->d)) && p) {
+        if (!(r->st = descend(pr, hi, effort, &mmemo, &z, a->stop, &p, &r->seed, &r->d)) && p) {
             r->descended = p->workspace_bytes == p->peak_live_bytes; /* (placed with no waste) */
             hi = p->workspace_bytes;
             found = 1;
@@ -382,7 +397,8 @@ void mg_min_search(mg_min_search_job *r)
         }
     }
     /* and where its least plan still wastes, the walks (walk_below) */
-    if (!r->st && searching && found && best && mg_plan_wastes(best, mg_waste_target)) {
+    if (!r->st && !r->cut_short) r->cut_short = stopped(a->stop);
+    if (!r->st && searching && !r->cut_short && found && best && mg_plan_wastes(best, mg_waste_target)) {
         mg_plan *p;
         if (!(r->st = walk_below(pr, hi, &p, &r->d)) && p) {
             r->descended = 0; /* (the walk's, not the descent's variant's) */

@@ -477,6 +477,8 @@ typedef struct mg_solution {
     mg_plan *plan;                /* NULL when the budget cannot be met */
     int64_t store_all_bytes;      /* the store-all workspace of this problem */
     int64_t min_feasible_bytes;   /* -1 unless asked for or the budget was not met */
+    int min_cut_short;            /* MG_MIN_AS_PLANNED: the search was left out (min_feasible_bytes
+                                     -1) or ended early (a plan's workspace, above the minimum) */
     int optimal;                  /* 1 proven optimal, 0 not, -1 unknown */
     int optimal_in_class;         /* optimal == 1 was proven by the MILP: only among the schedules
                                      of its class (solve_exact.c), so it is no bound on the others */
@@ -520,8 +522,10 @@ enum { MG_PARTS_AUTO_MAX_NODES = 20000, MG_PARTS_UNMET_MAX_NODES = 40000 };
  * searches too, or it could emit a dearer plan than `plan` reports (unet_small at 2,941,320 bytes:
  * 2,917,056 workspace bytes and 1.3% more FLOPs than the 2,883,648 `plan` reported). It needs the
  * searches of the part counts it plans at the budget only, not those of the counts planned only
- * to lower the minimum (plan_split.c), nor any where store-all fits; its min_feasible_bytes is
- * then the least of what it searched (the whole minimum where no plan meets the budget). */
+ * to lower the minimum (plan_split.c), nor any where store-all fits or the plan at the budget
+ * runs every op once, and only until it finds a plan far enough below the budget
+ * (mg_far_above_min) (planner.c, solve_below); its min_feasible_bytes is then at least the
+ * minimum, -1 where it searched nothing (the whole minimum where no plan meets the budget). */
 enum { MG_MIN_NO = 0, MG_MIN_YES = 1, MG_MIN_AS_PLANNED = 2 };
 
 typedef struct mg_plan_request {

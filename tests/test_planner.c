@@ -13,6 +13,7 @@
 #include "autodiff.h"
 #include "frontend.h"
 #include "microbatch.h"
+#include "min_search.h"
 #include "plan.h"
 #include "testutil.h"
 
@@ -341,6 +342,138 @@ START_TEST(test_untried_parts_said_where_wanted)
                   p.train ? p.train->flops_executed / p.train->flops_once - 1 : -1, p.parts_not_tried);
     mg_planned_free(&p);
     mg_graph_free(g);
+}
+END_TEST
+
+/* a and b are the same plan, step for step and buffer for buffer (what names where). */
+static void assert_same_plan(const mg_plan *a, const mg_plan *b, const char *what)
+{
+    ck_assert_msg(a && b && a->nsteps == b->nsteps && a->nbufs == b->nbufs && a->workspace_bytes == b->workspace_bytes &&
+                      a->flops_executed == b->flops_executed,
+                  "%s: %d steps, %d buffers, %lld bytes against %d, %d, %lld", what, a ? a->nsteps : -1,
+                  a ? a->nbufs : -1, a ? (long long)a->workspace_bytes : -1, b ? b->nsteps : -1, b ? b->nbufs : -1,
+                  b ? (long long)b->workspace_bytes : -1);
+    for (int i = 0; i < a->nsteps; i++) {
+        const mg_step *x = &a->steps[i], *y = &b->steps[i];
+        int same = x->kind == y->kind && x->node == y->node && x->recompute == y->recompute &&
+                   x->scratch == y->scratch && x->out.mem == y->out.mem && x->out.index == y->out.index &&
+                   x->out.offset == y->out.offset;
+        for (int k = 0; k < MG_MAX_INPUTS && same; k++)
+            same = x->in[k].mem == y->in[k].mem && x->in[k].index == y->in[k].index && x->in[k].offset == y->in[k].offset;
+        ck_assert_msg(same, "%s: step %d differs", what, i);
+    }
+    for (int i = 0; i < a->nbufs; i++)
+        ck_assert_msg(a->bufs[i].bytes == b->bufs[i].bytes && a->bufs[i].first == b->bufs[i].first &&
+                          a->bufs[i].last == b->bufs[i].last && a->bufs[i].offset == b->bufs[i].offset &&
+                          a->bufs[i].node == b->bufs[i].node,
+                      "%s: buffer %d differs", what, i);
+}
+
+/* compile (MG_MIN_AS_PLANNED) leaves out the minimum search where the plan at the budget runs
+ * every op once, which nothing the search finds could make cheaper (planner.c, solve_below), and
+ * emits the plan `plan` (MG_MIN_YES) makes. The perceptron in 4 parts at half its store-all: the
+ * search ran for nothing (a 106-layer transformer's compile in 2 parts at 75%: ~2.4 s of it). */
+START_TEST(test_compile_leaves_out_a_search_it_needs_not)
+{
+    mg_graph *g = parse_joint(deep30_src), *g4;
+    mg_diag d = {0};
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10};
+    mg_planned whole, p[2];
+    ck_assert_msg(mg_plan_program(g, &rq, &whole, &d) == MG_OK, "%s", d.msg);
+    mg_budget b = {0, 0, whole.store_all_bytes / 2};
+    mg_planned_free(&whole);
+    ck_assert_msg(mg_microbatch(g, 4, &g4, &d) == MG_OK, "%s", d.msg);
+    rq.budget = &b;
+    for (int yes = 0; yes < 2; yes++) {
+        rq.want_min_feasible = yes ? MG_MIN_YES : MG_MIN_AS_PLANNED;
+        ck_assert_msg(mg_plan_program(g4, &rq, &p[yes], &d) == MG_OK, "%s", d.msg);
+        ck_assert_msg(p[yes].train && p[yes].store_all_bytes > b.bytes &&
+                          p[yes].train->flops_executed == p[yes].train->flops_once,
+                      "in 4 parts at %lld bytes (store-all %lld): %s", (long long)b.bytes,
+                      (long long)p[yes].store_all_bytes, p[yes].train ? "it recomputes" : "no plan");
+    }
+    ck_assert_msg(p[0].min_feasible_bytes == -1 && p[1].min_feasible_bytes > 0, "minimum searched %lld (compile), %lld",
+                  (long long)p[0].min_feasible_bytes, (long long)p[1].min_feasible_bytes);
+    assert_same_plan(p[0].train, p[1].train, "the training step");
+    assert_same_plan(p[0].forward, p[1].forward, "the forward pass");
+    mg_planned_free(&p[0]);
+    mg_planned_free(&p[1]);
+    mg_graph_free(g4);
+    mg_graph_free(g);
+}
+END_TEST
+
+/* The minimum search stops where compile asks it to once it has found a plan far below the
+ * budget (MG_SEARCH_STOP_FAR): there nothing more it finds is taken into the plan
+ * (mg_far_above_min), and it says it stopped early, its least workspace an upper bound of the
+ * minimum the whole search finds. */
+START_TEST(test_min_search_stops_far_below_the_budget)
+{
+    mg_graph *g = parse_joint(deep30_src);
+    mg_problem *pr = mg_problem_from_graph(g, MG_PLAN_TRAIN);
+    mg_diag d = {0};
+    mg_solution all;
+    ck_assert_msg(mg_solve(pr, MG_SOLVER_STORE_ALL, INT64_MAX, 0, 0, &all, &d) == MG_OK, "%s", d.msg);
+    mg_plan_free(all.plan);
+    mg_min_search_job job[2];
+    atomic_int stop[2] = {MG_SEARCH_ON, MG_SEARCH_STOP_FAR};
+    for (int k = 0; k < 2; k++) {
+        job[k] = (mg_min_search_job){.pr = pr, .budget = all.store_all_bytes * 9 / 10, .store_all = all.store_all_bytes,
+                                     .searching = 1, .stop = &stop[k]};
+        mg_min_search(&job[k]);
+        ck_assert_msg(job[k].st == MG_OK && job[k].found && job[k].best, "%s", job[k].d.msg);
+    }
+    ck_assert_msg(!job[0].cut_short && job[1].cut_short && mg_far_above_min(job[1].hi, job[1].budget) &&
+                      job[1].hi >= job[0].hi && job[1].best->workspace_bytes == job[1].hi,
+                  "the whole search's least %lld, stopped at %lld (cut short %d, %d) under %lld", (long long)job[0].hi,
+                  (long long)job[1].hi, job[0].cut_short, job[1].cut_short, (long long)job[1].budget);
+    for (int k = 0; k < 2; k++) {
+        if (job[k].cheap != job[k].best) mg_plan_free(job[k].cheap);
+        mg_plan_free(job[k].best);
+    }
+    mg_problem_free(pr);
+    mg_graph_free(g);
+}
+END_TEST
+
+/* compile's plans are `plan`'s on random models at random budgets, with the part counts the
+ * search picks, where compile leaves out searches `plan` runs (above): every plan the same, step
+ * for step, and where one has none, neither has. */
+START_TEST(test_compile_plans_what_plan_plans)
+{
+    int zero = 0; /* plans below store-all that run every op once (where compile searches less) */
+    for (int seed = 0; seed < RANDOM_MODELS / 5; seed++) {
+        sbuf *m = malloc(sizeof *m);
+        random_model((uint64_t)seed + 3000, m);
+        mg_graph *g = parse_joint(m->text);
+        uint64_t s = (uint64_t)seed + 7;
+        for (int t = 0; t < 3; t++) {
+            mg_budget b = {1, 15 + rnd(&s, 75), 0};
+            mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &b, .time_limit = 10};
+            mg_planned p[2];
+            mg_diag d = {0};
+            for (int yes = 0; yes < 2; yes++) {
+                rq.want_min_feasible = yes ? MG_MIN_YES : MG_MIN_AS_PLANNED;
+                ck_assert_msg(mg_plan_split(g, &rq, 0, &p[yes], &d) == MG_OK, "%s\n%s", d.msg, m->text);
+            }
+            char what[96];
+            snprintf(what, sizeof what, "seed %d at %g%%", seed, b.percent);
+            ck_assert_msg(!p[0].train == !p[1].train && p[0].micro_batches == p[1].micro_batches,
+                          "%s: compile planned %d in %d parts, plan %d in %d", what, p[0].train != NULL,
+                          p[0].micro_batches, p[1].train != NULL, p[1].micro_batches);
+            if (p[0].train) {
+                assert_same_plan(p[0].train, p[1].train, what);
+                assert_same_plan(p[0].forward, p[1].forward, what);
+                zero += p[0].train->flops_executed == p[0].train->flops_once &&
+                        p[0].workspace_bytes < p[0].store_all_bytes;
+            }
+            mg_planned_free(&p[0]);
+            mg_planned_free(&p[1]);
+        }
+        mg_graph_free(g);
+        free(m);
+    }
+    ck_assert_msg(zero > 0, "no plan below store-all ran every op once");
 }
 END_TEST
 
@@ -2261,6 +2394,9 @@ static Suite *planner_suite(void)
     tcase_add_loop_test(mf, test_min_feasible_consistent, 0, MINFEAS_MODELS);
     tcase_add_test(mf, test_unmet_budget_plans_more_parts);
     tcase_add_test(mf, test_untried_parts_said_where_wanted);
+    tcase_add_test(mf, test_compile_leaves_out_a_search_it_needs_not);
+    tcase_add_test(mf, test_min_search_stops_far_below_the_budget);
+    tcase_add_test(mf, test_compile_plans_what_plan_plans);
     suite_add_tcase(s, mf);
     /* the end-to-end tests run as ctest entries of their own (test_planner_e2e and _cnn:
      * compiled models; test_planner_cli: the command line on benchmark graphs), each well
