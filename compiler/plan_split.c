@@ -190,6 +190,7 @@ static mg_status least_below(const mg_graph *g, const mg_plan_request *rq, int p
         int k = ks[i], floored;
         if (k & (k - 1)) continue;
         mg_plan_request r = *rq;
+        r.want_min_feasible = MG_MIN_YES; /* (compile's too: with no budget it would search nothing) */
         r.min_feasible_below = minf > 0 ? minf : 0;
         mg_planned p;
         if (plan_parts(g, k, 1, &r, INT64_MAX, max_split_nodes(rq, 0), r.min_feasible_below, &floored, end, &p, d))
@@ -217,7 +218,13 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
             return mg_diag_set(d, (mg_loc){0}, "--micro-batches %d splits the training step into %d operations, more "
                                "than the %d the planner takes", micro_batches, n, MG_PLAN_MAX_NODES);
     }
-    mg_status st = mg_plan_program(g, rq, out, d);
+    /* with --micro-batches k the whole batch's minimum and the fewer parts' (least_below) are
+     * where k's search starts, searched whole for compile too: from elsewhere it can end higher
+     * than the minimum `plan` reports, and compile then refused the budget `plan` met there
+     * (resnet18_64 in 8 parts at 5,334,080 bytes: "the minimum ... is 5,649,472") */
+    mg_plan_request first = *rq;
+    if (micro_batches >= 2 && rq->want_min_feasible) first.want_min_feasible = MG_MIN_YES;
+    mg_status st = mg_plan_program(g, &first, out, d);
     if (st) return st;
     out->micro_batches = 1;
     if (micro_batches == 1) return MG_OK;
@@ -243,7 +250,11 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
                 *out = (mg_planned){0};
                 return MG_ERR;
             }
-            if (below <= 0 || (!floored && p.min_feasible_bytes >= 0 && p.min_feasible_bytes < below)) break;
+            /* (compile left the search out where the plan runs every op once: no search changes it) */
+            int settled = rq->want_min_feasible == MG_MIN_AS_PLANNED && p.train &&
+                          p.train->flops_executed <= p.train->flops_once;
+            if (below <= 0 || settled || (!floored && p.min_feasible_bytes >= 0 && p.min_feasible_bytes < below))
+                break;
             mg_planned_free(&p);
             r.min_feasible_below = 0;
         }
