@@ -18,8 +18,8 @@ static int stopped(const atomic_int *stop) { return stop && atomic_load(stop) ==
  * bisection's least that the solve runs where the budget is near that (solve_below). */
 static int stop_asked(const mg_min_search_job *a, int found, int64_t hi)
 {
-    return stopped(a->stop) ||
-           (a->stop && atomic_load(a->stop) == MG_SEARCH_STOP_FAR && found && mg_far_above_min(hi, a->budget));
+    int asked = a->stop ? atomic_load(a->stop) : MG_SEARCH_ON;
+    return asked == MG_SEARCH_STOP || (asked == MG_SEARCH_STOP_FAR && found && mg_far_above_min(hi, a->budget));
 }
 
 /* Some plan within budget: the first variant, most frugal first, that schedules under it and
