@@ -93,7 +93,7 @@ static mg_status place_below(const mg_problem *pr, const mg_sched_opts *o, mg_pl
     int64_t cap = budget;
     for (int it = 0; it < DESCENT_TRIES && p; it++) {
         /* (any target: what missed a larger budget of the descent misses this one) */
-        if (mg_place_memo_place(mm, p, budget, budget, 1, effort, d)) {
+        if (mg_place_memo_place(mm, pr->placed, p, budget, budget, 1, effort, d)) {
             mg_plan_free(p);
             return MG_ERR;
         }
@@ -175,7 +175,7 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, mg_vari
         mg_plan *p = mg_variant_take(pr, &kept[i]);
         int64_t budget = (*least)->workspace_bytes - 1;
         if (!st && p->peak_live_bytes <= budget &&
-            (st = mg_place_memo_place(mm, p, budget, budget, 1, 1.0, d)) == MG_OK && p->workspace_bytes <= budget) {
+            (st = mg_place_memo_place(mm, pr->placed, p, budget, budget, 1, 1.0, d)) == MG_OK && p->workspace_bytes <= budget) {
             mg_plan_free(*least);
             *least = p;
         } else {

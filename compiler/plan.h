@@ -108,6 +108,8 @@ typedef struct mg_problem {
     char **names;          /* node names of imported graphs (owned), or NULL */
     int *part;             /* per node, the part of the batch its value is of, from 1, in a step in
                               parts (mg_node.micro_batch); 0: of no one part. NULL: not in parts */
+    struct mg_place_cache *placed; /* the placements made for it, shared by the threads of one solve
+                                      (place_memo.c; set on solve_below's copy); NULL: none */
 } mg_problem;
 
 /* problem.c: the problem of one generated function of g (the joint graph for TRAIN). */

@@ -202,6 +202,20 @@ static char *sqrt_checkpoints(const mg_problem *pr)
     return keep;
 }
 
+/* A copy of p (its steps and buffers; the graph is shared). */
+static mg_plan *plan_copy(const mg_plan *p)
+{
+    mg_plan *c = malloc(sizeof *c);
+    if (!c) abort();
+    *c = *p;
+    c->steps = malloc(((size_t)p->nsteps + 1) * sizeof *c->steps);
+    c->bufs = malloc(((size_t)p->nbufs + 1) * sizeof *c->bufs);
+    if (!c->steps || !c->bufs) abort();
+    for (int i = 0; i < p->nsteps; i++) c->steps[i] = p->steps[i];
+    for (int i = 0; i < p->nbufs; i++) c->bufs[i] = p->bufs[i];
+    return c;
+}
+
 /* The plan of one solver under budget, or NULL (and MG_OK) when it has none that fits. *optimal
  * is set when the exact search's plan, found under the budget itself, is among the candidates:
  * then the cheapest candidate is optimal. pre: NULL, or (auto only) the variants already
@@ -256,11 +270,17 @@ static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t bu
             continue;
         }
         int at_budget = 0;
-        if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, mg_variant_take(pr, &v[i]), 0, &mm, nm, &p, &at_budget, d)))
+        mg_plan *first = mg_variant_take(pr, &v[i]), *again = plan_copy(first);
+        if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, first, 0, &mm, nm, &p, &at_budget, d))) {
+            mg_plan_free(again);
             continue;
-        if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget */
+        }
+        if (!p || !at_budget) { /* the arena missed the budget at first: aim it at the budget, from the
+                                   same schedule (not made again) */
             mg_sv_keep_better(out, p);
-            if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, NULL, 2, &mm, nm, &p, NULL, d))) continue;
+            if ((st = mg_sv_fit(pr, &v[i].o, budget, &memo->s, again, 2, &mm, nm, &p, NULL, d))) continue;
+        } else {
+            mg_plan_free(again);
         }
         mg_sv_keep_better(out, p);
     }
@@ -1000,10 +1020,16 @@ static int settled(const mg_solution *s) { return s->optimal == 1 && !s->optimal
  * at or under floor is as good as any (the forward pass's under the training step's: the
  * program needs the larger), so a plan within floor ends the search, and it reports that plan's
  * workspace. */
-static mg_status solve_below(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, int64_t below,
-                             int64_t floor, double time_limit, mg_solution *out, mg_diag *d)
+static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_t budget, int want_min,
+                             int64_t below, int64_t floor, double time_limit, mg_solution *out, mg_diag *d)
 {
     *out = (mg_solution){.min_feasible_bytes = -1, .optimal = -1, .lower_bound = -1};
+    /* (the placements made, for every thread of this solve: a problem solved within another's
+     * solve shares that one's) */
+    mg_problem with_cache = *problem;
+    mg_place_cache *placed = problem->placed ? NULL : mg_place_cache_new();
+    if (placed) with_cache.placed = placed;
+    const mg_problem *pr = &with_cache;
     char *keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
@@ -1191,6 +1217,7 @@ done:
     mg_chain_free(memo.s.chain);
     mg_plan_free(sa);
     free(keep);
+    mg_place_cache_free(placed); /* (every thread that placed is joined) */
     if (st) {
         mg_plan_free(out->plan);
         out->plan = NULL;
@@ -1202,20 +1229,6 @@ mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int w
                    mg_solution *out, mg_diag *d)
 {
     return solve_below(pr, solver, budget, want_min, 0, 0, time_limit, out, d);
-}
-
-/* A copy of p (its steps and buffers; the graph is shared). */
-static mg_plan *plan_copy(const mg_plan *p)
-{
-    mg_plan *c = malloc(sizeof *c);
-    if (!c) abort();
-    *c = *p;
-    c->steps = malloc(((size_t)p->nsteps + 1) * sizeof *c->steps);
-    c->bufs = malloc(((size_t)p->nbufs + 1) * sizeof *c->bufs);
-    if (!c->steps || !c->bufs) abort();
-    for (int i = 0; i < p->nsteps; i++) c->steps[i] = p->steps[i];
-    for (int i = 0; i < p->nbufs; i++) c->bufs[i] = p->bufs[i];
-    return c;
 }
 
 mg_status mg_solve_from(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,

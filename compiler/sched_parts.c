@@ -313,7 +313,7 @@ static mg_status parts_plan(const mg_problem *pr, int64_t budget, part_sub *s, c
         }
         mg_plan *p = mg_pb_replay(pr, seq, n, NULL);
         if (!p) break; /* (the units are in an order the step allows: not expected) */
-        if ((st = mg_place_memo_place(NULL, p, budget, budget, 0, 1.0, d))) {
+        if ((st = mg_place_memo_place(NULL, pr->placed, p, budget, budget, 0, 1.0, d))) {
             mg_plan_free(p);
             break;
         }

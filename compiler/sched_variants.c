@@ -136,7 +136,7 @@ mg_status mg_sv_fit(const mg_problem *pr, const mg_sched_opts *opts, int64_t bud
             cap = dead + (missed - dead) / 2;
             continue;
         }
-        if (mg_place_memo_place(mm, p, budget, aim ? budget : INT64_MAX, 0, 1.0, d)) {
+        if (mg_place_memo_place(mm, pr->placed, p, budget, aim ? budget : INT64_MAX, 0, 1.0, d)) {
             mg_plan_free(p);
             return MG_ERR;
         }

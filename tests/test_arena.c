@@ -16,6 +16,7 @@
  *  - The command: its text and JSON reports and exit codes. */
 #include "arena.h"
 #include "driver.h" /* mg_cmd_arena */
+#include "place_memo.h"
 #include "plan.h"
 #include "testutil.h"
 
@@ -688,6 +689,78 @@ START_TEST(test_assign_same_range_same_placement)
 }
 END_TEST
 
+/* A solve's cache of placements (place_memo.c) gives the same buffers placed with the same effort
+ * at a capacity in the range the first placement reported (the random plans above) the very
+ * placement the arena makes there, offset for offset, without placing them again; at a capacity
+ * outside it, or with another effort, they are placed anew. */
+static mg_plan plan_copy_of(const mg_buffer *bufs, int n, int nsteps, mg_buffer *room)
+{
+    memcpy(room, bufs, (size_t)n * sizeof *room);
+    for (int i = 0; i < n; i++) room[i].offset = -7; /* (every offset is written) */
+    return placement_plan(room, n, nsteps);
+}
+
+static void assert_same_placement(const mg_plan *a, const mg_plan *b, const char *what)
+{
+    ck_assert_msg(a->workspace_bytes == b->workspace_bytes && a->peak_live_bytes == b->peak_live_bytes,
+                  "%s: workspace %lld / %lld, peak %lld / %lld", what, (long long)a->workspace_bytes,
+                  (long long)b->workspace_bytes, (long long)a->peak_live_bytes, (long long)b->peak_live_bytes);
+    for (int i = 0; i < a->nbufs; i++)
+        ck_assert_msg(a->bufs[i].offset == b->bufs[i].offset, "%s: buffer %d at %lld, placed anew at %lld", what, i,
+                      (long long)a->bufs[i].offset, (long long)b->bufs[i].offset);
+}
+
+START_TEST(test_place_cache_gives_the_same_placement)
+{
+    enum { NB = 120, PLANS = 32 };
+    int outside = 0;
+    for (int t = 0; t < PLANS; t++) {
+        uint64_t s = 1000 + (uint64_t)t;
+        mg_buffer bufs[NB], a[NB], b[NB];
+        mg_interval iv[NB];
+        int nb = 20 + rnd(&s, NB - 20);
+        for (int i = 0; i < nb; i++) {
+            int first = rnd(&s, 60);
+            bufs[i] = (mg_buffer){300 + rnd(&s, 700), first, first + rnd(&s, 20), -1, i};
+            iv[i] = (mg_interval){bufs[i].first, bufs[i].last + 1, bufs[i].bytes, 0};
+        }
+        int64_t peak = max_live(iv, nb), cap = peak + (peak / 100) * rnd(&s, 4) + rnd(&s, 100), same[2];
+        char what[96];
+        mg_diag d;
+        mg_place_cache *pc = mg_place_cache_new();
+        mg_plan first = plan_copy_of(bufs, nb, 80, a);
+        ck_assert_int_eq(mg_place_memo_place(NULL, pc, &first, cap, cap, 0, 1.0, &d), MG_OK);
+        ck_assert_int_eq(mg_place_cache_hits(pc), 0);
+        mg_plan fresh = plan_copy_of(bufs, nb, 80, b);
+        ck_assert_int_eq(mg_arena_assign_same(&fresh, cap, NULL, same, &d), MG_OK);
+        snprintf(what, sizeof what, "plan %d within %lld", t, (long long)cap);
+        assert_same_placement(&first, &fresh, what);
+        /* inside the range (its ends clamped to sizes a plan can have), then below it and with
+         * another effort */
+        int64_t lo = same[0] < 1 ? 1 : same[0], hi = same[1] > ((int64_t)1 << 50) ? (int64_t)1 << 50 : same[1];
+        const int64_t caps[5] = {lo, hi, lo + (hi - lo) / 2, lo - 1, cap};
+        const double effort[5] = {1.0, 1.0, 1.0, 1.0, 0.5};
+        for (int k = 0; k < 5; k++) {
+            if (caps[k] < 1) continue;
+            int64_t hits = mg_place_cache_hits(pc);
+            mg_plan again = plan_copy_of(bufs, nb, 80, a);
+            ck_assert_int_eq(mg_place_memo_place(NULL, pc, &again, caps[k], caps[k], 0, effort[k], &d), MG_OK);
+            int inside = k < 3;
+            snprintf(what, sizeof what, "plan %d within %lld (first %lld), effort %.1f", t, (long long)caps[k],
+                     (long long)cap, effort[k]);
+            ck_assert_msg(mg_place_cache_hits(pc) == hits + inside, "%s: %s", what,
+                          inside ? "placed anew" : "given from the cache");
+            fresh = plan_copy_of(bufs, nb, 80, b);
+            ck_assert_int_eq(mg_arena_assign_effort(&fresh, caps[k], effort[k], NULL, NULL, &d), MG_OK);
+            assert_same_placement(&again, &fresh, what);
+            outside += !inside;
+        }
+        mg_place_cache_free(pc);
+    }
+    ck_assert_int_ge(outside, PLANS); /* (the capacities below the range: some plans' start at 1) */
+}
+END_TEST
+
 /* A schedule the minimum search of resnet50 (Checkmate) placed at three of its probes (814
  * buffers, tests/data/arena_resnet50_min_probe.csv): its greedy placement is 668 MB above the
  * peak of live bytes, and the search within the probe's budget gives up at its effort limit. The
@@ -992,6 +1065,7 @@ static Suite *arena_suite(void)
     tcase_add_test(tc, test_assign_same_class_same_placement);
     tcase_add_test(tc, test_assign_same_range_same_placement);
     tcase_add_test(tc, test_assign_same_range_resnet50);
+    tcase_add_test(tc, test_place_cache_gives_the_same_placement);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     TCase *c = tcase_create("csv");
