@@ -175,7 +175,8 @@ static mg_status descend_ladder(const mg_problem *pr, mg_place_memo *mm, mg_vari
         mg_plan *p = mg_variant_take(pr, &kept[i]);
         int64_t budget = (*least)->workspace_bytes - 1;
         if (!st && p->peak_live_bytes <= budget &&
-            (st = mg_place_memo_place(mm, pr->placed, p, budget, budget, 1, 1.0, d)) == MG_OK && p->workspace_bytes <= budget) {
+            (st = mg_place_memo_place(mm, pr->placed, p, budget, budget, 1, 1.0, d)) == MG_OK &&
+            p->workspace_bytes <= budget) {
             mg_plan_free(*least);
             *least = p;
         } else {

@@ -659,28 +659,40 @@ static int64_t check_same_range(mg_buffer *bufs, int n, int nsteps, int64_t cap,
 /* Random plans whose greedy placements mostly miss a capacity a little above their peak of live
  * bytes, so the search runs and meets it: sizes of any byte count (the class of a capacity is
  * then one byte). */
+enum { RANDOM_PLAN_BUFS = 120, RANDOM_PLAN_STEPS = 80 };
+
+/* Random plan t (20 to RANDOM_PLAN_BUFS buffers, returned, in bufs and iv) and a capacity a little
+ * above its peak of live bytes (*cap). */
+static int random_plan(int t, mg_buffer *bufs, mg_interval *iv, int64_t *cap)
+{
+    uint64_t s = 1000 + (uint64_t)t;
+    int nb = 20 + rnd(&s, RANDOM_PLAN_BUFS - 20);
+    for (int i = 0; i < nb; i++) {
+        int first = rnd(&s, 60);
+        bufs[i] = (mg_buffer){300 + rnd(&s, 700), first, first + rnd(&s, 20), -1, i};
+        iv[i] = (mg_interval){bufs[i].first, bufs[i].last + 1, bufs[i].bytes, 0};
+    }
+    int64_t peak = max_live(iv, nb);
+    *cap = peak + (peak / 100) * rnd(&s, 4) + rnd(&s, 100);
+    return nb;
+}
+
 START_TEST(test_assign_same_range_same_placement)
 {
-    enum { NB = 120, PLANS = 32 };
+    enum { PLANS = 32 };
     int searched = 0, wide = 0;
     for (int t = 0; t < PLANS; t++) {
-        uint64_t s = 1000 + (uint64_t)t;
-        mg_buffer bufs[NB];
-        mg_interval iv[NB];
-        int nb = 20 + rnd(&s, NB - 20);
-        for (int i = 0; i < nb; i++) {
-            int first = rnd(&s, 60);
-            bufs[i] = (mg_buffer){300 + rnd(&s, 700), first, first + rnd(&s, 20), -1, i};
-            iv[i] = (mg_interval){bufs[i].first, bufs[i].last + 1, bufs[i].bytes, 0};
-        }
-        int64_t peak = max_live(iv, nb), cap = peak + (peak / 100) * rnd(&s, 4) + rnd(&s, 100);
+        mg_buffer bufs[RANDOM_PLAN_BUFS];
+        mg_interval iv[RANDOM_PLAN_BUFS];
+        int64_t cap;
+        int nb = random_plan(t, bufs, iv, &cap);
         mg_arena_opts greedy_only = {INT64_MAX, 0, 0};
         mg_arena_stats st;
         mg_arena_place_ex(iv, nb, &greedy_only, &st);
         char what[64];
         snprintf(what, sizeof what, "plan %d (%d buffers, within %lld)", t, nb, (long long)cap);
         int64_t same[2];
-        ck_assert_int_le(check_same_range(bufs, nb, 80, cap, same, what), cap);
+        ck_assert_int_le(check_same_range(bufs, nb, RANDOM_PLAN_STEPS, cap, same, what), cap);
         searched += st.greedy_bytes > cap;
         wide += same[1] > same[0] && (uint64_t)same[1] - (uint64_t)same[0] > 1; /* (the range may be all of int64) */
     }
@@ -712,26 +724,20 @@ static void assert_same_placement(const mg_plan *a, const mg_plan *b, const char
 
 START_TEST(test_place_cache_gives_the_same_placement)
 {
-    enum { NB = 120, PLANS = 32 };
+    enum { PLANS = 32, STEPS = RANDOM_PLAN_STEPS };
     int outside = 0;
     for (int t = 0; t < PLANS; t++) {
-        uint64_t s = 1000 + (uint64_t)t;
-        mg_buffer bufs[NB], a[NB], b[NB];
-        mg_interval iv[NB];
-        int nb = 20 + rnd(&s, NB - 20);
-        for (int i = 0; i < nb; i++) {
-            int first = rnd(&s, 60);
-            bufs[i] = (mg_buffer){300 + rnd(&s, 700), first, first + rnd(&s, 20), -1, i};
-            iv[i] = (mg_interval){bufs[i].first, bufs[i].last + 1, bufs[i].bytes, 0};
-        }
-        int64_t peak = max_live(iv, nb), cap = peak + (peak / 100) * rnd(&s, 4) + rnd(&s, 100), same[2];
+        mg_buffer bufs[RANDOM_PLAN_BUFS], a[RANDOM_PLAN_BUFS], b[RANDOM_PLAN_BUFS];
+        mg_interval iv[RANDOM_PLAN_BUFS];
+        int64_t cap, same[2];
+        int nb = random_plan(t, bufs, iv, &cap);
         char what[96];
         mg_diag d;
         mg_place_cache *pc = mg_place_cache_new();
-        mg_plan first = plan_copy_of(bufs, nb, 80, a);
+        mg_plan first = plan_copy_of(bufs, nb, STEPS, a);
         ck_assert_int_eq(mg_place_memo_place(NULL, pc, &first, cap, cap, 0, 1.0, &d), MG_OK);
         ck_assert_int_eq(mg_place_cache_hits(pc), 0);
-        mg_plan fresh = plan_copy_of(bufs, nb, 80, b);
+        mg_plan fresh = plan_copy_of(bufs, nb, STEPS, b);
         ck_assert_int_eq(mg_arena_assign_same(&fresh, cap, NULL, same, &d), MG_OK);
         snprintf(what, sizeof what, "plan %d within %lld", t, (long long)cap);
         assert_same_placement(&first, &fresh, what);
@@ -743,14 +749,14 @@ START_TEST(test_place_cache_gives_the_same_placement)
         for (int k = 0; k < 5; k++) {
             if (caps[k] < 1) continue;
             int64_t hits = mg_place_cache_hits(pc);
-            mg_plan again = plan_copy_of(bufs, nb, 80, a);
+            mg_plan again = plan_copy_of(bufs, nb, STEPS, a);
             ck_assert_int_eq(mg_place_memo_place(NULL, pc, &again, caps[k], caps[k], 0, effort[k], &d), MG_OK);
             int inside = k < 3;
             snprintf(what, sizeof what, "plan %d within %lld (first %lld), effort %.1f", t, (long long)caps[k],
                      (long long)cap, effort[k]);
             ck_assert_msg(mg_place_cache_hits(pc) == hits + inside, "%s: %s", what,
                           inside ? "placed anew" : "given from the cache");
-            fresh = plan_copy_of(bufs, nb, 80, b);
+            fresh = plan_copy_of(bufs, nb, STEPS, b);
             ck_assert_int_eq(mg_arena_assign_effort(&fresh, caps[k], effort[k], NULL, NULL, &d), MG_OK);
             assert_same_placement(&again, &fresh, what);
             outside += !inside;
