@@ -658,6 +658,7 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         LLVMValueRef w = n->ninputs > 3 ? place_ptr(c, pl, &st->in[3], n->in[3]) : NULL;
         LLVMValueRef dims[4] = {ci64(c, N), ci64(c, C), ci64(c, S), ci64(c, n->iattr[0])};
         if (n->op == MG_OP_BN_STATS || n->op == MG_OP_BN_STATS_ACC) {
+            if (c->mode == CG_EVAL) return; /* inference normalises with the running statistics */
             LLVMValueRef a[8] = {dims[0], dims[1], dims[2], dims[3], ci64(c, n->op == MG_OP_BN_STATS ? 0 : n->iattr[1]),
                                  x, y ? y : nul, out};
             call(c, "mgk_bn_stats", xt, a, 8);

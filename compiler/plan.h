@@ -558,8 +558,9 @@ typedef struct mg_planned {
     double flops_lower_bound;     /* proven bound on the training step's FLOPs (-1: none) */
     const char *note;             /* the training step's search note (mg_solution), or NULL */
     double solve_seconds;
-    mg_graph *graph;              /* the micro-batched joint graph both plans are of (owned; microbatch.h),
-                                     NULL: the model's own */
+    mg_graph *graph;              /* the joint graph both plans are of (owned): micro-batched, or with
+                                     its batch_norms lowered (mg_split_graph, microbatch.h); NULL:
+                                     the model's own */
     int micro_batches;            /* into how many parts graph splits the batch (0 or 1: not split) */
     int convs_uncapped;           /* graph's convolutions keep the whole batch's scratch
                                      (mg_microbatch_ex's cap_convs 0) */

@@ -328,8 +328,8 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     /* a micro-batched plan is of the graph the rewrite makes of g in that many parts */
     mg_diag md = {0};
     if (!r.bad && (opt[2] < 0 || opt[2] > 1)) r.bad = 1;
-    if (!r.bad && opt[1] >= 2 && mg_microbatch_ex(g, opt[1], !opt[2], &out->graph, &md)) r.bad = 1;
-    if (!r.bad && (opt[1] < 1 || (opt[1] == 1) != !out->graph)) r.bad = 1;
+    if (!r.bad && opt[1] < 1) r.bad = 1;
+    if (!r.bad && mg_split_graph(g, opt[1], !opt[2], &out->graph, &md)) r.bad = 1;
     if (!r.bad && (opt[3] < 0 || opt[4] < 0 || opt[5] < 0)) r.bad = 1;
     out->micro_batches = opt[1];
     out->convs_uncapped = opt[2];

@@ -14,6 +14,7 @@
  * functions), so the k parts cost little more to compile than one (cnn_fmnist: 2.3 s whole,
  * 2.2 s in 8 parts of 189 nodes, 3.4 s in 32 parts of 677; unet_small in 4 parts of 588 nodes:
  * 4.7 s), and planning 128 parts of cnn_fmnist (2,629 nodes) takes under a second. */
+#include "bn_lower.h"
 #include "clock.h"
 #include "microbatch.h"
 
@@ -45,7 +46,7 @@ static mg_status plan_parts(const mg_graph *g, int k, int cap_convs, const mg_pl
     *out = (mg_planned){0};
     if (floored) *floored = 0;
     mg_graph *gk;
-    if (mg_microbatch_ex(g, k, cap_convs, &gk, d)) return MG_ERR;
+    if (mg_split_graph(g, k, cap_convs, &gk, d)) return MG_ERR;
     if (gk->n > max_nodes) {
         out->parts_not_tried = k;
         out->parts_not_tried_ops = gk->n;
@@ -122,7 +123,8 @@ static int min_wanted(const mg_plan_request *rq, const mg_planned *out)
 static mg_status prefer_uncapped(const mg_graph *g, const mg_plan_request *rq, double end, double least,
                                  mg_planned *out, mg_diag *d)
 {
-    if (!out->graph || !out->train || out->convs_uncapped || !mg_microbatch_convs_capped(out->graph)) return MG_OK;
+    if (out->micro_batches < 2 || !out->train || out->convs_uncapped || !mg_microbatch_convs_capped(out->graph))
+        return MG_OK;
     /* Not where the plan recomputes more than CLEARLY of a step: the same graph with more
      * scratch has never come within CLEARLY of it there, and its solve costs as much as the
      * first (resnet18_64 at 40/33/25/20% of its store-all: 1.90/4.61/11.88/23.00% recomputed,
@@ -170,6 +172,23 @@ static mg_status finish(const mg_graph *g, const mg_plan_request *rq, double end
     mg_planned_free(out);
     *out = (mg_planned){0};
     return MG_ERR;
+}
+
+mg_status mg_split_graph(const mg_graph *g, int k, int cap_convs, mg_graph **out, mg_diag *d)
+{
+    *out = NULL;
+    mg_graph *gk = NULL, *lowered;
+    if (k >= 2 && mg_microbatch_ex(g, k, cap_convs, &gk, d)) return MG_ERR;
+    if (mg_bn_lower(gk ? gk : g, &lowered, d)) {
+        mg_graph_free(gk);
+        return MG_ERR;
+    }
+    if (lowered) {
+        mg_graph_free(gk);
+        gk = lowered;
+    }
+    *out = gk;
+    return MG_OK;
 }
 
 uint64_t mg_plan_split_cache_key(const mg_graph *g, const mg_plan_request *rq, int micro_batches)
@@ -224,8 +243,14 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
      * (resnet18_64 in 8 parts at 5,334,080 bytes: "the minimum ... is 5,649,472") */
     mg_plan_request first = *rq;
     if (micro_batches >= 2 && rq->want_min_feasible) first.want_min_feasible = MG_MIN_YES;
-    mg_status st = mg_plan_program(g, &first, out, d);
-    if (st) return st;
+    mg_graph *whole_graph;
+    if (mg_split_graph(g, 1, 1, &whole_graph, d)) return MG_ERR;
+    mg_status st = mg_plan_program(whole_graph ? whole_graph : g, &first, out, d);
+    if (st) {
+        mg_graph_free(whole_graph);
+        return st;
+    }
+    out->graph = whole_graph;
     out->micro_batches = 1;
     if (micro_batches == 1) return MG_OK;
     if (micro_batches >= 2) { /* exactly k parts: the whole batch's plan gave the figures */

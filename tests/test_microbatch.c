@@ -9,6 +9,7 @@
  * store-all) gives byte-identical loss and gradients, within each budget.
  */
 #include "autodiff.h"
+#include "backend.h"
 #include "frontend.h"
 #include "microbatch.h"
 #include "testutil.h"
@@ -234,17 +235,10 @@ typedef struct bn_run {
     size_t pbytes, sbytes, obytes;
 } bn_run;
 
-static void run_bn(const char *dir, const char *tag, const char *opts, bn_run *r)
+/* Two training steps of the model "bnnet" h was built from, its forward passes after them;
+ * r->pbytes and r->sbytes given, ws its workspace. */
+static void run_bnnet(void *h, long long ws, bn_run *r)
 {
-    char *log = NULL, hpath[4300];
-    void *h = tu_build_model(dir, tag, bn_model, opts, &log);
-    ck_assert_msg(h != NULL, "compile with '%s' failed:\n%s", opts, log ? log : "");
-    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
-    char *hdr = tu_read(hpath);
-    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
-    r->pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
-    r->sbytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
-    free(hdr);
     ck_assert(r->pbytes <= sizeof r->grads && r->sbytes <= sizeof r->state);
     const desc *in_desc = tu_sym(h, "bnnet", "inputs_desc"), *out_desc = tu_sym(h, "bnnet", "outputs_desc");
     r->obytes = out_desc[0].bytes;
@@ -273,6 +267,21 @@ static void run_bn(const char *dir, const char *tag, const char *opts, bn_run *r
     for (int i = 0; i < 2; i++) free(inputs[i]);
     free(params);
     free(ws_mem);
+}
+
+/* src (model "bnnet") compiled by `memgrad compile` with opts, and run */
+static void run_bn(const char *dir, const char *tag, const char *src, const char *opts, bn_run *r)
+{
+    char *log = NULL, hpath[4300];
+    void *h = tu_build_model(dir, tag, src, opts, &log);
+    ck_assert_msg(h != NULL, "compile with '%s' failed:\n%s", opts, log ? log : "");
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
+    char *hdr = tu_read(hpath);
+    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    r->pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    r->sbytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
+    free(hdr);
+    run_bnnet(h, ws, r);
     dlclose(h);
     free(log);
 }
@@ -384,8 +393,8 @@ START_TEST(test_bn_split)
 
     char *dir = tu_tmpdir();
     bn_run *whole = calloc(1, sizeof *whole), *parts = calloc(1, sizeof *parts);
-    run_bn(dir, "whole", "-O1 --micro-batches 1", whole);
-    run_bn(dir, "parts", "-O1 --micro-batches 2", parts);
+    run_bn(dir, "whole", bn_model, "-O1 --micro-batches 1", whole);
+    run_bn(dir, "parts", bn_model, "-O1 --micro-batches 2", parts);
     ck_assert_msg(isfinite(whole->loss[1]), "loss %g", whole->loss[1]);
     ck_assert(memcmp(whole->loss, parts->loss, sizeof whole->loss) == 0);
     ck_assert_int_eq(whole->pbytes, parts->pbytes);
@@ -396,6 +405,135 @@ START_TEST(test_bn_split)
     ck_assert_msg(memcmp(whole->train, parts->train, whole->obytes) == 0, "training-mode outputs differ");
     free(whole);
     free(parts);
+    tu_dir_free(&dir);
+}
+END_TEST
+
+/* What bn_lower.c must keep apart: a batch_norm of the input itself (no input gradient: the
+ * scale's and shift's alone), two batch_norms of one value (one set of statistics) with other
+ * eps and momentum, whose sum gives both one dy (each shift's gradient sums it). */
+static const char bn_lower_model[] = "model bnnet\n"
+                                     "input x: f32[8, 2, 6, 6]\n"
+                                     "input y: i32[8]\n"
+                                     "param s0: f32[2] = ones\n"
+                                     "param t0: f32[2] = zeros\n"
+                                     "param w: f32[4, 2, 3, 3] = he\n"
+                                     "param s: f32[4] = ones\n"
+                                     "param t: f32[4] = zeros\n"
+                                     "param s2: f32[4] = normal(0.5)\n"
+                                     "param t2: f32[4] = normal(0.5)\n"
+                                     "param w2: f32[36, 3] = he\n"
+                                     "c = conv2d(batch_norm(x, s0, t0), w, pad=1)\n"
+                                     "h = relu(batch_norm(c, s, t) + batch_norm(c, s2, t2, eps=0.001, momentum=0.3))\n"
+                                     "logits = flatten(max_pool2d(h, kernel=2)) @ w2\n"
+                                     "loss = cross_entropy(logits, y)\n"
+                                     "output logits\n"
+                                     "minimize loss\n";
+
+/* src planned and compiled in this process on the joint graph autodiff made, its batch_norms
+ * not lowered: what `compile` made of them before bn_lower.c (the whole-batch kernels, which
+ * sum the statistics in each op that needs them) */
+static void *build_unlowered(const char *dir, const char *src, long long *ws, bn_run *r)
+{
+    mg_graph *g = joint(src);
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO};
+    mg_planned p;
+    mg_diag d = {0};
+    ck_assert_msg(mg_plan_program(g, &rq, &p, &d) == MG_OK && p.train, "%s", d.msg);
+    mg_program prog = {g, g, p.train, p.forward, p.workspace_bytes, mg_param_layout(g, NULL), 1};
+    mg_target t = {NULL, NULL, NULL, 1, 0};
+    mg_emitted e;
+    ck_assert_msg(mg_emit_object(&prog, &t, 0, &e, &d) == MG_OK, "%s", d.msg);
+    char obj[4200], so[4200], cmd[9000];
+    snprintf(obj, sizeof obj, "%s/unlowered.o", dir);
+    snprintf(so, sizeof so, "%s/unlowered.so", dir);
+    FILE *f = fopen(obj, "wb");
+    ck_assert(f && fwrite(e.obj, 1, e.obj_len, f) == e.obj_len && fclose(f) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' -shared -o '%s' '%s' -lm", MG_CC, so, obj);
+    char *out = NULL;
+    ck_assert_msg(tu_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s", dlerror());
+    int64_t state_bytes;
+    mg_state_layout(g, NULL, &state_bytes);
+    r->pbytes = (size_t)prog.param_bytes;
+    r->sbytes = (size_t)state_bytes;
+    *ws = p.workspace_bytes;
+    mg_emitted_free(&e);
+    mg_planned_free(&p);
+    mg_graph_free(g);
+    return h;
+}
+
+/* bn_lower.c: every batch_norm not split becomes its statistics (summed once, shared by the
+ * batch_norms of one value), its normalisation, and a backward that sums dy and dy * xhat once;
+ * the running statistics keep their places and names. Compiled so (`compile` at store-all, at
+ * its minimum feasible budget whole, and in 2 parts) and as the whole-batch ops, two training steps give byte-identical losses,
+ * gradients and running statistics, and the forward passes byte-identical outputs. */
+START_TEST(test_bn_lowered)
+{
+    mg_graph *g = joint(bn_lower_model), *l = NULL;
+    mg_diag d = {0};
+    ck_assert_msg(mg_split_graph(g, 1, 1, &l, &d) == MG_OK && l, "%s", d.msg);
+    int count[MG_OP_COUNT] = {0};
+    for (int v = 0; v < l->n; v++) count[l->nodes[v].op]++;
+    ck_assert_int_eq(count[MG_OP_BATCH_NORM] + count[MG_OP_BATCH_NORM_GRAD_INPUT] + count[MG_OP_BATCH_NORM_GRAD_SCALE] +
+                         count[MG_OP_BATCH_NORM_GRAD_SHIFT], 0);
+    ck_assert_int_eq(count[MG_OP_BN_STATS], 2); /* of x and of c */
+    ck_assert_int_eq(count[MG_OP_BN_STATS_ACC], 2);
+    ck_assert_int_eq(count[MG_OP_BN_APPLY], 3);
+    ck_assert_int_eq(count[MG_OP_BN_GRAD_SUMS], 3);
+    ck_assert_int_eq(count[MG_OP_BN_GRAD_APPLY], 2); /* x needs no gradient */
+    ck_assert_int_eq(count[MG_OP_BN_GRAD_PARAM], 6);
+    double before = 0, after = 0;
+    for (int v = 0; v < g->n; v++) before += mg_node_flops(g, v);
+    for (int v = 0; v < l->n; v++) after += mg_node_flops(l, v);
+    ck_assert_msg(after < before, "%g FLOPs lowered, %g before", after, before);
+    mg_state_entry eg[16], el[16];
+    int64_t tg, tl;
+    int ng = mg_state_layout(g, eg, &tg), nl = mg_state_layout(l, el, &tl);
+    ck_assert_int_eq(ng, 7);
+    ck_assert_int_eq(nl, ng);
+    ck_assert_int_eq(tl, tg);
+    for (int i = 0; i < ng; i++) {
+        char a[128], b[128];
+        ck_assert_int_eq(el[i].kind, eg[i].kind);
+        ck_assert_int_eq(el[i].offset, eg[i].offset);
+        ck_assert_str_eq(mg_state_name(l, &el[i], a, sizeof a), mg_state_name(g, &eg[i], b, sizeof b));
+    }
+    for (int i = 0; i < g->nparams; i++)
+        ck_assert_str_eq(l->nodes[l->param_grads[i]].name ? l->nodes[l->param_grads[i]].name : "",
+                         g->nodes[g->param_grads[i]].name ? g->nodes[g->param_grads[i]].name : "");
+    mg_graph_free(l);
+    mg_graph_free(g);
+
+    char *dir = tu_tmpdir();
+    bn_run *ref = calloc(1, sizeof *ref), *r = calloc(1, sizeof *r);
+    long long ws;
+    void *h = build_unlowered(dir, bn_lower_model, &ws, ref);
+    run_bnnet(h, ws, ref);
+    dlclose(h);
+    ck_assert_msg(isfinite(ref->loss[1]), "loss %g", ref->loss[1]);
+    char *out = NULL, minb[64], *opts[3] = {"-O1", minb, "-O1 --micro-batches 2"};
+    ck_assert(tu_write(tu_path(dir, "m.mg"), bn_lower_model) == 0);
+    ck_assert_int_eq(tu_memgrad(&out, "plan '%s' --format json --no-cache --micro-batches 1", tu_path(dir, "m.mg")), 0);
+    snprintf(minb, sizeof minb, "-O1 --micro-batches 1 --budget %lldB", tu_json_figure(out, "min_feasible_bytes"));
+    free(out);
+    for (int i = 0; i < 3; i++) {
+        memset(r, 0, sizeof *r);
+        run_bn(dir, "lowered", bn_lower_model, opts[i], r);
+        ck_assert_msg(memcmp(ref->loss, r->loss, sizeof r->loss) == 0, "%s: losses %.9g %.9g, not %.9g %.9g", opts[i],
+                      r->loss[0], r->loss[1], ref->loss[0], ref->loss[1]);
+        ck_assert_int_eq(r->pbytes, ref->pbytes);
+        ck_assert_int_eq(r->sbytes, ref->sbytes);
+        ck_assert_msg(memcmp(ref->grads, r->grads, r->pbytes) == 0, "%s: gradients differ", opts[i]);
+        ck_assert_msg(memcmp(ref->state, r->state, r->sbytes) == 0, "%s: running statistics differ", opts[i]);
+        ck_assert_msg(memcmp(ref->eval, r->eval, r->obytes) == 0, "%s: inference outputs differ", opts[i]);
+        ck_assert_msg(memcmp(ref->train, r->train, r->obytes) == 0, "%s: training-mode outputs differ", opts[i]);
+    }
+    free(ref);
+    free(r);
     tu_dir_free(&dir);
 }
 END_TEST
@@ -1203,6 +1341,7 @@ int main(void)
     tcase_add_test(tc, test_batch_is_the_first_input);
     tcase_add_test(tc, test_counts_of_large_batches);
     tcase_add_test(tc, test_bn_split);
+    tcase_add_test(tc, test_bn_lowered);
     tcase_add_test(tc, test_loss_in_parts);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_cnn_bit_identical);

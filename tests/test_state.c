@@ -100,8 +100,9 @@ static void sgd(built *b, float lr)
 }
 
 /* Plans src at store-all (the JSON's minimum feasible budget into minb) and at that minimum;
- * returns how many `op` nodes the minimum plan recomputes. The whole batch: split into
- * micro-batches, batch_norm runs as bn_stats and bn_apply (test_microbatch checks its state). */
+ * returns how many `op` nodes the minimum plan recomputes. The whole batch (batch_norm runs as
+ * bn_stats and bn_apply whole or in parts, bn_lower.c; test_microbatch checks that their state is
+ * the same). */
 static int plan_min(const char *dir, const char *src, const char *op, char *minb, size_t n)
 {
     char *out = NULL, mpath[4300];
@@ -139,8 +140,8 @@ static const char *bn_src =
 START_TEST(test_bn_running_stats_once_when_recomputed)
 {
     char *dir = tu_tmpdir(), minb[64];
-    int rec = plan_min(dir, bn_src, "batch_norm", minb, sizeof minb);
-    ck_assert_msg(rec > 0, "no batch_norm is recomputed at the minimum feasible budget %s", minb);
+    int rec = plan_min(dir, bn_src, "bn_apply", minb, sizeof minb);
+    ck_assert_msg(rec > 0, "no batch_norm (bn_apply) is recomputed at the minimum feasible budget %s", minb);
     built a, m;
     build(&a, dir, "a", "bn", bn_src, NULL);
     build(&m, dir, "m", "bn", bn_src, minb);
