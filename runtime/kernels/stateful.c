@@ -35,6 +35,14 @@ static uint32_t mgk_threshold(double p) { return (uint32_t)ceil(p * 16777216.0);
 /* The step counter: one increment per training step (uint32 arithmetic, wrapping). */
 void mgk_step_advance(int32_t *step) { *step = (int32_t)((uint32_t)*step + 1u); }
 
+/* batch_norm's sums: a sample's run of a channel in BN_LANES lanes, then the lanes in one tree
+ * (stateful_impl.h) */
+enum { BN_LANES = 8 };
+static double mgk_bn_tree(const double *a)
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
 #define T float
 #define SFX(name) name##_f32
 #define M(fn) fn##f

@@ -2,28 +2,69 @@
  * T = float and T = double. Tensors are [N, C, S] (S = H*W, or 1 for [N, C] inputs);
  * channel c of sample n is the contiguous run x[(n*C + c)*S .. +S). */
 
-/* s plus the values of channel c, sample after sample: the one order of additions every
- * batch_norm kernel sums in, whole batch or part after part (bit-identical either way). */
+/* The sums of a batch_norm kernel, in the one order every one of them adds in, whole batch or
+ * part after part (bit-identical either way): sample after sample, each sample's run of S values
+ * of the channel summed in 8 lanes (value i in lane i % 8), the lanes added in one fixed tree,
+ * and that added to the sum so far. (One chain of S additions in double ran at one addition per
+ * 4 cycles: most of batch_norm's time, and the lanes run in vector registers.) The lanes and
+ * their tree: stateful.c. */
+
+/* s plus the values of channel c */
 static double SFX(mgk_bn_sum)(int64_t N, int64_t C, int64_t S, const T *restrict x, int64_t c, double s)
 {
     for (int64_t n = 0; n < N; n++) {
         const T *p = x + (n * C + c) * S;
-        for (int64_t i = 0; i < S; i++) s += (double)p[i];
+        double a[BN_LANES] = {0};
+        int64_t i = 0;
+        for (; i + BN_LANES <= S; i += BN_LANES)
+            for (int j = 0; j < BN_LANES; j++) a[j] += (double)p[i + j];
+        for (int j = 0; i < S; i++, j++) a[j] += (double)p[i];
+        s += mgk_bn_tree(a);
     }
     return s;
 }
 
-/* q plus the squared deviations of channel c from mu, in the same order. */
+/* q plus the squared deviations of channel c from mu */
 static double SFX(mgk_bn_sqdev)(int64_t N, int64_t C, int64_t S, const T *restrict x, int64_t c, double mu, double q)
 {
     for (int64_t n = 0; n < N; n++) {
         const T *p = x + (n * C + c) * S;
-        for (int64_t i = 0; i < S; i++) {
+        double a[BN_LANES] = {0};
+        int64_t i = 0;
+        for (; i + BN_LANES <= S; i += BN_LANES)
+            for (int j = 0; j < BN_LANES; j++) {
+                double e = (double)p[i + j] - mu;
+                a[j] += e * e;
+            }
+        for (int j = 0; i < S; i++, j++) {
             double e = (double)p[i] - mu;
-            q += e * e;
+            a[j] += e * e;
         }
+        q += mgk_bn_tree(a);
     }
     return q;
+}
+
+/* *sd plus the values of channel c of dy, *sdx plus those of dy * (x - mu) * rs */
+static void SFX(mgk_bn_dsums)(int64_t N, int64_t C, int64_t S, const T *restrict x, const T *restrict dy, int64_t c,
+                              double mu, double rs, double *sd, double *sdx)
+{
+    for (int64_t n = 0; n < N; n++) {
+        const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
+        double a[BN_LANES] = {0}, b[BN_LANES] = {0};
+        int64_t i = 0;
+        for (; i + BN_LANES <= S; i += BN_LANES)
+            for (int j = 0; j < BN_LANES; j++) {
+                a[j] += (double)pd[i + j];
+                b[j] += (double)pd[i + j] * (((double)p[i + j] - mu) * rs);
+            }
+        for (int j = 0; i < S; i++, j++) {
+            a[j] += (double)pd[i];
+            b[j] += (double)pd[i] * (((double)p[i] - mu) * rs);
+        }
+        *sd += mgk_bn_tree(a);
+        *sdx += mgk_bn_tree(b);
+    }
 }
 
 /* mean and 1/sqrt(biased variance + eps) of channel c, two passes in double, fixed order */
@@ -95,13 +136,7 @@ void SFX(mgk_batch_norm_grad_input)(int64_t N, int64_t C, int64_t S, const T *re
     for (int64_t c = 0; c < C; c++) {
         double mu, var, rs, sd = 0, sdx = 0;
         SFX(mgk_bn_channel)(N, C, S, x, c, eps, &mu, &var, &rs);
-        for (int64_t n = 0; n < N; n++) {
-            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) {
-                sd += (double)pd[i];
-                sdx += (double)pd[i] * (((double)p[i] - mu) * rs);
-            }
-        }
+        SFX(mgk_bn_dsums)(N, C, S, x, dy, c, mu, rs, &sd, &sdx);
         double md = sd / cnt, mdx = sdx / cnt, k = (double)g[c] * rs;
         for (int64_t n = 0; n < N; n++) {
             const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
@@ -116,12 +151,9 @@ void SFX(mgk_batch_norm_grad_scale)(int64_t N, int64_t C, int64_t S, const T *re
                                     double eps, T *restrict dg)
 {
     for (int64_t c = 0; c < C; c++) {
-        double mu, var, rs, acc = 0;
+        double mu, var, rs, sd = 0, acc = 0;
         SFX(mgk_bn_channel)(N, C, S, x, c, eps, &mu, &var, &rs);
-        for (int64_t n = 0; n < N; n++) {
-            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) acc += (double)pd[i] * (((double)p[i] - mu) * rs);
-        }
+        SFX(mgk_bn_dsums)(N, C, S, x, dy, c, mu, rs, &sd, &acc);
         dg[c] = (T)acc;
     }
 }
@@ -130,12 +162,7 @@ void SFX(mgk_batch_norm_grad_scale)(int64_t N, int64_t C, int64_t S, const T *re
 void SFX(mgk_batch_norm_grad_shift)(int64_t N, int64_t C, int64_t S, const T *restrict dy, T *restrict db)
 {
     for (int64_t c = 0; c < C; c++) {
-        double acc = 0;
-        for (int64_t n = 0; n < N; n++) {
-            const T *pd = dy + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) acc += (double)pd[i];
-        }
-        db[c] = (T)acc;
+        db[c] = (T)SFX(mgk_bn_sum)(N, C, S, dy, c, 0);
     }
 }
 
@@ -181,13 +208,7 @@ void SFX(mgk_bn_grad_sums)(int64_t N, int64_t C, int64_t S, int64_t Nt, int64_t 
     for (int64_t c = 0; c < C; c++) {
         double s = prev[c], q = prev[C + c], sd = first ? 0 : prev[2 * C + c], sdx = first ? 0 : prev[3 * C + c];
         double mu = s / cnt, rs = 1.0 / sqrt(q / cnt + eps);
-        for (int64_t n = 0; n < N; n++) {
-            const T *p = x + (n * C + c) * S, *pd = dy + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) {
-                sd += (double)pd[i];
-                sdx += (double)pd[i] * (((double)p[i] - mu) * rs);
-            }
-        }
+        SFX(mgk_bn_dsums)(N, C, S, x, dy, c, mu, rs, &sd, &sdx);
         gs[c] = s;
         gs[C + c] = q;
         gs[2 * C + c] = sd;
