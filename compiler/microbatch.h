@@ -31,13 +31,12 @@ int mg_microbatch_convs_capped(const mg_graph *g);
  * minimum feasible budget is asked for) the same on the micro-batched graphs; the cheapest plan
  * that fits wins (the whole batch, then fewer micro-batches, on a tie). out->graph then owns
  * the graph the plans are of (mg_split_graph's; NULL: g), out->micro_batches says into how many
- * parts. Percentages refer to
- * the whole batch's store-all workspace. micro_batches: 0 as just said, 1 never split, k >= 2
- * exactly k parts (an error when the rewrite cannot make them). */
+ * parts. Percentages refer to the whole batch's store-all workspace. micro_batches: 0 as just
+ * said, 1 never split, k >= 2 exactly k parts (an error when the rewrite cannot make them). */
 mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_batches, mg_planned *out, mg_diag *d);
 /* The graph mg_plan_split plans of g in k parts (k = 1: the whole batch): the rewrite's, its
- * batch_norms not split lowered (bn_lower.c); NULL for k = 1 when that is g itself. cap_convs as
- * mg_microbatch_ex's. */
+ * batch_norms not split lowered (bn_lower.c; not where that makes more than MG_PLAN_MAX_NODES
+ * operations); NULL for k = 1 when that is g itself. cap_convs as mg_microbatch_ex's. */
 mg_status mg_split_graph(const mg_graph *g, int k, int cap_convs, mg_graph **out, mg_diag *d);
 /* The plan cache key of mg_plan_split's plans (mg_plan_cache_key and the micro-batch option). */
 uint64_t mg_plan_split_cache_key(const mg_graph *g, const mg_plan_request *rq, int micro_batches);

@@ -325,7 +325,8 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
     rget(&r, opt, sizeof opt);
     rget(&r, &out->solve_seconds, sizeof out->solve_seconds);
     rget(&r, &out->flops_lower_bound, sizeof out->flops_lower_bound);
-    /* a micro-batched plan is of the graph the rewrite makes of g in that many parts */
+    /* a plan is of the graph mg_split_graph makes of g in that many parts (the whole batch's
+     * too, where it lowers batch_norms) */
     mg_diag md = {0};
     if (!r.bad && (opt[2] < 0 || opt[2] > 1)) r.bad = 1;
     if (!r.bad && opt[1] < 1) r.bad = 1;

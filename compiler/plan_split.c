@@ -183,6 +183,10 @@ mg_status mg_split_graph(const mg_graph *g, int k, int cap_convs, mg_graph **out
         mg_graph_free(gk);
         return MG_ERR;
     }
+    if (lowered && lowered->n > MG_PLAN_MAX_NODES) { /* (more than the planner takes: the whole-batch ops) */
+        mg_graph_free(lowered);
+        lowered = NULL;
+    }
     if (lowered) {
         mg_graph_free(gk);
         gk = lowered;
@@ -230,7 +234,7 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
                                 * plan (a 1,200-node model in 64 parts: 31 s, 550 MB), is refused before
                                 * any planning */
         mg_graph *gk;
-        if (mg_microbatch(g, micro_batches, &gk, d)) return MG_ERR;
+        if (mg_split_graph(g, micro_batches, 1, &gk, d)) return MG_ERR;
         int n = gk->n;
         mg_graph_free(gk);
         if (n > MG_PLAN_MAX_NODES)
