@@ -6,7 +6,9 @@
  * single bit of the loss or the gradients. The tests check the rewritten graph's structure, that
  * models whose prefix ends in batch statistics are not split, and end to end that cnn_fmnist
  * compiled at store-all, 50%, 25% and its minimum feasible budget (and forced into 2 parts at
- * store-all) gives byte-identical loss and gradients, within each budget.
+ * store-all) gives byte-identical loss and gradients, within each budget. And the lowering of
+ * the batch_norms left whole to the ops of one part (compiler/bn_lower.c), held to the
+ * whole-batch ops byte for byte.
  */
 #include "autodiff.h"
 #include "backend.h"
@@ -269,21 +271,31 @@ static void run_bnnet(void *h, long long ws, bn_run *r)
     free(ws_mem);
 }
 
-/* src (model "bnnet") compiled by `memgrad compile` with opts, and run */
-static void run_bn(const char *dir, const char *tag, const char *src, const char *opts, bn_run *r)
+/* src compiled by `memgrad compile` with opts and loaded (a failure ends the test with the
+ * compiler's words); its workspace, parameter and (sbytes not NULL) state bytes from its header */
+static void *build_model(const char *dir, const char *tag, const char *src, const char *opts, long long *ws,
+                         size_t *pbytes, size_t *sbytes)
 {
     char *log = NULL, hpath[4300];
     void *h = tu_build_model(dir, tag, src, opts, &log);
     ck_assert_msg(h != NULL, "compile with '%s' failed:\n%s", opts, log ? log : "");
+    free(log);
     snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
     char *hdr = tu_read(hpath);
-    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
-    r->pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
-    r->sbytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
+    *ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
+    *pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
+    if (sbytes) *sbytes = (size_t)tu_header_figure(hdr, "_STATE_BYTES");
     free(hdr);
+    return h;
+}
+
+/* src (model "bnnet") compiled by `memgrad compile` with opts, and run */
+static void run_bn(const char *dir, const char *tag, const char *src, const char *opts, bn_run *r)
+{
+    long long ws;
+    void *h = build_model(dir, tag, src, opts, &ws, &r->pbytes, &r->sbytes);
     run_bnnet(h, ws, r);
     dlclose(h);
-    free(log);
 }
 
 /* The part counts of large batches (review18): only divisors of the batch are counts, and they
@@ -608,7 +620,6 @@ static float step(const char *dir, const char *tag, const char *src, const char 
     free(params);
     free(ws_mem);
     dlclose(h);
-    free(log);
     return loss;
 }
 
@@ -689,14 +700,8 @@ typedef void (*forward_plain_fn)(const void *, const void *const *, void *const 
 static float mlp_step(const char *dir, const char *tag, const char *src, const char *opts, unsigned char *grads,
                       size_t *pbytes, unsigned char *logits)
 {
-    char *log = NULL, hpath[4300];
-    void *h = tu_build_model(dir, tag, src, opts, &log);
-    ck_assert_msg(h != NULL, "compile with '%s' failed:\n%s", opts, log ? log : "");
-    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, tag);
-    char *hdr = tu_read(hpath);
-    long long ws = tu_header_figure(hdr, "_WORKSPACE_BYTES");
-    *pbytes = (size_t)tu_header_figure(hdr, "_PARAM_BYTES");
-    free(hdr);
+    long long ws;
+    void *h = build_model(dir, tag, src, opts, &ws, pbytes, NULL);
     ck_assert(*pbytes <= 32768);
     const desc *in_desc = tu_sym(h, "mlpmb", "inputs_desc");
     void *params = malloc(*pbytes), *ws_mem = malloc((size_t)ws + 1), *inputs[2];
@@ -726,7 +731,6 @@ static float mlp_step(const char *dir, const char *tag, const char *src, const c
     free(params);
     free(ws_mem);
     dlclose(h);
-    free(log);
     return loss;
 }
 
