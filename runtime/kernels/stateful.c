@@ -38,6 +38,7 @@ void mgk_step_advance(int32_t *step) { *step = (int32_t)((uint32_t)*step + 1u); 
 /* batch_norm's sums: a sample's run of a channel in BN_LANES lanes, then the lanes in one tree
  * (stateful_impl.h) */
 enum { BN_LANES = 8 };
+_Static_assert(BN_LANES == 8, "mgk_bn_tree adds 8 lanes");
 static double mgk_bn_tree(const double *a)
 {
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
