@@ -35,23 +35,12 @@ typedef struct {
     int failed;
 } lower;
 
-/* A node like t (attributes, name, phase, part, type) with op and inputs (ids in the new graph);
- * a new op's type is inferred (from t's: bn_grad_param's dtype is preset). */
+/* A node like t (mg_graph_add_like) with op and inputs (ids in the new graph); a new op's type is
+ * inferred (from t's: bn_grad_param's dtype is preset). */
 static int add_from(lower *L, const mg_node *t, mg_op op, int nin, const int *in, const char *name)
 {
     if (L->failed) return -1;
-    int id = mg_graph_add(L->ng, op, nin, in, t->loc);
-    mg_node *n = &L->ng->nodes[id];
-    memcpy(n->iattr, t->iattr, sizeof n->iattr);
-    n->fattr = t->fattr;
-    n->fattr2 = t->fattr2;
-    n->name = mg_graph_intern(L->ng, name);
-    n->phase = t->phase;
-    n->index = t->index;
-    n->micro_batch = t->micro_batch;
-    n->init = t->init;
-    n->init_arg = t->init_arg;
-    n->type = t->type;
+    int id = mg_graph_add_like(L->ng, t, op, nin, in, name);
     if (op != t->op && mg_infer_type(L->ng, id, L->d)) {
         L->failed = 1;
         return -1;

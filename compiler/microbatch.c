@@ -571,17 +571,9 @@ static int add_like(mb_build *b, const mg_node *t, mg_op op, int nin, const int 
 {
     if (b->failed) return -1;
     mg_graph *ng = b->ng;
-    int id = mg_graph_add(ng, op, nin, in, t->loc);
+    int id = mg_graph_add_like(ng, t, op, nin, in, name);
     mg_node *n = &ng->nodes[id];
-    memcpy(n->iattr, t->iattr, sizeof n->iattr);
-    n->fattr = t->fattr;
-    n->fattr2 = t->fattr2;
-    n->name = mg_graph_intern(ng, name);
     n->phase = ph;
-    n->index = t->index;
-    n->init = t->init;
-    n->init_arg = t->init_arg;
-    n->type = t->type;
     if (dim0 > 0) n->type.shape.dim[0] = dim0;
     if (!is_leaf(op) && mg_infer_type(ng, id, b->d)) {
         b->failed = 1;

@@ -99,6 +99,23 @@ int mg_graph_add(mg_graph *g, mg_op op, int ninputs, const int *in, mg_loc loc)
     return g->n++;
 }
 
+int mg_graph_add_like(mg_graph *g, const mg_node *t, mg_op op, int ninputs, const int *in, const char *name)
+{
+    int id = mg_graph_add(g, op, ninputs, in, t->loc);
+    mg_node *n = &g->nodes[id];
+    memcpy(n->iattr, t->iattr, sizeof n->iattr);
+    n->fattr = t->fattr;
+    n->fattr2 = t->fattr2;
+    n->name = mg_graph_intern(g, name);
+    n->phase = t->phase;
+    n->index = t->index;
+    n->micro_batch = t->micro_batch;
+    n->init = t->init;
+    n->init_arg = t->init_arg;
+    n->type = t->type;
+    return id;
+}
+
 int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int *iattr,
                     double fattr, mg_loc loc, mg_diag *d)
 {

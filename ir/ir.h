@@ -123,6 +123,10 @@ void mg_graph_free(mg_graph *g);
 const char *mg_graph_intern(mg_graph *g, const char *s);
 /* Appends a node (inputs must already exist); returns its id. The type is left zeroed. */
 int mg_graph_add(mg_graph *g, mg_op op, int ninputs, const int *in, mg_loc loc);
+/* Appends a node like t (its attributes, name, phase, part, index, initializer and type) with op
+ * and inputs in (ids in g): the rewrites' copy of a node of another graph. The type stays t's
+ * until the caller infers it. */
+int mg_graph_add_like(mg_graph *g, const mg_node *t, mg_op op, int ninputs, const int *in, const char *name);
 /* Appends a node and infers its type; on a shape/dtype error fills d and returns -1.
  * iattr is NULL (all zero) or MG_MAX_IATTR integers. */
 int mg_graph_add_op(mg_graph *g, mg_op op, int ninputs, const int *in, const int *iattr,
