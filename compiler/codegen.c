@@ -339,12 +339,13 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
         mg_matmul_geom m = mg_matmul_geometry(g, st->node);
         LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
         LLVMValueRef ta = LLVMConstInt(c->i32, (unsigned)n->iattr[0], 0), tb = LLVMConstInt(c->i32, (unsigned)n->iattr[1], 0);
-        if (m.flat) { /* iattr[2]: a scratch cap, smaller blocks (mg_matmul_scratch_bytes) */
+        if (m.flat) { /* a scratch cap, smaller blocks (mg_step_scratch_cap: the graph's, microbatch.c, or the step's) */
+            int64_t cap = mg_step_scratch_cap(g, st);
             LLVMValueRef a[14] = {ci64(c, m.M), ci64(c, m.N), ci64(c, m.K), x, ci64(c, m.lda), ta, y, ci64(c, m.ldb), tb,
                                   out, ci64(c, m.N), LLVMConstInt(c->i32, n->op == MG_OP_MATMUL_ACC, 0), scratch,
-                                  ci64(c, n->iattr[2])};
+                                  ci64(c, cap)};
             if (n->op == MG_OP_MATMUL_ACC) copy_acc(c, pl, st, 2);
-            call(c, n->iattr[2] > 0 ? "mgk_gemm_capped" : "mgk_gemm", dt, a, n->iattr[2] > 0 ? 14 : 13);
+            call(c, cap > 0 ? "mgk_gemm_capped" : "mgk_gemm", dt, a, cap > 0 ? 14 : 13);
             return;
         }
         /* a stack of GEMMs: the batch axes collapsed, operand strides scaled to whole matrices */
@@ -581,11 +582,12 @@ static void emit_compute(cg *c, const mg_plan *pl, const mg_step *st)
     case MG_OP_CONV2D_GRAD_WEIGHT_ACC: {
         mgk_conv_geom k = mg_conv_geom(g, st->node);
         LLVMValueRef scratch = st->scratch >= 0 ? byte_ptr(c, c->ws, pl->bufs[st->scratch].offset) : LLVMConstNull(c->ptr);
-        /* iattr[5]: a scratch cap, smaller blocks (mg_node_scratch_bytes, microbatch.c) */
-        int capped = n->iattr[5] > 0;
+        /* a scratch cap, smaller blocks (mg_step_scratch_cap: the graph's, microbatch.c, or the step's) */
+        int64_t cap = mg_step_scratch_cap(g, st);
+        int capped = cap > 0;
         LLVMValueRef a[18] = {ci64(c, k.N), ci64(c, k.C), ci64(c, k.H), ci64(c, k.W), ci64(c, k.Co), ci64(c, k.KH),
                               ci64(c, k.KW), ci64(c, k.OH), ci64(c, k.OW), ci64(c, k.stride), ci64(c, k.pad),
-                              ci64(c, k.dil), ci64(c, k.groups), x, y, out, scratch, ci64(c, n->iattr[5])};
+                              ci64(c, k.dil), ci64(c, k.groups), x, y, out, scratch, ci64(c, cap)};
         if (n->op == MG_OP_CONV2D_GRAD_WEIGHT_ACC) copy_acc(c, pl, st, 2);
         char name[48];
         snprintf(name, sizeof name, "%s%s",

@@ -104,14 +104,6 @@ mg_matmul_geom mg_matmul_geometry(const mg_graph *g, int node)
     return m;
 }
 
-int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node)
-{
-    const mg_node *n = &g->nodes[node];
-    mg_matmul_geom m = mg_matmul_geometry(g, node);
-    int64_t cap = m.flat ? n->iattr[2] : 0; /* (a stack of GEMMs takes the whole blocks) */
-    return align_up(mgk_gemm_capped_scratch_bytes(m.M, m.N, m.K, (int64_t)mg_dtype_size(n->type.dtype), cap));
-}
-
 mgk_conv_geom mg_conv_geom(const mg_graph *g, int node)
 {
     const mg_node *n = &g->nodes[node];
@@ -137,26 +129,54 @@ mgk_conv_geom mg_conv_geom(const mg_graph *g, int node)
     return k;
 }
 
-int64_t mg_node_scratch_bytes(const mg_graph *g, int node)
+int64_t mg_node_scratch_cap(const mg_graph *g, int node)
+{
+    const mg_node *n = &g->nodes[node];
+    switch (n->op) {
+    case MG_OP_MATMUL:
+    case MG_OP_MATMUL_ACC: return mg_matmul_geometry(g, node).flat ? n->iattr[2] : 0; /* (a stack of GEMMs: whole blocks) */
+    case MG_OP_CONV2D:
+    case MG_OP_CONV2D_GRAD_INPUT:
+    case MG_OP_CONV_TRANSPOSE2D:
+    case MG_OP_CONV2D_GRAD_WEIGHT:
+    case MG_OP_CONV2D_GRAD_WEIGHT_ACC: return n->iattr[5];
+    default: return 0;
+    }
+}
+
+int64_t mg_node_scratch_bytes_cap(const mg_graph *g, int node, int64_t cap)
 {
     const mg_node *n = &g->nodes[node];
     int64_t elem = (int64_t)mg_dtype_size(n->type.dtype);
+    mg_matmul_geom m;
     mgk_conv_geom k;
     switch (n->op) {
     case MG_OP_MATMUL:
-    case MG_OP_MATMUL_ACC: return mg_matmul_scratch_bytes(g, node);
-    /* iattr[5]: the scratch cap microbatch.c gives the convolutions of a graph in parts (0: none) */
+    case MG_OP_MATMUL_ACC:
+        m = mg_matmul_geometry(g, node);
+        return align_up(mgk_gemm_capped_scratch_bytes(m.M, m.N, m.K, elem, m.flat ? cap : 0));
     case MG_OP_CONV2D:
         k = mg_conv_geom(g, node);
-        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_FWD, &k, elem, n->iattr[5]));
+        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_FWD, &k, elem, cap));
     case MG_OP_CONV2D_GRAD_INPUT:
     case MG_OP_CONV_TRANSPOSE2D:
         k = mg_conv_geom(g, node);
-        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_DX, &k, elem, n->iattr[5]));
+        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_DX, &k, elem, cap));
     case MG_OP_CONV2D_GRAD_WEIGHT:
     case MG_OP_CONV2D_GRAD_WEIGHT_ACC:
         k = mg_conv_geom(g, node);
-        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_DW, &k, elem, n->iattr[5]));
+        return align_up(mgk_conv_capped_scratch_bytes(MGK_CONV_DW, &k, elem, cap));
     default: return 0;
     }
+}
+
+int64_t mg_node_scratch_bytes(const mg_graph *g, int node)
+{
+    return mg_node_scratch_bytes_cap(g, node, mg_node_scratch_cap(g, node));
+}
+
+int64_t mg_step_scratch_cap(const mg_graph *g, const mg_step *st)
+{
+    if (st->scratch_cap) return st->scratch_cap < 0 ? 0 : st->scratch_cap;
+    return mg_node_scratch_cap(g, st->node);
 }

@@ -30,7 +30,12 @@ typedef struct mg_step {
     mg_place in[MG_MAX_INPUTS]; /* COMPUTE: where each input is read; COPY: in[0] is the source */
     int scratch;     /* workspace buffer for kernel scratch (GEMM packing), or -1 */
     int recompute;   /* 1 when this step computes a value that an earlier step computed too */
+    int64_t scratch_cap; /* the scratch cap its kernel runs under: 0 its node's (microbatch.c's, or
+                            none), > 0 this one, MG_CAP_NONE none (plan_scratch.c: a step with
+                            room beside it in the arena takes larger blocks) */
 } mg_step;
+
+enum { MG_CAP_NONE = -1 };
 
 typedef struct mg_buffer {
     int64_t bytes;   /* rounded up to MG_ALIGN */
@@ -596,6 +601,9 @@ static inline const mg_graph *mg_planned_graph(const mg_planned *p, const mg_gra
  * NULL and min_feasible_bytes is filled, so the caller can say what would fit. */
 mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_planned *out, mg_diag *d);
 void mg_planned_free(mg_planned *p);
+/* plan_scratch.c: the capped kernel steps of a placed plan of g take larger blocks where the arena
+ * has room for their scratch during the step, within its workspace and peak of live bytes. */
+void mg_plan_widen_scratch(mg_plan *p, const mg_graph *g);
 /* The plan verifier on both plans of a program. */
 mg_status mg_program_verify(const mg_graph *g, const mg_planned *p, mg_diag *d);
 
@@ -657,10 +665,15 @@ typedef struct mg_matmul_geom {
     int flat;
 } mg_matmul_geom;
 mg_matmul_geom mg_matmul_geometry(const mg_graph *g, int node);
-/* GEMM scratch bytes for a matmul node (the kernels' contract). */
-int64_t mg_matmul_scratch_bytes(const mg_graph *g, int node);
-/* Kernel scratch bytes of any node (GEMM packing, im2col patches), 0 for kernels without. */
+/* The scratch cap a node's kernel runs under in its graph (microbatch.c gives the convolutions
+ * and flat matrix products of a graph in parts one: iattr[5], iattr[2]); 0: none. */
+int64_t mg_node_scratch_cap(const mg_graph *g, int node);
+/* Kernel scratch bytes of any node (GEMM packing, im2col patches) under its own cap, 0 for
+ * kernels without; under cap (0: none, the kernel's whole blocks), the kernels' contract. */
 int64_t mg_node_scratch_bytes(const mg_graph *g, int node);
+int64_t mg_node_scratch_bytes_cap(const mg_graph *g, int node, int64_t cap);
+/* The cap a step's kernel runs under (its own, or its node's; 0: none). */
+int64_t mg_step_scratch_cap(const mg_graph *g, const mg_step *st);
 /* The kernel geometry of a conv2d, conv2d_grad_input or conv2d_grad_weight node. */
 mgk_conv_geom mg_conv_geom(const mg_graph *g, int node);
 #endif

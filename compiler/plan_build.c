@@ -169,6 +169,7 @@ int mg_pb_compute(mg_plan_builder *b, int v, int recompute)
     for (int k = nin; k < MG_MAX_INPUTS; k++) sp->in[k] = (mg_place){0};
     sp->scratch = -1;
     sp->recompute = recompute;
+    sp->scratch_cap = 0;
     if (pr->scratch[v]) sp->scratch = add_buffer(b, pr->scratch[v], step, -1);
     if (pr->home[v].mem == MG_MEM_NONE) {
         sp->out = (mg_place){MG_MEM_WS, add_buffer(b, pr->bytes[v], step, v), 0};

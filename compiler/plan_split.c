@@ -226,7 +226,7 @@ static mg_status least_below(const mg_graph *g, const mg_plan_request *rq, int p
     return MG_OK;
 }
 
-mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_batches, mg_planned *out, mg_diag *d)
+static mg_status plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_batches, mg_planned *out, mg_diag *d)
 {
     double end = mg_seconds() + rq->time_limit;
     *out = (mg_planned){0};
@@ -380,4 +380,14 @@ mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_
     }
     out->min_feasible_bytes = minf;
     return finish(g, rq, end, least, out, d);
+}
+
+mg_status mg_plan_split(const mg_graph *g, const mg_plan_request *rq, int micro_batches, mg_planned *out, mg_diag *d)
+{
+    if (plan_split(g, rq, micro_batches, out, d)) return MG_ERR;
+    if (out->train) { /* the plan chosen: its capped kernels take larger blocks where it has room */
+        mg_plan_widen_scratch(out->train, mg_planned_graph(out, g));
+        mg_plan_widen_scratch(out->forward, mg_planned_graph(out, g));
+    }
+    return MG_OK;
 }

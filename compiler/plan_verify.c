@@ -161,6 +161,11 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *pr, mg_diag *d)
                 (sp->scratch >= nb || p->bufs[sp->scratch].first != s || p->bufs[sp->scratch].last != s ||
                  p->bufs[sp->scratch].bytes < pr->scratch[v] || p->bufs[sp->scratch].node != -1))
                 st = mg_diag_set(d, loc, "plan: scratch of step %d is not live exactly at that step", s);
+            /* a step's own cap (plan_scratch.c): its kernel's blocks need what that cap gives */
+            if (!st && sp->scratch_cap &&
+                (!g || sp->scratch < 0 || sp->scratch_cap < MG_CAP_NONE ||
+                 p->bufs[sp->scratch].bytes < mg_node_scratch_bytes_cap(g, v, mg_step_scratch_cap(g, sp))))
+                st = mg_diag_set(d, loc, "plan: step %d's kernel needs more scratch than it has", s);
             if (!st && sp->scratch >= 0) writer[sp->scratch] = s;
         }
         if (st) break;

@@ -54,7 +54,8 @@ void mg_problem_free(mg_problem *p)
 
 /* Steps are hashed as they lie in memory: every field is written (mg_pb_compute, the problems'
  * final copies) and the struct has no padding to hold stray bytes. */
-_Static_assert(sizeof(mg_step) == 2 * sizeof(int) + (MG_MAX_INPUTS + 1) * sizeof(mg_place) + 2 * sizeof(int),
+_Static_assert(sizeof(mg_step) ==
+                   2 * sizeof(int) + (MG_MAX_INPUTS + 1) * sizeof(mg_place) + 2 * sizeof(int) + sizeof(int64_t),
                "mg_step has padding: hash it field by field");
 _Static_assert(sizeof(mg_place) == 2 * sizeof(int) + sizeof(int64_t), "mg_place has padding");
 
@@ -155,7 +156,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
             int gi = g->param_grads[i];
             mg_place dst = {MG_MEM_GRADS, i, poff[i]};
             if (gi < 0) {
-                p->final[p->nfinal++] = (mg_step){MG_STEP_ZERO, g->params[i], dst, {{0}}, -1, 0};
+                p->final[p->nfinal++] = (mg_step){MG_STEP_ZERO, g->params[i], dst, {{0}}, -1, 0, 0};
             } else if (!is_leaf(g->nodes[gi].op) && p->home[gi].mem == MG_MEM_NONE) {
                 p->home[gi] = dst;
                 /* a gradient summed over micro-batches (microbatch.c): the partial sums before it,
@@ -168,7 +169,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
                     v = u;
                 }
             } else {
-                p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, gi, dst, {{0}}, -1, 0};
+                p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, gi, dst, {{0}}, -1, 0, 0};
                 p->keep_to_end[gi] = 1;
             }
         }
@@ -187,7 +188,7 @@ mg_problem *mg_problem_from_graph(const mg_graph *g, mg_plan_kind kind)
                 p->home[o] = dst;
                 home_concat_operands(g, p, uses, o, dst);
             } else {
-                p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, o, dst, {{0}}, -1, 0};
+                p->final[p->nfinal++] = (mg_step){MG_STEP_COPY, o, dst, {{0}}, -1, 0, 0};
                 p->keep_to_end[o] = 1;
             }
         }

@@ -35,6 +35,7 @@ uint64_t mg_plan_digest(const mg_plan *p)
         for (int k = 0; k < MG_MAX_INPUTS; k++) put_place(h, &s->in[k]);
         put_i64(h, s->scratch);
         put_i64(h, s->recompute);
+        put_i64(h, s->scratch_cap);
     }
     put_i64(h, p ? p->nbufs : -1);
     for (int i = 0; p && i < p->nbufs; i++) {

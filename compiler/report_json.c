@@ -122,8 +122,9 @@ static void put_schedule(sbuf *b, const mg_plan *p)
             put(b, "]");
         }
         if (st->scratch >= 0)
-            put(b, ", \"scratch\": {\"buffer\": %d, \"offset\": %lld, \"bytes\": %lld}", st->scratch,
-                (long long)p->bufs[st->scratch].offset, (long long)p->bufs[st->scratch].bytes);
+            put(b, ", \"scratch\": {\"buffer\": %d, \"offset\": %lld, \"bytes\": %lld, \"cap\": %lld}", st->scratch,
+                (long long)p->bufs[st->scratch].offset, (long long)p->bufs[st->scratch].bytes,
+                (long long)(g ? mg_step_scratch_cap(g, st) : 0));
         put(b, ", \"frees\": [");
         for (int k = start[s]; k < start[s + 1]; k++) put(b, "%s%d", k > start[s] ? ", " : "", ids[k]);
         put(b, "]}");

@@ -77,9 +77,22 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
     if (p->micro_batches > 1) { /* compiler/microbatch.c */
         const mg_node *x = mg_microbatch_batch_input(f->g); /* (inputs[0] may be a scalar) */
         long long part = x ? x->type.shape.dim[0] / p->micro_batches : 0;
+        /* the training step's convolutions that run in smaller blocks: those the arena had no room
+         * beside for larger ones (plan_scratch.c) */
+        int capped = 0, small = 0;
+        for (int s = 0; s < p->train->nsteps; s++) {
+            const mg_step *st = &p->train->steps[s];
+            int conv = st->kind == MG_STEP_COMPUTE && st->scratch >= 0 && f->g->nodes[st->node].op != MG_OP_MATMUL &&
+                       f->g->nodes[st->node].op != MG_OP_MATMUL_ACC && mg_node_scratch_cap(f->g, st->node) > 0;
+            capped += conv;
+            small += conv && mg_step_scratch_cap(f->g, st) > 0;
+        }
+        char blocks[96] = "";
+        if (capped)
+            snprintf(blocks, sizeof blocks, ", convolutions in smaller blocks (less scratch) at %d of their %d steps",
+                     small, capped);
         fprintf(out, "  %-19s %d: the per-sample layers run on %lld sample%s at a time%s\n", "micro-batches",
-                p->micro_batches, part, mg_plural(part),
-                mg_microbatch_convs_capped(f->g) ? ", convolutions in smaller blocks (less scratch)" : "");
+                p->micro_batches, part, mg_plural(part), blocks);
     }
     /* (the minimum and the plan above are the best of the part counts tried: say where that
      * stopped short, and how to go on) */

@@ -672,6 +672,66 @@ START_TEST(test_cnn_bit_identical)
 }
 END_TEST
 
+/* A graph in parts gives its convolutions 1/k of their scratch, and a step with room beside it in
+ * the placed arena runs its kernel with a larger cap or none (plan_scratch.c): cnn_fmnist at a
+ * quarter of its store-all (8 or more parts; its gradients there are store-all's bit for bit,
+ * test_cnn_bit_identical). Each widened step's scratch is what its cap needs and more than its
+ * node's own; the plan verifies, and with every step put back to its node's scratch the peak of
+ * live bytes is the one the plan claims (the widening raised neither it nor the workspace). The
+ * verifier refuses a step whose scratch is less than its cap needs. */
+START_TEST(test_scratch_widened)
+{
+    char *src = example("cnn_fmnist");
+    mg_graph *g = joint(src);
+    mg_diag d = {0};
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .time_limit = 10};
+    mg_planned p;
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK && p.train, "%s", d.msg);
+    mg_budget b = {0, 0, p.store_all_bytes / 4};
+    mg_planned_free(&p);
+    rq.budget = &b;
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &p, &d) == MG_OK && p.train, "%s", d.msg);
+    ck_assert_int_ge(p.micro_batches, 8);
+    ck_assert_int_le(p.workspace_bytes, b.bytes);
+    const mg_graph *gk = p.graph;
+    ck_assert_msg(mg_program_verify(gk, &p, &d) == MG_OK, "%s", d.msg);
+    int capped = 0, widened = 0, whole = 0;
+    mg_plan *t = p.train;
+    for (int s = 0; s < t->nsteps; s++) {
+        mg_step *st = &t->steps[s];
+        if (st->kind != MG_STEP_COMPUTE || st->scratch < 0 || mg_node_scratch_cap(gk, st->node) <= 0) {
+            ck_assert_int_eq(st->scratch_cap, 0);
+            continue;
+        }
+        capped++;
+        if (!st->scratch_cap) continue;
+        widened++;
+        whole += st->scratch_cap == MG_CAP_NONE;
+        int64_t own = mg_node_scratch_bytes(gk, st->node), bytes = t->bufs[st->scratch].bytes;
+        ck_assert_int_eq(bytes, mg_node_scratch_bytes_cap(gk, st->node, mg_step_scratch_cap(gk, st)));
+        ck_assert_int_gt(bytes, own);
+        if (widened == 1) { /* too little for its cap: refused */
+            t->bufs[st->scratch].bytes = own;
+            ck_assert_int_eq(mg_program_verify(gk, &p, &d), MG_ERR);
+            ck_assert_msg(strstr(d.msg, "needs more scratch"), "%s", d.msg);
+            t->bufs[st->scratch].bytes = bytes;
+        }
+    }
+    ck_assert_msg(widened > 0 && whole > 0 && widened <= capped, "%d of %d capped steps widened, %d to whole blocks",
+                  widened, capped, whole);
+    for (int s = 0; s < t->nsteps; s++)
+        if (t->steps[s].scratch_cap) {
+            t->bufs[t->steps[s].scratch].bytes = mg_node_scratch_bytes(gk, t->steps[s].node);
+            t->steps[s].scratch_cap = 0;
+        }
+    ck_assert_int_eq(mg_plan_peak_live(t), t->peak_live_bytes);
+    ck_assert_msg(mg_program_verify(gk, &p, &d) == MG_OK, "%s", d.msg);
+    mg_planned_free(&p);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 /* A perceptron whose weight gradients are summed part after part through matmul_acc (w1, w2:
  * into the caller's gradients in place), but for w3, shared by two layers: its gradient is the
  * sum of two, each (32x32) larger than what it is made from (two 24x32), made whole after the
@@ -1359,6 +1419,7 @@ int main(void)
     tcase_add_test(tc, test_loss_in_parts);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_cnn_bit_identical);
+    tcase_add_test(tc, test_scratch_widened);
     tcase_add_test(tc, test_mlp_split);
     tcase_add_test(tc, test_parts_planned_part_by_part);
     tcase_add_test(tc, test_parts_border);
