@@ -189,17 +189,49 @@ static int improve_polish_plans(const mg_problem *pr, const mg_plan *best, doubl
     return (int)(k * (f < 1 ? 1 : f > IMPROVE_POLISH_MAX ? IMPROVE_POLISH_MAX : f));
 }
 
-/* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop. */
-static char *sqrt_checkpoints(const mg_problem *pr)
+/* Chen's checkpoints: every ceil(sqrt(n))-th of the n forward values the scheduler may drop,
+ * two ways. `values` counts every such value; `layers` leaves out the batch statistics of a
+ * lowered batch_norm (bn_stats, bn_stats_acc: f64[2,C] running sums beside a layer's output, a
+ * checkpoint that splits no segment), NULL where the graph has none. --solver sqrt is Chen's
+ * plan over the layers (resnet18_64 at 75%: 29.77%, where over every value its plan missed the
+ * budget); auto tries both (with the layers' set alone, resnet18_64 in 8 parts at 20% had no
+ * plan at all: test_part_checkpoints), the minimum search the values'. */
+typedef struct sqrt_sets {
+    char *values, *layers;
+} sqrt_sets;
+
+static int bn_statistic(const mg_problem *pr, int v)
+{
+    return pr->g && (pr->g->nodes[v].op == MG_OP_BN_STATS || pr->g->nodes[v].op == MG_OP_BN_STATS_ACC);
+}
+
+static char *sqrt_checkpoints_of(const mg_problem *pr, int layers)
 {
     char *keep = calloc((size_t)pr->n + 1, 1);
     if (!keep) abort();
     int n = 0;
-    for (int i = 0; i < pr->nfwd && i < pr->n; i++) n += pr->evictable[i];
+    for (int i = 0; i < pr->nfwd && i < pr->n; i++) keep[i] = pr->evictable[i] && !(layers && bn_statistic(pr, i));
+    for (int i = 0; i < pr->nfwd && i < pr->n; i++) n += keep[i];
     int k = (int)ceil(sqrt((double)n)), seen = 0;
-    for (int i = 0; i < pr->nfwd && i < pr->n; i++)
-        if (pr->evictable[i] && ++seen % (k ? k : 1) == 0) keep[i] = 1;
+    for (int i = 0; i < pr->nfwd && i < pr->n; i++) keep[i] = keep[i] && ++seen % (k ? k : 1) == 0;
     return keep;
+}
+
+static sqrt_sets sqrt_checkpoints(const mg_problem *pr)
+{
+    sqrt_sets s = {sqrt_checkpoints_of(pr, 0), NULL};
+    for (int i = 0; i < pr->nfwd && i < pr->n; i++)
+        if (pr->evictable[i] && bn_statistic(pr, i)) {
+            s.layers = sqrt_checkpoints_of(pr, 1);
+            break;
+        }
+    return s;
+}
+
+static void sqrt_sets_free(sqrt_sets *s)
+{
+    free(s->values);
+    free(s->layers);
 }
 
 /* A copy of p (its steps and buffers; the graph is shared). */
@@ -222,7 +254,7 @@ static mg_plan *plan_copy(const mg_plan *p)
  * scheduled under budget (mg_variants_schedule; npre of them, taken over). ceiling: the cost of
  * a plan already had elsewhere (INFINITY: none); variants costing no less, unplaced, are not
  * fitted. */
-static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
+static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t budget, const sqrt_sets *chk,
                               solve_memo *memo, mg_near_misses *nm, mg_variant *pre, int npre, double ceiling,
                               mg_plan **out, int *optimal, mg_diag *d)
 {
@@ -239,14 +271,20 @@ static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t bu
         mg_plan_free(p);
         return MG_OK;
     }
-    if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) {
-        mg_sched_opts chk = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST, .keep = sqrt_keep};
-        if (mg_sv_build(pr, &chk, &p, d)) {
-            for (int i = 0; i < npre; i++) mg_variant_free(&pre[i]);
-            return MG_ERR;
+    if (solver == MG_SOLVER_SQRT || solver == MG_SOLVER_AUTO) { /* (sqrt_sets) */
+        const char *sets[] = {solver == MG_SOLVER_SQRT && chk->layers ? chk->layers : chk->values,
+                              solver == MG_SOLVER_AUTO ? chk->layers : NULL};
+        for (int k = 0; k < 2 && sets[k]; k++) {
+            mg_sched_opts o = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST, .keep = sets[k]};
+            if (mg_sv_build(pr, &o, &p, d)) {
+                for (int i = 0; i < npre; i++) mg_variant_free(&pre[i]);
+                mg_plan_free(*out);
+                *out = NULL;
+                return MG_ERR;
+            }
+            if (p->workspace_bytes <= budget) mg_sv_keep_better(out, p);
+            else mg_plan_free(p);
         }
-        if (p->workspace_bytes <= budget) *out = p;
-        else mg_plan_free(p);
         if (solver == MG_SOLVER_SQRT) return MG_OK;
     }
     /* the variants cheapest first, each fitted to the budget; fitting only adds cost, so once a
@@ -325,10 +363,10 @@ static mg_status solve_at_pre(const mg_problem *pr, mg_solver solver, int64_t bu
     return st;
 }
 
-static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const char *sqrt_keep,
+static mg_status solve_at(const mg_problem *pr, mg_solver solver, int64_t budget, const sqrt_sets *chk,
                           solve_memo *memo, mg_near_misses *nm, mg_plan **out, int *optimal, mg_diag *d)
 {
-    return solve_at_pre(pr, solver, budget, sqrt_keep, memo, nm, NULL, 0, INFINITY, out, optimal, d);
+    return solve_at_pre(pr, solver, budget, chk, memo, nm, NULL, 0, INFINITY, out, optimal, d);
 }
 
 mg_status mg_solve_part(void *ctx, const mg_problem *q, int64_t cap, mg_plan **out, mg_diag *d)
@@ -345,12 +383,12 @@ mg_status mg_solve_part(void *ctx, const mg_problem *q, int64_t cap, mg_plan **o
     double forced = mg_step_bound(q, cap), cut = mg_cut_bound(q, cap);
     solve_memo memo = {.s = {.infeasible_cap = -1, .store_all = sa->workspace_bytes},
                        .lower_bound = sa->flops_once + (cut > forced ? cut : forced)};
-    char *keep = sqrt_checkpoints(q);
+    sqrt_sets keep = sqrt_checkpoints(q);
     int optimal = 0;
-    mg_status st = solve_at(q, MG_SOLVER_AUTO, cap, keep, &memo, NULL, out, &optimal, d);
+    mg_status st = solve_at(q, MG_SOLVER_AUTO, cap, &keep, &memo, NULL, out, &optimal, d);
     mg_chain_free(memo.s.chain);
     mg_plan_free(sa);
-    free(keep);
+    sqrt_sets_free(&keep);
     return st;
 }
 
@@ -409,12 +447,12 @@ static mg_status improve_from(const mg_problem *pr, const mg_sched_opts *o, int6
 /* The exact solver under budget, auto's plan as the incumbent. The program caps peak live
  * bytes; when the arena adds waste on top, the cap is lowered and the program solved again, and
  * then optimality is no longer proven. lower_bound is the bound at the budget itself. */
-static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double time_limit, const char *sqrt_keep,
+static mg_status solve_exact_at(const mg_problem *pr, int64_t budget, double time_limit, const sqrt_sets *chk,
                                 solve_memo *memo, mg_near_misses *nm, mg_solution *out, mg_diag *d)
 {
     double end = mg_seconds() + time_limit;
     mg_plan *best = NULL;
-    if (solve_at(pr, MG_SOLVER_AUTO, budget, sqrt_keep, memo, nm, &best, &out->optimal, d)) return MG_ERR;
+    if (solve_at(pr, MG_SOLVER_AUTO, budget, chk, memo, nm, &best, &out->optimal, d)) return MG_ERR;
     if (out->optimal) { /* the exact search already settled it */
         out->plan = best;
         return MG_OK;
@@ -563,14 +601,14 @@ static char *pinned_problem(const mg_problem *pr, mg_problem *q)
 static mg_status solve_pinned_one(const mg_problem *q, int64_t budget, int64_t store_all, double lower_bound,
                                   mg_variant *v, int nv, double kept, mg_plan **out, mg_diag *d)
 {
-    char *keep = sqrt_checkpoints(q);
+    sqrt_sets keep = sqrt_checkpoints(q);
     solve_memo memo = {.s = {.infeasible_cap = -1, .store_all = store_all}, .lower_bound = lower_bound};
     int optimal = 0;
     mg_plan *p = NULL;
-    mg_status st = solve_at_pre(q, MG_SOLVER_AUTO, budget, keep, &memo, NULL, v, nv, kept, &p, &optimal, d);
+    mg_status st = solve_at_pre(q, MG_SOLVER_AUTO, budget, &keep, &memo, NULL, v, nv, kept, &p, &optimal, d);
     if (!st && p) mg_plan_refill(p, q);
     mg_chain_free(memo.s.chain);
-    free(keep);
+    sqrt_sets_free(&keep);
     if (st) mg_plan_free(p);
     else mg_sv_keep_better(out, p);
     return st;
@@ -872,7 +910,7 @@ typedef struct rung_job {
     const mg_problem *pr;
     int64_t budget;
     double ceiling;
-    const char *keep;
+    const sqrt_sets *keep;
     solve_memo *memo;
     solve_memo own;
     mg_plan *plan;
@@ -897,7 +935,7 @@ static void *rung_solve(void *arg)
  * the budgets NEAR_MIN_RUNG_AT above the minimum hi that lie between them, the first on this thread and the others each on a thread of their own (side
  * by side where cores are free; sharing one core, they take as long as in turn), their plans
  * taken in order of budget. */
-static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, int64_t budget, const char *keep,
+static mg_status near_min_rungs(const mg_problem *pr, int64_t hi, int64_t from, int64_t budget, const sqrt_sets *keep,
                                 int only, solve_memo *memo, mg_plan **out, mg_diag *d)
 {
     rung_job job[NEAR_MIN_RUNGS_MAX];
@@ -978,17 +1016,17 @@ static void min_search_both(min_searches *ms)
         mg_min_search(job);
         return;
     }
-    char *keep = sqrt_checkpoints(&q);
+    sqrt_sets keep = sqrt_checkpoints(&q);
     mg_min_search(job);
     mg_min_search_job j = *job;
     j.pr = &q;
-    j.keep = keep;
+    j.keep = keep.values;
     j.best = j.cheap = NULL;
     j.found = 0;
     if (job->found && (j.below <= 0 || job->hi < j.below)) j.below = job->hi; /* (only a lower one matters) */
     /* (a minimum within floor is as good as any) */
     if (!job->st && !(job->found && job->floor > 0 && job->hi <= job->floor) && !job->cut_short) mg_min_search(&j);
-    free(keep);
+    sqrt_sets_free(&keep);
     free(evictable);
     if (j.st && !job->st) {
         job->st = j.st;
@@ -1030,7 +1068,7 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
     mg_place_cache *placed = problem->placed ? NULL : mg_place_cache_new();
     if (placed) with_cache.placed = placed;
     const mg_problem *pr = &with_cache;
-    char *keep = sqrt_checkpoints(pr);
+    sqrt_sets keep = sqrt_checkpoints(pr);
     mg_status st = MG_OK;
     mg_plan *sa = NULL;
     mg_sched_opts all = {.cap = INT64_MAX, .policy = MG_EVICT_COST_SIZE_DIST};
@@ -1066,7 +1104,7 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
     memo.lower_bound = out->lower_bound; /* (every op once until the thread's is in: memo_bound) */
     int searching = solver == MG_SOLVER_AUTO || solver == MG_SOLVER_EXACT;
     ms.job = (mg_min_search_job){.pr = pr, .budget = budget, .below = below, .floor = floor, .store_all = memo.s.store_all,
-                           .searching = searching, .keep = keep, .stop = &stop};
+                           .searching = searching, .keep = keep.values, .stop = &stop};
     /* where the minimum is asked for anyway, its search runs on a thread of its own beside auto's
      * solve at the budget (neither reads what the other writes: the same plans, in about the
      * time of the longer where a second core is free; resnet50 at its minimum: the solve ~0.55 s,
@@ -1077,11 +1115,11 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
         out->plan = sa;
         sa = NULL;
     } else if (solver == MG_SOLVER_EXACT) {
-        if ((st = solve_exact_at(pr, budget, time_limit, keep, &memo, &nm, out, d))) goto done;
+        if ((st = solve_exact_at(pr, budget, time_limit, &keep, &memo, &nm, out, d))) goto done;
         if (out->optimal_in_class && out->plan) in_class = out->plan->flops_executed;
     } else {
         int opt = 0;
-        if ((st = solve_at(pr, solver, budget, keep, &memo, &nm, &out->plan, &opt, d))) goto done;
+        if ((st = solve_at(pr, solver, budget, &keep, &memo, &nm, &out->plan, &opt, d))) goto done;
         if (opt) out->optimal = 1;
         out->lower_bound = memo_bound(&memo); /* (the thread's, where it ran) */
     }
@@ -1154,7 +1192,7 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
                               NEAR_MIN_RUNGS_SAVED * (min_exec - out->plan->flops_once));
         if (!st && found && walks && !settled(out) && hi < budget && above <= NEAR_MIN_RUNGS_UP_TO &&
             (!out->plan || out->plan->flops_executed > memo.lower_bound * (1 + NEAR_MIN_RUNG_GAP)))
-            st = near_min_rungs(pr, hi, from, budget, keep, every_rung ? -1 : NEAR_MIN_RUNG_ONE, &memo, &out->plan,
+            st = near_min_rungs(pr, hi, from, budget, &keep, every_rung ? -1 : NEAR_MIN_RUNG_ONE, &memo, &out->plan,
                                 d);
         if (!st && cheap && out->plan && cheap->flops_executed < out->plan->flops_executed && !settled(out) &&
             !mg_far_above_min(hi, budget)) {
@@ -1165,7 +1203,7 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
         if (!st && !out->plan && searching &&
             ((found && hi <= budget) || (cheap && ms.pinned_hi >= 0 && ms.pinned_hi <= budget))) { /* the search's plan at the minimum */
             if (cheap) out->plan = cheap;
-            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, keep, &memo, NULL, &out->plan, &(int){0}, d);
+            else st = solve_at(pr, MG_SOLVER_STORE_ALL, INT64_MAX, &keep, &memo, NULL, &out->plan, &(int){0}, d);
             cheap = NULL;
         }
         mg_plan_free(cheap);
@@ -1216,7 +1254,7 @@ done:
     mg_sv_near_misses_free(&nm);
     mg_chain_free(memo.s.chain);
     mg_plan_free(sa);
-    free(keep);
+    sqrt_sets_free(&keep);
     mg_place_cache_free(placed); /* (every thread that placed is joined) */
     if (st) {
         mg_plan_free(out->plan);

@@ -1062,6 +1062,34 @@ START_TEST(test_bit_identical_resnet18_64)
 }
 END_TEST
 
+/* Chen's checkpoints are the layers' outputs: the batch statistics of a lowered batch_norm
+ * (bn_stats: f64[2,C], a few KiB) are not counted among them. Counted, resnet18_64's 326
+ * operations had sqrt checkpoint statistics where a checkpoint splits no segment, and its plan
+ * (24.1 MiB) missed 75% of store-all (19.9 MiB); over the layers it fits there (29.77% recomputed),
+ * and auto, which tries both sets, is no dearer. */
+START_TEST(test_sqrt_checkpoints_are_layers)
+{
+    char *src = read_example("resnet18_64");
+    mg_graph *g = parse_joint(src);
+    mg_budget b = {1, 75, 0};
+    mg_planned q, a;
+    mg_diag d = {0};
+    mg_plan_request rq = {.solver = MG_SOLVER_SQRT, .budget = &b, .time_limit = 10};
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &q, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(q.train != NULL, "sqrt: no plan at 75%% of resnet18_64's store-all");
+    ck_assert_int_le(q.workspace_bytes, q.budget_bytes);
+    ck_assert_msg(q.train->flops_executed > q.train->flops_once * 1.2, "sqrt recomputes %.4f",
+                  q.train->flops_executed / q.train->flops_once - 1);
+    rq.solver = MG_SOLVER_AUTO;
+    ck_assert_msg(mg_plan_split(g, &rq, 0, &a, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(a.train && a.train->flops_executed <= q.train->flops_executed, "auto dearer than sqrt");
+    mg_planned_free(&q);
+    mg_planned_free(&a);
+    mg_graph_free(g);
+    free(src);
+}
+END_TEST
+
 /* micro-batches: the partial sums of a parameter's gradient are written in place, each part's
  * accumulating op adding to the part before it in the gradient's own memory. The verifier
  * rejects a partial sum written into another parameter's gradient, and one that reads its
@@ -2451,6 +2479,7 @@ static Suite *planner_suite(void)
     tcase_add_test(c, test_micro_batches_minimum_matches_plan);
     tcase_add_test(c, test_compile_meets_the_minimum_in_parts);
     tcase_add_test(c, test_solvers_on_the_command_line);
+    tcase_add_test(c, test_sqrt_checkpoints_are_layers);
     tcase_add_test(c, test_plan_json_figures);
     tcase_add_test(c, test_min_feasible_on_the_command_line);
     tcase_add_test(c, test_no_dearer_above_the_minimum);
