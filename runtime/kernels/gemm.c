@@ -64,6 +64,65 @@ static void *mgk_gemm_align64(void *p)
     return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
+/* One VL x VL block transposed in registers: rows src + i * is (VL elements each) in, rows of
+ * the transpose at dst + k * VL out. Four (three) rounds of two-vector shuffles, each swapping
+ * the off-diagonal b x b blocks of every 2b x 2b block (b = VL/2, ..., 1). A weight matrix
+ * packed as op(B) = W^T (the input gradient dy W^T of a matrix product) goes through here; the
+ * element-by-element transpose took about a nanosecond per element, as long as 3 FLOPs' share
+ * of the multiply at M = 256 and four times that in 4 parts (bench/: mlp_deep in parts). */
+static inline __attribute__((always_inline)) void mgk_gemm_transpose_f32(const float *src, int64_t is, float *restrict dst)
+{
+    mgk_v16f r[16];
+    for (int i = 0; i < 16; i++) r[i] = *(const mgk_v16f *)(src + i * is);
+    for (int i = 0; i < 16; i++)
+        if (!(i & 8)) {
+            mgk_v16f x = r[i], y = r[i + 8];
+            r[i] = __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+            r[i + 8] = __builtin_shufflevector(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+        }
+    for (int i = 0; i < 16; i++)
+        if (!(i & 4)) {
+            mgk_v16f x = r[i], y = r[i + 4];
+            r[i] = __builtin_shufflevector(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+            r[i + 4] = __builtin_shufflevector(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+        }
+    for (int i = 0; i < 16; i++)
+        if (!(i & 2)) {
+            mgk_v16f x = r[i], y = r[i + 2];
+            r[i] = __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+            r[i + 2] = __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 2) {
+        mgk_v16f x = r[i], y = r[i + 1];
+        r[i] = __builtin_shufflevector(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+        r[i + 1] = __builtin_shufflevector(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    }
+    for (int k = 0; k < 16; k++) *(mgk_v16f *)(dst + k * 16) = r[k];
+}
+
+static inline __attribute__((always_inline)) void mgk_gemm_transpose_f64(const double *src, int64_t is, double *restrict dst)
+{
+    mgk_v8d r[8];
+    for (int i = 0; i < 8; i++) r[i] = *(const mgk_v8d *)(src + i * is);
+    for (int i = 0; i < 4; i++) {
+        mgk_v8d x = r[i], y = r[i + 4];
+        r[i] = __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+    for (int i = 0; i < 8; i++)
+        if (!(i & 2)) {
+            mgk_v8d x = r[i], y = r[i + 2];
+            r[i] = __builtin_shufflevector(x, y, 0, 1, 8, 9, 4, 5, 12, 13);
+            r[i + 2] = __builtin_shufflevector(x, y, 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int i = 0; i < 8; i += 2) {
+        mgk_v8d x = r[i], y = r[i + 1];
+        r[i] = __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14);
+        r[i + 1] = __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
+    }
+    for (int k = 0; k < 8; k++) *(mgk_v8d *)(dst + k * 8) = r[k];
+}
+
 /* MGK_GEMM_DEFINE(T, V, VL, SFX) defines mgk_gemm_SFX and its static helpers for element type T
  * and vector type V of VL elements; the register tile is MR x NR with NR = VL. */
 #define MGK_GEMM_DEFINE(T, V, VL, SFX)                                                             \
@@ -81,6 +140,8 @@ static void *mgk_gemm_align64(void *p)
              * all w rows for every k thrashes L1 when is is a large power of two). */             \
             enum { KB = 64 / sizeof(T) };                                                          \
             int64_t k0 = 0;                                                                        \
+            if (W == (VL) && w == W) /* a whole panel: VL x VL blocks in registers */              \
+                for (; k0 + KB <= kc; k0 += KB) mgk_gemm_transpose_##SFX(src + k0, is, dst + k0 * W);  \
             for (; k0 + KB <= kc; k0 += KB)                                                        \
                 for (int64_t i = 0; i < w; i++)                                                    \
                     for (int64_t k = k0; k < k0 + KB; k++) dst[k * W + i] = src[i * is + k];       \
