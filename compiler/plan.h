@@ -547,6 +547,11 @@ typedef struct mg_plan_request {
                                    the least minimum of the part counts tried so far); when it finds
                                    nothing there, min_feasible_bytes comes back as this value. 0: no bound.
                                    Not part of the cache key: plan_split.c sets it per part count. */
+    double flops_ceiling;       /* > 0: only a training step executing fewer FLOPs is wanted (plan_split.c:
+                                   a part count tried for a plan cheaper than the one it has); the solve
+                                   at the budget fits no schedule costing that or more, and comes back
+                                   without a plan where it has none below it. 0: none. Not part of
+                                   the cache key: plan_split.c sets it per part count. */
     int parts_max_nodes[2];     /* the most operations of a split graph the search over part counts
                                    plans by itself (plan_split.c), where the whole batch meets the
                                    budget and where it misses it; 0: MG_PARTS_AUTO_MAX_NODES,

@@ -328,6 +328,11 @@ static mg_status plan_split(const mg_graph *g, const mg_plan_request *rq, int mi
         /* only the minimum is sought: no budget (the search does not depend on it), so the
          * store-all plan stands in for a plan at the budget that would be thrown away */
         int64_t budget = selecting ? out->budget_bytes : INT64_MAX;
+        /* a plan of it is wanted only where cheaper than every plan met so far (least, at most
+         * out's): one no cheaper than that is neither taken (`cheaper`: a plan taken over out
+         * saves CLEARLY, and least is within CLEARLY of out) nor lowers least; so the solve fits
+         * no schedule costing least or more (mg_plan_request.flops_ceiling) */
+        if (selecting && out->train) r.flops_ceiling = least;
         /* a k one step of which needs the minimum so far cannot lower it: where no plan of it is
          * wanted either, it is not planned, and ends the search as it would have (unet_small in 8
          * parts: 8,388,608 bytes a step against 2,883,648 in 4; cnn_fmnist in 32) */

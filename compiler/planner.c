@@ -840,6 +840,7 @@ static mg_status solve_pinned(const mg_problem *pr, int64_t budget, int64_t stor
 struct pinned_job {
     const mg_problem *pr;
     int64_t budget, store_all;
+    double ceiling; /* a plan costing that or more is not wanted (solve_below's) */
     pinned_tasks t; /* (pinned_start) */
     pthread_t th;
     int started; /* running on th (pinned_start), until keep_pinned or solve_below's end joins it */
@@ -848,7 +849,7 @@ struct pinned_job {
 static void pinned_start(pinned_job *j, double once, double bound)
 {
     if (bound <= (1 + PINNED_GAP) * once) return;
-    pinned_tasks_init(&j->t, j->pr, j->budget, j->store_all, bound, INFINITY);
+    pinned_tasks_init(&j->t, j->pr, j->budget, j->store_all, bound, j->ceiling);
     j->started = j->t.n > 0 && pthread_create(&j->th, NULL, pinned_helper, &j->t) == 0;
     mg_plan *none;
     if (!j->started) pinned_finish(&j->t, &none, &(mg_diag){0}); /* (no task run: nothing) */
@@ -1057,9 +1058,13 @@ static int settled(const mg_solution *s) { return s->optimal == 1 && !s->optimal
  * min_feasible_below) and, finding nothing there, reports `below` itself. floor > 0: a minimum
  * at or under floor is as good as any (the forward pass's under the training step's: the
  * program needs the larger), so a plan within floor ends the search, and it reports that plan's
- * workspace. */
+ * workspace. ceiling < INFINITY: only a plan executing fewer FLOPs is wanted (mg_plan_request.
+ * flops_ceiling): no variant costing that is fitted, nor a pinned solve's plan kept, no plan at
+ * the budget starts the minimum search where it was not asked for, and none costing that comes
+ * back. */
 static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_t budget, int want_min,
-                             int64_t below, int64_t floor, double time_limit, mg_solution *out, mg_diag *d)
+                             int64_t below, int64_t floor, double ceiling, double time_limit, mg_solution *out,
+                             mg_diag *d)
 {
     *out = (mg_solution){.min_feasible_bytes = -1, .optimal = -1, .lower_bound = -1};
     /* (the placements made, for every thread of this solve: a problem solved within another's
@@ -1079,7 +1084,7 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
     atomic_int stop = MG_SEARCH_ON; /* (ms.job.stop) */
     pthread_t th;
     int threaded = 0; /* the minimum search is running on thread th */
-    pinned_job pj = {.pr = pr, .budget = budget}; /* solve_pinned's thread (bound_thread starts it) */
+    pinned_job pj = {.pr = pr, .budget = budget, .ceiling = ceiling}; /* solve_pinned's thread (bound_thread starts it) */
     if ((st = mg_sv_build(pr, &all, &sa, d))) goto done;
     out->store_all_bytes = sa->workspace_bytes;
     memo.s.store_all = sa->workspace_bytes;
@@ -1119,7 +1124,8 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
         if (out->optimal_in_class && out->plan) in_class = out->plan->flops_executed;
     } else {
         int opt = 0;
-        if ((st = solve_at(pr, solver, budget, &keep, &memo, &nm, &out->plan, &opt, d))) goto done;
+        if ((st = solve_at_pre(pr, solver, budget, &keep, &memo, &nm, NULL, 0, ceiling, &out->plan, &opt, d)))
+            goto done;
         if (opt) out->optimal = 1;
         out->lower_bound = memo_bound(&memo); /* (the thread's, where it ran) */
     }
@@ -1135,7 +1141,7 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
     if (want_min == MG_MIN_AS_PLANNED && out->plan)
         atomic_store(&stop, out->plan->flops_executed <= out->plan->flops_once ? MG_SEARCH_STOP : MG_SEARCH_STOP_FAR);
     out->min_cut_short = stop == MG_SEARCH_STOP;
-    if (!st && ((want_min && stop != MG_SEARCH_STOP) || (!out->plan && searching))) { /* the minimum search (min_search.c) */
+    if (!st && ((want_min && stop != MG_SEARCH_STOP) || (!out->plan && searching && ceiling == INFINITY))) { /* the minimum search (min_search.c) */
         if (!threaded) min_search_both(&ms);
         else if (pthread_join(th, NULL) == 0) threaded = 0;
         else abort();
@@ -1223,9 +1229,13 @@ static mg_status solve_below(const mg_problem *problem, mg_solver solver, int64_
     /* in a step in parts, the solve again never dropping what is gathered from the parts
      * (solve_pinned), where the plan recomputes more than PINNED_GAP of a step */
     if (!st && searching && !settled(out))
-        st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &pj, INFINITY, &out->plan, d);
+        st = keep_pinned(pr, budget, memo.s.store_all, out->lower_bound, &pj, ceiling, &out->plan, d);
     if (!st && out->plan && out->optimal_in_class && out->plan->flops_executed < in_class)
         out->optimal = -1, out->optimal_in_class = 0; /* a cheaper plan outside the MILP's class */
+    if (!st && out->plan && out->plan->flops_executed >= ceiling) { /* (not wanted) */
+        mg_plan_free(out->plan);
+        out->plan = NULL;
+    }
     if (!st && out->plan && mg_plan_verify(out->plan, pr, d)) st = MG_ERR;
     /* a bound above a verified plan is a bound's mistake, not a proof (beyond the relaxed
      * program's rounding, below): nothing is claimed from it, and the user is told */
@@ -1266,7 +1276,7 @@ done:
 mg_status mg_solve(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
                    mg_solution *out, mg_diag *d)
 {
-    return solve_below(pr, solver, budget, want_min, 0, 0, time_limit, out, d);
+    return solve_below(pr, solver, budget, want_min, 0, 0, INFINITY, time_limit, out, d);
 }
 
 mg_status mg_solve_from(const mg_problem *pr, mg_solver solver, int64_t budget, int want_min, double time_limit,
@@ -1327,11 +1337,13 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
         /* the time limit is for both functions; the training step gets most of it */
         double t1 = mg_seconds();
         int64_t below = rq->min_feasible_below;
-        if ((st = solve_below(pt, rq->solver, budget, rq->want_min_feasible, below, 0, rq->time_limit * 0.8, &ts, d)))
+        double ceiling = rq->flops_ceiling > 0 ? rq->flops_ceiling : INFINITY;
+        if ((st = solve_below(pt, rq->solver, budget, rq->want_min_feasible, below, 0, ceiling, rq->time_limit * 0.8,
+                              &ts, d)))
             goto done;
         double left = rq->time_limit - (mg_seconds() - t1);
         /* the forward pass's minimum matters only above the training step's */
-        if ((st = solve_below(pf, rq->solver, budget, rq->want_min_feasible, below, ts.min_feasible_bytes,
+        if ((st = solve_below(pf, rq->solver, budget, rq->want_min_feasible, below, ts.min_feasible_bytes, INFINITY,
                               left > rq->time_limit * 0.2 ? left : rq->time_limit * 0.2, &fs, d)))
             goto done;
         /* compile's: where the training step's search was cut short (solve_below) and the
@@ -1343,20 +1355,22 @@ mg_status mg_plan_program(const mg_graph *g, const mg_plan_request *rq, mg_plann
             mg_plan_free(ts.plan);
             mg_plan_free(fs.plan);
             ts.plan = fs.plan = NULL;
-            if ((st = solve_below(pt, rq->solver, budget, MG_MIN_YES, below, 0, rq->time_limit * 0.8, &ts, d)) ||
-                (st = solve_below(pf, rq->solver, budget, MG_MIN_YES, below, ts.min_feasible_bytes,
+            if ((st = solve_below(pt, rq->solver, budget, MG_MIN_YES, below, 0, ceiling, rq->time_limit * 0.8, &ts,
+                                  d)) ||
+                (st = solve_below(pf, rq->solver, budget, MG_MIN_YES, below, ts.min_feasible_bytes, INFINITY,
                                   rq->time_limit * 0.2, &fs, d)))
                 goto done;
         }
         /* a budget one function misses: the minimum is the larger of both functions' (the one
          * that met it did not search for its own unless asked; the solve is repeated with the
          * search, on this failing path only) */
-        for (int f = 0; f < 2 && !rq->want_min_feasible && (!ts.plan || !fs.plan); f++) {
+        for (int f = 0; f < 2 && !rq->want_min_feasible && (!ts.plan || !fs.plan) && !(ceiling < INFINITY && !ts.plan);
+             f++) {
             mg_solution *s = f ? &fs : &ts;
             if (!s->plan || s->min_feasible_bytes >= 0) continue;
             mg_solution again;
             if ((st = solve_below(f ? pf : pt, rq->solver, budget, 1, below, f ? ts.min_feasible_bytes : 0,
-                                  rq->time_limit * 0.2, &again, d)))
+                                  f ? INFINITY : ceiling, rq->time_limit * 0.2, &again, d)))
                 goto done;
             mg_plan_free(s->plan);
             *s = again;

@@ -987,6 +987,41 @@ START_TEST(test_parts_bound)
 }
 END_TEST
 
+/* mg_plan_request.flops_ceiling (plan_split.c: a part count tried only for a cheaper plan): the
+ * 12-layer chain in 4 parts at 1.2 times its minimum, where the plan recomputes. With a ceiling
+ * just above the plan's cost the solve still finds a plan below it, and one that fits and
+ * verifies; with the ceiling at running every op once (no plan can be below it) the program has
+ * no training-step plan and no error, and does not say the budget is below a minimum. */
+START_TEST(test_flops_ceiling)
+{
+    mg_graph *g = joint(deep12_src), *gk;
+    mg_diag d = {0};
+    int64_t minf;
+    mg_problem_free(in_parts(g, 4, &gk, &minf));
+    mg_budget b = {0, 0, (int64_t)((double)minf * 1.2)};
+    mg_plan_request rq = {.solver = MG_SOLVER_AUTO, .budget = &b, .time_limit = 10};
+    mg_planned p, q;
+    ck_assert_msg(mg_plan_program(gk, &rq, &p, &d) == MG_OK && p.train, "%s", d.msg);
+    double once = p.train->flops_once, f = p.train->flops_executed;
+    ck_assert_msg(f > once * 1.01, "recomputes %.4f only", f / once - 1);
+    rq.flops_ceiling = f + 0.001 * once;
+    ck_assert_msg(mg_plan_program(gk, &rq, &q, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(q.train && q.train->flops_executed < rq.flops_ceiling, "ceiling %.0f: %.0f", rq.flops_ceiling,
+                  q.train ? q.train->flops_executed : -1.0);
+    ck_assert_int_le(q.workspace_bytes, b.bytes);
+    ck_assert_msg(mg_program_verify(gk, &q, &d) == MG_OK, "%s", d.msg);
+    mg_planned_free(&q);
+    rq.flops_ceiling = once;
+    ck_assert_msg(mg_plan_program(gk, &rq, &q, &d) == MG_OK, "%s", d.msg);
+    ck_assert_msg(q.train == NULL, "a plan of %.0f FLOPs under a ceiling of %.0f", q.train->flops_executed, once);
+    ck_assert_int_eq(q.min_feasible_bytes, -1);
+    mg_planned_free(&q);
+    mg_planned_free(&p);
+    mg_graph_free(gk);
+    mg_graph_free(g);
+}
+END_TEST
+
 /* A step in parts planned part by part (sched_parts.c). The 12-layer chain of test_parts_bound in
  * 8 parts, from its minimum to twice it: auto's plan fits and costs no more at a larger budget
  * (until 2026-12-05, 83.57% recomputed at 1.2 times the minimum, 86.88% at 1.3 times: each
@@ -1425,6 +1460,7 @@ int main(void)
     tcase_add_test(tc, test_parts_border);
     tcase_add_test(tc, test_plan_and_compile_agree);
     tcase_add_test(tc, test_parts_bound);
+    tcase_add_test(tc, test_flops_ceiling);
     tcase_add_test(tc, test_gathered_values_kept);
     tcase_add_test(tc, test_part_checkpoints);
     tcase_add_test(tc, test_pinned_plan_whatever_the_timing);
