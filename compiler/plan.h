@@ -674,7 +674,8 @@ mg_matmul_geom mg_matmul_geometry(const mg_graph *g, int node);
  * and flat matrix products of a graph in parts one: iattr[5], iattr[2]); 0: none. */
 int64_t mg_node_scratch_cap(const mg_graph *g, int node);
 /* Kernel scratch bytes of any node (GEMM packing, im2col patches) under its own cap, 0 for
- * kernels without; under cap (0: none, the kernel's whole blocks), the kernels' contract. */
+ * kernels without; under cap (<= 0, MG_CAP_NONE too: none, the kernel's whole blocks), the
+ * kernels' contract. */
 int64_t mg_node_scratch_bytes(const mg_graph *g, int node);
 int64_t mg_node_scratch_bytes_cap(const mg_graph *g, int node, int64_t cap);
 /* The cap a step's kernel runs under (its own, or its node's; 0: none). */

@@ -51,11 +51,6 @@ static int larger_caps(const mg_graph *g, int node, int64_t own, int64_t *caps)
     return nc;
 }
 
-static int64_t cap_bytes(const mg_graph *g, int node, int64_t cap)
-{
-    return mg_node_scratch_bytes_cap(g, node, cap < 0 ? 0 : cap);
-}
-
 /* The cap of step s's node when the step runs a capped kernel with scratch, else 0. */
 static int64_t own_cap(const mg_plan *p, const mg_graph *g, int s)
 {
@@ -103,7 +98,7 @@ void mg_plan_widen_scratch(mg_plan *p, const mg_graph *g)
         }
         qsort(sp, (size_t)n, sizeof *sp, cmp_span);
         for (int c = 0; c < nc; c++) {
-            int64_t bytes = cap_bytes(g, st->node, caps[c]);
+            int64_t bytes = mg_node_scratch_bytes_cap(g, st->node, caps[c]); /* (MG_CAP_NONE: whole blocks) */
             if (bytes <= sc->bytes || live[s] - sc->bytes + bytes > p->peak_live_bytes) continue;
             int64_t at = gap_for(sp, n, bytes, p->workspace_bytes);
             if (at < 0) continue;
