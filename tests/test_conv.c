@@ -381,6 +381,66 @@ START_TEST(test_conv_odd_blocks)
 }
 END_TEST
 
+/* The patch panels packed straight from the images (conv_impl.h: mgk_conv_pack_b, the forward's,
+ * and mgk_conv_pack_bt, the weight gradient's, transposed; the kernels use them on images at most
+ * 8 pixels wide) against the patch block built by im2col and packed by the GEMM, on any width,
+ * stride, padding and dilation, any block of patch rows and columns (across images) and GEMM
+ * blocks: the same bits. */
+START_TEST(test_conv_fused_pack)
+{
+    rs += (uint64_t)_i * 7919;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4;
+        mgk_conv_geom g;
+        g.groups = 1, g.C = rint_(1, 6), g.Co = rint_(1, 13), g.N = rint_(1, 6);
+        g.KH = rint_(1, 4), g.KW = rint_(1, 4), g.stride = rint_(1, 3), g.pad = rint_(0, 2), g.dil = rint_(1, 2);
+        g.H = g.dil * (g.KH - 1) + 1 + rint_(0, 9), g.W = g.dil * (g.KW - 1) + 1 + rint_(0, _i % 2 ? 40 : 9);
+        g.OH = mg_window_out_ref(g.H, g.KH, g.stride, g.pad, g.dil);
+        g.OW = mg_window_out_ref(g.W, g.KW, g.stride, g.pad, g.dil);
+        int64_t K = g.C * g.KH * g.KW, cols = g.N * g.OH * g.OW;
+        int64_t r0 = rint_(0, K - 1), rn = rint_(1, K - r0), p0 = rint_(0, cols - 1), pn = rint_(1, cols - p0);
+        int64_t cap = _i % 3 ? rint_(1, 40000) : 0;
+        void *x = rand_buf(g.N * g.C * g.H * g.W, is64), *w = rand_buf(g.Co * K, is64);
+        void *col = malloc((size_t)(rn * pn * es)), *want = malloc((size_t)(g.Co * pn * es));
+        void *got = malloc((size_t)(g.Co * pn * es));
+        void *gs = malloc((size_t)mgk_gemm_capped_scratch_bytes(g.Co, pn, rn, es, cap));
+        if (is64) {
+            mgk_conv_block_f64(&g, g.N, r0, r0 + rn, p0, p0 + pn, x, g.C * g.H * g.W, col, 0);
+            mgk_gemm_capped_f64(g.Co, pn, rn, (double *)w + r0, K, 0, col, pn, 0, want, pn, 0, gs, cap);
+            mgk_conv_pack_ctx_f64 cx = {&g, x, g.C * g.H * g.W, r0, p0};
+            mgk_gemm_packed_f64(g.Co, pn, rn, (double *)w + r0, K, 0, mgk_conv_pack_b_f64, &cx, got, pn, 0, gs, cap);
+        } else {
+            mgk_conv_block_f32(&g, g.N, r0, r0 + rn, p0, p0 + pn, x, g.C * g.H * g.W, col, 0);
+            mgk_gemm_capped_f32(g.Co, pn, rn, (float *)w + r0, K, 0, col, pn, 0, want, pn, 0, gs, cap);
+            mgk_conv_pack_ctx_f32 cx = {&g, x, g.C * g.H * g.W, r0, p0};
+            mgk_gemm_packed_f32(g.Co, pn, rn, (float *)w + r0, K, 0, mgk_conv_pack_b_f32, &cx, got, pn, 0, gs, cap);
+        }
+        /* the weight gradient's: op(B) = the block transposed (where the tap table holds the image) */
+        void *dy = rand_buf(g.Co * pn, is64), *dwant = malloc((size_t)(g.Co * rn * es)), *dgot = malloc((size_t)(g.Co * rn * es));
+        void *gt = malloc((size_t)mgk_gemm_capped_scratch_bytes(g.Co, rn, pn, es, cap));
+        int tab = g.KH * g.KW * g.OH * g.OW <= MGK_CONV_TAP_TABLE;
+        if (is64 && tab) {
+            mgk_gemm_capped_f64(g.Co, rn, pn, dy, pn, 0, col, pn, 1, dwant, rn, 0, gt, cap);
+            mgk_conv_pack_ctx_f64 cx = {&g, x, g.C * g.H * g.W, r0, p0};
+            mgk_gemm_packed_f64(g.Co, rn, pn, dy, pn, 0, mgk_conv_pack_bt_f64, &cx, dgot, rn, 0, gt, cap);
+        } else if (tab) {
+            mgk_gemm_capped_f32(g.Co, rn, pn, dy, pn, 0, col, pn, 1, dwant, rn, 0, gt, cap);
+            mgk_conv_pack_ctx_f32 cx = {&g, x, g.C * g.H * g.W, r0, p0};
+            mgk_gemm_packed_f32(g.Co, rn, pn, dy, pn, 0, mgk_conv_pack_bt_f32, &cx, dgot, rn, 0, gt, cap);
+        }
+        ck_assert_msg(!tab || !memcmp(dwant, dgot, (size_t)(g.Co * rn * es)), "%s: weight gradient's packing, %lldx%lld image",
+                      is64 ? "f64" : "f32", (long long)g.H, (long long)g.W);
+        free(dy), free(dwant), free(dgot), free(gt);
+        ck_assert_msg(!memcmp(want, got, (size_t)(g.Co * pn * es)),
+                      "%s: %lldx%lld image, %lldx%lld kernel, stride %lld pad %lld dil %lld, rows %lld+%lld, columns %lld+%lld",
+                      is64 ? "f64" : "f32", (long long)g.H, (long long)g.W, (long long)g.KH, (long long)g.KW,
+                      (long long)g.stride, (long long)g.pad, (long long)g.dil, (long long)r0, (long long)rn,
+                      (long long)p0, (long long)pn);
+        free(x), free(w), free(col), free(want), free(got), free(gs);
+    }
+}
+END_TEST
+
 /* The capped kernels (mgk_conv2d*_capped, the micro-batched graph's): for caps from a few KiB to
  * above the uncapped scratch, the scratch they declare is at most the cap (or the floor's, when
  * the cap is below what the smallest blocks need), they stay inside it, and their results are
@@ -630,6 +690,7 @@ int main(void)
     tcase_add_loop_test(tc, test_pool_kernels, 0, 40);
     tcase_add_loop_test(tc, test_conv_chunks, 0, 8);
     tcase_add_loop_test(tc, test_conv_odd_blocks, 0, 12);
+    tcase_add_loop_test(tc, test_conv_fused_pack, 0, 60);
     tcase_add_loop_test(tc, test_conv_capped, 0, 16);
     tcase_add_loop_test(tc, test_conv_any_cut, 0, 12);
     tcase_add_loop_test(tc, test_conv_grad_weight_acc, 0, 16);

@@ -17,6 +17,9 @@
         int64_t OW, int64_t stride, int64_t pad, int64_t dil, int64_t groups
 #define MGK_GEOM_INIT {N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups}
 
+/* Entries of the weight gradient's tap table (conv_impl.h, mgk_conv_pack_bt), on the stack. */
+enum { MGK_CONV_TAP_TABLE = 1024 };
+
 static inline void *mgk_conv_align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 #define T float

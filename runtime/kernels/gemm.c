@@ -28,8 +28,9 @@
  * A larger tile would suit AVX-512 better but spill on AVX2, and the bitcode cannot know which
  * of the two it will be compiled for.
  *
- * Packing makes both operand streams contiguous whatever the transposition flags and strides;
- * the packed panels are zero-padded to whole tiles so the kernel always runs full tiles, and
+ * Packing makes both operand streams contiguous whatever the transposition flags and strides
+ * (mgk_gemm_packed takes op(B)'s panels from the caller's packer instead: a convolution's
+ * patches packed straight from the image, conv_impl.h); the packed panels are zero-padded to whole tiles so the kernel always runs full tiles, and
  * partial edge tiles of C are stored row by row straight from the registers when they are
  * short (fewer than MR rows, full width) and through a stack buffer when they are narrow.
  *
@@ -225,9 +226,11 @@ static inline __attribute__((always_inline)) void mgk_gemm_transpose_f64(const d
             for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = tmp[i * NR + j];                     \
     }                                                                                              \
                                                                                                    \
-    void mgk_gemm_capped_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,           \
-                               int transA, const T *B, int64_t ldb, int transB, T *C, int64_t ldc, \
-                               int beta, void *scratch, int64_t cap)                               \
+    /* The GEMM; op(B) from B (pack_b NULL) or from pack_b(ctx, ...). */                          \
+    static inline __attribute__((always_inline)) void mgk_gemm_run_##SFX(                          \
+        int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA, const T *B,          \
+        int64_t ldb, int transB, mgk_gemm_pack_b_fn pack_b, const void *ctx, T *C, int64_t ldc,    \
+        int beta, void *scratch, int64_t cap)                                                      \
     {                                                                                              \
         enum { NR = MGK_NR_##SFX };                                                                \
         if (M <= 0 || N <= 0) return;                                                              \
@@ -244,7 +247,9 @@ static inline __attribute__((always_inline)) void mgk_gemm_transpose_f64(const d
             for (int64_t pc = 0; pc < K; pc += bl.kc) {                                            \
                 int64_t kc = mgk_gemm_min64(bl.kc, K - pc);                                        \
                 int accumulate = pc > 0 || beta;                                                   \
-                if (transB) /* op(B)[k, j] = B[j * ldb + k] */                                     \
+                if (pack_b)                                                                        \
+                    pack_b(ctx, jc, nc, pc, kc, pb);                                               \
+                else if (transB) /* op(B)[k, j] = B[j * ldb + k] */                                \
                     mgk_pack_##SFX(NR, nc, kc, B + jc * ldb + pc, ldb, 1, pb);                     \
                 else                                                                               \
                     mgk_pack_##SFX(NR, nc, kc, B + pc * ldb + jc, 1, ldb, pb);                     \
@@ -263,6 +268,22 @@ static inline __attribute__((always_inline)) void mgk_gemm_transpose_f64(const d
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    void mgk_gemm_capped_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,           \
+                               int transA, const T *B, int64_t ldb, int transB, T *C, int64_t ldc, \
+                               int beta, void *scratch, int64_t cap)                               \
+    {                                                                                              \
+        mgk_gemm_run_##SFX(M, N, K, A, lda, transA, B, ldb, transB, NULL, NULL, C, ldc, beta,     \
+                           scratch, cap);                                                          \
+    }                                                                                              \
+                                                                                                   \
+    void mgk_gemm_packed_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,           \
+                               int transA, mgk_gemm_pack_b_fn pack_b, const void *ctx, T *C,       \
+                               int64_t ldc, int beta, void *scratch, int64_t cap)                  \
+    {                                                                                              \
+        mgk_gemm_run_##SFX(M, N, K, A, lda, transA, NULL, 0, 0, pack_b, ctx, C, ldc, beta, scratch, \
+                           cap);                                                                   \
     }                                                                                              \
                                                                                                    \
     void mgk_gemm_##SFX(int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, int transA,      \

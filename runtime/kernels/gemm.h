@@ -78,4 +78,19 @@ void mgk_gemm_capped_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_
 void mgk_gemm_capped_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int transA,
                          const double *B, int64_t ldb, int transB, double *C, int64_t ldc, int beta,
                          void *scratch, int64_t cap);
+/* A packer of op(B) for mgk_gemm_packed_{f32,f64}, for an op(B) that is not stored as a matrix
+ * (a convolution's patch matrix, built straight from the image: conv_impl.h). It writes
+ * op(B)[pc:+kc, jc:+nc] at dst as ceil(nc / NR) micro-panels of kc x NR elements, panel q (the
+ * columns jc + q*NR ..) at dst + q*NR*kc, its row k at + k*NR, and zeros in the columns past nc
+ * of the last panel; NR is MGK_GEMM_NR for f32 and MGK_GEMM_NR / 2 for f64 (one 64-byte vector). */
+typedef void (*mgk_gemm_pack_b_fn)(const void *ctx, int64_t jc, int64_t nc, int64_t pc, int64_t kc, void *dst);
+
+/* mgk_gemm_capped_{f32,f64} with op(B) given by a packer (called once per block of op(B), with
+ * ctx) instead of a matrix: the same blocking, scratch and bits as the matrix it packs. */
+void mgk_gemm_packed_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int transA,
+                         mgk_gemm_pack_b_fn pack_b, const void *ctx, float *C, int64_t ldc, int beta,
+                         void *scratch, int64_t cap);
+void mgk_gemm_packed_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int transA,
+                         mgk_gemm_pack_b_fn pack_b, const void *ctx, double *C, int64_t ldc, int beta,
+                         void *scratch, int64_t cap);
 #endif
