@@ -43,7 +43,7 @@ static const char *flops_str(double v, int exact, char *buf, size_t len)
 static void summary(FILE *out, const mg_report_figures *f, int exact)
 {
     const mg_planned *p = f->p;
-    char tail[128], a[48], b[48], opt[48];
+    char tail[400], a[48], b[48], opt[48];
     /* a plan in micro-batches is proven optimal for the graph in that many parts, not for every
      * part count (docs/planner.md, what "optimal" means) */
     if (f->optimal == 1 && p && p->micro_batches > 1)
@@ -73,7 +73,13 @@ static void summary(FILE *out, const mg_report_figures *f, int exact)
                mg_report_min_note(f->workspace_bytes, f->min_feasible_bytes));
     snprintf(tail, sizeof tail, ", allocator waste %.2f%%", 100.0 * f->allocator_waste);
     figure(out, "peak live", f->peak_live_bytes, exact, tail);
-    figure(out, "forward workspace", p->forward->workspace_bytes, exact, "");
+    /* (the FLOPs line below is the training step's: a forward pass that recomputes says so here) */
+    tail[0] = 0;
+    if (p->forward->flops_executed > p->forward->flops_once)
+        snprintf(tail, sizeof tail, ", recomputing: %s executed, %s once (+%.2f%%)",
+                 flops_str(p->forward->flops_executed, exact, a, sizeof a), flops_str(p->forward->flops_once, exact, b, sizeof b),
+                 100.0 * (p->forward->flops_executed - p->forward->flops_once) / p->forward->flops_once);
+    figure(out, "forward workspace", p->forward->workspace_bytes, exact, tail);
     if (p->micro_batches > 1) { /* compiler/microbatch.c */
         const mg_node *x = mg_microbatch_batch_input(f->g); /* (inputs[0] may be a scalar) */
         long long part = x ? x->type.shape.dim[0] / p->micro_batches : 0;

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,177 @@ START_TEST(forward_needs_only_its_workspace)
 }
 END_TEST
 
+/* A figure of a plan's JSON: obj.key (obj NULL: the top level); fails the test where it has none. */
+static double plan_figure(const cJSON *plan, const char *obj, const char *key)
+{
+    const cJSON *o = obj ? cJSON_GetObjectItemCaseSensitive(plan, obj) : plan;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    ck_assert_msg(cJSON_IsNumber(v), "no number %s%s%s in the plan's JSON", obj ? obj : "", obj ? "." : "", key);
+    return v->valuedouble;
+}
+
+/* NAME_PLAN_HASH of a generated header: the hash of the model, the sizes and both functions'
+ * plans, step by step and buffer by buffer (program_hash.c). */
+static unsigned long long header_plan_hash(const char *h)
+{
+    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
+        const char *name = p + 8, *end = name + strcspn(name, " \n");
+        if (end - name > 10 && !strncmp(end - 10, "_PLAN_HASH", 10)) return strtoull(end, NULL, 16);
+    }
+    ck_abort_msg("no #define ..._PLAN_HASH in the header");
+    return 0;
+}
+
+/* A forward pass whose own plan recomputes, compiled as `plan` plans it (planner.c,
+ * mg_plan_program). tests/data/forward_recompute_floor.mg at 46,000 bytes: the training step
+ * runs every op once there (so compile leaves its minimum search out) and the forward pass must
+ * recompute (its store-all needs 87,616 bytes), where mg_plan_program solves both again with
+ * their whole searches. What a user checks:
+ *  - compile's plans are plan's: the object's plan hash (both functions, step by step and buffer
+ *    by buffer) is that of an object compiled from plan's own plans, which compile takes from the
+ *    plan cache, and the header's figures are the JSON's (without the solve again, compile
+ *    emitted a forward pass of 45,056 bytes executing 901,120 FLOPs, plan 40,960 and 847,872);
+ *  - the case is still the one above: the step recomputes nothing, the forward pass recomputes,
+ *    whole (not in micro-batches), and the store-all workspace percentages would refer to is the
+ *    forward pass's (the larger of the two functions');
+ *  - both plans verify (--verify of plan and compile);
+ *  - the forward pass's output and the step's loss and gradients are bit-identical to those of
+ *    the store-all build, the forward pass run in a workspace of exactly its
+ *    FORWARD_WORKSPACE_BYTES that ends at an inaccessible page and is filled with NaNs. */
+START_TEST(forward_recomputes_as_plan_plans)
+{
+    const char *model = MG_SOURCE_DIR "/tests/data/forward_recompute_floor.mg";
+    const long long budget = 46000;
+    char *out = NULL;
+    /* plan's plans, kept in a cache of the test's own */
+    int rc = sh(&out, "cd '%s' && '%s' plan '%s' --budget %lld --format json --verify --cache-dir cache > plan.json", dir,
+                MG_MEMGRAD, model, budget);
+    ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "plan exited %d:\n%s", rc, out);
+    free(out);
+    char *text = tu_read(tu_path(dir, "plan.json"));
+    ck_assert(text != NULL);
+    cJSON *plan = cJSON_Parse(text);
+    ck_assert_msg(plan != NULL, "plan's JSON does not parse:\n%.400s", text);
+    free(text);
+    double fwd_once = plan_figure(plan, "forward", "flops_once"), fwd_exec = plan_figure(plan, "forward", "flops_executed");
+    double step_once = plan_figure(plan, "train", "flops_once"), step_exec = plan_figure(plan, "train", "flops_executed");
+    long long ws = (long long)plan_figure(plan, NULL, "workspace_bytes"),
+              fwd_ws = (long long)plan_figure(plan, "forward", "workspace_bytes"),
+              step_peak = (long long)plan_figure(plan, "train", "peak_live_bytes"),
+              store_all = (long long)plan_figure(plan, NULL, "store_all_workspace_bytes");
+    ck_assert_msg(plan_figure(plan, NULL, "micro_batches") == 1 && plan_figure(plan, NULL, "budget_bytes") == budget &&
+                      step_exec == step_once && fwd_exec > fwd_once && fwd_ws <= budget && ws <= budget,
+                  "no longer the case under test: %g parts; the step executes %.0f FLOPs of %.0f once, the forward "
+                  "pass %.0f of %.0f in %lld bytes (budget %lld)",
+                  plan_figure(plan, NULL, "micro_batches"), step_exec, step_once, fwd_exec, fwd_once, fwd_ws, budget);
+    cJSON_Delete(plan);
+    /* the text report says the forward pass recomputes (its FLOPs line is the step's) */
+    rc = sh(&out, "'%s' plan '%s' --budget %lld --bytes --no-cache", MG_MEMGRAD, model, budget);
+    char want[160];
+    snprintf(want, sizeof want, "forward workspace   %lld bytes, recomputing: %.0f executed, %.0f once (+", fwd_ws, fwd_exec,
+             fwd_once);
+    ck_assert_msg(rc == 0 && out && strstr(out, want),
+                  "plan's text report does not say the forward pass recomputes (want \"%s\"):\n%s", want, out);
+    free(out);
+
+    /* compile from plan's plans (the cache holds them: it plans nothing and adds no entry), then
+     * compile planning for itself, then the store-all build the results are compared with */
+    rc = sh(&out, "cd '%s' && M='%s' && \"$M\" compile '%s' --budget %lld --cache-dir cache -O0 --name fwd_floor_p -o p.o "
+                  "--header p.h && \"$M\" cache --cache-dir cache",
+            dir, MG_MEMGRAD, model, budget);
+    int entries = -1;
+    const char *e = out ? strstr(out, "entries") : NULL;
+    ck_assert_msg(rc == 0 && e && sscanf(e, "entries %d", &entries) == 1 && entries == 1,
+                  "compile from the plan cache exited %d (%d entries):\n%s", rc, entries, out);
+    free(out);
+    rc = sh(&out, "cd '%s' && '%s' compile '%s' --budget %lld --no-cache --verify --name fwd_floor_b -o b.o --header b.h", dir,
+            MG_MEMGRAD, model, budget);
+    ck_assert_msg(rc == 0 && strstr(out, "plan verified"), "compile exited %d:\n%s", rc, out);
+    free(out);
+    rc = sh(&out, "cd '%s' && '%s' compile '%s' --solver store-all --no-cache --name fwd_floor_all -o all.o --header all.h",
+            dir, MG_MEMGRAD, model);
+    ck_assert_msg(rc == 0, "compile --solver store-all exited %d:\n%s", rc, out);
+    free(out);
+
+    char *hp = tu_read(tu_path(dir, "p.h")), *hb = tu_read(tu_path(dir, "b.h")), *ha = tu_read(tu_path(dir, "all.h"));
+    ck_assert(hp && hb && ha);
+    ck_assert_msg(header_plan_hash(hb) == header_plan_hash(hp),
+                  "compile's plans are not plan's: plan hash 0x%016llx, from plan's plans 0x%016llx; workspace %lld, "
+                  "forward %lld bytes, plan's %lld and %lld",
+                  header_plan_hash(hb), header_plan_hash(hp), tu_header_figure(hb, "FWD_FLOOR_B_WORKSPACE_BYTES"),
+                  tu_header_figure(hb, "FWD_FLOOR_B_FORWARD_WORKSPACE_BYTES"), ws, fwd_ws);
+    const char *fig = strstr(hb, "peak live bytes ");
+    long long peak = -1;
+    double exec = -1, once = -1;
+    ck_assert_msg(fig && sscanf(fig, "peak live bytes %lld; FLOPs executed %lf, every op once %lf", &peak, &exec, &once) == 3,
+                  "no figures of the training step's plan in the header");
+    ck_assert_msg(tu_header_figure(hb, "FWD_FLOOR_B_WORKSPACE_BYTES") == ws &&
+                      tu_header_figure(hb, "FWD_FLOOR_B_FORWARD_WORKSPACE_BYTES") == fwd_ws && peak == step_peak &&
+                      exec == step_exec && once == step_once,
+                  "the header's figures are not plan's: workspace %lld, forward %lld, the step's peak %lld, FLOPs %.0f of "
+                  "%.0f; plan %lld, %lld, %lld, %.0f of %.0f",
+                  tu_header_figure(hb, "FWD_FLOOR_B_WORKSPACE_BYTES"), tu_header_figure(hb, "FWD_FLOOR_B_FORWARD_WORKSPACE_BYTES"),
+                  peak, exec, once, ws, fwd_ws, step_peak, step_exec, step_once);
+    /* the forward pass's store-all is the larger: the one percentages refer to */
+    ck_assert_msg(tu_header_figure(ha, "FWD_FLOOR_ALL_FORWARD_WORKSPACE_BYTES") == store_all &&
+                      tu_header_figure(ha, "FWD_FLOOR_ALL_WORKSPACE_BYTES") == store_all && ws < store_all,
+                  "store-all: workspace %lld, forward %lld; plan's store-all %lld",
+                  tu_header_figure(ha, "FWD_FLOOR_ALL_WORKSPACE_BYTES"), tu_header_figure(ha, "FWD_FLOOR_ALL_FORWARD_WORKSPACE_BYTES"),
+                  store_all);
+    free(hp);
+    free(hb);
+    free(ha);
+
+    char path[4200];
+    snprintf(path, sizeof path, "%s/app.c", dir);
+    tu_write(path,
+             "#include \"all.h\"\n#include \"b.h\"\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+             "#include <string.h>\n#include <sys/mman.h>\n#include <unistd.h>\n"
+             "enum { NX = 2 * 4 * 8 * 8, NE = 5120, NK = 16 * 16, NH = 2 * 4 * 16 * 16 };\n"
+             "static unsigned long long s = 11;\n"
+             "static float rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (float)(s >> 40) / 16777216.0f; }\n"
+             "static unsigned char *guarded(size_t n) {  /* n bytes that end at a PROT_NONE page */\n"
+             "  size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;\n"
+             "  unsigned char *m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
+             "  if (m == MAP_FAILED || mprotect(m + span, pg, PROT_NONE)) exit(9);\n"
+             "  return m + span - n;\n"
+             "}\n"
+             "int main(void) {\n"
+             "  if (FWD_FLOOR_B_NUM_INPUTS != 4 || FWD_FLOOR_B_NUM_OUTPUTS != 1 || FWD_FLOOR_B_PARAM_BYTES != FWD_FLOOR_ALL_PARAM_BYTES)\n"
+             "    return 3;\n"
+             "  float *x = malloc(NX * 4), *x2 = malloc(NE * 4), *t2 = malloc(NE * 4), *k = malloc(NK * 4);\n"
+             "  for (int i = 0; i < NX; i++) x[i] = 0.5f * rnd();\n"
+             "  for (int i = 0; i < NE; i++) { x2[i] = rnd(); t2[i] = rnd(); }\n"
+             "  for (int i = 0; i < NK; i++) k[i] = 0.5f * (rnd() - 0.5f);\n"
+             "  const void *in[4] = {x, x2, t2, k}, *fin[4] = {x, NULL, NULL, k};  /* forward reads neither x2 nor t2 */\n"
+             "  void *pa = malloc(FWD_FLOOR_ALL_PARAM_BYTES), *pb = malloc(FWD_FLOOR_B_PARAM_BYTES);\n"
+             "  fwd_floor_all_init_params(pa, 5); fwd_floor_b_init_params(pb, 5);\n"
+             "  if (memcmp(pa, pb, FWD_FLOOR_B_PARAM_BYTES)) { puts(\"init differs\"); return 4; }\n"
+             "  unsigned char *wa = malloc(FWD_FLOOR_ALL_WORKSPACE_BYTES), *wb = malloc(FWD_FLOOR_B_WORKSPACE_BYTES);\n"
+             "  unsigned char *wf = guarded(FWD_FLOOR_B_FORWARD_WORKSPACE_BYTES);\n"
+             "  memset(wa, 0xff, FWD_FLOOR_ALL_WORKSPACE_BYTES); memset(wb, 0xff, FWD_FLOOR_B_WORKSPACE_BYTES);\n"
+             "  memset(wf, 0xff, FWD_FLOOR_B_FORWARD_WORKSPACE_BYTES);  /* NaNs: nothing may be read before it is written */\n"
+             "  float *ha = malloc(NH * 4), *hb = malloc(NH * 4); void *oa[1] = {ha}, *ob[1] = {hb};\n"
+             "  fwd_floor_all_forward(pa, fin, oa, wa);\n"
+             "  fwd_floor_b_forward(pb, fin, ob, wf);\n"
+             "  int finite = 0, nonzero = 0;\n"
+             "  for (int i = 0; i < NH; i++) { finite += isfinite(ha[i]) != 0; nonzero += ha[i] != 0; }\n"
+             "  if (finite != NH || nonzero < NH / 2) { printf(\"store-all's heat: %d finite, %d nonzero\\n\", finite, nonzero); return 5; }\n"
+             "  for (int i = 0; i < NH; i++)\n"
+             "    if (memcmp(&ha[i], &hb[i], 4)) { printf(\"heat[%d] differs: %.9g against store-all's %.9g\\n\", i, hb[i], ha[i]); return 6; }\n"
+             "  void *ga = malloc(FWD_FLOOR_ALL_PARAM_BYTES), *gb = malloc(FWD_FLOOR_B_PARAM_BYTES);\n"
+             "  float la = fwd_floor_all_train_step(pa, ga, in, wa), lb = fwd_floor_b_train_step(pb, gb, in, wb);\n"
+             "  if (!isfinite(la) || la != lb || memcmp(ga, gb, FWD_FLOOR_B_PARAM_BYTES)) {\n"
+             "    printf(\"the step differs: loss %.9g against store-all's %.9g\\n\", lb, la); return 7; }\n"
+             "  printf(\"identical: heat[0] %.6f, loss %.6f; forward workspace %zu of store-all's %zu bytes\\n\", ha[0], la,\n"
+             "         (size_t)FWD_FLOOR_B_FORWARD_WORKSPACE_BYTES, (size_t)FWD_FLOOR_ALL_FORWARD_WORKSPACE_BYTES);\n"
+             "  return 0;\n}\n");
+    rc = sh(&out, "cd '%s' && cc app.c all.o b.o -lm -o app && ./app", dir);
+    ck_assert_msg(rc == 0 && !strncmp(out, "identical: ", 11), "status %d:\n%s", rc, out);
+    free(out);
+}
+END_TEST
+
 START_TEST(budget_below_store_all_is_refused)
 {
     char *out = NULL;
@@ -308,6 +480,7 @@ int main(void)
     tcase_add_test(tc, two_models_in_one_program);
     tcase_add_test(tc, one_model_at_two_budgets_by_name);
     tcase_add_test(tc, forward_needs_only_its_workspace);
+    tcase_add_test(tc, forward_recomputes_as_plan_plans);
     tcase_add_test(tc, budget_below_store_all_is_refused);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
