@@ -205,8 +205,9 @@ static inline __attribute__((always_inline)) void mgk_gemm_transpose_f64(const d
                                                                                                    \
     /* One MR x NR tile of C of which the top-left mr x nr part is real: whole rows are stored     \
      * straight from the registers, a partial width goes through a buffer. */                     \
-    static void mgk_tile_##SFX(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int64_t mr,  \
-                               int64_t nr, int accumulate)                                         \
+    static inline __attribute__((always_inline)) void mgk_tile_##SFX(                              \
+        int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int64_t mr, int64_t nr,             \
+        int accumulate)                                                                            \
     {                                                                                              \
         enum { NR = MGK_NR_##SFX };                                                                \
         if (mr == MGK_MR && nr == NR) {                                                            \
