@@ -70,7 +70,10 @@ static const bcase cases[] = {
     CONV("rn.l1_dx", 3, 16, 64, 16, 64, 3, 1, 1),
     CONV("rn.l1_dw", 4, 16, 64, 16, 64, 3, 1, 1),
     CONV("rn.l3_fwd", 2, 16, 256, 4, 256, 3, 1, 1),
+    CONV("rn.l3_dx", 3, 16, 256, 4, 256, 3, 1, 1),
+    CONV("rn.l3_dw", 4, 16, 256, 4, 256, 3, 1, 1),
     CONV("rn.l4_fwd", 2, 16, 512, 2, 512, 3, 1, 1),
+    CONV("rn.l4_dx", 3, 16, 512, 2, 512, 3, 1, 1),
     CONV("rn.l4_dw", 4, 16, 512, 2, 512, 3, 1, 1),
     /* unet_small: batch 8 x 1x64x64; levels 16/32/64, bottleneck 128 */
     CONV("unet.l1_fwd", 2, 8, 16, 64, 16, 3, 1, 1),

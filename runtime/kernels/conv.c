@@ -17,8 +17,26 @@
         int64_t OW, int64_t stride, int64_t pad, int64_t dil, int64_t groups
 #define MGK_GEOM_INIT {N, C, H, W, Co, KH, KW, OH, OW, stride, pad, dil, groups}
 
-/* Entries of the weight gradient's tap table (conv_impl.h, mgk_conv_pack_bt), on the stack. */
+/* A table of every tap of every output pixel of one image: off[u * OH*OW + pixel] is where tap u
+ * = i*KW + j of the pixel reads its input plane (ih * W + iw), or -1 in the padding. Small images
+ * (conv_impl.h, mgk_conv_tabled) copy their patches through it: their rows are too short for the
+ * row copies of im2col. At most MGK_CONV_TAP_TABLE entries, on the stack. */
 enum { MGK_CONV_TAP_TABLE = 1024 };
+static void mgk_conv_tap_table(const mgk_conv_geom *g, int32_t *off)
+{
+    int64_t KK = g->KH * g->KW, P = g->OH * g->OW;
+    for (int64_t u = 0; u < KK; u++)
+        for (int64_t q = 0; q < P; q++) {
+            int64_t ih = q / g->OW * g->stride - g->pad + u / g->KW * g->dil;
+            int64_t iw = q % g->OW * g->stride - g->pad + u % g->KW * g->dil;
+            off[u * P + q] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W ? (int32_t)(ih * g->W + iw) : -1;
+        }
+}
+
+static inline int mgk_conv_tabled(const mgk_conv_geom *g)
+{
+    return g->OW <= 8 && g->KH * g->KW * g->OH * g->OW <= MGK_CONV_TAP_TABLE && g->H * g->W <= INT32_MAX;
+}
 
 static inline void *mgk_conv_align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 

@@ -187,6 +187,28 @@ static void SFX(mgk_conv_block)(const mgk_conv_geom *g, int64_t nbb, int64_t r0,
                                 int64_t p1, T *xg, int64_t xs, T *col, int back)
 {
     int64_t P = g->OH * g->OW;
+    if (mgk_conv_tabled(g)) { /* small images: each patch row through the tap table, image by image */
+        int32_t off[MGK_CONV_TAP_TABLE];
+        mgk_conv_tap_table(g, off);
+        int64_t KK = g->KH * g->KW, HW = g->H * g->W;
+        /* row r outer: an element of x (dx) is read (added to) once per patch row, in increasing
+         * r, as by the row copies below */
+        for (int64_t r = r0; r < r1; r++) {
+            const int32_t *o = off + r % KK * P;
+            T *row = col + (r - r0) * (p1 - p0);
+            for (int64_t m = p0 / P; m * P < p1; m++) { /* pixels q in [a, b) of image m: row[m*P + q - p0] */
+                T *xm = xg + m * xs + r / KK * HW;
+                int64_t a = p0 > m * P ? p0 - m * P : 0, b = p1 < (m + 1) * P ? p1 - m * P : P, e = m * P - p0;
+                if (back) {
+                    for (int64_t q = a; q < b; q++)
+                        if (o[q] >= 0) xm[o[q]] += row[e + q];
+                } else {
+                    for (int64_t q = a; q < b; q++) row[e + q] = o[q] < 0 ? 0 : xm[o[q]];
+                }
+            }
+        }
+        return;
+    }
     for (int64_t i = p0 / P; i < nbb && i * P < p1; i++) {
         int64_t a = p0 > i * P ? p0 - i * P : 0, b = p1 < (i + 1) * P ? p1 - i * P : P;
         T *c = col + (i * P + a - p0);
@@ -289,28 +311,17 @@ static void SFX(mgk_conv_pack_b)(const void *vctx, int64_t jc, int64_t nc, int64
 }
 
 /* The weight gradient's op(B), the transposed patch matrix of a block (rows: its pixels; columns:
- * its patch rows), packed straight from the images where they are small (mgk_conv_fused_pack_t:
+ * its patch rows), packed straight from the images where they are small (mgk_conv_tabled:
  * ResNet's 2x2 stage spent a third of its weight gradient in im2col): each panel's row is one
- * pixel's NR taps, read through a table of the pixel's taps (offset in the image plane, or
- * outside it) made once per call. */
-static inline int SFX(mgk_conv_fused_pack_t)(const mgk_conv_geom *g)
-{
-    return g->OW <= 8 && g->KH * g->KW * g->OH * g->OW <= MGK_CONV_TAP_TABLE && g->H * g->W <= INT32_MAX;
-}
-
+ * pixel's NR taps, read through the tap table (conv.c) made once per call. */
 static void SFX(mgk_conv_pack_bt)(const void *vctx, int64_t jc, int64_t nc, int64_t pc, int64_t kc, void *vdst)
 {
     enum { NR = 64 / sizeof(T) };
     const SFX(mgk_conv_pack_ctx) *cx = vctx;
     const mgk_conv_geom *g = cx->g;
     const int64_t H = g->H, W = g->W, KK = g->KH * g->KW, OW = g->OW, P = g->OH * OW;
-    int32_t off[MGK_CONV_TAP_TABLE]; /* [u * P + pixel]: tap u of the pixel in its plane, or -1 outside */
-    for (int64_t u = 0; u < KK; u++)
-        for (int64_t q = 0; q < P; q++) {
-            int64_t ih = q / OW * g->stride - g->pad + u / g->KW * g->dil;
-            int64_t iw = q % OW * g->stride - g->pad + u % g->KW * g->dil;
-            off[u * P + q] = ih >= 0 && ih < H && iw >= 0 && iw < W ? (int32_t)(ih * W + iw) : -1;
-        }
+    int32_t off[MGK_CONV_TAP_TABLE];
+    mgk_conv_tap_table(g, off);
     T *dst = vdst;
     for (int64_t q0 = 0; q0 < nc; q0 += NR, dst += kc * NR) {
         int64_t plane[NR], tab[NR], w = nc - q0 < NR ? nc - q0 : NR; /* per column: x[c]'s start, u * P */
@@ -439,7 +450,7 @@ static void SFX(mgk_conv2d_dw)(MGK_GEOM_PARAMS, const T *x, const T *dy, T *dw, 
                 for (int64_t r0 = 0; r0 < K; r0 += s.ch.rows) {
                     int64_t rn = mgk_gemm_min64(s.ch.rows, K - r0);
                     int beta = acc || n0 > 0 || p0 > 0;
-                    if (SFX(mgk_conv_fused_pack_t)(&g)) {
+                    if (mgk_conv_tabled(&g)) {
                         SFX(mgk_conv_pack_ctx) cx = {&g, xg, C * H * W, r0, p0};
                         SFX(mgk_gemm_packed)(Cog, rn, pn, dyg + p0, cols, 0, SFX(mgk_conv_pack_bt), &cx, dwg + r0, K,
                                              beta, s.gemm, ch.gemm_cap);
