@@ -46,6 +46,7 @@ int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, cha
             snprintf(err, (size_t)errlen, "budget '%s' is not a size (try 48MiB, 2GB or 40%%)", s);
         return refuse(why, MG_BUDGET_NOT_POSITIVE);
     }
+    const char *num_end = end;
     end += gap;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(end, units[i].unit)) continue;
@@ -68,6 +69,8 @@ int mg_budget_parse_why(const char *s, mg_budget *b, mg_budget_problem *why, cha
             return refuse(why, MG_BUDGET_RANGE);
         }
         b->bytes = (int64_t)floor(bytes);
+        if ((size_t)(num_end - s) == strspn(s, "0123456789")) /* a whole number: exact above 2^53 too */
+            b->bytes = (int64_t)strtoll(s, NULL, 10) * (int64_t)units[i].mult;
         return 1;
     }
     snprintf(err, (size_t)errlen, "budget '%s' has an unknown unit '%s' (use B, KiB, MiB, GiB, KB, MB, GB or %%)", s, end);

@@ -118,6 +118,8 @@ mg_status mg_lex(const char *file, const char *src, size_t len, mg_tokens *toks,
             tok.num = strtod(buf, NULL);
             if (!isfinite(tok.num)) /* 1e400: strtod gives inf, which no shape or constant can use */
                 return mg_diag_set(d, loc, "number '%s' is out of range", buf);
+            if (tok.num == 0 && strcspn(buf, "123456789") < strcspn(buf, "eE")) /* 1e-400: not 0 as written */
+                return mg_diag_set(d, loc, "number '%s' is out of range (it rounds to 0)", buf);
             tok.is_int = is_int;
             tok.len = (int)(q - p);
             p = q;

@@ -4,8 +4,8 @@
  * the step that starts it and holds that value, no two buffers live at the same step overlap in
  * the arena, every buffer fits in the workspace, each parameter gradient and output is written
  * exactly once, backward ops run once (only forward ops may be recomputed, and recomputations
- * are marked), and the workspace, the peak live bytes and the FLOPs executed are what the plan
- * claims. */
+ * are marked), and the workspace, the peak live bytes and the FLOPs executed and once are what
+ * the plan claims. */
 #include "plan.h"
 
 #include <stdlib.h>
@@ -239,6 +239,11 @@ mg_status mg_plan_verify(const mg_plan *p, const mg_problem *pr, mg_diag *d)
             if (out_node[i] == -1) st = mg_diag_set(d, none, "plan: output '%s' is never written", g->outputs[i].name);
     if (!st && (flops > p->flops_executed * (1 + 1e-12) + 0.5 || flops < p->flops_executed * (1 - 1e-12) - 0.5))
         st = mg_diag_set(d, none, "plan: the steps execute %.0f FLOPs, the plan claims %.0f", flops, p->flops_executed);
+    double once = 0; /* (the overhead reported is executed over this) */
+    for (int v = 0; v < n; v++)
+        if (pr->target[v]) once += pr->cost[v];
+    if (!st && (once > p->flops_once * (1 + 1e-12) + 0.5 || once < p->flops_once * (1 - 1e-12) - 0.5))
+        st = mg_diag_set(d, none, "plan: every op once is %.0f FLOPs, the plan claims %.0f", once, p->flops_once);
 
     /* overlap and peak: sweep lifetimes, comparing each starting buffer with the live ones */
     if (!st) {

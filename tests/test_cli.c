@@ -1191,6 +1191,7 @@ START_TEST(test_bad_numbers_in_model)
         {"h = scale(x, 1e20)", "argument 'k' of 'scale' is out of range (at most 2^53), got 1e+20", 14},
         {"h = scale(x, 5 / 0)", "5 / 0 is not a finite number", 16},
         {"h = x * 1e400", "number '1e400' is out of range", 9},
+        {"h = x * 1e-400", "number '1e-400' is out of range (it rounds to 0)", 9}, /* (was taken as 0) */
         {"h = x * (0 / 0)", "0 / 0 is not a finite number", 12},
         /* (the product of these overflowed int64_t: undefined behaviour) */
         {"h = reshape(x, shape=[1000000000000, 1000000000000, -1])",
@@ -1362,6 +1363,11 @@ START_TEST(test_bad_budget_values)
         ck_assert_msg(rc == 2 && strstr(out, cases[i].msg), "--budget %s: exited %d:\n%s", cases[i].budget, rc, out);
         free(out);
     }
+    /* a whole number of bytes is exact past 2^53 (strtod made 9007199254740993 bytes ...992) */
+    char *big;
+    int brc = mg(&big, "plan '%s' --no-cache --bytes --budget 9007199254740993", m);
+    ck_assert_msg(brc == 0 && strstr(big, "budget              9007199254740993 bytes"), "exited %d:\n%s", brc, big);
+    free(big);
     /* the other numbers are plain decimal too, and no option takes an empty value: plan --svg ''
      * printed the whole report, then failed with "cannot write : No such file or directory" */
     static const struct {

@@ -1816,6 +1816,17 @@ START_TEST(test_plan_cache)
         ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
         ck_assert_msg(mg_plan_cache_load(cdir, key, g, &back) == 0, "an entry with a store-all workspace of 0 was loaded");
         pl.store_all_bytes = was;
+        /* every op once cheaper than it is: the report showed an overhead the plan has not (fuzzed) */
+        double fwas = pl.train->flops_once;
+        pl.train->flops_once -= 2048;
+        ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
+        ck_assert_msg(mg_plan_cache_load(cdir, key, g, &back) == 0, "an entry with a wrong flops_once was loaded");
+        pl.train->flops_once = fwas;
+        fwas = pl.flops_lower_bound;
+        pl.flops_lower_bound = pl.train->flops_executed * 2;
+        ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
+        ck_assert_msg(mg_plan_cache_load(cdir, key, g, &back) == 0, "an entry with a bound above its plan was loaded");
+        pl.flops_lower_bound = fwas;
         was = pl.train->bufs[0].bytes;
         pl.train->bufs[0].bytes = INT64_MAX;
         ck_assert(mg_plan_cache_store(cdir, key, &pl) == MG_OK);
