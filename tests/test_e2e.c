@@ -242,6 +242,16 @@ START_TEST(one_model_at_two_budgets_by_name)
 }
 END_TEST
 
+/* The apps' buffer that ends at a PROT_NONE page: a kernel reading or writing past what the
+ * header says it needs faults. (C source, for the apps the tests write.) */
+#define GUARDED_C                                                                                  \
+    "static unsigned char *guarded(size_t n) {  /* n bytes that end at a PROT_NONE page */\n"      \
+    "  size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;\n"                \
+    "  unsigned char *m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n" \
+    "  if (m == MAP_FAILED || mprotect(m + span, pg, PROT_NONE)) exit(9);\n"                       \
+    "  return m + span - n;\n"                                                                     \
+    "}\n"
+
 /* NAME_FORWARD_WORKSPACE_BYTES: NAME_forward touches only that prefix of the workspace. Checked
  * against the hardware, not a sanitizer (the generated object is not instrumented): the
  * workspace ends exactly where an inaccessible page begins, so a read or write past it faults;
@@ -253,12 +263,7 @@ START_TEST(forward_needs_only_its_workspace)
     tu_write(path,
              "#include \"mlp.h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
              "#include <sys/mman.h>\n#include <unistd.h>\n"
-             "static unsigned char *guarded(size_t n) {  /* n bytes that end at a PROT_NONE page */\n"
-             "  size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;\n"
-             "  unsigned char *m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
-             "  if (m == MAP_FAILED || mprotect(m + span, pg, PROT_NONE)) exit(9);\n"
-             "  return m + span - n;\n"
-             "}\n"
+             GUARDED_C
              "int main(void) {\n"
              "  if (!(MLP_FORWARD_WORKSPACE_BYTES < MLP_WORKSPACE_BYTES)) { puts(\"no smaller prefix\"); return 3; }\n"
              "  float *x = malloc(128 * 784 * 4); const void *in[2] = {x, NULL};\n"
@@ -409,12 +414,7 @@ START_TEST(forward_recomputes_as_plan_plans)
              "enum { NX = 2 * 4 * 8 * 8, NE = 5120, NK = 16 * 16, NH = 2 * 4 * 16 * 16 };\n"
              "static unsigned long long s = 11;\n"
              "static float rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (float)(s >> 40) / 16777216.0f; }\n"
-             "static unsigned char *guarded(size_t n) {  /* n bytes that end at a PROT_NONE page */\n"
-             "  size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;\n"
-             "  unsigned char *m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
-             "  if (m == MAP_FAILED || mprotect(m + span, pg, PROT_NONE)) exit(9);\n"
-             "  return m + span - n;\n"
-             "}\n"
+             GUARDED_C
              "int main(void) {\n"
              "  if (FWD_FLOOR_B_NUM_INPUTS != 4 || FWD_FLOOR_B_NUM_OUTPUTS != 1 || FWD_FLOOR_B_PARAM_BYTES != FWD_FLOOR_ALL_PARAM_BYTES)\n"
              "    return 3;\n"
