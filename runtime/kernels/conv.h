@@ -7,9 +7,10 @@
  * scattered back ("col2im"). A 1x1 convolution with stride 1 and no padding reads the input
  * directly and needs no patch matrix. On images at most 8 pixels wide the forward and the weight
  * gradient build no block either: the GEMM's packing reads the patches straight from the image
- * (conv_impl.h, mgk_conv_pack_b/_bt); their scratch is still reserved as below, the block's
- * part unused, so that the sizes do not depend on the path. Like gemm.h this header is also compiled into the
- * compiler, so the planner reserves exactly the scratch each kernel call uses.
+ * (conv_impl.h, mgk_conv_pack_b/_bt), and the input gradient's blocks go through a table of
+ * every pixel's taps (conv.c); their scratch is reserved as below all the same (the block's part
+ * unused), so that the sizes do not depend on the path. Like gemm.h this header is also compiled
+ * into the compiler, so the planner reserves exactly the scratch each kernel call uses.
  */
 #ifndef MG_KERNELS_CONV_H
 #define MG_KERNELS_CONV_H
