@@ -561,6 +561,44 @@ START_TEST(test_conv_grad_weight_acc)
 }
 END_TEST
 
+/* Max pooling's 2x2 windows at stride 2 (conv_impl.h, mgk_max_pool2d_2x2 and _grad_2x2) against
+ * the general loops, bit for bit, in f32 and f64, on odd and even sides, ties, NaNs, infinities
+ * and gradients of -0 (the general path adds dy to a zeroed dx: 0 + -0 is +0). */
+START_TEST(test_max_pool_2x2)
+{
+    rs += (uint64_t)_i * 2749;
+    for (int is64 = 0; is64 < 2; is64++) {
+        int64_t es = is64 ? 8 : 4, P = rint_(1, 5), H = rint_(1, 13), W = rint_(1, 13);
+        int64_t OH = mg_window_out_ref(H, 2, 2, 0, 1), OW = mg_window_out_ref(W, 2, 2, 0, 1);
+        static const double special[] = {0.0, -0.0, 1.0, 1.0, INFINITY, -INFINITY, NAN};
+        void *x = rand_buf(P * H * W, is64), *dy = rand_buf(P * OH * OW + 1, is64);
+        for (int64_t k = 0; k < P * H * W; k++)
+            if (rnext() % 3 == 0) set(x, k, special[rnext() % 7], is64);
+        for (int64_t k = 0; k < P * OH * OW; k++)
+            if (rnext() % 4 == 0) set(dy, k, rnext() % 2 ? -0.0 : 0.0, is64);
+        size_t ny = (size_t)(P * OH * OW + 1) * (size_t)es, nx = (size_t)(P * H * W) * (size_t)es;
+        unsigned char *y1 = malloc(ny), *y2 = malloc(ny), *dx1 = malloc(nx + 1), *dx2 = malloc(nx + 1);
+        memset(y1, 0x5a, ny), memset(y2, 0x5a, ny), memset(dx1, 0x5a, nx + 1), memset(dx2, 0x5a, nx + 1);
+        if (is64) {
+            mgk_max_pool2d_f64(P, H, W, OH, OW, 2, 2, 0, x, (double *)y1);
+            mgk_max_pool2d_any_f64(P, H, W, OH, OW, 2, 2, 0, x, (double *)y2);
+            mgk_max_pool2d_grad_f64(P, H, W, OH, OW, 2, 2, 0, x, dy, (double *)dx1);
+            mgk_max_pool2d_grad_any_f64(P, H, W, OH, OW, 2, 2, 0, x, dy, (double *)dx2);
+        } else {
+            mgk_max_pool2d_f32(P, H, W, OH, OW, 2, 2, 0, x, (float *)y1);
+            mgk_max_pool2d_any_f32(P, H, W, OH, OW, 2, 2, 0, x, (float *)y2);
+            mgk_max_pool2d_grad_f32(P, H, W, OH, OW, 2, 2, 0, x, dy, (float *)dx1);
+            mgk_max_pool2d_grad_any_f32(P, H, W, OH, OW, 2, 2, 0, x, dy, (float *)dx2);
+        }
+        ck_assert_msg(!memcmp(y1, y2, ny), "%s max_pool2d 2x2 on %lldx%lld differs", is64 ? "f64" : "f32", (long long)H,
+                      (long long)W);
+        ck_assert_msg(!memcmp(dx1, dx2, nx + 1), "%s max_pool2d_grad 2x2 on %lldx%lld differs", is64 ? "f64" : "f32",
+                      (long long)H, (long long)W);
+        free(x), free(dy), free(y1), free(y2), free(dx1), free(dx2);
+    }
+}
+END_TEST
+
 /* Cutting a batch anywhere gives the whole batch's bits, not only at multiples of the images one
  * GEMM takes (mgk_conv_batch only changes which columns share a GEMM): parts of any sizes, run
  * by the capped kernels as a micro-batched graph runs them, give each image's output and input
@@ -688,6 +726,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_conv_kernels, 0, 40);
     tcase_add_loop_test(tc, test_pool_kernels, 0, 40);
+    tcase_add_loop_test(tc, test_max_pool_2x2, 0, 40);
     tcase_add_loop_test(tc, test_conv_chunks, 0, 8);
     tcase_add_loop_test(tc, test_conv_odd_blocks, 0, 12);
     tcase_add_loop_test(tc, test_conv_fused_pack, 0, 60);

@@ -38,6 +38,14 @@ static inline int mgk_conv_tabled(const mgk_conv_geom *g)
     return g->OW <= 8 && g->KH * g->KW * g->OH * g->OW <= MGK_CONV_TAP_TABLE && g->H * g->W <= INT32_MAX;
 }
 
+/* Loops the vectorizer would turn into gathers and scatters (stride-2 reads and writes), slower
+ * than the scalar code on the hosts measured (max pooling's 2x2 windows, conv_impl.h). */
+#ifdef __clang__
+#define MGK_NO_VECTORIZE _Pragma("clang loop vectorize(disable)")
+#else
+#define MGK_NO_VECTORIZE
+#endif
+
 static inline void *mgk_conv_align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 #define T float
