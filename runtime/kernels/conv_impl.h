@@ -572,6 +572,7 @@ static void SFX(mgk_max_pool2d_2x2)(int64_t planes, int64_t H, int64_t W, int64_
                                     const T *restrict x, T *restrict y)
 {
     for (int64_t p = 0; p < planes; p++)
+        MGK_NO_VECTORIZE /* (nor this one, once the constant-width loop inside is unrolled) */
         for (int64_t oh = 0; oh < OH; oh++) {
             const T *r0 = x + (p * H + 2 * oh) * W, *r1 = r0 + W;
             T *yo = y + (p * OH + oh) * OW;
@@ -592,6 +593,7 @@ static void SFX(mgk_max_pool2d_grad_2x2)(int64_t planes, int64_t H, int64_t W, i
     if (H != 2 * OH || W != 2 * OW) /* (a last odd row or column no window covers) */
         memset(dx, 0, (size_t)(planes * H * W) * sizeof(T));
     for (int64_t p = 0; p < planes; p++)
+        MGK_NO_VECTORIZE /* (nor this one, once the constant-width loop inside is unrolled) */
         for (int64_t oh = 0; oh < OH; oh++) {
             const T *r0 = x + (p * H + 2 * oh) * W, *r1 = r0 + W, *g = dy + (p * OH + oh) * OW;
             T *d0 = dx + (p * H + 2 * oh) * W, *d1 = d0 + W;
