@@ -20,7 +20,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,8 +361,8 @@ int mg_plan_cache_load(const char *dir, uint64_t key, const mg_graph *g, mg_plan
              (out->store_all_bytes > 0 || out->workspace_bytes == 0) && /* (a store-all workspace of 0
                                                                           bytes beside a plan of some) */
              out->min_feasible_bytes >= -1 && out->optimal >= -1 && out->optimal <= 1 &&
-             /* (no bound above a plan's cost: the verifier checked the cost, not the bound) */
-             out->flops_lower_bound <= out->train->flops_executed * (1 + 1e-9) + 1 && !isnan(out->flops_lower_bound);
+             /* (no bound above a plan's cost, nor NaN: the verifier checked the cost, not the bound) */
+             out->flops_lower_bound <= out->train->flops_executed * (1 + 1e-9) + 1;
     }
     /* a used entry is the most recently used: the bound removes the least recently used first
      * (no error if it cannot be touched: a read-only shared cache) */

@@ -294,18 +294,6 @@ static double plan_figure(const cJSON *plan, const char *obj, const char *key)
     return v->valuedouble;
 }
 
-/* NAME_PLAN_HASH of a generated header: the hash of the model, the sizes and both functions'
- * plans, step by step and buffer by buffer (program_hash.c). */
-static unsigned long long header_plan_hash(const char *h)
-{
-    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
-        const char *name = p + 8, *end = name + strcspn(name, " \n");
-        if (end - name > 10 && !strncmp(end - 10, "_PLAN_HASH", 10)) return strtoull(end, NULL, 16);
-    }
-    ck_abort_msg("no #define ..._PLAN_HASH in the header");
-    return 0;
-}
-
 /* A forward pass whose own plan recomputes, compiled as `plan` plans it (planner.c,
  * mg_plan_program). tests/data/forward_recompute_floor.mg at 46,000 bytes: the training step
  * runs every op once there (so compile leaves its minimum search out) and the forward pass must
@@ -379,10 +367,10 @@ START_TEST(forward_recomputes_as_plan_plans)
 
     char *hp = tu_read(tu_path(dir, "p.h")), *hb = tu_read(tu_path(dir, "b.h")), *ha = tu_read(tu_path(dir, "all.h"));
     ck_assert(hp && hb && ha);
-    ck_assert_msg(header_plan_hash(hb) == header_plan_hash(hp),
+    ck_assert_msg(tu_header_hash(hb, "_PLAN_HASH") == tu_header_hash(hp, "_PLAN_HASH"),
                   "compile's plans are not plan's: plan hash 0x%016llx, from plan's plans 0x%016llx; workspace %lld, "
                   "forward %lld bytes, plan's %lld and %lld",
-                  header_plan_hash(hb), header_plan_hash(hp), tu_header_figure(hb, "FWD_FLOOR_B_WORKSPACE_BYTES"),
+                  tu_header_hash(hb, "_PLAN_HASH"), tu_header_hash(hp, "_PLAN_HASH"), tu_header_figure(hb, "FWD_FLOOR_B_WORKSPACE_BYTES"),
                   tu_header_figure(hb, "FWD_FLOOR_B_FORWARD_WORKSPACE_BYTES"), ws, fwd_ws);
     const char *fig = strstr(hb, "peak live bytes ");
     long long peak = -1;

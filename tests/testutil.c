@@ -160,18 +160,29 @@ void tu_dir_free(char **dir)
     *dir = NULL;
 }
 
-long long tu_header_figure(const char *h, const char *suffix)
+/* The value of the #define whose name ends in suffix (fails the running test when there is none). */
+static const char *header_define(const char *h, const char *suffix)
 {
     for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
         const char *name = p + 8, *end = name + strcspn(name, " \n");
         size_t n = strlen(suffix);
         if ((size_t)(end - name) < n || strncmp(end - n, suffix, n)) continue;
-        const char *v = end + strspn(end, " ");
-        if (!strncmp(v, "MG_SIZE_BYTES(", 14)) v += 14; /* a size_t figure */
-        return strtoll(v, NULL, 10);
+        return end + strspn(end, " ");
     }
     ck_abort_msg("no #define ..%s in the header", suffix);
-    return 0;
+    return NULL;
+}
+
+long long tu_header_figure(const char *h, const char *suffix)
+{
+    const char *v = header_define(h, suffix);
+    if (!strncmp(v, "MG_SIZE_BYTES(", 14)) v += 14; /* a size_t figure */
+    return strtoll(v, NULL, 10);
+}
+
+unsigned long long tu_header_hash(const char *h, const char *suffix)
+{
+    return strtoull(header_define(h, suffix), NULL, 16);
 }
 
 long long tu_json_figure(const char *json, const char *key)

@@ -56,6 +56,8 @@ void *tu_sym(void *handle, const char *model, const char *suffix);
 /* The value of the #define in a generated header whose name ends in suffix (fails the running
  * test when there is none). */
 long long tu_header_figure(const char *header, const char *suffix);
+/* The same of a hexadecimal #define (0x...ULL: NAME_PLAN_HASH). */
+unsigned long long tu_header_hash(const char *header, const char *suffix);
 /* The integer after "key": in a plan's JSON (fails the running test when there is none). */
 long long tu_json_figure(const char *json, const char *key);
 /* Runs every test of s; the process exit status (EXIT_SUCCESS when all pass). */
